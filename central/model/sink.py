@@ -1,0 +1,24 @@
+"""Where a scheduling cycle's decisions go.
+
+The scheduling core never talks to Kubernetes. At the end of a cycle it hands its decisions
+to a `ClusterSink`: `caldera simulate` records them in memory, the Kubernetes adapter turns
+them into pods/binding calls, evictions and status writes. Keys are ``"<namespace>/<name>"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class ClusterSink(Protocol):
+    def bind(self, pod_key: str, node: str) -> None:
+        """Bind the pod to the node. The cache already charged the node."""
+
+    def evict(self, pod_key: str, reason: str) -> None:
+        """Evict the pod (the Eviction API in a cluster); `reason` is for the pod's condition."""
+
+    def update_podgroup_status(self, podgroup_key: str, status: dict[str, Any]) -> None:
+        """Write a PodGroup's `status` (phase, conditions, running, succeeded, failed)."""
+
+    def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
+        """Write a Queue's `status` (allocated and the per-phase PodGroup counts)."""
