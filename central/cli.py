@@ -1,0 +1,50 @@
+"""`caldera <command>` for everything central owns.
+
+Each command lives in its own module, which exposes ``add_arguments(parser)`` and
+``run(args) -> int``; this file only lists them, so adding a command is one line here.
+Modules are imported only when their command runs, so `caldera simulate` never pays for
+the Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from central.errors import InputError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("central.sim.command", "dry-run scheduling cycles on manifests, print what would happen"),
+    "bench": ("central.sim.bench", "scale benchmark of a scheduling session on a synthetic cluster"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="caldera", description="Volcano-compatible batch scheduling.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("agent", help="run the node agent (see `caldera agent --help`)")
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in COMMANDS:
+        parser = _parser()
+        if args and not args[0].startswith("-"):
+            parser.error(f"unknown command {args[0]!r}; choose from: agent, {', '.join(COMMANDS)}")
+        parser.print_help()
+        return 0 if args else 2
+    name = args[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"caldera {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)
+    parsed = parser.parse_args(args[1:])
+    try:
+        return module.run(parsed)
+    except InputError as err:
+        print(f"caldera {name}: error: {err}", file=sys.stderr)
+        return 2
