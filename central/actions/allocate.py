@@ -18,7 +18,7 @@ from __future__ import annotations
 from central.framework.ordering import PriorityQueue
 from central.framework.session import Session
 from central.framework.statement import Statement
-from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
+from central.model.objects import FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
 
 def allocate(ssn: Session) -> None:
@@ -64,11 +64,12 @@ def allocate(ssn: Session) -> None:
 
 
 def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
-    failed: dict[PodTemplate, object] = {}
+    failed: dict[PodTemplate, FitErrors] = {}
     placement = ssn.placement
     while tasks:
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
+            job.fit_errors[task.uid] = f"queue {queue.name} has no room for it: its allocation plus the request exceeds the queue's deserved share"
             continue
         if task.template in failed:
             job.fit_errors[task.uid] = failed[task.template]

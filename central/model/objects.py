@@ -215,7 +215,7 @@ class JobInfo:
     best_effort_pending: dict[str, int] = field(default_factory=dict)  # role -> pending tasks without requests
     allocated: np.ndarray | None = None  # sum of resreq over allocated tasks
     pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
-    fit_errors: dict[str, "FitErrors"] = field(default_factory=dict)  # task uid -> why not placed
+    fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(self.counts.get(s, 0) for s in statuses)
