@@ -39,12 +39,24 @@ CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"}
 QUEUE_STATES = ("Open", "Closing", "Closed", "Unknown")
 
 
+CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace"})
+
+
 def object_ref(obj: Mapping[str, Any]) -> str:
-    """`Kind namespace/name` (or `Kind name`) for messages."""
-    meta = obj.get("metadata") or {}
+    """`Kind namespace/name` (or `Kind name` for cluster-scoped kinds) for messages."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    kind = obj.get("kind", "<no kind>")
     name = meta.get("name", "<unnamed>")
-    ns = meta.get("namespace")
-    return f"{obj.get('kind', '<no kind>')} {ns}/{name}" if ns else f"{obj.get('kind', '<no kind>')} {name}"
+    if kind in CLUSTER_SCOPED:
+        return f"{kind} {name}"
+    return f"{kind} {meta.get('namespace') or 'default'}/{name}"
+
+
+def yaml_problem(err: Exception) -> str:
+    """A YAML error on one line: where and what."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else f"malformed YAML: {problem}"
 
 
 def _map(obj: Mapping[str, Any], path: str, default: Any = None) -> Any:

@@ -16,7 +16,7 @@ from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
 from central.model.queuetree import check_queues
-from central.sim.manifests import load_into, read_manifests
+from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import render_table
 from central.sim.simulate import simulate
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     manifests = read_manifests(paths)
     cache = ClusterCache(scheduler_name=args.scheduler_name)
     load_into(cache, manifests)
-    check_queues(cache.all_queues())
+    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
     result = simulate(cache, conf, args.cycles)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
