@@ -21,7 +21,13 @@ Votes and checks:
     reclaimable(reclaimer, victims) -> list | None
 Placement, vectorised over node rows (numpy int arrays of candidate rows):
     predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
-    node_order(task, rows) -> float array              summed over plugins and tiers
+    node_order(task, rows) -> float array              a row's score may depend only on that node's
+                                                       state and the pod's template: the session
+                                                       caches it per template and re-scores only
+                                                       the rows that changed (Volcano's NodeOrderFn)
+    batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
+                                                       (normalised ones); None adds nothing
+    Both are summed over plugins and tiers.
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()

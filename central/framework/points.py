@@ -31,6 +31,7 @@ POINT_FLAGS: dict[str, str | None] = {
     "reclaimable": "enableReclaimable",
     "predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
+    "batch_node_order": "enableNodeOrder",
     "on_allocate": None,
     "on_deallocate": None,
     "on_session_close": None,

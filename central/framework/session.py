@@ -42,6 +42,7 @@ class CycleResult:
     changed_podgroups: set[str] = field(default_factory=set)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
 
 
 class Session:
@@ -184,8 +185,9 @@ class Session:
             if task.status == TaskStatus.PENDING and task.uid not in reasons:
                 if self.last_transaction.get(task.uid):
                     reasons[task.uid] = "Schedulable: fits a node, but the gang is not ready"
-                elif job.pending_phase and job.uid in self.jobs:
-                    reasons[task.uid] = f"PodGroup {job.uid} is {job.phase or 'Pending'}: not admitted yet"
+                elif job.pending_phase:
+                    why = self.job_notes.get(job.uid, "waiting for the enqueue action")
+                    reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
         return reasons
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:
