@@ -93,6 +93,29 @@ class Placement:
                 rows = rows[np.logical_and.reduce([ok for ok, _ in checks])]
         return rows
 
+    def preemption_candidates(self, task: TaskInfo) -> np.ndarray:
+        """Rows that pass every plugin filter, whatever their free resources, best score first:
+        the nodes where evicting someone could make room (Volcano's PredicateForPreemptAction)."""
+        view = self.view(task)
+        rows = np.flatnonzero(self.table.max_pods[: self.n] > 0)
+        for fn in self.ssn.points.flat["predicate"]:
+            checks = fn(task, rows)
+            if checks and len(rows):
+                rows = rows[np.logical_and.reduce([ok for ok, _ in checks])]
+        scores = view.score[rows]
+        for fn in self.ssn.points.flat["batch_node_order"]:
+            extra = fn(task, rows)
+            if extra is not None:
+                scores = scores + extra
+        return rows[np.argsort(-scores, kind="stable")]
+
+    def fits(self, task: TaskInfo, row: int, freed: np.ndarray | None = None) -> bool:
+        """Does the task fit the node's future idle (with `freed` more resources, if given)?"""
+        req = task.init_resreq
+        cols = self.columns(req)
+        future = self.table.future[row, cols] if freed is None else self.table.future[row, cols] + freed[cols]
+        return bool(np.all(future + EPSILON > req[cols]))
+
     def fit_errors(self, task: TaskInfo) -> FitErrors:
         """Why no node passes: the first failing filter per node, counted like kube-scheduler."""
         errors = FitErrors(self.n)

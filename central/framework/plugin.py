@@ -6,7 +6,8 @@ methods at open, keeps the ones whose `enable*` flag is on, and combines their a
 way Volcano does (see `central.framework.points`). Every method is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
-    job_order(l, r), queue_order(l, r), task_order(l, r), victim_queue_order(l, r)
+    job_order(l, r), queue_order(l, r), task_order(l, r),
+    victim_queue_order(l, r, preemptor_queue)   which victim queue gives up resources first
 Votes and checks:
     job_valid(job) -> str | None            a reason the job cannot be scheduled at all
     job_ready(job) -> bool                  AND

@@ -52,10 +52,10 @@ class Points:
 
     # --- combination rules ------------------------------------------------------------------
 
-    def order(self, point: str, left: Any, right: Any) -> int:
+    def order(self, point: str, left: Any, right: Any, *context: Any) -> int:
         """First non-zero answer wins; 0 when every plugin abstains."""
         for fn in self.flat[point]:
-            result = fn(left, right)
+            result = fn(left, right, *context)
             if result:
                 return result
         return 0

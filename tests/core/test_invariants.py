@@ -1,7 +1,7 @@
 """Property tests: invariants that hold for any cluster and job mix."""
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from central.api.resources import EPSILON
@@ -97,3 +97,68 @@ def test_discard_restores_the_session_exactly(case, data):
         assert np.allclose(getattr(cache.table, key), array), key
     assert {uid: (t.status, t.node) for uid, t in cache.tasks.items()} == statuses
     assert drf.shares == shares
+
+
+EVICTING_CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+@st.composite
+def busy_clusters(draw):
+    """Clusters whose nodes already run gangs of mixed priority, with more work pending."""
+    case = draw(clusters())
+    case["objects"] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{v}"}, "value": v}
+                       for v in (1, 10, 100)]
+    free = {name: int(spec["cpu"]) * 1000 for name, spec in case["nodes"].items()}
+    for j in range(draw(st.integers(2, 10))):
+        size = draw(st.integers(1, 6))
+        group = f"run{j}"
+        case["podgroups"][f"ns/{group}"] = {"minMember": draw(st.integers(1, size)), "queue": draw(st.sampled_from(sorted(case["queues"]))),
+                                            "phase": "Running", "priorityClassName": draw(st.sampled_from(["p1", "p10"]))}
+        for t in range(size):
+            node = draw(st.sampled_from(sorted(free)))
+            if free[node] >= 1000:
+                free[node] -= 1000
+                case["pods"][f"ns/{group}-{t}"] = {"group": group, "cpu": 1, "memory": "1Mi", "node": node}
+    for spec in case["podgroups"].values():
+        spec.setdefault("priorityClassName", draw(st.sampled_from(["p1", "p100", "p100"])))
+    return case
+
+
+@settings(max_examples=60, deadline=None)
+@given(busy_clusters())
+def test_preemption_and_reclaim_invariants(case):
+    cache = load_with_priorities(case)
+    conf = load_config(EVICTING_CONF)
+    for _ in range(3):
+        ready_before = {uid: job.ready_num for uid, job in cache.jobs.items()}
+        result = run_cycle(cache, conf)
+        for name, used in node_usage(cache).items():
+            assert np.all(used <= cache.table.alloc[cache.nodes[name].index] + EPSILON)
+        for uid, job in cache.jobs.items():
+            ready = job.ready_num
+            was = ready_before.get(uid, 0)
+            if was >= job.min_available and 0 < ready < job.min_available:
+                raise AssertionError(f"{uid}: preemption left a partial gang {ready}/{job.min_available}")
+        event(f"evicted: {bool(result.evictions)}")
+        if result.evictions:  # no wasted kills: someone was placed where they were made
+            assert result.pipelined or result.binds
+        for uid in result.evictions:
+            namespace, name = uid.split("/", 1)
+            cache.delete("Pod", namespace, name)
+        for task in cache.tasks.values():
+            if task.status == TaskStatus.BINDING:
+                cache.set_status(task, TaskStatus.RUNNING, task.node)
+
+
+def load_with_priorities(case) -> ClusterCache:
+    cache = ClusterCache()
+    for kind in ("PriorityClass", "Queue", "Node", "PodGroup", "Pod"):
+        for obj in objects_of(case):
+            if obj["kind"] == kind:
+                cache.apply(obj)
+    return cache
