@@ -38,6 +38,7 @@ class CycleResult:
     """What one session decided. Keys are "<namespace>/<name>"."""
 
     binds: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
     evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
@@ -70,6 +71,7 @@ class Session:
         self.last_transaction: dict[str, str] = {}
         self.job_conditions: dict[str, dict[str, Any]] = {}
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
+        self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.points = Points([])  # plugins may fire events while they are built
         self.tiers: list[list[Plugin]] = [[PLUGINS[opt.name](opt, self) for opt in tier] for tier in conf.tiers]
@@ -156,11 +158,23 @@ class Session:
     def statement(self) -> Statement:
         return Statement(self)
 
+    def annotate(self, task: TaskInfo, key: str, value: str | None) -> None:
+        """Record (or with None, withdraw) an annotation for the pod, written before it binds.
+
+        Plugins call this from on_allocate / on_deallocate, so a discarded statement takes
+        its annotations back with it."""
+        notes = self.pod_annotations.setdefault(task.uid, {})
+        if value is None:
+            notes.pop(key, None)
+        else:
+            notes[key] = value
+
     # --- close ------------------------------------------------------------------------------
 
     def close(self) -> CycleResult:
         self.points.notify("on_session_close")
         result = CycleResult(binds=dict(self.binds), evictions=dict(self.evictions))
+        result.annotations = {uid: notes for uid, notes in self.pod_annotations.items() if notes and uid in self.binds}
         for job in self.jobs.values():
             for task in job.tasks.values():
                 if task.status == TaskStatus.PIPELINED:

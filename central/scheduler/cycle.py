@@ -34,6 +34,8 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
         for pod, reason in result.evictions.items():
             sink.evict(pod, reason)
         for pod, node in result.binds.items():
+            if pod in result.annotations:
+                sink.annotate(pod, result.annotations[pod])
             sink.bind(pod, node)
         for podgroup in sorted(result.changed_podgroups):
             sink.update_podgroup_status(podgroup, result.podgroups[podgroup])
