@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from central.api.resources import format_value
@@ -154,6 +155,20 @@ class Session:
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.points.all_true("preemptive", queue, task)
+
+    @cached_property
+    def node_index(self) -> "NodeIndex":
+        """Label and taint lookups over node rows, shared by the plugins of this session."""
+        from central.plugins.nodeindex import NodeIndex
+
+        return NodeIndex(self.nodes)
+
+    @cached_property
+    def agents(self) -> "AgentView":
+        """The agents' latest reports over node rows (fresh ones only), shared by plugins."""
+        from central.plugins.agentview import AgentView
+
+        return AgentView(self)
 
     def statement(self) -> Statement:
         return Statement(self)

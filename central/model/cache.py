@@ -20,6 +20,7 @@ import numpy as np
 from central.api.resources import Dimensions
 from central.errors import InputError
 from central.model import parse
+from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
     ALLOCATED_STATUSES,
@@ -72,6 +73,7 @@ class ClusterCache:
         self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
         self._vectors: dict[tuple, np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
+        self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.version = 0  # bumped on every change; sessions use it to reuse what they built
 
     # --- feeding ----------------------------------------------------------------------------
@@ -168,6 +170,11 @@ class ClusterCache:
         name, value, global_default = parse.parse_priority_class(obj)
         self.priority_classes[name] = (value, global_default)
         self._resolve_priorities()
+
+    def set_node_data(self, data: NodeData) -> None:
+        """The latest agent report for a node (kept even before the Node object arrives)."""
+        self.node_data[data.node] = data
+        self.version += 1
 
     # --- queries ----------------------------------------------------------------------------
 

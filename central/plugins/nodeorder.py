@@ -76,7 +76,7 @@ class NodeOrder(Plugin):
     def __init__(self, option, session):
         super().__init__(option, session)
         self.weights = {k: self.argument(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
-        self.index = NodeIndex(session.nodes)
+        self.index = session.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}
 
