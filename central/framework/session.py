@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from central.api.resources import format_value
 from central.framework.conf import SchedulerConf
@@ -30,6 +30,10 @@ from central.model.objects import (
     TaskInfo,
     TaskStatus,
 )
+
+if TYPE_CHECKING:
+    from central.plugins.agentview import AgentView
+    from central.plugins.nodeindex import NodeIndex
 
 _session_ids = itertools.count(1)
 
