@@ -19,6 +19,9 @@ class ClusterSink(Protocol):
     def bind(self, pod_key: str, node: str) -> None:
         """Bind the pod to the node. The cache already charged the node."""
 
+    def nominate(self, pod_key: str, node: str) -> None:
+        """Set the pod's status.nominatedNodeName: room is being made for it there."""
+
     def evict(self, pod_key: str, reason: str) -> None:
         """Evict the pod (the Eviction API in a cluster); `reason` is for the pod's condition."""
 
