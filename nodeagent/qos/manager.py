@@ -19,6 +19,8 @@ from nodeagent.report import QosState
 
 @dataclass(frozen=True)
 class QosConfig:
+    enabled: bool = True
+    default_level: str = "LS"  # for pods without the volcano.sh/qos-level annotation
     offline_cgroup: str = ""  # relative to each controller root; "" = the kubelet's besteffort cgroup
     cpu_suppress: CpuSuppressConfig = field(default_factory=CpuSuppressConfig)
     memory_protect: MemoryProtectConfig = field(default_factory=MemoryProtectConfig)
