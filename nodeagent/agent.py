@@ -25,7 +25,7 @@ from nodeagent.collect.topology import Topology, read_topology
 from nodeagent.config import AgentConfig
 from nodeagent.health import Health
 from nodeagent.kube import KubeApi
-from nodeagent.pods import KubeletPodSource, PodInfo, PodSource, StaticPodSource
+from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
 from nodeagent.qos.manager import QosManager
 from nodeagent.report import NodeSnapshot, QosState, sections
 from nodeagent.stream import ReportStream, TlsFiles
@@ -43,18 +43,24 @@ class NoKubeApi:
         raise RuntimeError("no API server configured (kube.api_url)")
 
 
-def _pod_source(cfg: AgentConfig) -> PodSource:
+def _existing(path: str) -> Path | None:
+    return Path(path) if path and Path(path).exists() else None
+
+
+def _pod_source(cfg: AgentConfig, node_name: str) -> PodSource:
+    level = cfg.qos.default_level
     if cfg.pods.source == "kubelet":
-        token = Path(cfg.pods.token_file)
-        return KubeletPodSource(cfg.pods.kubelet_url, token if token.exists() else None, cfg.qos.default_level)
+        return HttpPodSource(cfg.pods.kubelet_url, _existing(cfg.kube.token_file), level)
+    if cfg.pods.source == "apiserver":
+        url = f"{cfg.kube.api_url.rstrip('/')}/api/v1/pods?fieldSelector=spec.nodeName%3D{node_name}"
+        return HttpPodSource(url, _existing(cfg.kube.token_file), level, _existing(cfg.kube.ca_file))
     return StaticPodSource()
 
 
 def _kube(cfg: AgentConfig, node_name: str) -> Any:
     if not cfg.kube.api_url:
         return NoKubeApi()
-    ca = Path(cfg.kube.ca_file)
-    return KubeApi(cfg.kube.api_url, node_name, Path(cfg.kube.token_file), ca if ca.exists() else None)
+    return KubeApi(cfg.kube.api_url, node_name, _existing(cfg.kube.token_file), _existing(cfg.kube.ca_file))
 
 
 class Agent:
@@ -72,7 +78,7 @@ class Agent:
         self.node_usage = NodeUsageCollector(self.paths, self.health, window)
         self.pod_usage = PodUsageCollector(self.driver, window)
         self.gpu = open_gpu_collector(self.paths, self.health, nvml) if cfg.collect.gpu else NullGpuCollector()
-        self.pod_source = pod_source or _pod_source(cfg)
+        self.pod_source = pod_source or _pod_source(cfg, self.node_name)
         kube = kube or _kube(cfg, self.node_name)
         self.qos = QosManager(cfg.qos, self.driver, self.writer, kube, kube)
         self.stream = self._stream() if cfg.stream.server else None

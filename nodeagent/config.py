@@ -51,9 +51,8 @@ class CollectConfig:
 
 @dataclass(frozen=True)
 class PodsConfig:
-    source: str = "none"  # none | kubelet
+    source: str = "none"  # none | kubelet | apiserver (uses kube.api_url, token and CA)
     kubelet_url: str = "https://127.0.0.1:10250/pods"
-    token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ _BY_KEY: dict[str, tuple[Callable[[Any], bool], str]] = {
     "node.reserved_memory_bytes": (lambda v: v >= 0, "must not be negative"),
     "paths.cgroup_version": (lambda v: v in (0, 1, 2), "must be 0 (detect), 1 or 2"),
     "paths.cgroup_driver": (lambda v: v in ("", "systemd", "cgroupfs"), 'must be "", "systemd" or "cgroupfs"'),
-    "pods.source": (lambda v: v in ("none", "kubelet"), 'must be "none" or "kubelet"'),
+    "pods.source": (lambda v: v in ("none", "kubelet", "apiserver"), 'must be "none", "kubelet" or "apiserver"'),
     "qos.default_level": (lambda v: v in QOS_LEVELS, f"must be one of {', '.join(QOS_LEVELS)}"),
     "qos.cpu_suppress.min_cores": (_positive, "must be above 0 (a zero quota would stop offline pods)"),
     "qos.memory_protect.min_bytes": (_positive, "must be above 0"),
@@ -207,6 +206,8 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
     stream = cfg.stream
     if stream.server and not stream.insecure and not (stream.ca_file and stream.cert_file and stream.key_file):
         raise ConfigError("stream.ca_file", "mTLS needs ca_file, cert_file and key_file (or set stream.insecure)")
+    if cfg.pods.source == "apiserver" and not cfg.kube.api_url:
+        raise ConfigError("kube.api_url", 'must be set when pods.source is "apiserver"')
     if cfg.collect.window_s < cfg.collect.period_s:
         raise ConfigError("collect.window_s", "must be at least collect.period_s")
     return cfg

@@ -1,4 +1,4 @@
-"""Which pods run on this node: one small interface, a kubelet implementation and a static one.
+"""Which pods run on this node: one small interface, an HTTP implementation and a static one.
 
 The agent needs namespace, name, uid, the Kubernetes QoS class (it decides the cgroup path),
 the co-location QoS level from the `volcano.sh/qos-level` annotation, priority and requests.
@@ -66,15 +66,17 @@ def pods_from_pod_list(doc: dict[str, Any], default_level: str) -> list[PodInfo]
     return pods
 
 
-class KubeletPodSource:
-    """GET https://<node>:10250/pods with the pod's service account token."""
+class HttpPodSource:
+    """GETs a PodList with the pod's service-account token: from the kubelet
+    (https://127.0.0.1:10250/pods) or from the API server
+    (/api/v1/pods?fieldSelector=spec.nodeName=<node>)."""
 
-    def __init__(self, url: str, token_file: Path | None, default_level: str, verify_tls: bool = False,
+    def __init__(self, url: str, token_file: Path | None, default_level: str, ca_file: Path | None = None,
                  timeout_s: float = 5.0) -> None:
         self._url, self._token_file, self._default = url, token_file, default_level
         self._timeout = timeout_s
-        # The kubelet serves a self-signed certificate on most clusters.
-        self._ssl = ssl.create_default_context() if verify_tls else ssl._create_unverified_context()
+        # Without a CA (the kubelet's usual self-signed certificate) the token is the only guard.
+        self._ssl = ssl.create_default_context(cafile=str(ca_file)) if ca_file else ssl._create_unverified_context()
 
     def pods(self) -> list[PodInfo]:
         request = urllib.request.Request(self._url)
