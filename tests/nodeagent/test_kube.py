@@ -11,9 +11,20 @@ from typing import Iterator
 import pytest
 
 from nodeagent.kube import KubeApi
+from nodeagent.pods import HttpPodSource, PodInfo
 
 
 class ApiStandIn(BaseHTTPRequestHandler):
+    pod_list = {"kind": "PodList", "items": [
+        {"metadata": {"namespace": "shop", "name": "web", "uid": "u1",
+                      "annotations": {"volcano.sh/qos-level": "LC"}},
+         "spec": {"priority": 1000}, "status": {"phase": "Running", "qosClass": "Burstable"}},
+        {"metadata": {"namespace": "batch", "name": "job", "uid": "u2"}, "status": {"phase": "Running"}},
+        {"metadata": {"namespace": "batch", "name": "odd", "uid": "u3",
+                      "annotations": {"volcano.sh/qos-level": "GOLD"}}, "status": {"phase": "Pending"}},
+        {"metadata": {"namespace": "batch", "name": "done", "uid": "u4"}, "status": {"phase": "Succeeded"}},
+        {"metadata": {"name": "no-uid"}, "status": {"phase": "Running"}},
+    ]}
     node = {"metadata": {"name": "n1", "resourceVersion": "7"},
             "spec": {"taints": [{"key": "other", "effect": "NoExecute"}]}}
     requests: list[tuple[str, str, dict, dict]] = []
@@ -34,7 +45,7 @@ class ApiStandIn(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
-        self._reply(200, self.node)
+        self._reply(200, self.pod_list if self.path.startswith("/api/v1/pods") else self.node)
 
     def do_POST(self) -> None:
         self._record()
@@ -59,7 +70,7 @@ class ApiStandIn(BaseHTTPRequestHandler):
 def api(tmp_path: Path) -> Iterator[KubeApi]:
     ApiStandIn.requests = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), ApiStandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     token = tmp_path / "token"
     token.write_text("secret-token\n")
@@ -93,3 +104,14 @@ def test_taint_added_then_removed_keeping_other_taints(api: KubeApi) -> None:
     assert patch[0] == "PATCH" and patch[2]["Content-Type"] == "application/merge-patch+json"
     api.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", False)
     assert ApiStandIn.node["spec"]["taints"] == [{"key": "other", "effect": "NoExecute"}]
+
+
+def test_pods_from_the_api_server(api: KubeApi, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    source = HttpPodSource(f"{api.base_url}/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", token, "BE")
+    assert source.pods() == [
+        PodInfo("shop", "web", "u1", "Burstable", "LC", 1000),
+        PodInfo("batch", "job", "u2", "BestEffort", "BE", 0),  # no annotation: the configured default
+        PodInfo("batch", "odd", "u3", "BestEffort", "BE", 0),  # unknown level: the default too
+    ]
+    assert ApiStandIn.requests[0][1] == "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1"

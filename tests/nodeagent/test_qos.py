@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import CgroupLayout
@@ -33,6 +34,17 @@ def layout_with_offline_parent(tmp_path: Path, version: int) -> CgroupLayout:
 def test_cpu_budget(allocatable: float, threshold: float, online: float, floor: float, budget: float) -> None:
     strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=threshold, min_cores=floor), None, OFFLINE)
     assert strategy.budget(allocatable, online) == pytest.approx(budget)
+
+
+@settings(deadline=None, max_examples=40)
+@given(allocatable=st.floats(0, 256), online=st.floats(0, 512), threshold=st.floats(1, 100),
+       floor=st.floats(0.01, 8))
+def test_cpu_budget_never_below_the_floor_nor_above_the_threshold(
+        allocatable: float, online: float, threshold: float, floor: float) -> None:
+    budget = CpuSuppression(CpuSuppressConfig(threshold_percent=threshold, min_cores=floor), None, OFFLINE).budget(
+        allocatable, online)
+    assert budget >= floor
+    assert budget <= max(floor, allocatable * threshold / 100) + 1e-9
 
 
 @pytest.mark.parametrize("version, file, expected", [
