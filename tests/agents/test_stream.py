@@ -229,3 +229,39 @@ def test_a_plaintext_stream_is_bound_to_its_first_node() -> None:
         assert store.latest("node-a") is not None and store.latest("node-b") is None
     finally:
         server.stop()
+
+
+def test_unacknowledged_reports_are_bounded(agent_runner) -> None:
+    """A receiver that reads but never acks: the agent stops at max_in_flight and coalesces."""
+    from concurrent import futures
+
+    import grpc
+
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    received: list[int] = []
+    release = threading.Event()
+
+    class Silent(pb_grpc.NodeReportServiceServicer):
+        def Report(self, requests, context):
+            for report in requests:
+                received.append(report.sequence)
+            release.wait(5)
+            return iter(())
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_NodeReportServiceServicer_to_server(Silent(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.01, max_in_flight=3)
+        agent_runner(stream)
+        for i in range(50):
+            stream.offer(sections(snapshot(float(i))))
+            time.sleep(0.005)
+        wait_for(lambda: len(received) >= 3)
+        time.sleep(0.3)
+        assert len(received) == 3 and stream.stats.sent == 3
+    finally:
+        release.set()
+        server.stop(0)
