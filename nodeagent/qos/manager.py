@@ -48,7 +48,7 @@ class QosManager:
         online_mem = max(0, int(node.memory_bytes.last - sum(u.memory_bytes.last for u in offline)))
         quota = self.cpu.apply(allocatable_cores, online_cpu) if offline else None
         limit = self.memory.apply(allocatable_bytes, online_mem)
-        cpu_percent = 100 * node.cpu_cores.avg / allocatable_cores if allocatable_cores else 0.0
+        cpu_percent = 100 * node.cpu_cores.last / allocatable_cores if allocatable_cores else 0.0
         mem_percent = 100 * node.memory_bytes.last / allocatable_bytes if allocatable_bytes else 0.0
         self.eviction.observe(cpu_percent, mem_percent, offline)
         return QosState(
