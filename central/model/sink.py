@@ -11,6 +11,11 @@ from typing import Any, Protocol
 
 
 class ClusterSink(Protocol):
+    def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
+        """Add annotations a plugin chose for the pod (e.g. volcano.sh/gpu-index, a cpuset).
+
+        Called before `bind` for the same pod, as Volcano's PreBind writes them first."""
+
     def bind(self, pod_key: str, node: str) -> None:
         """Bind the pod to the node. The cache already charged the node."""
 
