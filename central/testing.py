@@ -29,5 +29,8 @@ class RecordingSink:
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         self.calls.append(("queue", queue_name, status))
 
+    def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
+        self.calls.append(("node_resources", node, dict(resources)))
+
     def of(self, method: str) -> list[tuple[str, Any]]:
         return [(key, value) for m, key, value in self.calls if m == method]

@@ -30,3 +30,7 @@ class ClusterSink(Protocol):
 
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         """Write a Queue's `status` (allocated and the per-phase PodGroup counts)."""
+
+    def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
+        """Set extended resources on the Node's status capacity and allocatable
+        (kubernetes.io/batch-cpu and -memory for co-location)."""

@@ -43,4 +43,6 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
             sink.update_podgroup_status(podgroup, result.podgroups[podgroup])
         for queue, status in result.queues.items():
             sink.update_queue_status(queue, status)
+        for node, resources in cache.take_batch_changes().items():
+            sink.publish_node_resources(node, resources)
     return result

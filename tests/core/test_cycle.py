@@ -51,3 +51,21 @@ def test_cycle_hands_over_evictions_nominations_binds_and_changed_statuses():
     second = RecordingSink()
     run_cycle(cache, load_config(CONF), second)
     assert "ns/fits" not in {key for key, _ in second.of("podgroup")}
+
+
+def test_batch_resources_are_published_once_per_change():
+    from datetime import datetime, timezone
+
+    from central.model.nodedata import NodeData
+
+    cache = ClusterCache()
+    cache.apply({"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "16Gi"}}})
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    cache.set_node_data(NodeData("n1", now, batch_cpu=3000, batch_memory=2**30))
+    conf = load_config(CONF)
+    first, second = RecordingSink(), RecordingSink()
+    run_cycle(cache, conf, first, now)
+    run_cycle(cache, conf, second, now)
+    assert first.of("node_resources") == [("n1", {"kubernetes.io/batch-cpu": "3000", "kubernetes.io/batch-memory": "1073741824"})]
+    assert second.of("node_resources") == []
+    assert cache.table.alloc[0][cache.dims.index["kubernetes.io/batch-cpu"]] == 3000 * 1000
