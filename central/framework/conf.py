@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from central.errors import InputError
+from central.model.parse import yaml_problem
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
 PLUGIN_FLAGS = (
@@ -83,7 +84,7 @@ def load_config(text: str, source: str = "scheduler configuration") -> Scheduler
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise InputError(source, f"malformed YAML: {err}") from None
+        raise InputError(source, yaml_problem(err)) from None
     try:
         return _build(raw, set(ACTIONS), set(PLUGINS))
     except InputError as err:

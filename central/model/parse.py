@@ -39,12 +39,24 @@ CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"}
 QUEUE_STATES = ("Open", "Closing", "Closed", "Unknown")
 
 
+CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace"})
+
+
 def object_ref(obj: Mapping[str, Any]) -> str:
-    """`Kind namespace/name` (or `Kind name`) for messages."""
-    meta = obj.get("metadata") or {}
+    """`Kind namespace/name` (or `Kind name` for cluster-scoped kinds) for messages."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    kind = obj.get("kind", "<no kind>")
     name = meta.get("name", "<unnamed>")
-    ns = meta.get("namespace")
-    return f"{obj.get('kind', '<no kind>')} {ns}/{name}" if ns else f"{obj.get('kind', '<no kind>')} {name}"
+    if kind in CLUSTER_SCOPED:
+        return f"{kind} {name}"
+    return f"{kind} {meta.get('namespace') or 'default'}/{name}"
+
+
+def yaml_problem(err: Exception) -> str:
+    """A YAML error on one line: where and what."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else f"malformed YAML: {problem}"
 
 
 def _map(obj: Mapping[str, Any], path: str, default: Any = None) -> Any:
@@ -266,13 +278,28 @@ def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]
     )
 
 
-def parse_pod(obj: Mapping[str, Any]) -> tuple[TaskInfo, str | None]:
-    """The task for a pod, and the PodGroup it names (None: it needs an implicit one)."""
+# Fields that differ between the pods of one template without changing where they may go.
+_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority"})
+
+
+def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None = None) -> tuple[TaskInfo, str | None]:
+    """The task for a pod, and the PodGroup it names (None: it needs an implicit one).
+
+    `templates` memoises parsed templates by the pod's placement-relevant text, so the pods
+    of one Volcano task are parsed once (the cache passes its own).
+    """
     namespace, name = metadata(obj, namespaced=True)
     meta = obj["metadata"]
     spec = _typed(obj.get("spec") or {}, Mapping, "spec")
     annotations = _str_map(obj, "metadata.annotations")
     labels = _str_map(obj, "metadata.labels")
+    if templates is None:
+        template = pod_template(namespace, labels, spec)
+    else:
+        key = repr((namespace, labels, [(k, v) for k, v in spec.items() if k not in _PER_POD_FIELDS]))
+        template = templates.get(key)
+        if template is None:
+            template = templates[key] = pod_template(namespace, labels, spec)
     phase = _map(obj, "status.phase", "Pending")
     node = spec.get("nodeName") or None
     status = task_status(phase, node, bool(meta.get("deletionTimestamp")))
@@ -290,7 +317,7 @@ def parse_pod(obj: Mapping[str, Any]) -> tuple[TaskInfo, str | None]:
         uid=f"{namespace}/{name}", name=name, namespace=namespace, job_uid="",
         role=annotations.get(TASK_SPEC, ""),
         index=_annotation_int(annotations, TASK_INDEX) if TASK_INDEX in annotations else _name_index(name),
-        template=pod_template(namespace, labels, spec),
+        template=template,
         priority=spec_priority or 0, preemptable=preemptable, preempt_never=policy == "Never",
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         creation=str(meta.get("creationTimestamp") or ""), status=status, node=node,

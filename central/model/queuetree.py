@@ -7,14 +7,17 @@ never exceeds its parent's (dimension by dimension).
 
 from __future__ import annotations
 
-from central.api.resources import EPSILON
+from central.api.resources import EPSILON, format_value
 from central.errors import InputError
 from central.model.objects import QueueInfo
 
 
-def check_queues(queues: dict[str, QueueInfo]) -> None:
+def check_queues(queues: dict[str, QueueInfo], sources: dict[str, str] | None = None) -> None:
+    """InputError for the first queue that breaks a rule, prefixed with its file if known."""
     for name, queue in sorted(queues.items()):
         where = f"Queue {name}"
+        if sources and name in sources:
+            where = f"{sources[name]}: {where}"
         _within(queue.guarantee, queue.capability, f"{where}: spec.guarantee.resource", "spec.capability")
         _within(queue.deserved, queue.capability, f"{where}: spec.deserved", "spec.capability")
         _within(queue.guarantee, queue.deserved, f"{where}: spec.guarantee.resource", "spec.deserved")
@@ -22,7 +25,7 @@ def check_queues(queues: dict[str, QueueInfo]) -> None:
             raise InputError(f"{where}: spec.parent", f"parent queue {queue.parent!r} does not exist")
         parent = queues.get(queue.parent or "")
         if parent is not None:
-            _within(queue.capability, parent.capability, f"{where}: spec.capability", f"the capability of parent queue {parent.name}")
+            _within(queue.capability, parent.capability, f"{where}: spec.capability", f"parent queue {parent.name}'s spec.capability")
         seen = {name}
         current = queue
         while current.parent and current.parent != "root":
@@ -38,4 +41,4 @@ def _within(small: dict[str, float], big: dict[str, float], where: str, bound: s
     """small <= big on every dimension big names (an unset bound is unlimited)."""
     for name, value in small.items():
         if name in big and value > big[name] + EPSILON:
-            raise InputError(f"{where}.{name}", f"exceeds {bound}.{name}")
+            raise InputError(f"{where}.{name}", f"{format_value(name, value)} exceeds {bound}.{name} ({format_value(name, big[name])})")

@@ -16,7 +16,7 @@ import yaml
 from central.errors import InputError
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
-from central.model.parse import object_ref
+from central.model.parse import object_ref, yaml_problem
 
 # The order objects enter the cache: what others refer to comes first.
 APPLY_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
@@ -54,7 +54,7 @@ def _read_file(file: Path, out: Manifests) -> None:
     except OSError as err:
         raise InputError(str(file), f"cannot read: {err.strerror}") from None
     except yaml.YAMLError as err:
-        raise InputError(str(file), f"malformed YAML: {err}") from None
+        raise InputError(str(file), yaml_problem(err)) from None
     for i, doc in enumerate(docs):
         if doc is None:
             continue
@@ -83,6 +83,11 @@ def _add(source: str, obj: dict[str, Any], out: Manifests) -> None:
         out.objects.append((source, obj))
     else:
         out.skipped[kind] = out.skipped.get(kind, 0) + 1
+
+
+def sources_of(manifests: Manifests, kind: str) -> dict[str, str]:
+    """Object name -> the file it came from, for messages about objects of `kind`."""
+    return {(obj.get("metadata") or {}).get("name", ""): source for source, obj in manifests.objects if obj["kind"] == kind}
 
 
 def load_into(cache: ClusterCache, manifests: Manifests) -> None:
