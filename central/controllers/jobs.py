@@ -182,15 +182,15 @@ class _Step:
 
     def _sync(self) -> None:
         self._add_plugin_objects()
-        ready = self._podgroup_ready()
-        wanted = self._wanted_pods() if ready else {}
+        replicas = self._task_replicas()
         for name, pod in self.pods.items():
-            task, replicas = pod_task(pod), self._task_replicas()
-            if task not in replicas or pod_index(pod) >= replicas[task]:
+            if pod_task(pod) not in replicas or pod_index(pod) >= replicas[pod_task(pod)]:
                 self._delete_pod(name)  # scaled down, or a task that is gone
-        for name, pod in wanted.items():
-            if name not in self.pods and self._dependencies_met(pod_task(pod)):
-                self.created.append(pod)
+        missing = {f"{self.name}-{task}-{i}": task for task, count in replicas.items() for i in range(count)
+                   if f"{self.name}-{task}-{i}" not in self.pods}
+        if self._podgroup_ready() and missing:
+            startable = {task for task in set(missing.values()) if self._dependencies_met(task)}
+            self.created = self._build_pods([n for n, task in missing.items() if task in startable])
         self.decision.create_pods = self.created
         counts = self._counts()
         finished = counts["Succeeded"] + counts["Failed"]
@@ -296,9 +296,13 @@ class _Step:
         self.decision.create_podgroup = created
         return False
 
-    def _wanted_pods(self) -> dict[str, dict[str, Any]]:
+    def _build_pods(self, names: list[str]) -> list[dict[str, Any]]:
+        """The named pods as expand_job makes them, edited by the job's plugins."""
+        if not names:
+            return []
+        wanted = set(names)
         _, pods = expand_job(self.job, self.version)
-        return {p["metadata"]["name"]: p for p in apply_plugins(self.job, pods)}
+        return apply_plugins(self.job, [p for p in pods if p["metadata"]["name"] in wanted])
 
     def _dependencies_met(self, task: str) -> bool:
         spec = next((t for t in self.spec.get("tasks") or [] if t.get("name") == task), {})

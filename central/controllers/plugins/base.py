@@ -12,7 +12,7 @@ pod `<job>-<task>-<i>` is reachable as `<job>-<task>-<i>.<job>` inside the names
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from central.errors import InputError
@@ -31,6 +31,7 @@ class JobPlugin:
 
     def __init__(self, args: list[Any] | None = None):
         self.options: dict[str, str | bool] = dict(self.flags)
+        self._memo: dict[str, Any] = {}
         pending = [str(a) for a in (args or [])]
         while pending:
             arg = pending.pop(0)
@@ -60,6 +61,13 @@ class JobPlugin:
         if not value.isdigit() or not 0 < int(value) < 65536:
             raise InputError(f"spec.plugins.{self.name}", f"flag --{key} must be a port number, got {json.dumps(value)}")
         return int(value)
+
+    def once(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A per-job value (host lists, ...) computed on the first pod only: a plugin instance
+        serves one job, and recomputing it per pod would make a job's pods cost O(n^2)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def on_pod_create(self, job: Mapping[str, Any], pod: dict[str, Any]) -> None:
         """Edit `pod` (already a private copy) before it is created."""

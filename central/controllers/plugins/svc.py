@@ -54,8 +54,7 @@ class SvcPlugin(JobPlugin):
         spec.setdefault("subdomain", job_name(job))
         add_volume(pod, {"name": f"{job_name(job)}-svc", "configMap": {"name": f"{job_name(job)}-svc"}}, CONFIG_DIR)
         if self.options["inject-hosts-env"]:
-            data = hosts_data(job)
-            add_env(pod, {k: v for k, v in data.items() if k.startswith("VC_")})
+            add_env(pod, self.once("env", lambda: {k: v for k, v in hosts_data(job).items() if k.startswith("VC_")}))
 
     def on_job_add(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
         name = job_name(job)
