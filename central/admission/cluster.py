@@ -34,8 +34,8 @@ class Cluster:
     namespaces: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in (ROOT, DEFAULT_QUEUE):
-            self.queues.setdefault(name, implicit_queue(name))
+        # A copy: the caller's dict (say, an informer's cache) is never written to.
+        object.__setattr__(self, "queues", {**{n: implicit_queue(n) for n in (ROOT, DEFAULT_QUEUE)}, **self.queues})
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> "Cluster":

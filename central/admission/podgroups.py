@@ -27,7 +27,8 @@ def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, 
     if not isinstance(spec, dict):
         return out
     if (spec.get("queue") or DEFAULT_QUEUE) == DEFAULT_QUEUE:
-        namespace = str((out.get("metadata") or {}).get("namespace") or "default")
+        meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+        namespace = str(meta.get("namespace") or "default")
         spec["queue"] = cluster.namespace_queue(namespace) or DEFAULT_QUEUE
     return out
 
@@ -46,7 +47,9 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
     fields.resources(problems, spec.get("minResources"), "spec.minResources")
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
     queue = spec.get("queue") or DEFAULT_QUEUE
-    if queue not in cluster.queues:
+    if not isinstance(queue, str):
+        add(problems, "spec.queue", f"must be a queue name, got {quote(queue)}")
+    elif queue not in cluster.queues:
         add(problems, "spec.queue", f"unable to find queue {quote(queue)}")
     elif cluster.state(queue) != "Open":
         add(problems, "spec.queue", f"can only submit PodGroup to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}")
@@ -55,7 +58,8 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
 
 def validate_pod(pod: Mapping[str, Any]) -> Problems:
     problems: Problems = []
-    annotations = ((pod.get("metadata") or {}).get("annotations")) or {}
+    meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
+    annotations = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
     present = [key for key in JDB_ANNOTATIONS if key in annotations]
     if len(present) > 1:
         add(problems, "metadata.annotations", f"must not set both {present[0]} and {present[1]}")

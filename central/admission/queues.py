@@ -37,7 +37,8 @@ def mutate_queue(queue: Mapping[str, Any]) -> dict[str, Any]:
         return out
     spec.setdefault("weight", 1)
     spec.setdefault("reclaimable", True)
-    if (out.get("metadata") or {}).get("name") != ROOT:
+    meta = out.get("metadata")
+    if not (isinstance(meta, dict) and meta.get("name") == ROOT):
         spec["parent"] = spec.get("parent") or ROOT
     return out
 
@@ -76,7 +77,9 @@ def validate_queue(queue: Mapping[str, Any], cluster: Cluster, config: Admission
             add(problems, "spec", "the quotas (capability, deserved, guarantee) of the root queue are immutable")
         return problems
     parent = spec.get("parent") or ROOT
-    if parent == name:
+    if not isinstance(parent, str):
+        add(problems, "spec.parent", f"must be a queue name, got {quote(parent)}")
+    elif parent == name:
         add(problems, "spec.parent", "a queue cannot be its own parent")
     elif parent not in cluster.queues:
         add(problems, "spec.parent", f"parent queue {quote(parent)} does not exist")

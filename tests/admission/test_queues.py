@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from central.admission import Cluster, admit, admit_delete
 from central.admission.podgroups import validate_pod
@@ -147,3 +149,24 @@ def test_podgroup_in_default_queue_takes_the_namespace_queue() -> None:
 def test_pod_disruption_budget_annotations(annotations: dict[str, str], expected: list[str]) -> None:
     errors = validate_pod({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations}})
     assert len(errors) == len(expected) and all(e.startswith(x) for e, x in zip(errors, expected)), errors
+
+
+def test_cluster_does_not_write_to_the_callers_dict() -> None:
+    mine: dict[str, Any] = {"a": queue("a")}
+    cluster = Cluster(queues=mine)
+    assert set(cluster.queues) == {"a", "root", "default"} and set(mine) == {"a"}
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                           max_leaves=10)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.dictionaries(st.sampled_from(["weight", "capability", "deserved", "guarantee", "parent", "reclaimable", "priority"]),
+                       json_values),
+       st.sampled_from(["PodGroup", "Queue"]))
+def test_queue_and_podgroup_admission_never_crash_on_junk(spec: dict[str, Any], kind: str) -> None:
+    obj = queue("q", **spec) if kind == "Queue" else podgroup(**spec)
+    review = admit(obj, CLUSTER)
+    assert all(isinstance(e, str) and ": " in e for e in review.errors)

@@ -102,3 +102,9 @@ def test_table_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert out[1].split()[:2] == ["Job/ml/ok", "yes"]
     assert out[2].split()[:2] == ["Job/ml/bad", "no"] and 'unable to find job queue "ghost"' in out[2]
     assert out[-1] == "2 object(s), 1 denied"
+
+
+def test_the_shipped_examples_are_admitted(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[2] / "examples"
+    code, result = validate(capsys, "--manifests", str(root / "workloads"), "--cluster", str(root / "cluster"))
+    assert code == 0 and result and all(r["allowed"] for r in result.values()), result
