@@ -90,6 +90,8 @@ class JobDecision:
 def reconcile(job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]],
               now: float, commands: Iterable[Mapping[str, Any]] = ()) -> JobDecision:
     step = _Step(job, podgroup, pods, now)
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return step.finish(job.get("status") or {})  # being deleted: the garbage collector removes what it owns
     mine = bus.commands_for(list(commands), "Job", step.name)
     command = mine[0] if mine else None
     if command is not None:

@@ -341,3 +341,12 @@ def test_decision_is_stable_when_nothing_changes() -> None:
     c.start()
     d = c.step()
     assert not d.status_changed and d.create_pods == [] and d.delete_pods == [] and d.requeue_after is None
+
+
+def test_a_job_being_deleted_is_left_to_the_garbage_collector() -> None:
+    c = cluster()
+    c.start()
+    c.job["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    c.set_phase("Failed", W1, exit_code=1)
+    d = c.step()
+    assert d.delete_pods == [] and d.create_pods == [] and d.delete_podgroup is None and c.phase == "Running"
