@@ -177,3 +177,13 @@ def triggers(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], version:
             finished = [t for t in (_finished_at(p) for p in done) if t is not None]
             consider(task, "", bus.TASK_COMPLETED, max(finished) if finished else None, [])
     return sorted(found, key=lambda t: (t.due, t.pod, t.task))
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    """Succeeded, or Running and Ready (a Running pod that reports no Ready condition counts)."""
+    phase = pod_phase(pod)
+    if phase == "Succeeded":
+        return True
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if c.get("type") == "Ready"]
+    return phase == "Running" and (not ready or ready[0].get("status") == "True")

@@ -350,3 +350,31 @@ def test_a_job_being_deleted_is_left_to_the_garbage_collector() -> None:
     c.set_phase("Failed", W1, exit_code=1)
     d = c.step()
     assert d.delete_pods == [] and d.create_pods == [] and d.delete_podgroup is None and c.phase == "Running"
+
+
+def test_scaling_the_job_resizes_its_podgroup() -> None:
+    c = cluster()
+    c.start()
+    assert c.step().update_podgroup is None
+    c.job["spec"]["tasks"][1].update(replicas=4, minAvailable=4)
+    c.job["spec"]["minAvailable"] = 5
+    d = c.step()
+    assert d.update_podgroup is not None
+    assert (d.update_podgroup["minMember"], d.update_podgroup["minTaskMember"]) == (5, {"ps": 1, "worker": 4})
+    assert sorted(p["metadata"]["name"] for p in d.create_pods) == ["train-worker-2", "train-worker-3"]
+
+
+def test_volumes_are_claimed_once_and_mounted() -> None:
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    c = cluster(volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/ckpt", "volumeClaim": claim}])
+    d = c.step()
+    pvcs = [o for o in d.create_objects if o["kind"] == "PersistentVolumeClaim"]
+    assert [(p["metadata"]["name"], p["spec"]) for p in pvcs] == [("train-volume-1", claim)]
+    assert c.status["controlledResources"] == {"volume-pvc-train-volume-1": "train-volume-1"}
+    assert c.step().create_objects == []
+    c.enqueue()
+    c.step()
+    spec = c.pods[W0]["spec"]
+    assert {"name": "train-volume-1", "persistentVolumeClaim": {"claimName": "train-volume-1"}} in spec["volumes"]
+    assert {"name": "shared", "mountPath": "/data"} in spec["containers"][0]["volumeMounts"]
+    assert {"name": "train-volume-1", "mountPath": "/ckpt"} in spec["containers"][0]["volumeMounts"]
