@@ -5,7 +5,8 @@
 
 Defaults follow Volcano's mutating webhook, including its Go zero-value quirks: an unset or
 0 `maxRetry` becomes 3 (job and task), an unset or 0 `minAvailable` becomes the sum of the
-tasks' minAvailable, a task's unset minAvailable becomes its replicas, a nameless task is
+tasks' minAvailable, a task's unset minAvailable becomes minPartitions x partitionSize under
+a partitionPolicy, else its replicas, a nameless task is
 `default<i>`, hostNetwork pods get dnsPolicy ClusterFirstWithHostNet, and the svc/ssh
 plugins are added for the frameworks that need them. One deliberate difference: a task
 without `replicas` gets 1 (as `expand_job` assumes), not Go's 0.
@@ -27,10 +28,12 @@ from central.admission.cluster import ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
 from central.admission.policies import validate_policies
+from central.api.quantity import parse_quantity
 from central.controllers.plugins import NEEDS, PLUGINS
 from central.errors import InputError
 
 DEFAULT_MAX_RETRY = 3
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 UPDATABLE = "only spec.minAvailable, spec.tasks[*].replicas, spec.tasks[*].minAvailable and spec.priorityClassName may change"
 
 
@@ -62,7 +65,11 @@ def mutate_job(job: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG)
 def _default_task(task: dict[str, Any], index: int) -> None:
     task["name"] = task.get("name") or f"default{index}"
     task.setdefault("replicas", 1)
-    if task.get("minAvailable") is None and _is_int(task["replicas"]):
+    partition = task.get("partitionPolicy") if isinstance(task.get("partitionPolicy"), dict) else {}
+    if task.get("minAvailable") is None and _is_int(partition.get("minPartitions")) and partition["minPartitions"] > 0 \
+            and _is_int(partition.get("partitionSize")):
+        task["minAvailable"] = partition["minPartitions"] * partition["partitionSize"]
+    elif task.get("minAvailable") is None and _is_int(task["replicas"]):
         task["minAvailable"] = task["replicas"]
     task["maxRetry"] = task.get("maxRetry") or DEFAULT_MAX_RETRY
     pod_spec = (task.get("template") or {}).get("spec") if isinstance(task.get("template"), dict) else None
@@ -143,6 +150,8 @@ def _validate_tasks(problems: Problems, spec: Mapping[str, Any], job_name: str |
             if len(pod) > fields.DNS_LABEL_MAX:
                 add(problems, f"{where}.name", f"pod name {quote(pod)} would be longer than {fields.DNS_LABEL_MAX} characters")
         _validate_template(problems, task.get("template"), f"{where}.template")
+        _validate_topology_policy(problems, task, where)
+        _validate_partitions(problems, task, replicas, task_min, where)
         validate_policies(problems, task.get("policies"), f"{where}.policies")
         total = None if total is None or replicas is None else total + replicas
     _validate_depends_on(problems, tasks, names)
@@ -176,6 +185,51 @@ def _validate_template(problems: Problems, raw: Any, where: str) -> None:
             requests = fields.resources(problems, res.get("requests"), f"{path}.resources.requests")
             limits = fields.resources(problems, res.get("limits"), f"{path}.resources.limits")
             fields.at_most(problems, requests, limits, f"{path}.resources.requests", f"{path}.resources.limits")
+
+
+def _validate_topology_policy(problems: Problems, task: Mapping[str, Any], where: str) -> None:
+    """NUMA placement pins whole CPUs, so every container must ask for an integer number of them."""
+    policy = task.get("topologyPolicy")
+    if policy in (None, "", "none"):
+        return
+    if policy not in TOPOLOGY_POLICIES:
+        add(problems, f"{where}.topologyPolicy", f"must be one of {', '.join(TOPOLOGY_POLICIES)}, got {quote(policy)}")
+        return
+    template = task.get("template") if isinstance(task.get("template"), Mapping) else {}
+    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key) if isinstance(spec.get(key), list) else []
+        for j, container in enumerate(containers):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            resources = resources if isinstance(resources, Mapping) else {}
+            source = "requests" if (resources.get("requests") or {}) else "limits"
+            raw = (resources.get(source) or {}) if isinstance(resources.get(source) or {}, Mapping) else {}
+            try:
+                cpu = parse_quantity(raw.get("cpu", 0))
+            except InputError:
+                continue  # reported by the template check
+            if cpu != cpu.to_integral_value() or cpu == 0:
+                add(problems, f"{where}.template.spec.{key}[{j}].resources.{source}.cpu",
+                    f"must be a whole number of CPUs (> 0) with topologyPolicy {quote(policy)}")
+
+
+def _validate_partitions(problems: Problems, task: Mapping[str, Any], replicas: int | None, task_min: int | None,
+                         where: str) -> None:
+    partition = fields.mapping(problems, task.get("partitionPolicy"), f"{where}.partitionPolicy")
+    if not partition:
+        return
+    path = f"{where}.partitionPolicy"
+    total = fields.integer(problems, partition.get("totalPartitions"), f"{path}.totalPartitions", minimum=1)
+    size = fields.integer(problems, partition.get("partitionSize"), f"{path}.partitionSize", minimum=1)
+    minimum = fields.integer(problems, partition.get("minPartitions", 0), f"{path}.minPartitions")
+    if total is None or size is None:
+        return
+    if replicas is not None and replicas != total * size:
+        add(problems, f"{where}.replicas", f"{replicas} must equal totalPartitions x partitionSize ({total * size})")
+    if minimum is not None and minimum > total:
+        add(problems, f"{path}.minPartitions", f"{minimum} must be <= totalPartitions ({total})")
+    if minimum and task_min is not None and task_min != minimum * size:
+        add(problems, f"{where}.minAvailable", f"{task_min} must equal minPartitions x partitionSize ({minimum * size})")
 
 
 def _validate_depends_on(problems: Problems, tasks: list[Any], names: dict[str, int]) -> None:

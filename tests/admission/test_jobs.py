@@ -118,6 +118,18 @@ BAD = [
                  "spec.volumes[0]: exactly one of volumeClaim", id="volume-both-claims"),
     pytest.param(spec(networkTopology={"highestTierAllowed": 1, "highestTierName": "t"}),
                  "spec.networkTopology: must not specify highestTierAllowed and highestTierName", id="topology-both-tiers"),
+    pytest.param(in_task(0, topologyPolicy="single-numa-node", template={"spec": {"containers": [container(requests={"cpu": "1500m"})]}}),
+                 'spec.tasks[0].template.spec.containers[0].resources.requests.cpu: must be a whole number of CPUs (> 0) with '
+                 'topologyPolicy "single-numa-node"', id="numa-fractional-cpu"),
+    pytest.param(in_task(0, topologyPolicy="best-effort", template={"spec": {"containers": [container(limits={"cpu": "0.5"})]}}),
+                 "spec.tasks[0].template.spec.containers[0].resources.limits.cpu: must be a whole number", id="numa-fractional-limit"),
+    pytest.param(in_task(0, topologyPolicy="fastest"), 'spec.tasks[0].topologyPolicy: must be one of', id="numa-unknown-policy"),
+    pytest.param(in_task(1, partitionPolicy={"totalPartitions": 0, "partitionSize": 2}),
+                 "spec.tasks[1].partitionPolicy.totalPartitions: must be >= 1", id="partition-total-zero"),
+    pytest.param(in_task(1, partitionPolicy={"totalPartitions": 2, "partitionSize": 2}),
+                 "spec.tasks[1].replicas: 2 must equal totalPartitions x partitionSize (4)", id="partition-replicas"),
+    pytest.param(in_task(1, replicas=4, minAvailable=3, partitionPolicy={"totalPartitions": 2, "partitionSize": 2, "minPartitions": 1}),
+                 "spec.tasks[1].minAvailable: 3 must equal minPartitions x partitionSize (2)", id="partition-min-available"),
     pytest.param(spec(tasks=[task(f"t{i}") for i in range(101)]), "spec.tasks: 101 tasks exceed the limit of 100", id="too-many-tasks"),
     pytest.param(in_task(1, replicas=20_000), "spec.tasks[1].replicas: must be <= 10000", id="too-many-task-replicas"),
     pytest.param(spec(tasks=[task("a", 6000), task("b", 6000)]), "spec.tasks: 12000 replicas in all exceed the limit of 10000",
@@ -133,7 +145,10 @@ def test_bad_job_is_refused_naming_the_field(edit: Callable[[dict[str, Any]], An
 
 
 def test_valid_twin_is_allowed() -> None:
-    review = admit(job(queue="child", policies=[policy(event="PodEvicted", timeout="5m"), policy(exitCode=137)],
+    tasks = [task("ps", topologyPolicy="single-numa-node"),
+             task("worker", 4, partitionPolicy={"totalPartitions": 2, "partitionSize": 2, "minPartitions": 1})]
+    tasks[0]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2"}}
+    review = admit(job(queue="child", tasks=tasks, policies=[policy(event="PodEvicted", timeout="5m"), policy(exitCode=137)],
                        plugins={"mpi": ["--master=ps", "--worker=worker"]}), CLUSTER)
     assert review.allowed, review.errors
 
@@ -161,6 +176,8 @@ DEFAULTS = [
     pytest.param({"minAvailable": 2}, ("spec", "minAvailable"), 2, id="min-available-kept"),
     pytest.param({}, ("spec", "tasks", 1, "minAvailable"), 2, id="task-min-available-replicas"),
     pytest.param({}, ("spec", "tasks", 1, "maxRetry"), 3, id="task-max-retry"),
+    pytest.param({"tasks": [task("w", 4, partitionPolicy={"totalPartitions": 2, "partitionSize": 2, "minPartitions": 1})]},
+                 ("spec", "tasks", 0, "minAvailable"), 2, id="task-min-available-from-partitions"),
     pytest.param({"plugins": {"mpi": []}}, ("spec", "plugins"), {"mpi": [], "svc": [], "ssh": []}, id="mpi-adds-svc-ssh"),
     pytest.param({"plugins": {"pytorch": []}}, ("spec", "plugins"), {"pytorch": [], "svc": []}, id="pytorch-adds-svc"),
     pytest.param({"plugins": {"tensorflow": [], "svc": ["--disable-network-policy"]}}, ("spec", "plugins"),
@@ -222,4 +239,15 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.t
                                         "minSuccess", "networkTopology", "ttlSecondsAfterFinished"]), json_values))
 def test_admission_never_crashes_on_junk(spec_values: dict[str, Any]) -> None:
     review = admit(job(**spec_values), CLUSTER)
+    assert all(isinstance(e, str) and ": " in e for e in review.errors)
+
+
+task_fields = st.sampled_from(["name", "replicas", "minAvailable", "maxRetry", "policies", "dependsOn", "template",
+                               "topologyPolicy", "partitionPolicy"])
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.lists(st.dictionaries(task_fields, json_values, max_size=5), min_size=1, max_size=3))
+def test_admission_never_crashes_on_junk_tasks(tasks: list[dict[str, Any]]) -> None:
+    review = admit(job(tasks=tasks), CLUSTER)
     assert all(isinstance(e, str) and ": " in e for e in review.errors)
