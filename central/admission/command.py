@@ -106,6 +106,8 @@ def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
     path = Path(path_text)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+        if not files:
+            raise InputError(str(path), "no .yaml, .yml or .json files in this directory")
     elif path.exists():
         files = [path]
     else:

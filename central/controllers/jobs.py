@@ -71,6 +71,7 @@ KILLING = {ABORTING: ABORTED, COMPLETING: COMPLETED, TERMINATING: TERMINATED}
 KILL_ACTIONS = {bus.ABORT_JOB: ABORTING, bus.COMPLETE_JOB: COMPLETING, bus.TERMINATE_JOB: TERMINATING}
 RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD})
 DEFAULT_MAX_RETRY = 3
+MAX_CONDITIONS = 20
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
@@ -245,7 +246,8 @@ class _Step:
             return
         when = format_time(self.now)
         self.status["state"] = {"phase": phase, "reason": reason, "message": message, "lastTransitionTime": when}
-        self.status["conditions"] = [*(self.status.get("conditions") or []), {"status": phase, "lastTransitionTime": when}]
+        history = [*(self.status.get("conditions") or []), {"status": phase, "lastTransitionTime": when}]
+        self.status["conditions"] = history[-MAX_CONDITIONS:]  # suspend/resume loops must not grow the object forever
         self.decision.events.append((reason, f"{self.phase} -> {phase}: {message}"))
         self.phase = phase
         self._requeue(0.0)
@@ -388,7 +390,7 @@ class _Step:
         self.status["version"] = self.version
         self.status.setdefault("retryCount", 0)
         self.status["taskStatusCount"] = {task: {"phase": phases} for task, phases in sorted(self._task_counts().items())}
-        self.status.setdefault("state", {"phase": self.phase})
+        self.status.setdefault("state", {"phase": self.phase, "lastTransitionTime": format_time(self.now)})
         self.decision.status = self.status
         self.decision.status_changed = self.status != dict(old_status)
         return self.decision

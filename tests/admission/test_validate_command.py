@@ -108,3 +108,13 @@ def test_the_shipped_examples_are_admitted(capsys: pytest.CaptureFixture[str]) -
     root = Path(__file__).resolve().parents[2] / "examples"
     code, result = validate(capsys, "--manifests", str(root / "workloads"), "--cluster", str(root / "cluster"))
     assert code == 0 and result and all(r["allowed"] for r in result.values()), result
+
+
+def test_unreadable_cluster_or_empty_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifests = write(tmp_path / "m.yaml", job())
+    (tmp_path / "cluster.yaml").write_text("kind: Queue\nmetadata: {name: [\n")
+    assert main(["validate", "--manifests", str(manifests), "--cluster", str(tmp_path / "cluster.yaml")]) == 2
+    assert "cluster.yaml: malformed YAML" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["validate", "--manifests", str(tmp_path / "empty")]) == 2
+    assert "no .yaml, .yml or .json files" in capsys.readouterr().err
