@@ -165,6 +165,8 @@ def _validate_template(problems: Problems, raw: Any, where: str) -> None:
     spec = fields.mapping(problems, template.get("spec"), f"{where}.spec")
     if spec is None:
         return
+    if spec.get("restartPolicy") not in (None, "Always", "OnFailure", "Never"):
+        add(problems, f"{where}.spec.restartPolicy", f"must be Always, OnFailure or Never, got {quote(spec['restartPolicy'])}")
     for key in ("containers", "initContainers"):
         containers = fields.sequence(problems, spec.get(key), f"{where}.spec.{key}")
         if key == "containers" and containers == []:

@@ -108,6 +108,8 @@ BAD = [
                  "spec.tasks[0].template.spec.containers[0].image: is required", id="no-image"),
     pytest.param(lambda j: j["spec"]["tasks"][0].update(template={"spec": "x"}), "spec.tasks[0].template.spec: must be a map",
                  id="template-spec-not-a-map"),
+    pytest.param(lambda j: j["spec"]["tasks"][0]["template"]["spec"].update(restartPolicy="Sometimes"),
+                 'spec.tasks[0].template.spec.restartPolicy: must be Always, OnFailure or Never, got "Sometimes"', id="bad-restart-policy"),
     pytest.param(lambda j: j["metadata"].update(name="a" * 60), "spec.tasks[1].name: pod name", id="pod-name-too-long"),
     pytest.param(lambda j: j["metadata"].pop("name"), "metadata.name: is required", id="no-name"),
     pytest.param(spec(volumes=[{"volumeClaimName": "data"}]), "spec.volumes[0].mountPath: is required", id="volume-no-mount-path"),

@@ -28,7 +28,7 @@ moves = st.lists(st.tuples(
 ), max_size=25)
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=200)
 @given(policies, moves, st.booleans())
 def test_random_histories_keep_the_invariants(job_policies: list[dict[str, Any]], history: list[tuple[str, int, str, str]],
                                               graceful: bool) -> None:
