@@ -1,8 +1,8 @@
 """Admission of PodGroups (scheduling.volcano.sh/v1beta1) and of pods' disruption-budget annotations.
 
-    mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
-    validate_podgroup(podgroup, cluster) -> list     queue exists and is Open, counts and quantities valid
-    validate_pod(pod) -> list                        at most one JDB annotation, a count > 0 or 1%..99%
+mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
+validate_podgroup(podgroup, cluster) -> list     queue exists and is Open, counts and quantities valid
+validate_pod(pod) -> list                        at most one JDB annotation, a count > 0 or 1%..99%
 """
 
 from __future__ import annotations
@@ -52,7 +52,11 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
     elif queue not in cluster.queues:
         add(problems, "spec.queue", f"unable to find queue {quote(queue)}")
     elif cluster.state(queue) != "Open":
-        add(problems, "spec.queue", f"can only submit PodGroup to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}")
+        add(
+            problems,
+            "spec.queue",
+            f"can only submit PodGroup to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}",
+        )
     return problems
 
 
@@ -67,7 +71,13 @@ def validate_pod(pod: Mapping[str, Any]) -> Problems:
         value = str(annotations[key])
         percent = _PERCENT.match(value)
         if percent and not 1 <= int(percent[1]) <= 99:
-            add(problems, f"metadata.annotations[{key}]", f"a percentage must be between 1% and 99%, got {quote(value)}")
+            add(
+                problems, f"metadata.annotations[{key}]", f"a percentage must be between 1% and 99%, got {quote(value)}"
+            )
         elif not percent and not (value.isdigit() and int(value) > 0):
-            add(problems, f"metadata.annotations[{key}]", f"must be an integer > 0 or a percentage 1%..99%, got {quote(value)}")
+            add(
+                problems,
+                f"metadata.annotations[{key}]",
+                f"must be an integer > 0 or a percentage 1%..99%, got {quote(value)}",
+            )
     return problems

@@ -22,21 +22,28 @@ from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.review import admit, admit_delete, json_patch
 
 
-def respond(review: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG,
-            mutating: bool = False) -> dict[str, Any]:
+def respond(
+    review: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG, mutating: bool = False
+) -> dict[str, Any]:
     request = review.get("request") if isinstance(review.get("request"), Mapping) else {}
     response: dict[str, Any] = {"uid": request.get("uid", "")}
     operation = request.get("operation")
     obj = request.get("oldObject") if operation == "DELETE" else request.get("object")
     if not isinstance(obj, Mapping):
-        response.update(allowed=False, status={"code": 400, "reason": "BadRequest",
-                                               "message": f"{operation or 'request'} without an object"})
+        response.update(
+            allowed=False,
+            status={"code": 400, "reason": "BadRequest", "message": f"{operation or 'request'} without an object"},
+        )
         return _wrap(review, response)
     obj = _with_namespace(obj, request.get("namespace"))
     if operation == "DELETE":
         result = admit_delete(obj, cluster)
     else:
-        old = request.get("oldObject") if operation == "UPDATE" and isinstance(request.get("oldObject"), Mapping) else None
+        old = (
+            request.get("oldObject")
+            if operation == "UPDATE" and isinstance(request.get("oldObject"), Mapping)
+            else None
+        )
         result = admit(obj, cluster, config, old)
     if mutating:
         response["allowed"] = True
@@ -60,5 +67,8 @@ def _with_namespace(obj: Mapping[str, Any], namespace: Any) -> dict[str, Any]:
 
 
 def _wrap(review: Mapping[str, Any], response: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": str(review.get("apiVersion") or "admission.k8s.io/v1"), "kind": "AdmissionReview",
-            "response": response}
+    return {
+        "apiVersion": str(review.get("apiVersion") or "admission.k8s.io/v1"),
+        "kind": "AdmissionReview",
+        "response": response,
+    }

@@ -18,12 +18,25 @@ from central.controllers.jobs import reconcile
 
 
 def _job(workers: int, plugins: list[str]) -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "main", "image": "train:1",
-                                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "big", "namespace": "ml", "uid": "u"},
-            "spec": {"tasks": [{"name": "ps", "replicas": 2, "template": template},
-                               {"name": "worker", "replicas": workers, "template": template}],
-                     "plugins": {p: [] for p in plugins if p}}}
+    template = {
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "train:1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+            ]
+        }
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "big", "namespace": "ml", "uid": "u"},
+        "spec": {
+            "tasks": [
+                {"name": "ps", "replicas": 2, "template": template},
+                {"name": "worker", "replicas": workers, "template": template},
+            ],
+            "plugins": {p: [] for p in plugins if p},
+        },
+    }
 
 
 def main() -> None:
@@ -43,7 +56,8 @@ def main() -> None:
     podgroup["status"] = {"phase": "Inqueue"}
     start = time.perf_counter()
     decision = reconcile(job, podgroup, [], 0.0)
-    print(f"reconcile creating {len(decision.create_pods)} pods (plugins {args.plugins}): {time.perf_counter() - start:.3f} s")
+    elapsed = time.perf_counter() - start
+    print(f"reconcile creating {len(decision.create_pods)} pods (plugins {args.plugins}): {elapsed:.3f} s")
     for pod in decision.create_pods:
         pod["status"] = {"phase": "Running"}
     job["status"] = decision.status

@@ -32,8 +32,11 @@ def claims(job: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any] | N
 
 
 def claims_to_create(job: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": object_meta(job, name), "spec": dict(spec)}
-            for name, _, spec in claims(job) if spec is not None]
+    return [
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": object_meta(job, name), "spec": dict(spec)}
+        for name, _, spec in claims(job)
+        if spec is not None
+    ]
 
 
 def mount_claims(job: Mapping[str, Any], pod: dict[str, Any]) -> None:

@@ -84,7 +84,9 @@ class JobDecision:
     update_podgroup: dict[str, Any] | None = None  # new spec fields (minMember, minTaskMember, minResources)
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[str] = field(default_factory=list)
-    create_objects: list[dict[str, Any]] = field(default_factory=list)  # PVCs; plugin Services, ConfigMaps, Secrets, ...
+    create_objects: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # PVCs; plugin Services, ConfigMaps, Secrets, ...
     delete_objects: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     delete_commands: list[str] = field(default_factory=list)
     delete_job: bool = False
@@ -92,8 +94,13 @@ class JobDecision:
     events: list[tuple[str, str]] = field(default_factory=list)  # (reason, message) for Kubernetes Events
 
 
-def reconcile(job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]],
-              now: float, commands: Iterable[Mapping[str, Any]] = ()) -> JobDecision:
+def reconcile(
+    job: Mapping[str, Any],
+    podgroup: Mapping[str, Any] | None,
+    pods: Iterable[Mapping[str, Any]],
+    now: float,
+    commands: Iterable[Mapping[str, Any]] = (),
+) -> JobDecision:
     step = _Step(job, podgroup, pods, now)
     if (job.get("metadata") or {}).get("deletionTimestamp"):
         return step.finish(job.get("status") or {})  # being deleted: the garbage collector removes what it owns
@@ -111,8 +118,9 @@ def reconcile(job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: 
 
 
 class _Step:
-    def __init__(self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
-                 pods: Iterable[Mapping[str, Any]], now: float):
+    def __init__(
+        self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], now: float
+    ):
         self.job = job
         self.spec: Mapping[str, Any] = job.get("spec") or {}
         self.name = str(job["metadata"]["name"])
@@ -193,8 +201,12 @@ class _Step:
         for name, pod in self.pods.items():
             if pod_task(pod) not in replicas or pod_index(pod) >= replicas[pod_task(pod)]:
                 self._delete_pod(name)  # scaled down, or a task that is gone
-        missing = {f"{self.name}-{task}-{i}": task for task, count in replicas.items() for i in range(count)
-                   if f"{self.name}-{task}-{i}" not in self.pods}
+        missing = {
+            f"{self.name}-{task}-{i}": task
+            for task, count in replicas.items()
+            for i in range(count)
+            if f"{self.name}-{task}-{i}" not in self.pods
+        }
         if self._podgroup_ready() and missing:
             startable = {task for task in set(missing.values()) if self._dependencies_met(task)}
             self.created = self._build_pods([n for n, task in missing.items() if task in startable])
@@ -223,8 +235,9 @@ class _Step:
         if self._min_available() >= self._replicas():
             by_task = self._task_counts()
             for task in self.spec.get("tasks") or []:
-                if task.get("minAvailable") is not None and \
-                        by_task.get(str(task["name"]), {}).get("Succeeded", 0) < int(task["minAvailable"]):
+                if task.get("minAvailable") is not None and by_task.get(str(task["name"]), {}).get(
+                    "Succeeded", 0
+                ) < int(task["minAvailable"]):
                     return False
         return succeeded >= self._min_available()
 
@@ -263,8 +276,11 @@ class _Step:
 
     def _kill(self, retain_finished: bool, task: str | None = None, pod: str | None = None) -> None:
         for name, p in self.pods.items():
-            if (task is None or pod_task(p) == task) and (pod is None or name == pod) \
-                    and not (retain_finished and pod_phase(p) in ("Succeeded", "Failed")):
+            if (
+                (task is None or pod_task(p) == task)
+                and (pod is None or name == pod)
+                and not (retain_finished and pod_phase(p) in ("Succeeded", "Failed"))
+            ):
                 self._delete_pod(name)
 
     def _cleanup(self) -> None:
@@ -308,17 +324,24 @@ class _Step:
             self._resize_podgroup(pg)
             return str((pg.get("status") or {}).get("phase") or PENDING) != PENDING
         created, _ = expand_job(self.job, self.version)
-        created["metadata"]["annotations"] = {**created["metadata"].get("annotations", {}), JOB_VERSION: str(self.version)}
+        created["metadata"]["annotations"] = {
+            **created["metadata"].get("annotations", {}),
+            JOB_VERSION: str(self.version),
+        }
         self.decision.create_podgroup = created
         return False
 
     def _resize_podgroup(self, pg: Mapping[str, Any]) -> None:
         """After the job was scaled (admission lets minAvailable and replicas change), so is its PodGroup."""
         spec = pg.get("spec") or {}
-        task_min = {str(t.get("name")): int(t.get("minAvailable", t.get("replicas", 1))) for t in self.spec.get("tasks") or []}
+        task_min = {
+            str(t.get("name")): int(t.get("minAvailable", t.get("replicas", 1))) for t in self.spec.get("tasks") or []
+        }
         if spec.get("minMember") != self._min_available() or (spec.get("minTaskMember") or {}) != task_min:
             wanted, _ = expand_job(self.job, self.version)
-            self.decision.update_podgroup = {k: wanted["spec"][k] for k in ("minMember", "minTaskMember", "minResources")}
+            self.decision.update_podgroup = {
+                k: wanted["spec"][k] for k in ("minMember", "minTaskMember", "minResources")
+            }
 
     def _build_pods(self, names: list[str]) -> list[dict[str, Any]]:
         """The named pods as expand_job makes them, edited by the job's plugins."""
@@ -389,9 +412,10 @@ class _Step:
         self.status["minAvailable"] = self._min_available()
         self.status["version"] = self.version
         self.status.setdefault("retryCount", 0)
-        self.status["taskStatusCount"] = {task: {"phase": phases} for task, phases in sorted(self._task_counts().items())}
+        self.status["taskStatusCount"] = {
+            task: {"phase": phases} for task, phases in sorted(self._task_counts().items())
+        }
         self.status.setdefault("state", {"phase": self.phase, "lastTransitionTime": format_time(self.now)})
         self.decision.status = self.status
         self.decision.status_changed = self.status != dict(old_status)
         return self.decision
-

@@ -12,8 +12,11 @@ from tests.admission.helpers import job, queue
 
 
 def review(operation: str, obj: Any, old: Any = None) -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "r-1", "operation": operation, "namespace": "ml", "object": obj, "oldObject": old}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "r-1", "operation": operation, "namespace": "ml", "object": obj, "oldObject": old},
+    }
 
 
 def test_mutating_returns_the_defaults_as_a_json_patch() -> None:
@@ -31,13 +34,16 @@ def test_validating_refuses_with_every_problem() -> None:
     assert response["allowed"] is False and response["status"]["code"] == 422
     assert response["status"]["message"].splitlines() == [
         "spec.minAvailable: 9 must be <= the total replicas of all tasks (3)",
-        'spec.queue: unable to find job queue "ghost"']
+        'spec.queue: unable to find job queue "ghost"',
+    ]
 
 
 def test_update_and_delete() -> None:
     old = job()
     new = job(queue="other")
-    assert respond(review("UPDATE", new, old), Cluster())["response"]["status"]["message"].startswith("spec.queue: may not change")
+    assert respond(review("UPDATE", new, old), Cluster())["response"]["status"]["message"].startswith(
+        "spec.queue: may not change"
+    )
     deleted = respond(review("DELETE", None, queue("default")), Cluster())["response"]
     assert deleted["allowed"] is False and 'queue "default" can not be deleted' in deleted["status"]["message"]
 

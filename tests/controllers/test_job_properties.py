@@ -12,26 +12,49 @@ from central.controllers.jobs import ABORTED, COMPLETED, FAILED, TERMINATED
 from tests.admission.helpers import job, task
 from tests.controllers.fakeloop import FakeCluster
 
-PHASES = {"Pending", "Running", "Restarting", "Completing", "Completed", "Aborting", "Aborted", "Terminating",
-          "Terminated", "Failed"}
-policies = st.lists(st.sampled_from([
-    {"event": "PodFailed", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartTask"},
-    {"event": "PodFailed", "action": "RestartPod"}, {"exitCode": 2, "action": "AbortJob"},
-    {"event": "TaskCompleted", "action": "CompleteJob"}, {"event": "PodEvicted", "action": "TerminateJob"},
-    {"event": "Unknown", "action": "AbortJob", "timeout": "1m"},
-]), max_size=2, unique_by=lambda p: p.get("event", p.get("exitCode")))
-moves = st.lists(st.tuples(
-    st.sampled_from(["phase", "enqueue", "gone", "command", "wait"]),
-    st.integers(0, 2),
-    st.sampled_from(["Running", "Succeeded", "Failed", "Unknown", "Evicted"]),
-    st.sampled_from(["AbortJob", "ResumeJob", "RestartJob"]),
-), max_size=25)
+PHASES = {
+    "Pending",
+    "Running",
+    "Restarting",
+    "Completing",
+    "Completed",
+    "Aborting",
+    "Aborted",
+    "Terminating",
+    "Terminated",
+    "Failed",
+}
+policies = st.lists(
+    st.sampled_from(
+        [
+            {"event": "PodFailed", "action": "RestartJob"},
+            {"event": "PodFailed", "action": "RestartTask"},
+            {"event": "PodFailed", "action": "RestartPod"},
+            {"exitCode": 2, "action": "AbortJob"},
+            {"event": "TaskCompleted", "action": "CompleteJob"},
+            {"event": "PodEvicted", "action": "TerminateJob"},
+            {"event": "Unknown", "action": "AbortJob", "timeout": "1m"},
+        ]
+    ),
+    max_size=2,
+    unique_by=lambda p: p.get("event", p.get("exitCode")),
+)
+moves = st.lists(
+    st.tuples(
+        st.sampled_from(["phase", "enqueue", "gone", "command", "wait"]),
+        st.integers(0, 2),
+        st.sampled_from(["Running", "Succeeded", "Failed", "Unknown", "Evicted"]),
+        st.sampled_from(["AbortJob", "ResumeJob", "RestartJob"]),
+    ),
+    max_size=25,
+)
 
 
 @settings(deadline=None, max_examples=200)
 @given(policies, moves, st.booleans())
-def test_random_histories_keep_the_invariants(job_policies: list[dict[str, Any]], history: list[tuple[str, int, str, str]],
-                                              graceful: bool) -> None:
+def test_random_histories_keep_the_invariants(
+    job_policies: list[dict[str, Any]], history: list[tuple[str, int, str, str]], graceful: bool
+) -> None:
     c = FakeCluster(job(tasks=[task("ps"), task("worker", 2)], policies=job_policies, maxRetry=3), graceful=graceful)
     finished_retry = None
     for move, index, phase, action in history:
@@ -55,8 +78,10 @@ def test_random_histories_keep_the_invariants(job_policies: list[dict[str, Any]]
         live = [p for p in c.pods.values() if not p["metadata"].get("deletionTimestamp")]
         assert sum(status[k] for k in ("pending", "running", "succeeded", "failed", "unknown")) == len(live)
         assert status["retryCount"] <= 3
-        assert all(p["metadata"]["annotations"]["volcano.sh/job-version"] == str(status["version"]) for p in
-                   (p for p in d.create_pods))
+        assert all(
+            p["metadata"]["annotations"]["volcano.sh/job-version"] == str(status["version"])
+            for p in (p for p in d.create_pods)
+        )
         if c.phase in (COMPLETED, TERMINATED, FAILED):
             # a finished job stays finished: nothing it does creates pods or changes its retries
             assert not d.create_pods and d.create_podgroup is None

@@ -139,11 +139,14 @@ def test_max_retry_fails_the_job() -> None:
     assert c.status["state"]["reason"] == "MaxRetryReached"
 
 
-@pytest.mark.parametrize("action, transient, final", [
-    pytest.param("AbortJob", "Aborting", "Aborted", id="abort"),
-    pytest.param("CompleteJob", "Completing", "Completed", id="complete"),
-    pytest.param("TerminateJob", "Terminating", "Terminated", id="terminate"),
-])
+@pytest.mark.parametrize(
+    "action, transient, final",
+    [
+        pytest.param("AbortJob", "Aborting", "Aborted", id="abort"),
+        pytest.param("CompleteJob", "Completing", "Completed", id="complete"),
+        pytest.param("TerminateJob", "Terminating", "Terminated", id="terminate"),
+    ],
+)
 def test_stopping_actions(action: str, transient: str, final: str) -> None:
     c = cluster(graceful=True, policies=[{"event": "PodFailed", "action": action}])
     c.start()
@@ -182,10 +185,15 @@ def test_task_failed_after_container_restarts() -> None:
     assert c.phase == "Terminating"
 
 
-@pytest.mark.parametrize("status", [
-    pytest.param({"phase": "Failed", "reason": "Evicted"}, id="kubelet-eviction"),
-    pytest.param({"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}, id="eviction-api"),
-])
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param({"phase": "Failed", "reason": "Evicted"}, id="kubelet-eviction"),
+        pytest.param(
+            {"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}, id="eviction-api"
+        ),
+    ],
+)
 def test_pod_evicted(status: dict[str, Any]) -> None:
     c = cluster(policies=[{"event": "PodEvicted", "action": "RestartJob"}])
     c.start()
@@ -366,7 +374,9 @@ def test_scaling_the_job_resizes_its_podgroup() -> None:
 
 def test_volumes_are_claimed_once_and_mounted() -> None:
     claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    c = cluster(volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/ckpt", "volumeClaim": claim}])
+    c = cluster(
+        volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/ckpt", "volumeClaim": claim}]
+    )
     d = c.step()
     pvcs = [o for o in d.create_objects if o["kind"] == "PersistentVolumeClaim"]
     assert [(p["metadata"]["name"], p["spec"]) for p in pvcs] == [("train-volume-1", claim)]

@@ -77,12 +77,18 @@ def test_close_waits_for_podgroups_to_drain() -> None:
 
 
 def test_close_cascades_to_descendants_and_reopen_restores_them() -> None:
-    qs = Queues(queue("eng"), queue("ml", parent="eng"), queue("cv", parent="ml"), queue("web", parent="eng"),
-                queue("other"))
+    qs = Queues(
+        queue("eng"), queue("ml", parent="eng"), queue("cv", parent="ml"), queue("web", parent="eng"), queue("other")
+    )
     qs.podgroups = [running_pg("web")]
     qs.operate("eng", "CloseQueue")
     assert {n: qs.state(n) for n in ("eng", "ml", "cv", "web", "other")} == {
-        "eng": "Closed", "ml": "Closed", "cv": "Closed", "web": "Closing", "other": "Open"}
+        "eng": "Closed",
+        "ml": "Closed",
+        "cv": "Closed",
+        "web": "Closing",
+        "other": "Open",
+    }
     assert qs.marked("ml") and qs.marked("cv") and qs.marked("web") and not qs.marked("eng")
     qs.operate("eng", "OpenQueue")
     assert all(qs.state(n) == "Open" and not qs.marked(n) for n in ("eng", "ml", "cv", "web"))
@@ -107,7 +113,12 @@ def test_counts_and_parent_default() -> None:
     qs.podgroups = [running_pg("a"), running_pg("a", "Inqueue"), running_pg("a", "Pending"), running_pg("b")]
     d = reconcile_queue(qs.queues["a"], qs.queues, qs.podgroups)
     assert {k: d.status[k] for k in ("running", "inqueue", "pending", "completed", "unknown")} == {
-        "running": 1, "inqueue": 1, "pending": 1, "completed": 0, "unknown": 0}
+        "running": 1,
+        "inqueue": 1,
+        "pending": 1,
+        "completed": 0,
+        "unknown": 0,
+    }
     assert d.spec_patch == {"parent": "root"} and d.status_changed
     qs.queues["a"]["status"] = d.status
     assert not reconcile_queue(qs.queues["a"], qs.queues, qs.podgroups).status_changed
@@ -115,13 +126,25 @@ def test_counts_and_parent_default() -> None:
 
 def pod(**extra: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "web-1", "namespace": "shop", "uid": "pod-uid",
-                     "annotations": {"scheduling.volcano.sh/queue-name": "team", "volcano.sh/preemptable": "true",
-                                     "unrelated": "x"}},
-        "spec": {"schedulerName": "volcano", "priorityClassName": "high",
-                 "containers": [{"name": "c", "image": "nginx",
-                                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "shop",
+            "uid": "pod-uid",
+            "annotations": {
+                "scheduling.volcano.sh/queue-name": "team",
+                "volcano.sh/preemptable": "true",
+                "unrelated": "x",
+            },
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "priorityClassName": "high",
+            "containers": [
+                {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+            ],
+        },
     }
     base["metadata"].update(extra)
     return base
@@ -136,8 +159,12 @@ def test_podgroup_for_a_replicaset_pod() -> None:
     pg = d.podgroup
     assert pg["metadata"]["name"] == "podgroup-rs-uid" and pg["metadata"]["namespace"] == "shop"
     assert pg["metadata"]["ownerReferences"] == [owner_ref]
-    assert pg["spec"] == {"minMember": 3, "queue": "team", "minResources": {"cpu": "1500m", "memory": "3Gi"},
-                          "priorityClassName": "high"}
+    assert pg["spec"] == {
+        "minMember": 3,
+        "queue": "team",
+        "minResources": {"cpu": "1500m", "memory": "3Gi"},
+        "priorityClassName": "high",
+    }
     assert pg["metadata"]["annotations"] == {"volcano.sh/preemptable": "true"}
 
 
@@ -147,10 +174,15 @@ def test_podgroup_for_a_bare_pod() -> None:
     assert d.podgroup["spec"]["minMember"] == 1 and d.podgroup["metadata"]["ownerReferences"][0]["kind"] == "Pod"
 
 
-@pytest.mark.parametrize("edit", [
-    pytest.param(lambda p: p["spec"].update(schedulerName="default-scheduler"), id="other-scheduler"),
-    pytest.param(lambda p: p["metadata"]["annotations"].update({"scheduling.k8s.io/group-name": "g"}), id="already-grouped"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda p: p["spec"].update(schedulerName="default-scheduler"), id="other-scheduler"),
+        pytest.param(
+            lambda p: p["metadata"]["annotations"].update({"scheduling.k8s.io/group-name": "g"}), id="already-grouped"
+        ),
+    ],
+)
 def test_pods_left_alone(edit: Any) -> None:
     p = pod()
     edit(p)

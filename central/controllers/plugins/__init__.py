@@ -37,7 +37,9 @@ def build_plugins(job: Mapping[str, Any]) -> list[JobPlugin]:
     out = []
     for name in sorted(raw, key=lambda n: (list(PLUGINS).index(n) if n in PLUGINS else len(PLUGINS), n)):
         if name not in PLUGINS:
-            raise InputError(f"spec.plugins.{name}", f"unable to find job plugin {json.dumps(name)}; known: {', '.join(PLUGINS)}")
+            raise InputError(
+                f"spec.plugins.{name}", f"unable to find job plugin {json.dumps(name)}; known: {', '.join(PLUGINS)}"
+            )
         args = raw[name]
         if args is not None and not isinstance(args, list):
             raise InputError(f"spec.plugins.{name}", "expected a list of arguments")

@@ -41,7 +41,9 @@ class JobPlugin:
                 raise InputError(f"spec.plugins.{self.name}", f"unknown flag {json.dumps(arg)}; known flags: {known}")
             if isinstance(self.flags[key], bool):
                 if has_value and value.lower() not in ("true", "false", "1", "0"):
-                    raise InputError(f"spec.plugins.{self.name}", f"flag --{key} expects true or false, got {json.dumps(value)}")
+                    raise InputError(
+                        f"spec.plugins.{self.name}", f"flag --{key} expects true or false, got {json.dumps(value)}"
+                    )
                 self.options[key] = not has_value or value.lower() in ("true", "1")
             elif has_value:
                 self.options[key] = value
@@ -59,7 +61,9 @@ class JobPlugin:
     def int_option(self, key: str) -> int:
         value = self.option(key)
         if not value.isdigit() or not 0 < int(value) < 65536:
-            raise InputError(f"spec.plugins.{self.name}", f"flag --{key} must be a port number, got {json.dumps(value)}")
+            raise InputError(
+                f"spec.plugins.{self.name}", f"flag --{key} must be a port number, got {json.dumps(value)}"
+            )
         return int(value)
 
     def once(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -94,8 +98,10 @@ def job_namespace(job: Mapping[str, Any]) -> str:
 
 def tasks(job: Mapping[str, Any]) -> list[tuple[str, int]]:
     """(task name, replicas) in spec order."""
-    return [(str(t.get("name") or f"default{i}"), int(t.get("replicas", 1)))
-            for i, t in enumerate(job["spec"].get("tasks") or [])]
+    return [
+        (str(t.get("name") or f"default{i}"), int(t.get("replicas", 1)))
+        for i, t in enumerate(job["spec"].get("tasks") or [])
+    ]
 
 
 def pod_name(job: str, task: str, index: int) -> str:
@@ -119,13 +125,22 @@ def pod_task(pod: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def owner(job: Mapping[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job_name(job),
-            "uid": job["metadata"].get("uid", ""), "controller": True}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": job_name(job),
+        "uid": job["metadata"].get("uid", ""),
+        "controller": True,
+    }
 
 
 def object_meta(job: Mapping[str, Any], name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": job_namespace(job), "ownerReferences": [owner(job)],
-            "labels": {JOB_NAME: job_name(job), JOB_NAMESPACE: job_namespace(job)}}
+    return {
+        "name": name,
+        "namespace": job_namespace(job),
+        "ownerReferences": [owner(job)],
+        "labels": {JOB_NAME: job_name(job), JOB_NAMESPACE: job_namespace(job)},
+    }
 
 
 def containers(pod: dict[str, Any], init: bool = True) -> list[dict[str, Any]]:

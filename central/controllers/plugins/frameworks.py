@@ -32,8 +32,15 @@ class PytorchPlugin(JobPlugin):
         rank = index if task == master else masters + index
         port = self.int_option("port")
         name = job_name(job)
-        add_env(pod, {"MASTER_ADDR": f"{name}-{master}-0.{name}", "MASTER_PORT": str(port),
-                      "WORLD_SIZE": str(masters + replicas.get(worker, 0)), "RANK": str(rank)})
+        add_env(
+            pod,
+            {
+                "MASTER_ADDR": f"{name}-{master}-0.{name}",
+                "MASTER_PORT": str(port),
+                "WORLD_SIZE": str(masters + replicas.get(worker, 0)),
+                "RANK": str(rank),
+            },
+        )
         add_port(pod, "pytorchjob-port", port)
 
 
@@ -58,8 +65,11 @@ class TensorflowPlugin(JobPlugin):
 
     def _cluster(self, job: Mapping[str, Any], port: int) -> dict[str, list[str]]:
         present = {t for t, _ in tasks(job)}
-        return {role: [f"{h}:{port}" for h in task_hosts(job, self.option(role))]
-                for role in self.roles if self.option(role) in present}
+        return {
+            role: [f"{h}:{port}" for h in task_hosts(job, self.option(role))]
+            for role in self.roles
+            if self.option(role) in present
+        }
 
 
 class MpiPlugin(JobPlugin):

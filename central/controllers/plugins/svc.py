@@ -60,15 +60,35 @@ class SvcPlugin(JobPlugin):
         name = job_name(job)
         selector = {JOB_NAME: name, JOB_NAMESPACE: job_namespace(job)}
         objects: list[dict[str, Any]] = [
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": object_meta(job, f"{name}-svc"),
-             "data": hosts_data(job)},
-            {"apiVersion": "v1", "kind": "Service", "metadata": object_meta(job, name),
-             "spec": {"clusterIP": "None", "selector": selector, "ports": [dict(PLACEHOLDER_PORT)],
-                      "publishNotReadyAddresses": bool(self.options["publish-not-ready-addresses"])}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": object_meta(job, f"{name}-svc"),
+                "data": hosts_data(job),
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": object_meta(job, name),
+                "spec": {
+                    "clusterIP": "None",
+                    "selector": selector,
+                    "ports": [dict(PLACEHOLDER_PORT)],
+                    "publishNotReadyAddresses": bool(self.options["publish-not-ready-addresses"]),
+                },
+            },
         ]
         if not self.options["disable-network-policy"]:
             objects.append(
-                {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": object_meta(job, name),
-                 "spec": {"podSelector": {"matchLabels": selector}, "policyTypes": ["Ingress"],
-                          "ingress": [{"from": [{"podSelector": {"matchLabels": selector}}]}]}})
+                {
+                    "apiVersion": "networking.k8s.io/v1",
+                    "kind": "NetworkPolicy",
+                    "metadata": object_meta(job, name),
+                    "spec": {
+                        "podSelector": {"matchLabels": selector},
+                        "policyTypes": ["Ingress"],
+                        "ingress": [{"from": [{"podSelector": {"matchLabels": selector}}]}],
+                    },
+                }
+            )
         return objects
