@@ -6,7 +6,7 @@
 PodGroup or None, `pods` the pods it owns, `now` epoch seconds, `commands` the bus Commands
 in its namespace (only those targeting this job are used). The loop applies the decision:
 create/delete/patch the PodGroup, create/delete pods and the job's objects (PVCs, plugin
-objects; an AlreadyExists on create is fine), write `status` when `status_changed`,
+objects; an AlreadyExists on create is fine; `update_objects` are replaced), write `status` when `status_changed`,
 delete the consumed Commands, delete the job when `delete_job` (TTL), and call again after
 `requeue_after` seconds when set (a policy timeout or the TTL falls due then; 0 after a
 phase change, so the next step runs at once). Calling it again with the same inputs returns
@@ -59,7 +59,7 @@ from central.controllers.job_policies import (
     triggers,
 )
 from central.controllers.job_volumes import claims_to_create, mount_claims
-from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects
+from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects, updated_objects
 from central.errors import InputError
 from central.model.jobs import expand_job
 
@@ -87,6 +87,7 @@ class JobDecision:
     create_objects: list[dict[str, Any]] = field(
         default_factory=list
     )  # PVCs; plugin Services, ConfigMaps, Secrets, ...
+    update_objects: list[dict[str, Any]] = field(default_factory=list)  # to replace (svc hosts after a scale)
     delete_objects: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     delete_commands: list[str] = field(default_factory=list)
     delete_job: bool = False
@@ -211,6 +212,8 @@ class _Step:
             startable = {task for task in set(missing.values()) if self._dependencies_met(task)}
             self.created = self._build_pods([n for n, task in missing.items() if task in startable])
         self.decision.create_pods = self.created
+        if self.deleting or (self.phase == RUNNING and self.created):
+            self.decision.update_objects = updated_objects(self.job)  # scaled: host lists change
         counts = self._counts()
         finished = counts["Succeeded"] + counts["Failed"]
         min_available, total = self._min_available(), self._replicas()

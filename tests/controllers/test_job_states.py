@@ -388,3 +388,15 @@ def test_volumes_are_claimed_once_and_mounted() -> None:
     assert {"name": "train-volume-1", "persistentVolumeClaim": {"claimName": "train-volume-1"}} in spec["volumes"]
     assert {"name": "shared", "mountPath": "/data"} in spec["containers"][0]["volumeMounts"]
     assert {"name": "train-volume-1", "mountPath": "/ckpt"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_scaling_a_running_job_refreshes_the_svc_host_lists() -> None:
+    c = cluster(plugins={"svc": []})
+    c.start()
+    assert c.step().update_objects == []
+    c.job["spec"]["tasks"][1]["replicas"] = 3
+    (config_map,) = c.step().update_objects
+    assert config_map["metadata"]["name"] == "train-svc" and config_map["data"]["VC_WORKER_NUM"] == "3"
+    c.job["spec"]["tasks"][1]["replicas"] = 1
+    c.job["spec"]["minAvailable"] = 2
+    assert c.step().update_objects[0]["data"]["worker.host"] == "train-worker-0.train"

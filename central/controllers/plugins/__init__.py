@@ -2,6 +2,7 @@
 
     apply_plugins(job, pods) -> list[dict]         pods with every plugin's edits (copies)
     job_objects(job, names=None) -> list[dict]     Services, ConfigMaps, Secrets, NetworkPolicies to create
+    updated_objects(job) -> list[dict]             objects to replace after the job was scaled (svc host lists)
     deleted_objects(job) -> list[tuple[str, str]]  (kind, name) to delete when the job is killed
     build_plugins(job) -> list[JobPlugin]          parsed from spec.plugins; InputError on a bad one
 
@@ -62,6 +63,10 @@ def job_objects(job: Mapping[str, Any], names: Iterable[str] | None = None) -> l
     """Objects the plugins create for the job; only those of `names` when given."""
     wanted = None if names is None else set(names)
     return [obj for p in build_plugins(job) if wanted is None or p.name in wanted for obj in p.on_job_add(job)]
+
+
+def updated_objects(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [obj for p in build_plugins(job) for obj in p.on_job_update(job)]
 
 
 def deleted_objects(job: Mapping[str, Any], names: Iterable[str] | None = None) -> list[tuple[str, str]]:

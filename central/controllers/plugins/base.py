@@ -80,6 +80,10 @@ class JobPlugin:
         """Objects to create once for the job (Services, ConfigMaps, Secrets, ...)."""
         return []
 
+    def on_job_update(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Objects to replace after the job was scaled (host lists change)."""
+        return []
+
     def on_job_delete(self, job: Mapping[str, Any]) -> list[tuple[str, str]]:
         """(kind, name) of the objects on_job_add created, to delete when the job is killed."""
         return [(obj["kind"], obj["metadata"]["name"]) for obj in self.on_job_add(job)]

@@ -92,3 +92,6 @@ class SvcPlugin(JobPlugin):
                 }
             )
         return objects
+
+    def on_job_update(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [obj for obj in self.on_job_add(job) if obj["kind"] == "ConfigMap"]
