@@ -6,6 +6,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from central.controllers.bus import command
 from central.controllers.podgroups import podgroup_for_pod
@@ -187,3 +189,32 @@ def test_pods_left_alone(edit: Any) -> None:
     p = pod()
     edit(p)
     assert podgroup_for_pod(p) is None
+
+
+@settings(deadline=None, max_examples=100)
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=7),
+    st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["OpenQueue", "CloseQueue"])), max_size=8),
+    st.sets(st.integers(0, 7), max_size=3),
+)
+def test_cascade_invariants(parents: list[int], operations: list[tuple[int, str]], busy: set[int]) -> None:
+    """Whatever is opened and closed: below a closed queue nothing is Open, and a queue marked
+    closed-by-parent has a parent that is not Open."""
+    names = [f"q{i}" for i in range(len(parents))]
+    # each queue's parent is an earlier queue (or root), so the tree has no cycle
+    qs = Queues(
+        *[queue(n, parent=names[p] if p < i else None) for i, (n, p) in enumerate(zip(names, parents, strict=True))]
+    )
+    qs.podgroups = [running_pg(names[i]) for i in busy if i < len(names)]
+    for index, action in operations:
+        if index < len(names):
+            qs.operate(names[index], action)
+    for _ in range(len(names) + 1):  # the loop reconciles every queue until nothing changes
+        for name in names:
+            qs.reconcile(name)
+    for name in names:
+        parent = qs.queues[name]["spec"]["parent"]
+        if qs.state(parent) != "Open":
+            assert qs.state(name) != "Open", (name, parent)
+        if qs.marked(name):
+            assert qs.state(parent) != "Open"
