@@ -150,6 +150,8 @@ def test_unreadable_cluster_or_empty_directory_exits_2(tmp_path: Path, capsys: p
 def test_golden_bad_objects(capsys: pytest.CaptureFixture[str]) -> None:
     """The contract's exact output for one object per rule (tests/data/admission, reviewed by hand)."""
     data = Path(__file__).resolve().parents[1] / "data" / "admission"
-    code, result = validate(capsys, "--manifests", str(data / "manifests.yaml"), "--cluster", str(data / "cluster.yaml"))
+    code, result = validate(
+        capsys, "--manifests", str(data / "manifests.yaml"), "--cluster", str(data / "cluster.yaml")
+    )
     assert code == 1
     assert result == json.loads((data / "expected.json").read_text())
