@@ -2,7 +2,7 @@
 
 Queues `root` and `default` always exist (Open) even when not given, as the scheduler creates
 them at start. A queue's parent is `spec.parent`, or `root` for every queue but root itself;
-its state is `status.state`, Open when unset.
+its state is `status.state` (or `spec.state` in a hand-written manifest), Open when unset.
 """
 
 from __future__ import annotations
@@ -80,7 +80,9 @@ class Cluster:
         return replace(self, podgroups=[*self.podgroups, podgroup])
 
     def state(self, name: str) -> str:
-        return str(_map(self.queues[name], "status").get("state") or "Open")
+        queue = self.queues[name]
+        # status.state is the real one; a hand-written manifest may put it in spec.state.
+        return str(_map(queue, "status").get("state") or _map(queue, "spec").get("state") or "Open")
 
     def parent(self, name: str) -> str | None:
         if name == ROOT:

@@ -5,8 +5,9 @@
 Every object in --manifests (a multi-document YAML file, or a directory of them) is checked
 as a create request against the objects in --cluster (queues and their states, PodGroups,
 namespaces), defaults first. Queues root and default always exist. The manifests are taken
-as one `kubectl apply`: their Queues are admitted first, and each allowed Queue (and
-PodGroup) is visible to the objects after it; a second object with the same key is refused.
+as one `kubectl apply`: their Queues are admitted first (parents before children), and each
+allowed Queue (and PodGroup) is visible to the objects after it; a second object with the
+same key is refused.
 
 Output (json): one object {"<Kind>/<namespace or empty>/<name>": {"allowed": bool, "errors":
 ["<field.path>: <message>", ...]}}. Exit 0 when all are allowed, 1 when any is denied, 2 when
@@ -107,10 +108,9 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def validate_objects(
     objects: list[dict[str, Any]], cluster: Cluster, config: AdmissionConfig
 ) -> dict[str, dict[str, Any]]:
-    """{key: {"allowed", "errors"}} for each object, in the order they would be applied."""
-    ordered = [o for o in objects if o.get("kind") == "Queue"] + [o for o in objects if o.get("kind") != "Queue"]
+    """{key: {"allowed", "errors"}} for each object (in manifest order), admitted in apply order."""
     results: dict[str, dict[str, Any]] = {}
-    for obj in ordered:
+    for obj in apply_order(objects):
         key = object_key(obj)
         if key in results:
             review = Review(
@@ -124,6 +124,31 @@ def validate_objects(
             cluster = cluster.with_podgroup(review.object)
         results[key] = {"allowed": review.allowed, "errors": review.errors}
     return {object_key(o): results[object_key(o)] for o in objects}
+
+
+def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Queues first, each parent named in the manifests before its children; then the rest in order."""
+    queues = [o for o in objects if o.get("kind") == "Queue"]
+    names = {_queue_name(q) for q in queues}
+    placed: set[str] = set()
+    ordered: list[dict[str, Any]] = []
+    while queues:
+        ready = [q for q in queues if _queue_parent(q) not in names - placed or _queue_parent(q) == _queue_name(q)]
+        ready = ready or queues  # a cycle: admission will say so
+        ordered += ready
+        placed |= {_queue_name(q) for q in ready}
+        queues = [q for q in queues if not any(q is r for r in ready)]
+    return ordered + [o for o in objects if o.get("kind") != "Queue"]
+
+
+def _queue_name(queue: Mapping[str, Any]) -> str:
+    meta = queue.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
+
+
+def _queue_parent(queue: Mapping[str, Any]) -> str:
+    spec = queue.get("spec")
+    return str(spec.get("parent") or "root") if isinstance(spec, Mapping) else "root"
 
 
 def render_table(results: dict[str, dict[str, Any]]) -> str:
