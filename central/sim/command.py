@@ -1,7 +1,7 @@
 """`caldera simulate`: what the scheduler would do with a cluster, without a cluster.
 
     caldera simulate --manifests PATH [--manifests PATH ...] [--config FILE] [--cycles N]
-                     [--output json|table]
+                     [--output json|table] [--node-reports PATH ...] [--now TIME]
 
 Without --manifests it runs on the example cluster shipped with Caldera.
 """
@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
+from central.model.parse import parse_time
 from central.model.queuetree import check_queues
 from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import render_table
@@ -32,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
     parser.add_argument("--output", choices=("json", "table"), default="table")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
+    parser.add_argument("--node-reports", action="append", metavar="PATH",
+                        help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
+                             "per node or a directory of them; taken as current at the first cycle")
+    parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
+                                                     "matters for waiting times (sla)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +51,13 @@ def run(args: argparse.Namespace) -> int:
     cache = ClusterCache(scheduler_name=args.scheduler_name)
     load_into(cache, manifests)
     check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    result = simulate(cache, conf, args.cycles)
+    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
+    if args.node_reports:
+        from central.agents.nodedata import read_node_reports  # only dry runs with reports need protobuf
+
+        for data in read_node_reports(args.node_reports):
+            cache.set_node_data(replace(data, reported_at=start))
+    result = simulate(cache, conf, args.cycles, start)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
