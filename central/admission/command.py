@@ -19,17 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 
 from central.admission.cluster import Cluster
 from central.admission.config import AdmissionConfig
 from central.admission.review import Review, admit
-from central.errors import InputError
+from central.manifests import read_objects
 
-YAML_SUFFIXES = (".yaml", ".yml", ".json")
 CLUSTER_SCOPED = frozenset(
     {
         "Queue",
@@ -163,38 +160,3 @@ def render_table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
-    """(file, object) for every object in a YAML file or a directory tree of them; `List`s unpacked."""
-    path = Path(path_text)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
-        if not files:
-            raise InputError(str(path), "no .yaml, .yml or .json files in this directory")
-    elif path.exists():
-        files = [path]
-    else:
-        raise InputError(str(path), "no such file or directory")
-    out: list[tuple[str, dict[str, Any]]] = []
-    for file in files:
-        try:
-            docs = list(yaml.safe_load_all(file.read_text()))
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(str(file), f"cannot read: {getattr(err, 'strerror', None) or err}") from None
-        except yaml.YAMLError as err:
-            raise InputError(str(file), f"malformed YAML: {_yaml_problem(err)}") from None
-        for i, doc in enumerate(docs):
-            if doc is None:
-                continue
-            items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-            for item in items or []:
-                if not isinstance(item, dict) or not isinstance(item.get("kind"), str) or not item["kind"]:
-                    raise InputError(f"{file}: document {i + 1}", "expected a Kubernetes object (a map with a kind)")
-                out.append((str(file), item))
-    return out
-
-
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """PyYAML's multi-line message as one line: where, then what."""
-    mark = getattr(err, "problem_mark", None)
-    what = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return f"line {mark.line + 1}, column {mark.column + 1}: {what}" if mark else what

@@ -98,7 +98,7 @@ def test_a_queue_in_the_manifests_is_visible_to_later_objects(
 @pytest.mark.parametrize(
     "content, message",
     [
-        pytest.param("kind: Job\nspec: [", "malformed YAML: line", id="malformed-yaml"),
+        pytest.param("kind: Job\nspec: [", "malformed YAML at line", id="malformed-yaml"),
         pytest.param("- just\n- a list\n", "document 1: expected a Kubernetes object", id="not-an-object"),
         pytest.param("metadata: {name: x}\n", "document 1: expected a Kubernetes object", id="no-kind"),
     ],
