@@ -37,6 +37,7 @@ class PathsConfig:
     sys_root: str = "/sys"
     proc_root: str = "/proc"
     cgroup_root: str = "/sys/fs/cgroup"
+    kubelet_root: str = "/var/lib/kubelet"
     cgroup_version: int = 0  # 0 = detect
     cgroup_driver: str = ""  # "" = detect; systemd | cgroupfs
 

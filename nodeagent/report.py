@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.collect.gpu import GpuReport
+from nodeagent.collect.kubelet import KubeletState
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.topology import Topology
@@ -40,6 +41,9 @@ class NodeSnapshot:
     gpus: GpuReport
     pods: list[PodUsage] = field(default_factory=list)
     qos: QosState = field(default_factory=QosState)
+    kubelet: KubeletState = field(default_factory=KubeletState)
+    batch_cpu_cores: float = 0.0
+    batch_memory_bytes: int = 0
 
 
 def _cores(stat: Stat) -> pb.WindowStat:
@@ -52,7 +56,7 @@ def _bytes(stat: Stat) -> pb.WindowStat:
 
 
 def sections(snap: NodeSnapshot) -> dict[str, Message]:
-    topo = snap.topology
+    topo, exclusive = snap.topology, snap.kubelet.exclusive_cpus
     return {
         "resources": pb.Resources(
             cpu_capacity_cores=snap.cpu_capacity_cores,
@@ -61,13 +65,19 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             memory_capacity_bytes=snap.usage.memory_total_bytes,
             memory_allocatable_bytes=snap.memory_allocatable_bytes,
             memory_usage_bytes=_bytes(snap.usage.memory_bytes),
+            batch_cpu_cores=round(snap.batch_cpu_cores, 3),
+            batch_memory_bytes=snap.batch_memory_bytes // 1024 * 1024,
         ),
         "topology": pb.Topology(
             sockets=topo.sockets, cores=topo.cores, threads=topo.threads,
             online_cpus=topo.online_cpus, offline_cpus=topo.offline_cpus,
             numa_nodes=[pb.NumaNode(id=n.id, cpus=n.cpus, memory_total_bytes=n.memory_total_bytes,
                                     memory_free_bytes=n.memory_free_bytes // 1024 * 1024,
-                                    distances=n.distances) for n in topo.numa_nodes],
+                                    distances=n.distances,
+                                    exclusive_cpus=[c for c in n.cpus if c in exclusive])
+                        for n in topo.numa_nodes],
+            cpu_manager_policy=snap.kubelet.cpu_manager_policy,
+            topology_manager_policy=snap.kubelet.topology_manager_policy,
         ),
         "gpus": pb.Gpus(status=snap.gpus.status, gpus=[
             pb.Gpu(index=g.index, uuid=g.uuid, model=g.model, memory_total_bytes=g.memory_total_bytes,

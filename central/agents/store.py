@@ -11,8 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Callable
 
+from central.agents.convert import node_data
+from central.model.nodedata import NodeData
 from nodeagent.api.v1 import agent_pb2 as pb
 
 SECTIONS = ("resources", "topology", "gpus", "pods", "qos")
@@ -67,6 +70,16 @@ class NodeReportStore:
             copy = pb.NodeReport()
             copy.CopyFrom(entry.report)
             return copy
+
+    def node_data(self, node: str) -> NodeData | None:
+        """The fresh merged report as the scheduling core's NodeData, dated when it arrived."""
+        with self._lock:
+            entry = self._entries.get(node)
+            now = self._clock()
+            if entry is None or not self._fresh(entry, now):
+                return None
+            arrived = datetime.now(timezone.utc) - timedelta(seconds=now - entry.received_at)
+            return node_data(entry.report, arrived)
 
     def fresh_nodes(self) -> list[str]:
         now = self._clock()

@@ -17,50 +17,60 @@ class WindowStat(_message.Message):
     def __init__(self, last: _Optional[float] = ..., avg: _Optional[float] = ..., p95: _Optional[float] = ...) -> None: ...
 
 class Resources(_message.Message):
-    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes")
+    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_cores", "batch_memory_bytes")
     CPU_CAPACITY_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_ALLOCATABLE_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_ALLOCATABLE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_CPU_CORES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     cpu_capacity_cores: float
     cpu_allocatable_cores: float
     cpu_usage_cores: WindowStat
     memory_capacity_bytes: int
     memory_allocatable_bytes: int
     memory_usage_bytes: WindowStat
-    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ...) -> None: ...
+    batch_cpu_cores: float
+    batch_memory_bytes: int
+    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_cores: _Optional[float] = ..., batch_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class NumaNode(_message.Message):
-    __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances")
+    __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances", "exclusive_cpus")
     ID_FIELD_NUMBER: _ClassVar[int]
     CPUS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     DISTANCES_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_CPUS_FIELD_NUMBER: _ClassVar[int]
     id: int
     cpus: _containers.RepeatedScalarFieldContainer[int]
     memory_total_bytes: int
     memory_free_bytes: int
     distances: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ...) -> None: ...
+    exclusive_cpus: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ..., exclusive_cpus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Topology(_message.Message):
-    __slots__ = ("sockets", "cores", "threads", "online_cpus", "offline_cpus", "numa_nodes")
+    __slots__ = ("sockets", "cores", "threads", "online_cpus", "offline_cpus", "numa_nodes", "cpu_manager_policy", "topology_manager_policy")
     SOCKETS_FIELD_NUMBER: _ClassVar[int]
     CORES_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
     ONLINE_CPUS_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_CPUS_FIELD_NUMBER: _ClassVar[int]
     NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    CPU_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
     sockets: int
     cores: int
     threads: int
     online_cpus: _containers.RepeatedScalarFieldContainer[int]
     offline_cpus: _containers.RepeatedScalarFieldContainer[int]
     numa_nodes: _containers.RepeatedCompositeFieldContainer[NumaNode]
-    def __init__(self, sockets: _Optional[int] = ..., cores: _Optional[int] = ..., threads: _Optional[int] = ..., online_cpus: _Optional[_Iterable[int]] = ..., offline_cpus: _Optional[_Iterable[int]] = ..., numa_nodes: _Optional[_Iterable[_Union[NumaNode, _Mapping]]] = ...) -> None: ...
+    cpu_manager_policy: str
+    topology_manager_policy: str
+    def __init__(self, sockets: _Optional[int] = ..., cores: _Optional[int] = ..., threads: _Optional[int] = ..., online_cpus: _Optional[_Iterable[int]] = ..., offline_cpus: _Optional[_Iterable[int]] = ..., numa_nodes: _Optional[_Iterable[_Union[NumaNode, _Mapping]]] = ..., cpu_manager_policy: _Optional[str] = ..., topology_manager_policy: _Optional[str] = ...) -> None: ...
 
 class GpuProcess(_message.Message):
     __slots__ = ("pid", "used_memory_bytes", "pod_uid")
