@@ -14,7 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Iterator
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ class MetricsServer:
     def __init__(self, agent: "Agent", address: str, port: int, max_pod_series: int) -> None:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(AgentCollector(agent, max_pod_series))
+        ProcessCollector(registry=registry)  # the agent's own process_* figures
         stale_after = max(10.0, 5 * agent.cfg.collect.period_s)
 
         class Handler(BaseHTTPRequestHandler):

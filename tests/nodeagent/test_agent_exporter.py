@@ -70,7 +70,8 @@ def test_scrape_metrics_over_http(tmp_path: Path) -> None:
         status, text = scrape(port)
         assert status == 200 and scrape(port, "/readyz")[0] == 200 and scrape(port, "/healthz")[0] == 200
         families = {f.name: f for f in text_string_to_metric_families(text)}
-        assert all(name.startswith("nodeagent_") for name in families)
+        assert all(name.startswith(("nodeagent_", "process_")) for name in families)
+        assert "process_resident_memory_bytes" in families
         for name in ("nodeagent_node_cpu_usage_cores", "nodeagent_node_memory_working_set_bytes",
                      "nodeagent_numa_memory_capacity_bytes", "nodeagent_gpu_memory_used_bytes",
                      "nodeagent_pod_cpu_usage_cores", "nodeagent_be_cpu_quota_cores", "nodeagent_cgroup_writes",
