@@ -152,6 +152,7 @@ class Agent:
                 stop.wait(max(0.0, period - (time.monotonic() - started)))
         finally:
             stop.set()
+            self.qos.release()
             for thread in threads:
                 thread.join(timeout=5)
             if server is not None:

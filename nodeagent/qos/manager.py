@@ -54,6 +54,13 @@ class QosManager:
         self.memory = MemoryProtection(cfg.memory_protect, driver, self.offline_rel)
         self.eviction = WatermarkEviction(cfg.eviction, evictor, tainter)
 
+    def release(self) -> None:
+        """Lifts what the strategies imposed, so a removed agent leaves no offline pods throttled."""
+        if self.cpu.quota_cores is not None and self._driver.set_cpu_quota(self.offline_rel, None):
+            self.cpu.quota_cores = None
+        if self.memory.limit_bytes is not None and self._driver.set_memory_cap(self.offline_rel, None):
+            self.memory.limit_bytes = None
+
     def run(self, allocatable_cores: float, allocatable_bytes: int, node: NodeUsage,
             pods: list[PodUsage]) -> QosState:
         layout = self._driver.layout

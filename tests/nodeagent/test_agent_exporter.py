@@ -111,6 +111,9 @@ def test_run_streams_to_the_receiver_and_stops(tmp_path: Path) -> None:
         thread.join(timeout=10)
         receiver.stop()
     assert not thread.is_alive()
+    # A stopped agent leaves the offline pods unthrottled.
+    offline_parent = tmp_path / "cg/kubepods.slice/kubepods-besteffort.slice/cpu.max"
+    assert offline_parent.read_text() == "max 100000"
 
 
 @pytest.mark.parametrize("source_error", [OSError("connection refused"), ValueError("bad JSON")])
