@@ -34,7 +34,7 @@ SERVE = """
 import sys, time
 sys.path.insert(0, {repo!r})
 from central.agents import NodeReportStore, ReceiverServer
-server = ReceiverServer(NodeReportStore(), "127.0.0.1:0", tls=None)
+server = ReceiverServer(NodeReportStore(), "127.0.0.1:0", tls=None, max_reports_per_s=1e9)
 print(server.start(), flush=True)
 sys.stdin.read()
 """

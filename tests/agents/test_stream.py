@@ -265,3 +265,45 @@ def test_unacknowledged_reports_are_bounded(agent_runner) -> None:
     finally:
         release.set()
         server.stop(0)
+
+
+def _raw_stream(port: int, reports: list[pb.NodeReport]) -> list[pb.Ack]:
+    import grpc
+
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return list(pb_grpc.NodeReportServiceStub(channel).Report(iter(reports)))
+
+
+def test_a_flooding_stream_is_rate_limited() -> None:
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None, max_reports_per_s=5)
+    port = server.start()
+    try:
+        flood = [pb.NodeReport(node_name="node-a", agent_epoch="e", sequence=i, full=True) for i in range(1, 41)]
+        acks = _raw_stream(port, flood)
+        accepted = [a for a in acks if a.accepted]
+        refused = [a for a in acks if not a.accepted]
+        assert len(acks) == 40 and 10 <= len(accepted) < 20  # a burst of 10, then ~5/s
+        assert all(a.resync and "rate" in a.reason for a in refused)
+        assert server.service.rate_limited == len(refused)
+    finally:
+        server.stop()
+
+
+def test_oversized_report_is_refused() -> None:
+    import grpc
+
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None, max_message_bytes=1024)
+    port = server.start()
+    try:
+        huge = pb.NodeReport(node_name="node-a", agent_epoch="e", sequence=1, full=True)
+        huge.pods.pods.extend(pb.PodUsage(namespace="ns", name=f"pod-{i}") for i in range(200))
+        with pytest.raises(grpc.RpcError) as err:
+            _raw_stream(port, [huge])
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert store.latest("node-a") is None
+    finally:
+        server.stop()
