@@ -1,6 +1,6 @@
 """Real cgroup v1: suppression cuts an offline CPU burner while the online one keeps its share.
 
-The test builds its own uniquely named hierarchy under /sys/fs/cgroup/{cpu,cpuacct}, pins an
+The test builds its own uniquely named hierarchy under /sys/fs/cgroup/{cpu,cpuacct,memory}, pins an
 "offline" and an "online" busy loop to one CPU so they compete, measures each group's
 cpuacct.usage for a second before and after CpuSuppression writes the offline quota, and
 removes every process and group it created, also when an assertion fails.
@@ -22,10 +22,11 @@ import pytest
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import CgroupLayout
 from nodeagent.health import Health
-from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression
+from nodeagent.qos.manager import QosConfig, QosManager
+from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 
 ROOT = Path("/sys/fs/cgroup")
-CONTROLLERS = ("cpu", "cpuacct")
+CONTROLLERS = ("cpu", "cpuacct", "memory")
 WINDOW_S = 1.0
 
 
@@ -120,3 +121,27 @@ def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
     assert driver.set_cpu_quota(f"{group}/online", 0.5) is False  # the guard refuses online writes
     assert writer.results[("cpu.cfs_quota_us", "protected")] == 1
     assert health.error_count("cgroup") == 1
+
+
+def test_memory_protection_caps_and_lifts_a_real_group(hierarchy) -> None:
+    group, procs = hierarchy
+    writer = CgroupWriter(Health())
+    driver = open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), writer)
+    procs.append(_burner(min(os.sched_getaffinity(0)), f"{group}/offline"))
+    offline = f"{group}/offline"
+    strategy = MemoryProtection(MemoryProtectConfig(online_threshold_percent=80, limit_percent=90,
+                                                    min_bytes=256 << 20), driver, offline)
+    # Online pods use 95 % of 4 GiB: offline is capped at its floor.
+    assert strategy.apply(4 << 30, int(0.95 * (4 << 30))) == 256 << 20
+    assert driver.memory_cap(offline) == 256 << 20
+    from cgroupspy import trees
+
+    node = trees.Tree(groups=["memory"], sub_groups=[group]).get_node_by_path(f"/memory/{group}/offline")
+    assert node.controller.limit_in_bytes == 256 << 20
+    assert driver.memory_working_set(offline) is not None  # v1 does not move charges with a task
+    assert driver.memory_cap(f"{group}/online") is None  # untouched
+    manager = QosManager(QosConfig(offline_cgroup=offline), driver, writer, None, None)
+    manager.memory.limit_bytes = strategy.limit_bytes
+    manager.release()
+    assert driver.memory_cap(offline) is None
+    assert writer.results[("memory.limit_in_bytes", "ok")] == 2
