@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Iterator
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from nodeagent.report import numa_cpu_usage
+
 if TYPE_CHECKING:
     from nodeagent.agent import Agent
 
@@ -66,11 +68,13 @@ class AgentCollector:
         numa_free = _gauge("numa_memory_free_bytes", "Free memory of a NUMA node (free + file + reclaimable).",
                            ["node", "numa"])
         numa_cpus = _gauge("numa_cpus", "Online CPUs of a NUMA node.", ["node", "numa"])
+        numa_used = _gauge("numa_cpu_usage_cores", "CPU in use on a NUMA node (last sample).", ["node", "numa"])
         for n in snap.topology.numa_nodes:
+            numa_used.add_metric([node, str(n.id)], numa_cpu_usage(snap, n.cpus))
             numa_cap.add_metric([node, str(n.id)], n.memory_total_bytes)
             numa_free.add_metric([node, str(n.id)], n.memory_free_bytes)
             numa_cpus.add_metric([node, str(n.id)], len(n.cpus))
-        yield from (numa_cap, numa_free, numa_cpus)
+        yield from (numa_cap, numa_free, numa_cpus, numa_used)
         yield from self._gpus(node, snap)
         yield from self._pods(node, snap)
 

@@ -55,6 +55,10 @@ def _bytes(stat: Stat) -> pb.WindowStat:
                             (("last", stat.last), ("avg", stat.avg), ("p95", stat.p95))})
 
 
+def numa_cpu_usage(snap: NodeSnapshot, cpus: list[int]) -> float:
+    return sum(snap.usage.per_cpu_cores.get(c, 0.0) for c in cpus)
+
+
 def sections(snap: NodeSnapshot) -> dict[str, Message]:
     topo, exclusive = snap.topology, snap.kubelet.exclusive_cpus
     return {
@@ -67,6 +71,8 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             memory_usage_bytes=_bytes(snap.usage.memory_bytes),
             batch_cpu_cores=round(snap.batch_cpu_cores, 3),
             batch_memory_bytes=snap.batch_memory_bytes // 1024 * 1024,
+            numa=[pb.NumaUsage(id=n.id, cpu_usage_cores=round(numa_cpu_usage(snap, n.cpus), 3))
+                  for n in topo.numa_nodes],
         ),
         "topology": pb.Topology(
             sockets=topo.sockets, cores=topo.cores, threads=topo.threads,

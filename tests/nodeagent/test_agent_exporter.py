@@ -73,7 +73,8 @@ def test_scrape_metrics_over_http(tmp_path: Path) -> None:
         assert all(name.startswith(("nodeagent_", "process_")) for name in families)
         assert "process_resident_memory_bytes" in families
         for name in ("nodeagent_node_cpu_usage_cores", "nodeagent_node_memory_working_set_bytes",
-                     "nodeagent_numa_memory_capacity_bytes", "nodeagent_gpu_memory_used_bytes",
+                     "nodeagent_numa_memory_capacity_bytes", "nodeagent_numa_cpu_usage_cores",
+                     "nodeagent_gpu_memory_used_bytes",
                      "nodeagent_pod_cpu_usage_cores", "nodeagent_be_cpu_quota_cores", "nodeagent_cgroup_writes",
                      "nodeagent_collector_errors", "nodeagent_evictions", "nodeagent_build_info"):
             assert name in families, name
@@ -106,6 +107,7 @@ def test_run_streams_to_the_receiver_and_stops(tmp_path: Path) -> None:
         assert report.gpus.status == "ok" and len(report.gpus.gpus) == 2
         assert not report.gpus.gpus[1].HasField("utilization_ratio")
         assert report.topology.threads == 7 and report.qos.offline_cpu_quota_cores > 0
+        assert [n.id for n in report.resources.numa] == [0, 1]
     finally:
         stop.set()
         thread.join(timeout=10)

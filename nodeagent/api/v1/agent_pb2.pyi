@@ -17,7 +17,7 @@ class WindowStat(_message.Message):
     def __init__(self, last: _Optional[float] = ..., avg: _Optional[float] = ..., p95: _Optional[float] = ...) -> None: ...
 
 class Resources(_message.Message):
-    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_cores", "batch_memory_bytes")
+    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_cores", "batch_memory_bytes", "numa")
     CPU_CAPACITY_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_ALLOCATABLE_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
@@ -26,6 +26,7 @@ class Resources(_message.Message):
     MEMORY_USAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     BATCH_CPU_CORES_FIELD_NUMBER: _ClassVar[int]
     BATCH_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NUMA_FIELD_NUMBER: _ClassVar[int]
     cpu_capacity_cores: float
     cpu_allocatable_cores: float
     cpu_usage_cores: WindowStat
@@ -34,7 +35,16 @@ class Resources(_message.Message):
     memory_usage_bytes: WindowStat
     batch_cpu_cores: float
     batch_memory_bytes: int
-    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_cores: _Optional[float] = ..., batch_memory_bytes: _Optional[int] = ...) -> None: ...
+    numa: _containers.RepeatedCompositeFieldContainer[NumaUsage]
+    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_cores: _Optional[float] = ..., batch_memory_bytes: _Optional[int] = ..., numa: _Optional[_Iterable[_Union[NumaUsage, _Mapping]]] = ...) -> None: ...
+
+class NumaUsage(_message.Message):
+    __slots__ = ("id", "cpu_usage_cores")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    cpu_usage_cores: float
+    def __init__(self, id: _Optional[int] = ..., cpu_usage_cores: _Optional[float] = ...) -> None: ...
 
 class NumaNode(_message.Message):
     __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances", "exclusive_cpus")
