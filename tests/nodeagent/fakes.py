@@ -51,8 +51,8 @@ SwapFree:              0 kB
 
 def fake_proc(root: Path, busy_ticks: int = 0, idle_ticks: int = 0) -> Path:
     """/proc/stat with all busy time as user ticks (USER_HZ = 100) and a fixed meminfo."""
-    write(root, "stat", f"cpu  {busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0\ncpu0 {busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0\n"
-                        "cpu3 0 0 0 100 0 0 0 0 0 0\ncpu7 garbage\nintr 1 2 3\n")
+    busy = f"{busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0"
+    write(root, "stat", f"cpu  {busy}\ncpu0 {busy}\ncpu3 0 0 0 100 0 0 0 0 0 0\ncpu7 garbage\nintr 1 2 3\n")
     write(root, "meminfo", MEMINFO)
     return root
 

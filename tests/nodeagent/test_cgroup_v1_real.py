@@ -85,7 +85,7 @@ def _shares(driver, group: str) -> tuple[float, float]:
     before = [driver.cpu_usage_ns(f"{group}/{g}") for g in ("offline", "online")]
     time.sleep(WINDOW_S)
     after = [driver.cpu_usage_ns(f"{group}/{g}") for g in ("offline", "online")]
-    return tuple((a - b) / 1e9 / WINDOW_S for a, b in zip(after, before))
+    return tuple((a - b) / 1e9 / WINDOW_S for a, b in zip(after, before, strict=True))
 
 
 def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
@@ -98,20 +98,21 @@ def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
     procs += [_burner(cpu, f"{group}/offline"), _burner(cpu, f"{group}/online")]
     time.sleep(0.2)  # let both start spinning
 
-    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=65, min_cores=0.1), driver, f"{group}/offline")
-    # Other work on a shared machine can take CPU from the online burner in one window, so the
-    # experiment gets up to three tries; the offline cap is checked on every try.
+    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=50, min_cores=0.15), driver, f"{group}/offline")
+    # Other work on a shared machine can take CPU from the burners in one window, so the
+    # experiment gets up to three tries; the offline cap itself is checked on every try.
     for _ in range(3):
         assert driver.set_cpu_quota(f"{group}/offline", None)  # unlimited: the fair baseline
         offline_before, online_before = _shares(driver, group)
-        # One CPU is allocatable to these two; online used ~half of it: 65 % x 1 core - online.
+        # One CPU is allocatable to these two; online uses about half: 50 % x 1 core - online,
+        # so the offline group falls to (about) the 0.15-core floor.
         quota = strategy.apply(1.0, online_before)
-        assert quota is not None and 0.1 <= quota <= 0.65
+        assert quota is not None and 0.15 <= quota <= 0.5
         offline_after, online_after = _shares(driver, group)
         assert offline_after <= quota + 0.05, (offline_before, offline_after, quota)
-        assert offline_after < 0.75 * offline_before
-        if online_after >= 0.9 * online_before:
+        if offline_after < 0.75 * offline_before and online_after >= 0.9 * online_before:
             break
+    assert offline_after < 0.75 * offline_before, (offline_before, offline_after)
     assert online_after >= 0.9 * online_before, (online_before, online_after)
 
     from cgroupspy import trees  # an independent v1 reader of what the driver wrote

@@ -16,7 +16,8 @@ def test_defaults_without_a_file() -> None:
 
 def test_file_and_flags_merge(tmp_path: Path) -> None:
     path = tmp_path / "agent.yaml"
-    path.write_text("qos:\n  cpu_suppress:\n    threshold_percent: 70\n    min_cores: 2\n  eviction:\n    dry_run: true\n")
+    path.write_text("qos:\n  cpu_suppress:\n    threshold_percent: 70\n    min_cores: 2\n"
+                    "  eviction:\n    dry_run: true\n")
     cfg = load_config(path, {"qos.cpu_suppress.min_cores": 0.5, "exporter.port": 9999})
     assert cfg.qos.cpu_suppress.threshold_percent == 70.0 and cfg.qos.cpu_suppress.min_cores == 0.5
     assert cfg.qos.eviction.dry_run is True and cfg.exporter.port == 9999
