@@ -85,6 +85,9 @@ class AgentCollector:
         used = _gauge("gpu_memory_used_bytes", "GPU memory in use.", labels)
         util = _gauge("gpu_utilization_ratio", "GPU busy ratio (0-1); absent on MIG GPUs (unknown).", labels)
         healthy = _gauge("gpu_healthy", "1 when NVML answered for the GPU.", labels)
+        pod_mem = _gauge("gpu_pod_memory_used_bytes", "GPU memory used by a pod's processes.",
+                         [*labels, "namespace", "pod"])
+        pods = {u.pod.uid: u.pod for u in snap.pods}
         for g in snap.gpus.gpus:
             key = [node, str(g.index), g.uuid]
             info.add_metric([*key, g.model, str(g.numa_node), str(g.mig_enabled).lower()], 1)
@@ -93,7 +96,13 @@ class AgentCollector:
             healthy.add_metric(key, float(g.healthy))
             if g.utilization_ratio is not None:
                 util.add_metric(key, g.utilization_ratio)
-        yield from (info, total, used, util, healthy)
+            per_pod: dict[str, int] = {}
+            for p in g.processes:
+                if p.pod_uid in pods:
+                    per_pod[p.pod_uid] = per_pod.get(p.pod_uid, 0) + p.used_memory_bytes
+            for uid, used_bytes in sorted(per_pod.items()):
+                pod_mem.add_metric([*key, pods[uid].namespace, pods[uid].name], used_bytes)
+        yield from (info, total, used, util, healthy, pod_mem)
 
     def _pods(self, node: str, snap) -> Iterator[Metric]:
         labels = ["node", "namespace", "pod", "qos_level"]

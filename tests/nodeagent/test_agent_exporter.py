@@ -36,7 +36,10 @@ def build_agent(tmp_path: Path, **overrides: object) -> Agent:
         "collect.period_s": 0.05, "collect.window_s": 1.0, "exporter.address": "127.0.0.1", "exporter.port": 0,
         **overrides,
     })
-    nvml = FakeNvml([FakeDevice("GPU-0", "00000000:3B:00.0", util=50), FakeDevice("GPU-1", "0:86:00.0", mig=True)])
+    write(tmp_path / "proc", "4242/cgroup", f"0::/kubepods.slice/kubepods-burstable.slice/"
+          f"kubepods-burstable-pod{ONLINE.uid.replace('-', '_')}.slice/cri-containerd-1.scope\n")
+    nvml = FakeNvml([FakeDevice("GPU-0", "00000000:3B:00.0", util=50, processes=((4242, 3 << 30), (999, 1))),
+                     FakeDevice("GPU-1", "0:86:00.0", mig=True)])
     return Agent(cfg, pod_source=StaticPodSource([ONLINE, OFFLINE]), nvml=nvml)
 
 
@@ -82,6 +85,8 @@ def test_scrape_metrics_over_http(tmp_path: Path) -> None:
         assert sorted(s.labels["numa"] for s in numa) == ["0", "1"] and numa[0].labels["node"] == "node-1"
         util = families["nodeagent_gpu_utilization_ratio"].samples
         assert [(s.labels["gpu"], s.value) for s in util] == [("0", 0.5)]  # MIG GPU: absent, not 0
+        [gpu_pod] = families["nodeagent_gpu_pod_memory_used_bytes"].samples
+        assert (gpu_pod.labels["pod"], gpu_pod.labels["gpu"], gpu_pod.value) == ("web-0", "0", 3 << 30)
         pods = families["nodeagent_pod_cpu_usage_cores"].samples
         assert len(pods) == 1 and set(pods[0].labels) == {"node", "namespace", "pod", "qos_level"}  # capped
         writes = {(s.labels["file"], s.labels["result"]): s.value
