@@ -97,7 +97,9 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
         ]),
         "pods": pb.Pods(pods=[
             pb.PodUsage(namespace=u.pod.namespace, name=u.pod.name, uid=u.pod.uid, qos_level=u.pod.qos_level,
-                        cpu_usage_cores=_cores(u.cpu_cores), memory_working_set_bytes=_bytes(u.memory_bytes))
+                        cpu_usage_cores=_cores(u.cpu_cores), memory_working_set_bytes=_bytes(u.memory_bytes),
+                        cpu_request_cores=u.pod.cpu_request_cores, memory_request_bytes=u.pod.memory_request_bytes,
+                        priority=u.pod.priority)
             for u in snap.pods
         ]),
         "qos": pb.QosState(

@@ -141,20 +141,26 @@ class Gpus(_message.Message):
     def __init__(self, status: _Optional[str] = ..., gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ...) -> None: ...
 
 class PodUsage(_message.Message):
-    __slots__ = ("namespace", "name", "uid", "qos_level", "cpu_usage_cores", "memory_working_set_bytes")
+    __slots__ = ("namespace", "name", "uid", "qos_level", "cpu_usage_cores", "memory_working_set_bytes", "cpu_request_cores", "memory_request_bytes", "priority")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     QOS_LEVEL_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_WORKING_SET_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CPU_REQUEST_CORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     uid: str
     qos_level: str
     cpu_usage_cores: WindowStat
     memory_working_set_bytes: WindowStat
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., qos_level: _Optional[str] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_working_set_bytes: _Optional[_Union[WindowStat, _Mapping]] = ...) -> None: ...
+    cpu_request_cores: float
+    memory_request_bytes: int
+    priority: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., qos_level: _Optional[str] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_working_set_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., cpu_request_cores: _Optional[float] = ..., memory_request_bytes: _Optional[int] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class Pods(_message.Message):
     __slots__ = ("pods",)
