@@ -14,6 +14,7 @@ from nodeagent.cgroup.driver import CgroupDriver, CgroupWriter
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
+from nodeagent.health import Health
 from nodeagent.qos.eviction import EvictionConfig, Evictor, Tainter, WatermarkEviction
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 from nodeagent.report import QosState
@@ -52,7 +53,7 @@ class QosManager:
         self.offline_rel = cfg.offline_cgroup or driver.layout.qos_dir("BestEffort")
         self.cpu = CpuSuppression(cfg.cpu_suppress, driver, self.offline_rel)
         self.memory = MemoryProtection(cfg.memory_protect, driver, self.offline_rel)
-        self.eviction = WatermarkEviction(cfg.eviction, evictor, tainter)
+        self.eviction = WatermarkEviction(cfg.eviction, evictor, tainter, health=writer.health)
 
     def release(self) -> None:
         """Lifts what the strategies imposed, so a removed agent leaves no offline pods throttled."""
