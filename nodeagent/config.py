@@ -48,6 +48,7 @@ class CollectConfig:
     window_s: float = 60.0
     topology_period_s: float = 60.0
     gpu: bool = True
+    gpu_xid_recovery_s: float = 300.0  # a GPU with a hardware Xid stays unhealthy this long
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,10 @@ class AgentCollector:
                     per_pod[p.pod_uid] = per_pod.get(p.pod_uid, 0) + p.used_memory_bytes
             for uid, used_bytes in sorted(per_pod.items()):
                 pod_mem.add_metric([*key, pods[uid].namespace, pods[uid].name], used_bytes)
-        yield from (info, total, used, util, healthy, pod_mem)
+        xids = _counter("gpu_xid_errors", "Critical Xid events by GPU and Xid code.", ["node", "uuid", "xid"])
+        for (uuid, xid), n in sorted(getattr(self.agent.gpu, "xid_errors", {}).items()):
+            xids.add_metric([node, uuid, str(xid)], n)
+        yield from (info, total, used, util, healthy, pod_mem, xids)
 
     def _pods(self, node: str, snap) -> Iterator[Metric]:
         labels = ["node", "namespace", "pod", "qos_level"]

@@ -78,6 +78,10 @@ class NVMLError(Exception):
     pass
 
 
+class NVMLError_Timeout(NVMLError):  # noqa: N801 (pynvml's name)
+    pass
+
+
 @dataclass
 class FakeDevice:
     uuid: str
@@ -92,9 +96,28 @@ class FakeNvml:
     """Just the pynvml calls the collector makes, backed by FakeDevice records."""
 
     NVMLError = NVMLError
+    NVMLError_Timeout = NVMLError_Timeout
+    nvmlEventTypeXidCriticalError = 8
 
     def __init__(self, devices: list[FakeDevice], init_error: bool = False) -> None:
         self.devices, self.init_error = devices, init_error
+        self.events: list[SimpleNamespace] = []  # pending Xid events
+        self.registered: list[str] = []
+
+    def nvmlEventSetCreate(self) -> list[SimpleNamespace]:
+        return self.events
+
+    def nvmlDeviceRegisterEvents(self, dev: FakeDevice, types: int, events: object) -> None:
+        self._check(dev)
+        self.registered.append(dev.uuid)
+
+    def nvmlEventSetWait_v2(self, events: list[SimpleNamespace], timeout_ms: int) -> SimpleNamespace:
+        if not events:
+            raise NVMLError_Timeout("Timeout")
+        return events.pop(0)
+
+    def xid(self, index: int, code: int) -> None:
+        self.events.append(SimpleNamespace(device=self.devices[index], eventData=code, eventType=8))
 
     def nvmlInit(self) -> None:
         if self.init_error:
