@@ -14,7 +14,6 @@ from nodeagent.cgroup.driver import CgroupDriver, CgroupWriter
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
-from nodeagent.health import Health
 from nodeagent.qos.eviction import EvictionConfig, Evictor, Tainter, WatermarkEviction
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 from nodeagent.report import QosState
