@@ -18,7 +18,7 @@ from typing import Any
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
 from nodeagent.collect.gpu import NullGpuCollector, open_gpu_collector
-from nodeagent.collect.kubelet import KubeletState, read_kubelet_state
+from nodeagent.collect.kubelet import KubeletCpuState, read_kubelet_cpu_state
 from nodeagent.collect.node_usage import NodeUsageCollector
 from nodeagent.collect.paths import HostPaths
 from nodeagent.collect.pod_usage import PodUsageCollector
@@ -27,7 +27,8 @@ from nodeagent.config import AgentConfig
 from nodeagent.health import Health
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
-from nodeagent.qos.manager import QosManager, batch_capacity
+from nodeagent.oversubscription import BatchEstimator
+from nodeagent.qos.manager import QosManager, online_usage
 from nodeagent.report import NodeSnapshot, QosState, sections
 from nodeagent.stream import ReportStream, TlsFiles
 
@@ -88,7 +89,8 @@ class Agent:
         self.last_tick = time.monotonic()
         self._pods: list[PodInfo] = []
         self._topology = Topology()
-        self._kubelet = KubeletState()
+        self._kubelet = KubeletCpuState()
+        self._batch = BatchEstimator(cfg.qos.batch_ratio_percent, cfg.qos.batch_samples)
         self._topology_at = float("-inf")
 
     def _stream(self) -> ReportStream:
@@ -112,7 +114,7 @@ class Agent:
         self.pod_usage.sample(self._current_pods(), now)
         if now - self._topology_at >= self.cfg.collect.topology_period_s:
             self._topology, self._topology_at = read_topology(self.paths, self.health), now
-            self._kubelet = read_kubelet_state(self.paths.kubelet_root, self.health)
+            self._kubelet = read_kubelet_cpu_state(self.paths.kubelet_root, self.health)
         usage = self.node_usage.usage()
         capacity = float(len(self._topology.online_cpus) or os.cpu_count() or 1)
         alloc_cpu = max(0.0, capacity - self.cfg.node.reserved_cpu_cores)
@@ -121,7 +123,7 @@ class Agent:
         qos = QosState(dry_run=self.cfg.qos.eviction.dry_run)
         if enforce and self.cfg.qos.enabled:
             qos = self.qos.run(alloc_cpu, alloc_mem, usage, pods)
-        batch_cpu, batch_mem = batch_capacity(self.cfg.qos, alloc_cpu, alloc_mem, usage, pods)
+        batch_cpu, batch_mem = self._batch.update(alloc_cpu, alloc_mem, *online_usage(usage, pods, lambda s: s.avg))
         self.snapshot = NodeSnapshot(capacity, alloc_cpu, alloc_mem, usage, self._topology,
                                      self.gpu.collect(), pods, qos, self._kubelet, batch_cpu, batch_mem)
         self.last_tick = time.monotonic()

@@ -13,7 +13,7 @@ from google.protobuf.message import Message
 
 from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.collect.gpu import GpuReport
-from nodeagent.collect.kubelet import KubeletState
+from nodeagent.collect.kubelet import KubeletCpuState
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.topology import Topology
@@ -41,8 +41,8 @@ class NodeSnapshot:
     gpus: GpuReport
     pods: list[PodUsage] = field(default_factory=list)
     qos: QosState = field(default_factory=QosState)
-    kubelet: KubeletState = field(default_factory=KubeletState)
-    batch_cpu_cores: float = 0.0
+    kubelet: KubeletCpuState = field(default_factory=KubeletCpuState)
+    batch_cpu_millicores: int = 0
     batch_memory_bytes: int = 0
 
 
@@ -60,7 +60,7 @@ def numa_cpu_usage(snap: NodeSnapshot, cpus: list[int]) -> float:
 
 
 def sections(snap: NodeSnapshot) -> dict[str, Message]:
-    topo, exclusive = snap.topology, snap.kubelet.exclusive_cpus
+    topo, kubelet = snap.topology, snap.kubelet
     return {
         "resources": pb.Resources(
             cpu_capacity_cores=snap.cpu_capacity_cores,
@@ -69,7 +69,7 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             memory_capacity_bytes=snap.usage.memory_total_bytes,
             memory_allocatable_bytes=snap.memory_allocatable_bytes,
             memory_usage_bytes=_bytes(snap.usage.memory_bytes),
-            batch_cpu_cores=round(snap.batch_cpu_cores, 3),
+            batch_cpu_millicores=snap.batch_cpu_millicores,
             batch_memory_bytes=snap.batch_memory_bytes // 1024 * 1024,
             numa=[pb.NumaUsage(id=n.id, cpu_usage_cores=round(numa_cpu_usage(snap, n.cpus), 3))
                   for n in topo.numa_nodes],
@@ -79,8 +79,8 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             online_cpus=topo.online_cpus, offline_cpus=topo.offline_cpus,
             numa_nodes=[pb.NumaNode(id=n.id, cpus=n.cpus, memory_total_bytes=n.memory_total_bytes,
                                     memory_free_bytes=n.memory_free_bytes // 1024 * 1024,
-                                    distances=n.distances,
-                                    exclusive_cpus=[c for c in n.cpus if c in exclusive])
+                                    distances=n.distances, free_cpus=kubelet.free_cpus(n.cpus),
+                                    free_cpus_known=kubelet.shared_cpus is not None)
                         for n in topo.numa_nodes],
             cpu_manager_policy=snap.kubelet.cpu_manager_policy,
             topology_manager_policy=snap.kubelet.topology_manager_policy,

@@ -1,13 +1,12 @@
 """The scheduler's receiving end of the node agents' report stream.
 
 `NodeReportStore` keeps the latest merged report per node and knows which are fresh;
-`ReceiverServer` is the gRPC server feeding it; `convert` turns reports into the scheduling
-core's `NodeData`. Only `nodeagent.api` (the contract) is imported
+`ReceiverServer` is the gRPC server feeding it; `nodedata` turns reports into the scheduling
+core's `NodeData` and `feed` puts the changed ones into the scheduler's cache. Only `nodeagent.api` (the contract) is imported
 from the agent side.
 """
 
-from central.agents.convert import node_data, node_data_from_json
 from central.agents.server import ReceiverServer, ServerTls
 from central.agents.store import NodeReportStore
 
-__all__ = ["NodeReportStore", "ReceiverServer", "ServerTls", "node_data", "node_data_from_json"]
+__all__ = ["NodeReportStore", "ReceiverServer", "ServerTls"]

@@ -11,11 +11,8 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from central.agents.convert import node_data
-from central.model.nodedata import NodeData
 from nodeagent.api.v1 import agent_pb2 as pb
 
 SECTIONS = ("resources", "topology", "gpus", "pods", "qos")
@@ -71,15 +68,18 @@ class NodeReportStore:
             copy.CopyFrom(entry.report)
             return copy
 
-    def node_data(self, node: str) -> NodeData | None:
-        """The fresh merged report as the scheduling core's NodeData, dated when it arrived."""
+    def reports_since(self, seen: dict[str, tuple[str, int]]) -> list[pb.NodeReport]:
+        """Copies of the reports whose (agent epoch, sequence) differ from `seen`: what changed
+        (a heartbeat included) since the caller last looked."""
         with self._lock:
-            entry = self._entries.get(node)
-            now = self._clock()
-            if entry is None or not self._fresh(entry, now):
-                return None
-            arrived = datetime.now(timezone.utc) - timedelta(seconds=now - entry.received_at)
-            return node_data(entry.report, arrived)
+            changed = [e.report for node, e in self._entries.items()
+                       if seen.get(node) != (e.epoch, e.report.sequence)]
+            copies = []
+            for report in changed:
+                copy = pb.NodeReport()
+                copy.CopyFrom(report)
+                copies.append(copy)
+            return copies
 
     def fresh_nodes(self) -> list[str]:
         now = self._clock()

@@ -46,6 +46,7 @@ class CycleResult:
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
     evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
+    nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
     changed_podgroups: set[str] = field(default_factory=set)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -78,7 +79,6 @@ class Session:
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
-        self.points = Points([])  # plugins may fire events while they are built
         self.tiers: list[list[Plugin]] = [[PLUGINS[opt.name](opt, self) for opt in tier] for tier in conf.tiers]
         self.points = Points(self.tiers)
 
@@ -209,7 +209,7 @@ class Session:
             statement.discard()
         for task in self.committed_pipelines:
             if task.status == TaskStatus.PIPELINED:
-                task.nominated_node = task.node
+                task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = self._queue_statuses()
         return result

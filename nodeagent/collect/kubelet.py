@@ -1,15 +1,19 @@
-"""The kubelet's CPU and topology manager policies and the CPUs it pinned exclusively.
+"""What the kubelet decided about CPUs: its CPU- and topology-manager policies and which CPUs
+are still shared (not held exclusively by a Guaranteed container).
 
-Read from the kubelet's root (/var/lib/kubelet): `cpu_manager_state` (a JSON checkpoint with
-policyName and, under the static policy, each container's exclusive cpuset) and `config.yaml`
-(the KubeletConfiguration: cpuManagerPolicy, topologyManagerPolicy, "none" when unset). The
-scheduler's NUMA-aware placement needs both; the agent never writes cpusets the kubelet owns.
+Sources, both under the kubelet's root directory (/var/lib/kubelet, mounted read-only):
+- `config.yaml`, the KubeletConfiguration: `cpuManagerPolicy` and `topologyManagerPolicy`
+  (both default to "none");
+- `cpu_manager_state`, the static CPU manager's checkpoint: `policyName` and
+  `defaultCpuSet`, the shared pool. CPUs outside it are pinned to containers.
+A missing or garbled file leaves that fact unknown (empty), counted in Health: the
+scheduler then treats the node as unable to prove a NUMA fit, never as free.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -21,35 +25,46 @@ NAME = "kubelet"
 
 
 @dataclass(frozen=True)
-class KubeletState:
-    cpu_manager_policy: str = ""
+class KubeletCpuState:
+    cpu_manager_policy: str = ""  # "" when unknown
     topology_manager_policy: str = ""
-    exclusive_cpus: frozenset[int] = field(default_factory=frozenset)
+    shared_cpus: frozenset[int] | None = None  # None when unknown: every CPU counts as free
+
+    def free_cpus(self, cpus: list[int]) -> list[int]:
+        """The CPUs of a NUMA node that are not pinned to a container."""
+        return cpus if self.shared_cpus is None else [c for c in cpus if c in self.shared_cpus]
 
 
-def read_kubelet_state(root: Path, health: Health) -> KubeletState:
-    cpu_policy = topology_policy = ""
-    config_file = root / "config.yaml"
-    if config_file.exists():
-        text = read_text(config_file, health, NAME)
+def read_kubelet_cpu_state(kubelet_root: Path, health: Health) -> KubeletCpuState:
+    config = _config(kubelet_root / "config.yaml", health)
+    cpu_policy = str(config.get("cpuManagerPolicy", "none")) if config is not None else ""
+    topology_policy = str(config.get("topologyManagerPolicy", "none")) if config is not None else ""
+    shared = None
+    state_path = kubelet_root / "cpu_manager_state"
+    text = read_text(state_path, health, NAME) if state_path.exists() else None
+    if text is not None:
         try:
-            config = yaml.safe_load(text or "") or {}
-            if not isinstance(config, dict):
-                raise ValueError("not a mapping")
-            cpu_policy = str(config.get("cpuManagerPolicy") or "none")
-            topology_policy = str(config.get("topologyManagerPolicy") or "none")
-        except (yaml.YAMLError, ValueError) as exc:
-            health.error(NAME, "garbled_file", f"{config_file}: {exc}")
-    exclusive: set[int] = set()
-    state_file = root / "cpu_manager_state"
-    if state_file.exists():
-        text = read_text(state_file, health, NAME)
-        try:
-            state = json.loads(text or "{}")
+            state = json.loads(text)
             cpu_policy = str(state.get("policyName") or cpu_policy)
-            for containers in (state.get("entries") or {}).values():
-                for cpuset in containers.values():
-                    exclusive.update(parse_cpu_list(cpuset))
-        except (ValueError, AttributeError, TypeError) as exc:
-            health.error(NAME, "garbled_file", f"{state_file}: {exc}")
-    return KubeletState(cpu_policy, topology_policy, frozenset(exclusive))
+            if cpu_policy == "static":
+                shared = frozenset(parse_cpu_list(str(state.get("defaultCpuSet", ""))))
+        except (ValueError, AttributeError) as exc:
+            health.error(NAME, "garbled_file", f"{state_path}: {exc}")
+    return KubeletCpuState(cpu_policy, topology_policy, shared)
+
+
+def _config(path: Path, health: Health) -> dict | None:
+    if not path.exists():
+        return None
+    text = read_text(path, health, NAME)
+    if text is None:
+        return None
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        health.error(NAME, "garbled_file", f"{path}: {exc}")
+        return None
+    if not isinstance(config, dict):
+        health.error(NAME, "garbled_file", f"{path}: not a KubeletConfiguration")
+        return None
+    return config

@@ -23,6 +23,8 @@ from nodeagent.report import QosState
 class QosConfig:
     enabled: bool = True
     default_level: str = "LS"  # for pods without the volcano.sh/qos-level annotation
+    batch_ratio_percent: float = 60.0  # share of what online pods leave that is offered as batch-*
+    batch_samples: int = 5  # samples the batch figure is smoothed over
     offline_cgroup: str = ""  # relative to each controller root; "" = the kubelet's besteffort cgroup
     cpu_suppress: CpuSuppressConfig = field(default_factory=CpuSuppressConfig)
     memory_protect: MemoryProtectConfig = field(default_factory=MemoryProtectConfig)
@@ -35,14 +37,6 @@ def online_usage(node: NodeUsage, pods: list[PodUsage], pick: Callable[[Stat], f
     cpu = max(0.0, pick(node.cpu_cores) - sum(pick(u.cpu_cores) for u in offline))
     memory = max(0.0, pick(node.memory_bytes) - sum(pick(u.memory_bytes) for u in offline))
     return cpu, memory
-
-
-def batch_capacity(cfg: QosConfig, allocatable_cores: float, allocatable_bytes: int, node: NodeUsage,
-                   pods: list[PodUsage]) -> tuple[float, int]:
-    """What online pods leave for offline work over the window, by the suppression thresholds."""
-    cpu, memory = online_usage(node, pods, lambda s: s.avg)
-    return (max(0.0, allocatable_cores * cfg.cpu_suppress.threshold_percent / 100 - cpu),
-            max(0, int(allocatable_bytes * cfg.memory_protect.limit_percent / 100 - memory)))
 
 
 class QosManager:

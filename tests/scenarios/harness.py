@@ -109,7 +109,8 @@ def node_data_of(case: dict[str, Any], now: datetime) -> list[NodeData]:
             cpu_manager_policy=spec.pop("cpu_manager", ""), topology_manager_policy=spec.pop("topology_manager", ""),
             numa=numa,
             cpu_usage=float(parse_quantity(usage["cpu_usage"])) * 1000 if "cpu_usage" in usage else None,
-            memory_usage=float(parse_quantity(usage["memory_usage"])) if "memory_usage" in usage else None))
+            memory_usage=float(parse_quantity(usage["memory_usage"])) if "memory_usage" in usage else None,
+            batch_cpu=float(spec.pop("batch_cpu", 0)), batch_memory=float(parse_quantity(spec.pop("batch_memory", 0)))))
         assert not spec, f"unknown node report shorthand keys {list(spec)}"
     return out
 

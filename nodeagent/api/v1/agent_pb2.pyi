@@ -17,14 +17,14 @@ class WindowStat(_message.Message):
     def __init__(self, last: _Optional[float] = ..., avg: _Optional[float] = ..., p95: _Optional[float] = ...) -> None: ...
 
 class Resources(_message.Message):
-    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_cores", "batch_memory_bytes", "numa")
+    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_millicores", "batch_memory_bytes", "numa")
     CPU_CAPACITY_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_ALLOCATABLE_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_ALLOCATABLE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
-    BATCH_CPU_CORES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
     BATCH_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     NUMA_FIELD_NUMBER: _ClassVar[int]
     cpu_capacity_cores: float
@@ -33,10 +33,10 @@ class Resources(_message.Message):
     memory_capacity_bytes: int
     memory_allocatable_bytes: int
     memory_usage_bytes: WindowStat
-    batch_cpu_cores: float
+    batch_cpu_millicores: int
     batch_memory_bytes: int
     numa: _containers.RepeatedCompositeFieldContainer[NumaUsage]
-    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_cores: _Optional[float] = ..., batch_memory_bytes: _Optional[int] = ..., numa: _Optional[_Iterable[_Union[NumaUsage, _Mapping]]] = ...) -> None: ...
+    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_millicores: _Optional[int] = ..., batch_memory_bytes: _Optional[int] = ..., numa: _Optional[_Iterable[_Union[NumaUsage, _Mapping]]] = ...) -> None: ...
 
 class NumaUsage(_message.Message):
     __slots__ = ("id", "cpu_usage_cores")
@@ -47,20 +47,22 @@ class NumaUsage(_message.Message):
     def __init__(self, id: _Optional[int] = ..., cpu_usage_cores: _Optional[float] = ...) -> None: ...
 
 class NumaNode(_message.Message):
-    __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances", "exclusive_cpus")
+    __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances", "free_cpus", "free_cpus_known")
     ID_FIELD_NUMBER: _ClassVar[int]
     CPUS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     DISTANCES_FIELD_NUMBER: _ClassVar[int]
-    EXCLUSIVE_CPUS_FIELD_NUMBER: _ClassVar[int]
+    FREE_CPUS_FIELD_NUMBER: _ClassVar[int]
+    FREE_CPUS_KNOWN_FIELD_NUMBER: _ClassVar[int]
     id: int
     cpus: _containers.RepeatedScalarFieldContainer[int]
     memory_total_bytes: int
     memory_free_bytes: int
     distances: _containers.RepeatedScalarFieldContainer[int]
-    exclusive_cpus: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ..., exclusive_cpus: _Optional[_Iterable[int]] = ...) -> None: ...
+    free_cpus: _containers.RepeatedScalarFieldContainer[int]
+    free_cpus_known: bool
+    def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ..., free_cpus: _Optional[_Iterable[int]] = ..., free_cpus_known: _Optional[bool] = ...) -> None: ...
 
 class Topology(_message.Message):
     __slots__ = ("sockets", "cores", "threads", "online_cpus", "offline_cpus", "numa_nodes", "cpu_manager_policy", "topology_manager_policy")
