@@ -17,6 +17,7 @@ from typing import Any
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
+from nodeagent.qos.cpuset import CpusetPinner
 from nodeagent.collect.gpu import NullGpuCollector, open_gpu_collector
 from nodeagent.collect.kubelet import KubeletCpuState, read_kubelet_cpu_state
 from nodeagent.collect.node_usage import NodeUsageCollector
@@ -84,6 +85,7 @@ class Agent:
         self.pod_source = pod_source or _pod_source(cfg, self.node_name)
         kube = kube or _kube(cfg, self.node_name)
         self.qos = QosManager(cfg.qos, self.driver, self.writer, kube, kube)
+        self.pinner = CpusetPinner(self.layout, CgroupWriter(self.health))
         self.stream = self._stream() if cfg.stream.server else None
         self.snapshot: NodeSnapshot | None = None
         self.last_tick = time.monotonic()
@@ -123,6 +125,8 @@ class Agent:
         qos = QosState(dry_run=self.cfg.qos.eviction.dry_run)
         if enforce and self.cfg.qos.enabled:
             qos = self.qos.run(alloc_cpu, alloc_mem, usage, pods)
+        if enforce:
+            self.pinner.run(self._pods, self._kubelet, self._topology.online_cpus)  # fetched above
         batch_cpu, batch_mem = self._batch.update(alloc_cpu, alloc_mem, *online_usage(usage, pods, lambda s: s.avg))
         self.snapshot = NodeSnapshot(capacity, alloc_cpu, alloc_mem, usage, self._topology,
                                      self.gpu.collect(), pods, qos, self._kubelet, batch_cpu, batch_mem)

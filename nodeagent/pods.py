@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 QOS_ANNOTATION = "volcano.sh/qos-level"
+CPUSET_ANNOTATION = "caldera.sh/cpuset"  # written by the scheduler's numa-aware plugin
 ONLINE_LEVELS = ("LC", "HLS", "LS")
 QOS_LEVELS = (*ONLINE_LEVELS, "BE")
 _QUANTITY = re.compile(r"^([0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
@@ -41,6 +42,7 @@ class PodInfo:
     priority: int = 0
     cpu_request_cores: float = 0.0
     memory_request_bytes: int = 0
+    cpuset: str = ""  # CPUs the scheduler chose (annotation caldera.sh/cpuset), for pinning
 
     @property
     def online(self) -> bool:
@@ -79,6 +81,7 @@ def pods_from_pod_list(doc: dict[str, Any], default_level: str) -> list[PodInfo]
             priority=int((item.get("spec") or {}).get("priority") or 0),
             cpu_request_cores=cpu,
             memory_request_bytes=int(memory),
+            cpuset=(meta.get("annotations") or {}).get(CPUSET_ANNOTATION, ""),
         ))
     return pods
 
