@@ -2,8 +2,11 @@
 
 A pod takes part when it is Guaranteed, asks for whole CPUs, and names a policy in
 annotation `volcano.sh/numa-topology-policy` (none, best-effort, restricted,
-single-numa-node). As in Volcano, the node qualifies only when its kubelet runs the static
-CPU manager with the same topology-manager policy (from the node's agent report). Then:
+single-numa-node). As in Volcano, a node qualifies when its kubelet runs the static CPU
+manager with the same topology-manager policy (from the node's agent report); the kubelet
+then pins the pod. Beyond Volcano, a node whose kubelet CPU manager is `none` qualifies too:
+Caldera's agent pins the pod to the chosen CPUs itself, and the CPUs its pinned pods hold
+count as taken. Then:
 - single-numa-node: one NUMA node must have the CPUs free;
 - restricted: the fewest NUMA nodes that could ever hold the request must have them free now;
 - best-effort: any NUMA nodes with enough free CPUs in total, the fewest preferred.
@@ -71,8 +74,12 @@ class NumaAware(Plugin):
         self.taken: dict[int, set[int]] = {}  # row -> CPUs given out since the node's report
         self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
         for node in session.nodes:
+            data = session.agents.data[node.index]
+            agent_pins = data is not None and data.cpu_manager_policy == "none"
             for task in node.tasks.values():
-                if CPUSET in task.annotations and task.status.name in ("BINDING", "BOUND", "ALLOCATED"):
+                # The kubelet's state covers running pods it pinned; our agent's pins it does not.
+                counted = task.status.name in ("BINDING", "BOUND", "ALLOCATED") or agent_pins and task.status.name == "RUNNING"
+                if CPUSET in task.annotations and counted:
                     self.taken.setdefault(node.index, set()).update(parse_cpus(task.annotations[CPUSET]))
 
     def _wants(self, task: TaskInfo) -> tuple[str, int] | None:
@@ -97,7 +104,7 @@ class NumaAware(Plugin):
             data = view.data[row]
             if data is None:
                 ok[i] = policy not in STRICT
-            elif data.cpu_manager_policy == "static" and data.topology_manager_policy == policy:
+            elif _enforced(data, policy):
                 ok[i] = choose_cells(self._cells(int(row), data), cpus, policy) is not None
         silent = view.silent[rows] & ~ok
         return [(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
@@ -144,6 +151,13 @@ class NumaAware(Plugin):
             self.taken[row] -= cpus
             self.session.annotate(task, CPUSET, None)
             self.session.annotate(task, NUMA_NODES, None)
+
+
+def _enforced(data: NodeData, policy: str) -> bool:
+    """Will the pod's NUMA policy hold on this node: the kubelet's (static CPU manager with the
+    same topology policy, as Volcano) or our agent's (CPU manager none: the agent pins)."""
+    static = data.cpu_manager_policy == "static" and data.topology_manager_policy == policy
+    return static or data.cpu_manager_policy == "none"
 
 
 def parse_cpus(text: str) -> set[int]:
