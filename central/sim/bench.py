@@ -15,6 +15,7 @@ import random
 import resource
 import time
 import tracemalloc
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,12 @@ import numpy as np
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
+from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
 
 BENCH_CONF = DEFAULT_CONF_YAML + "  - name: binpack\n"
+AGENT_CONF = BENCH_CONF + "  - name: usage\n  - name: numa-aware\n"
 NODE_SHAPES = [  # (cpu, memory GiB, gpus, share)
     (16, 64, 0, 0.45), (32, 128, 0, 0.30), (64, 256, 0, 0.15), (32, 256, 4, 0.07), (96, 768, 8, 0.03)]
 POD_SHAPES = [  # (cpu, memory, gpu)
@@ -101,7 +104,20 @@ def bytes_per_pod(objects: list[dict[str, Any]], sample: int = 10_000) -> float:
     return (after - before) / max(len(pods), 1)
 
 
-def run_size(nodes: int, pods: int) -> dict[str, float]:
+def synthetic_reports(cache: ClusterCache, now: datetime, seed: int = 5) -> None:
+    """An agent report per node: two NUMA cells, a kubelet that pins, some measured load."""
+    rng = random.Random(seed)
+    for node in cache.node_list:
+        cpus = int(node.allocatable["cpu"] // 1000)
+        half = max(1, cpus // 2)
+        cells = tuple(NumaCell(i, frozenset(range(i * half, (i + 1) * half)), frozenset(range(i * half, (i + 1) * half)),
+                               node.allocatable["memory"] / 2, node.allocatable["memory"] / 2) for i in range(2))
+        cache.set_node_data(NodeData(node.name, now, "static", "single-numa-node", cells,
+                                     cpu_usage=rng.uniform(0.05, 0.5) * node.allocatable["cpu"],
+                                     memory_usage=rng.uniform(0.05, 0.5) * node.allocatable["memory"]))
+
+
+def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, float]:
     objects = synthetic_cluster(nodes, pods)
     per_pod = bytes_per_pod(objects)
     started = time.perf_counter()
@@ -111,14 +127,17 @@ def run_size(nodes: int, pods: int) -> dict[str, float]:
     load_seconds = time.perf_counter() - started
     del objects
     baseline_placed, baseline_seconds = first_fit_baseline(cache)
-    conf = load_config(BENCH_CONF, "bench configuration")
+    conf = load_config(AGENT_CONF if agent_plugins else BENCH_CONF, "bench configuration")
+    now = datetime.now(timezone.utc)
+    if agent_plugins:
+        synthetic_reports(cache, now)
     started = time.perf_counter()
-    result = run_cycle(cache, conf)
+    result = run_cycle(cache, conf, now=now)
     session_seconds = time.perf_counter() - started
     placed = len(result.binds)
-    again = run_cycle(cache, conf)  # nothing changed: what does opening cost now?
+    again = run_cycle(cache, conf, now=now)  # nothing changed: what does opening cost now?
     return {
-        "nodes": nodes, "pods": pods, "placed": placed,
+        "nodes": nodes, "pods": pods, "placed": placed, "plugins": " + usage, numa-aware" if agent_plugins else "",
         "allocate_pods_per_s": placed / result.timings["allocate"],
         "session_pods_per_s": placed / session_seconds,
         "session_s": session_seconds, "open_ms": result.timings["open"] * 1e3,
@@ -183,7 +202,7 @@ def report_preemption(row: dict[str, float]) -> str:
 def report(row: dict[str, float]) -> str:
     ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"]
     return "\n".join([
-        f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack)",
+        f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack{row['plugins']})",
         f"  placed:               {row['placed']:,} pods (numpy first-fit places {row['baseline_placed']:,})",
         f"  allocate action:      {row['allocate_pods_per_s']:,.0f} pods/s",
         f"  whole session:        {row['session_pods_per_s']:,.0f} pods/s  ({row['session_s']:.2f} s; "
@@ -198,6 +217,8 @@ def report(row: dict[str, float]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", action="append", metavar="NODESxPODS",
                         help="cluster sizes to run (default: 1000x10000 and 5000x50000)")
+    parser.add_argument("--agent-plugins", action="store_true",
+                        help="give every node an agent report and add the usage and numa-aware plugins")
     parser.add_argument("--preemption", metavar="NODESxPODS", default="1000x15000",
                         help="size of the preemption run: nodes x low-priority pods that fill them (none to skip)")
 
@@ -205,7 +226,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     for size in args.size or ["1000x10000", "5000x50000"]:
         nodes, pods = _size(size)
-        print(report(run_size(nodes, pods)), flush=True)
+        print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
     if args.preemption != "none":
         print(report_preemption(run_preemption(*_size(args.preemption))), flush=True)
     return 0
