@@ -1,0 +1,167 @@
+"""The scheduler's decisions reaching the API: binds, retries, evictions, status writes, Events."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from central.kube.client import CORE, VOLCANO_SCHEDULING, path
+from central.kube.scheduler import ConfigFile, Scheduler
+from tests.kube.conftest import eventually
+from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod
+
+
+def start(kube, cycle=first_fit_cycle, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:
+    scheduler = Scheduler(kube, RecordingCache(), cycle, ConfigFile(None, None, None), period=0.05, **kw)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    return scheduler, stop, thread
+
+
+def bound_to(api, name: str) -> str | None:
+    obj = api.store.get("pods", "default", name)
+    return obj["spec"].get("nodeName") if obj else None
+
+
+@pytest.mark.parametrize("fault", [
+    pytest.param("fail", id="bind-refused"),
+    pytest.param("fail_after", id="bind-done-but-reply-lost"),
+])
+def test_failed_bind_is_retried_and_never_doubled(api, kube, fault):
+    api.put(node("n1"))
+    api.put(pod("a"))
+    getattr(api.store, fault)("bind", "pods", times=1, code=503)
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(lambda: bound_to(api, "a"), what="pod a bound")
+        eventually(lambda: not scheduler.feeder.assumed, what="the assumption to end")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    # refused: one failed call and one good one; reply lost: the read-back shows it bound
+    assert api.store.count("bind", "pods") == (2 if fault == "fail" else 1)
+    assert scheduler.sink.counts["bind_failed"] == 1
+    assert bound_to(api, "a") == "n1"
+
+
+def test_failed_bind_releases_the_node_for_the_next_pod(api, kube):
+    api.put(node("n1", pods=1))
+    api.put(pod("a"))
+    api.store.fail("bind", "pods", times=3, code=500)
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(lambda: bound_to(api, "a"), what="pod a bound after three refusals")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert api.store.count("bind", "pods") == 4
+    events = [e for e in api.store.objects["events"].values() if e["reason"] == "FailedScheduling"]
+    assert events and events[0]["involvedObject"]["name"] == "a"
+    assert events[0]["count"] >= 1
+
+
+def test_only_our_pods_are_bound(api, kube):
+    api.put(node("n1"))
+    api.put(pod("ours"))
+    api.put(pod("theirs", scheduler="default-scheduler"))
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(lambda: bound_to(api, "ours"), what="our pod bound")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert bound_to(api, "theirs") is None
+
+
+def test_builtin_queues_created_when_missing(api, kube):
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+             "spec": {"weight": 3}})
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(scheduler.ready.is_set, what="ready")
+    finally:
+        stop.set()
+        thread.join(10)
+    queues = api.store.objects["queues"]
+    assert set(name for _, name in queues) == {"root", "default"}
+    assert queues[("", "default")]["spec"]["weight"] == 3  # an existing queue is left alone
+
+
+def podgroup(name: str) -> dict:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 2, "queue": "default"}}
+
+
+UNSCHEDULABLE = {"phase": "Pending", "conditions": [
+    {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+     "message": "2/2 tasks in gang unschedulable: 2 Insufficient cpu"}]}
+
+
+def test_status_write_conflict_rereads_and_retries(api, kube):
+    api.put(podgroup("pg"))
+    api.put(pod("p1", group="pg"))
+    scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None))
+    for reflector in scheduler.reflectors.values():
+        reflector.start()
+    try:
+        eventually(scheduler.synced, what="sync")
+        stale = scheduler.reflectors["PodGroup"].objects["default/pg"]
+        kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "pg"), {"metadata": {"labels": {"x": "1"}}})
+        eventually(lambda: scheduler.reflectors["PodGroup"].objects["default/pg"] is not stale, what="the change")
+        scheduler.reflectors["PodGroup"].objects["default/pg"] = stale  # as if the watch lagged behind
+        scheduler.sink.update_podgroup_status("default/pg", UNSCHEDULABLE)
+        scheduler.sink.flush()
+    finally:
+        for reflector in scheduler.reflectors.values():
+            reflector.stop()
+        scheduler.sink.close()
+    stored = api.store.get("podgroups", "default", "pg")
+    assert stored["status"] == UNSCHEDULABLE
+    assert stored["metadata"]["labels"] == {"x": "1"}  # the other writer's change survives
+    assert scheduler.sink.counts["conflict"] == 1
+    assert api.store.count("status", "podgroups") == 2
+    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in api.store.objects["events"].values()}
+    assert reasons == {("PodGroup", "Unschedulable"), ("Pod", "FailedScheduling")}
+
+
+def test_unchanged_status_is_not_written_again(api, kube):
+    api.put(podgroup("pg"))
+
+    def cycle(cache, conf, sink):
+        sink.update_podgroup_status("default/pg", {"phase": "Inqueue"})
+
+    scheduler, stop, thread = start(kube, cycle=cycle)
+    try:
+        eventually(lambda: scheduler.cycles >= 5, what="five cycles")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert api.store.get("podgroups", "default", "pg")["status"] == {"phase": "Inqueue"}
+    assert api.store.count("status", "podgroups") == 1
+
+
+def test_evict_goes_through_the_eviction_api(api, kube):
+    api.put(node("n1"))
+    victim = pod("victim")
+    victim["spec"]["nodeName"] = "n1"
+    api.put(victim)
+    done = []
+
+    def cycle(cache, conf, sink):
+        if not done:
+            sink.evict("default/victim", "reclaim")
+            done.append(1)
+
+    scheduler, stop, thread = start(kube, cycle=cycle)
+    try:
+        eventually(lambda: api.store.get("pods", "default", "victim") is None, what="the victim gone")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert api.store.count("evict", "pods") == 1
+    assert not scheduler.feeder.cache.of("Pod")
