@@ -1,15 +1,20 @@
-"""Kubernetes Events (core/v1) about pods and PodGroups, deduplicated like client-go's recorder.
+"""Kubernetes Events (core/v1) about pods and PodGroups, with client-go's recorder manners.
 
-The same (object, reason, message) within a run increments the existing Event's `count`
-instead of creating a new object, so a pod pending for an hour costs one Event, not 3,600.
-The dedup table is bounded (LRU). Failures are logged and dropped: an Event is a courtesy,
-never a reason to stop scheduling.
+- The same (object, reason, message) again increments the existing Event's `count` instead of
+  creating a new object, and at most once per `refresh` seconds (client-go's spam filter
+  allows one per object every 5 minutes after a burst), so a pod pending for an hour costs a
+  handful of requests, not 3,600.
+- Events have their own budget (a token bucket that drops rather than waits), so a storm of
+  pending pods never delays a Binding.
+- The dedup table is bounded (LRU). Failures are logged and dropped: an Event is a courtesy,
+  never a reason to stop scheduling.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from datetime import datetime, timezone
@@ -25,29 +30,42 @@ def _now() -> str:
 
 
 class EventRecorder:
-    def __init__(self, client: KubeClient, component: str, limit: int = 4096):
+    def __init__(self, client: KubeClient, component: str, *, refresh: float = 300.0, qps: float = 20.0,
+                 burst: int = 100, limit: int = 4096):
         self.client = client
         self.component = component
+        self.refresh = refresh
+        self.qps, self.burst = qps, burst
         self.limit = limit
-        self._seen: OrderedDict[tuple[str, str, str], tuple[str, str, int]] = OrderedDict()
+        self.dropped = 0
+        self._tokens = float(burst)
+        self._stamp = time.monotonic()
+        # (uid, reason, message) -> (event name, namespace, count, monotonic time of last write)
+        self._seen: OrderedDict[tuple[str, str, str], tuple[str, str, int, float]] = OrderedDict()
         self._lock = threading.Lock()  # binder workers emit concurrently
 
     def emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
-        with self._lock:
-            self._emit(obj, event_type, reason, message)
-
-    def _emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
         dedup = (meta.get("uid") or f"{namespace}/{meta['name']}", reason, message)
-        try:
-            if dedup in self._seen:
-                self._seen.move_to_end(dedup)
-                name, ns, count = self._seen[dedup]
-                self.client.merge_patch(path(CORE, "events", ns, name), {"count": count + 1, "lastTimestamp": _now()})
-                self._seen[dedup] = (name, ns, count + 1)
+        with self._lock:
+            seen = self._seen.get(dedup)
+            now = time.monotonic()
+            if seen is not None and now - seen[3] < self.refresh:
                 return
-            name = f"{meta['name']}.{uuid.uuid4().hex[:16]}"
+            if not self._take(now):
+                self.dropped += 1
+                return
+            name = seen[0] if seen else f"{meta['name']}.{uuid.uuid4().hex[:16]}"
+            count = seen[2] + 1 if seen else 1
+            self._seen[dedup] = (name, namespace, count, now)
+            self._seen.move_to_end(dedup)
+            if len(self._seen) > self.limit:
+                self._seen.popitem(last=False)
+        try:
+            if seen is not None:
+                self.client.merge_patch(path(CORE, "events", namespace, name), {"count": count, "lastTimestamp": _now()})
+                return
             self.client.create(path(CORE, "events", namespace), {
                 "apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": name, "namespace": namespace},
@@ -58,10 +76,15 @@ class EventRecorder:
                 "firstTimestamp": _now(), "lastTimestamp": _now(),
                 "source": {"component": self.component}, "reportingComponent": self.component,
             })
-            self._seen[dedup] = (name, namespace, 1)
-            if len(self._seen) > self.limit:
-                self._seen.popitem(last=False)
         except ApiError as err:
-            if err.code == 404:  # our earlier Event was garbage-collected: start a new one next time
+            with self._lock:  # start afresh next time (e.g. our Event was garbage-collected)
                 self._seen.pop(dedup, None)
             log.warning("event %s on %s/%s not recorded: %s", reason, namespace, meta["name"], err)
+
+    def _take(self, now: float) -> bool:
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+        self._stamp = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True

@@ -23,8 +23,6 @@ from central.kube.informer import Handler
 
 log = logging.getLogger(__name__)
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-
 
 class CacheFeeder:
     def __init__(self, cache: Any, scheduler_name: str = "volcano"):
@@ -32,7 +30,6 @@ class CacheFeeder:
         self.scheduler_name = scheduler_name
         self.lock = threading.RLock()
         self.assumed: dict[str, str] = {}  # pod key -> node, binds not yet confirmed
-        self.group_pods: dict[str, set[str]] = {}  # "<ns>/<podgroup>" -> pod keys, for Events
         self.rejected = 0  # objects the cache refused (malformed); logged, never fatal
         self.events = 0
 
@@ -48,8 +45,6 @@ class CacheFeeder:
         meta = obj["metadata"]
         with self.lock:
             self.events += 1
-            if kind == "Pod":
-                self._index(event, obj)
             if event == "DELETED":
                 if kind == "Pod":
                     self.assumed.pop(f"{meta.get('namespace')}/{meta['name']}", None)
@@ -64,18 +59,6 @@ class CacheFeeder:
             except InputError as err:
                 self.rejected += 1
                 log.warning("ignoring %s: %s", kind, err)
-
-    def _index(self, event: str, pod: dict[str, Any]) -> None:
-        meta = pod["metadata"]
-        group = (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
-        if not group:
-            return
-        members = self.group_pods.setdefault(f"{meta.get('namespace')}/{group}", set())
-        key = f"{meta.get('namespace')}/{meta['name']}"
-        if event == "DELETED":
-            members.discard(key)
-        else:
-            members.add(key)
 
     def _pod_view(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """The pod as the cache should see it, or None for pods that are none of our business."""

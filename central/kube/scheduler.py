@@ -143,6 +143,7 @@ class Scheduler:
         with self.feeder.lock:
             result = self.cycle(self.cache, conf, self.sink)
         self.sink.flush()
+        self.sink.pending(result.pending_reasons)
         self.cycles += 1
         if self.metrics is not None:
             self.metrics.observe_cycle(result, (time.perf_counter() - started) * 1000.0, self.cache)

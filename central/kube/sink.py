@@ -9,8 +9,9 @@
 - **status**: PodGroup and Queue statuses are collected during the cycle and written by
   `flush()` at session close, each as a PUT on `/status` carrying the resourceVersion the
   reflector last saw; a 409 re-reads the object and tries again. Unchanged statuses are not
-  written. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup
-  and on its pending pods (the why-pending reason users look for in `kubectl describe`).
+  written. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
+- **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
+  for in `kubectl describe pod`), rate-limited by the EventRecorder.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ class KubeSink:
 
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         self._queues[queue_name] = status
+
+    def pending(self, reasons: dict[str, str]) -> None:
+        """Why-pending reasons of this cycle become FailedScheduling Events on the pods."""
+        pods = self.objects.get("Pod", {})
+        for pod_key, message in reasons.items():
+            pod = pods.get(pod_key)
+            if pod is not None:
+                self.pool.submit(self.events.emit, pod, "Warning", "FailedScheduling", message)
 
     # --- session close ------------------------------------------------------------------------
 
@@ -155,17 +164,10 @@ class KubeSink:
             log.warning("status of %s %s not written: %s", kind, key, err)
             return
         if kind == "PodGroup":
-            self._why_pending(current, key, status)
+            self._why_pending(current, status)
 
-    def _why_pending(self, podgroup: dict[str, Any], key: str, status: dict[str, Any]) -> None:
+    def _why_pending(self, podgroup: dict[str, Any], status: dict[str, Any]) -> None:
         for condition in status.get("conditions") or []:
             if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
                 message = condition.get("message") or condition.get("reason") or "unschedulable"
                 self.events.emit(podgroup, "Warning", "Unschedulable", message)
-                pods = self.objects.get("Pod", {})
-                with self.feeder.lock:
-                    members = sorted(self.feeder.group_pods.get(key, ()))
-                for pod_key in members:
-                    pod = pods.get(pod_key)
-                    if pod is not None and not pod.get("spec", {}).get("nodeName"):
-                        self.events.emit(pod, "Warning", "FailedScheduling", message)

@@ -6,6 +6,7 @@ cache, what the sink sends); `test_scheduler_core.py` runs the real core end to 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -29,26 +30,34 @@ class RecordingCache:
         return {key: obj for (k, key), obj in self.objects.items() if k == kind}
 
 
-def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> dict[str, str]:
+def result(binds: dict[str, str] | None = None, pending: dict[str, str] | None = None) -> SimpleNamespace:
+    """The parts of the core's CycleResult the adapter reads."""
+    return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {})
+
+
+def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamespace:
     """Bind each unbound pod to the first node with a free pod slot, charging the cache first
-    (the core's contract with the sink). Returns the binds it made."""
+    (the core's contract with the sink)."""
     used: dict[str, int] = {}
     for pod in cache.of("Pod").values():
         node = pod["spec"].get("nodeName")
         if node:
             used[node] = used.get(node, 0) + 1
-    binds = {}
+    binds, pending = {}, {}
+    nodes = sorted(cache.of("Node").items())
     for key, pod in sorted(cache.of("Pod").items()):
         if pod["spec"].get("nodeName"):
             continue
-        for name, node in sorted(cache.of("Node").items()):
+        for name, node in nodes:
             if used.get(name, 0) < int(node["status"]["allocatable"]["pods"]):
                 used[name] = used.get(name, 0) + 1
                 cache.apply(dict(pod, spec=dict(pod["spec"], nodeName=name)))
                 sink.bind(key, name)
                 binds[key] = name
                 break
-    return binds
+        else:
+            pending[key] = f"0/{len(nodes)} nodes are available: {len(nodes)} Too many pods."
+    return result(binds, pending)
 
 
 def node(name: str, pods: int = 10) -> dict[str, Any]:

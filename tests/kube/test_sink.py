@@ -9,7 +9,7 @@ import pytest
 from central.kube.client import CORE, VOLCANO_SCHEDULING, path
 from central.kube.scheduler import ConfigFile, Scheduler
 from tests.kube.conftest import eventually
-from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod
+from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod, result
 
 
 def start(kube, cycle=first_fit_cycle, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:
@@ -125,7 +125,23 @@ def test_status_write_conflict_rereads_and_retries(api, kube):
     assert scheduler.sink.counts["conflict"] == 1
     assert api.store.count("status", "podgroups") == 2
     reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in api.store.objects["events"].values()}
-    assert reasons == {("PodGroup", "Unschedulable"), ("Pod", "FailedScheduling")}
+    assert reasons == {("PodGroup", "Unschedulable")}
+
+
+def test_pending_pods_get_one_event_not_one_per_cycle(api, kube):
+    api.put(node("n1", pods=0))
+    api.put(pod("a"))
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(lambda: scheduler.cycles >= 5, what="five cycles")
+        eventually(lambda: api.store.objects["events"], what="the event")
+    finally:
+        stop.set()
+        thread.join(10)
+    [event] = api.store.objects["events"].values()
+    assert (event["involvedObject"]["name"], event["reason"], event["count"]) == ("a", "FailedScheduling", 1)
+    assert event["message"] == "0/1 nodes are available: 1 Too many pods."
+    assert api.store.count("create", "events") == 1
 
 
 def test_unchanged_status_is_not_written_again(api, kube):
@@ -133,6 +149,7 @@ def test_unchanged_status_is_not_written_again(api, kube):
 
     def cycle(cache, conf, sink):
         sink.update_podgroup_status("default/pg", {"phase": "Inqueue"})
+        return result()
 
     scheduler, stop, thread = start(kube, cycle=cycle)
     try:
@@ -155,6 +172,7 @@ def test_evict_goes_through_the_eviction_api(api, kube):
         if not done:
             sink.evict("default/victim", "reclaim")
             done.append(1)
+        return result()
 
     scheduler, stop, thread = start(kube, cycle=cycle)
     try:
