@@ -18,6 +18,12 @@ from central.errors import InputError
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("central.sim.command", "dry-run scheduling cycles on manifests, print what would happen"),
     "bench": ("central.sim.bench", "scale benchmark of a scheduling session on a synthetic cluster"),
+    "scheduler": ("central.kube.scheduler_cli", "run the scheduler on a cluster (leader-elected, watches the API)"),
+    "controllers": ("central.kube.controllers_cli", "run the Job, PodGroup and Queue controllers on a cluster"),
+    "job": ("central.vcctl.job", "vcctl job: run, list, view, suspend, resume, delete Volcano Jobs"),
+    "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
+    "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
+    "version": ("central.vcctl.version", "print the Caldera version"),
 }
 
 

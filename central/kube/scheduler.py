@@ -146,7 +146,8 @@ class Scheduler:
         self.sink.pending(result.pending_reasons)
         self.cycles += 1
         if self.metrics is not None:
-            self.metrics.observe_cycle(result, (time.perf_counter() - started) * 1000.0, self.cache)
+            self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
+                                       unschedulable=len(result.pending_reasons), evicted=len(result.evictions))
         return result
 
     def _ensure_queues(self) -> None:
