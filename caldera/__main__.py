@@ -1,5 +1,5 @@
 import sys
 
-from caldera.cli import main
+from caldera.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -18,5 +18,14 @@ def main(argv: list[str] | None = None) -> int:
     return owner.main(args)
 
 
+def run() -> int:
+    """Console-script entry: a closed stdout (`| head`) ends the command quietly."""
+    try:
+        return main()
+    except BrokenPipeError:
+        sys.stderr.close()
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -1,0 +1,106 @@
+"""allocate: place the pending tasks of admitted jobs, gang by gang.
+
+1. Collect the jobs to place: admitted (not Pending; without an enqueue action Pending jobs
+   are admitted here), valid (JobValid) and in an existing queue, grouped by queue.
+2. Pop a queue (QueueOrder); drop it for the rest of the action if it is Overused. Pop one
+   job (JobOrder) and push the queue back, so queues take turns.
+3. Place the job's pending tasks in TaskOrder inside one statement: Allocatable must pass,
+   a task whose template already failed to fit is skipped, the placement filters and scores
+   nodes, and the task is allocated (fits idle) or pipelined (fits only future idle). Once
+   the job is ready and tasks remain, it yields so other jobs get a turn.
+4. Ready: commit (binds), and the job goes back in line if it still has pending tasks.
+   Only pipelined: keep the statement open, reserving the room in this session without
+   binding anything. Otherwise: discard, and the gang holds nothing.
+"""
+
+from __future__ import annotations
+
+from central.framework.ordering import PriorityQueue
+from central.framework.session import Session
+from central.framework.statement import Statement
+from central.model.objects import FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
+
+
+def allocate(ssn: Session) -> None:
+    admit_pending = "enqueue" not in ssn.conf.actions
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_less)
+    jobs: dict[str, PriorityQueue[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.pending_phase:
+            if not admit_pending:
+                continue
+            job.phase = "Inqueue"
+        invalid = ssn.job_valid(job)
+        if invalid:
+            ssn.job_notes[job.uid] = invalid
+            continue
+        if job.queue not in jobs:
+            jobs[job.queue] = PriorityQueue(ssn.job_less)
+            queues.push(ssn.queues[job.queue])
+        jobs[job.queue].push(job)
+
+    pending: dict[str, PriorityQueue[TaskInfo]] = {}
+    while queues:
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        waiting = jobs[queue.name]
+        if not waiting:
+            continue
+        job = waiting.pop()
+        tasks = pending.get(job.uid)
+        if tasks is None:
+            tasks = pending[job.uid] = PriorityQueue(ssn.task_less, (
+                t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
+        stmt = ssn.statement()
+        place_tasks(ssn, stmt, tasks, job, queue)
+        if ssn.job_ready(job):
+            stmt.commit()
+            if tasks:
+                waiting.push(job)
+        elif not ssn.job_pipelined(job):
+            stmt.discard()
+        queues.push(queue)
+
+
+def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
+    failed: dict[PodTemplate, FitErrors] = {}
+    placement = ssn.placement
+    while tasks:
+        task = tasks.pop()
+        if not ssn.allocatable(queue, task):
+            job.fit_errors[task.uid] = f"queue {queue.name} has no room for it: its allocation plus the request exceeds the queue's deserved share"
+            continue
+        if task.template in failed:
+            job.fit_errors[task.uid] = failed[task.template]
+            continue
+        rows = placement.feasible(task)
+        if not len(rows):
+            failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task)
+            if need_continue(job):
+                continue
+            break
+        row, fits_idle = placement.select(task, rows)
+        (stmt.allocate if fits_idle else stmt.pipeline)(task, ssn.nodes[row])
+        if tasks and ssn.job_ready(job):
+            break
+
+
+def need_continue(job: JobInfo) -> bool:
+    """Volcano's NeedContinueAllocating: after a task fits nowhere, can the gang still be met
+    by the tasks of other roles?"""
+    failed_roles = {job.tasks[uid].role for uid in job.fit_errors if uid in job.tasks}
+    pending_ok: dict[str, int] = {}
+    for (role, status), n in job.role_counts.items():
+        if status == TaskStatus.PENDING and role not in failed_roles and n:
+            pending_ok[role] = pending_ok.get(role, 0) + n
+    if job.min_available < sum(job.task_min_available.values()) or not job.task_min_available:
+        occupied = job.ready_num + job.count(TaskStatus.PIPELINED)
+        return occupied + sum(pending_ok.values()) >= job.min_available
+    placed = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+              TaskStatus.SUCCEEDED, TaskStatus.PIPELINED)
+    for role, minimum in job.task_min_available.items():
+        have = pending_ok.get(role, 0) + sum(job.role_counts.get((role, s), 0) for s in placed)
+        if have < minimum:
+            return False
+    return True

@@ -1,0 +1,1 @@
+"""Resource arithmetic shared by the whole scheduler core."""

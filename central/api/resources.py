@@ -1,0 +1,150 @@
+"""Resource vectors with Volcano's semantics.
+
+A resource list from Kubernetes (`{"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}`)
+becomes a dense float64 vector over the cluster's resource dimensions, in Volcano's units:
+cpu in millicores, memory in bytes, every scalar (extended) resource in milli-units
+(`nvidia.com/gpu: 1` is 1000). A missing dimension is zero. `pods` is not a dimension: it is
+a per-node count checked by the pod-count predicate, as in Volcano.
+
+Comparisons follow Volcano's `LessEqual`: a <= b on every dimension, within a tolerance of
+0.1 (one tenth of a millicore or of a byte), so float rounding never rejects an exact fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+
+import numpy as np
+
+from central.api.quantity import parse_quantity
+from central.errors import InputError
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPSILON = 0.1  # Volcano's minResource
+
+Vector = np.ndarray
+
+
+def is_scheduled_resource(name: str) -> bool:
+    """Resources the scheduler accounts for: cpu, memory and scalar (extended, hugepages) ones.
+
+    Like Volcano, ephemeral-storage and other native non-scalar names are not scheduled on.
+    """
+    return name in (CPU, MEMORY) or "/" in name or name.startswith("hugepages-")
+
+
+def canonical(name: str, quantity: Decimal) -> float:
+    """A quantity in the unit the scheduler computes in (see the module docstring)."""
+    if name == MEMORY or name == PODS:
+        return float(quantity)
+    return float(quantity * 1000)
+
+
+def parse_resource_list(raw: object, where: str) -> dict[str, float]:
+    """A Kubernetes ResourceList as {name: canonical value}; InputError names the bad field."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError(where, f"expected a map of resource name to quantity, got {type(raw).__name__}")
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        try:
+            quantity = parse_quantity(value)
+        except InputError as err:
+            raise InputError(f"{where}.{name}", err.message) from None
+        if quantity < 0:
+            raise InputError(f"{where}.{name}", f"must not be negative, got {value!r}")
+        if is_scheduled_resource(name) or name == PODS:
+            out[str(name)] = canonical(name, quantity)
+    return out
+
+
+def add_lists(*lists: Mapping[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for items in lists:
+        for name, value in items.items():
+            out[name] = out.get(name, 0.0) + value
+    return out
+
+
+def max_lists(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    out = dict(a)
+    for name, value in b.items():
+        out[name] = max(out.get(name, 0.0), value)
+    return out
+
+
+def format_value(name: str, value: float) -> str:
+    """A canonical value back in Kubernetes notation, for people."""
+    if name == MEMORY:
+        for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value >= size and value % size == 0:
+                return f"{int(value // size)}{suffix}"
+        return f"{value:g}"
+    if value % 1000 == 0:
+        return f"{int(value // 1000)}"
+    return f"{value:g}m"
+
+
+class Dimensions:
+    """The resource names of a cluster, each with a fixed column index.
+
+    cpu and memory are always columns 0 and 1; scalar resources are appended as they appear.
+    """
+
+    def __init__(self, names: Iterable[str] = ()):
+        self.names: list[str] = [CPU, MEMORY]
+        self.index: dict[str, int] = {CPU: 0, MEMORY: 1}
+        for name in names:
+            self.add(name)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def add(self, name: str) -> bool:
+        """Register a dimension; True if it was new."""
+        if name == PODS or name in self.index:
+            return False
+        self.index[name] = len(self.names)
+        self.names.append(name)
+        return True
+
+    def vector(self, items: Mapping[str, float], missing: float = 0.0) -> Vector:
+        """Dense vector of `items`; `missing` fills dimensions not named (inf for a capability)."""
+        out = np.full(len(self.names), missing, dtype=np.float64)
+        for name, value in items.items():
+            col = self.index.get(name)
+            if col is not None:
+                out[col] = value
+        return out
+
+    def zeros(self) -> Vector:
+        return np.zeros(len(self.names), dtype=np.float64)
+
+    def describe(self, vec: Vector) -> str:
+        parts = [f"{n}: {format_value(n, float(v))}" for n, v in zip(self.names, vec) if v and np.isfinite(v)]
+        return "{" + ", ".join(parts) + "}" if parts else "{}"
+
+
+def less_equal(a: Vector, b: Vector) -> bool:
+    """Volcano's LessEqual with the zero default: a <= b on all dimensions, within EPSILON."""
+    return bool(np.all(a < b + EPSILON))
+
+
+def less_equal_on(a: Vector, b: Vector, dims: Vector) -> bool:
+    """Volcano's LessEqualWithDimension: compare only the dimensions where `dims` is non-zero."""
+    mask = dims > EPSILON
+    return bool(np.all(a[mask] < b[mask] + EPSILON))
+
+
+def is_empty(a: Vector) -> bool:
+    return bool(np.all(a < EPSILON))
+
+
+def insufficient(request: Vector, available: Vector, names: list[str]) -> list[str]:
+    """Names of the dimensions on which `request` does not fit `available`."""
+    short = request >= available + EPSILON
+    return [names[i] for i in np.flatnonzero(short)]

@@ -1,0 +1,163 @@
+"""The scheduler configuration: Volcano's `volcano-scheduler.conf`, read exactly.
+
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: gang
+        enablePreemptable: false
+        arguments: {...}
+    configurations:
+    - name: allocate
+      arguments: {...}
+
+Unlike Volcano, which silently ignores unknown names, an unknown action, plugin or key, a
+wrong type or malformed YAML is an InputError that names the key and lists what is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from central.errors import InputError
+from central.model.parse import yaml_problem
+
+# Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
+PLUGIN_FLAGS = (
+    "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined", "enableTaskOrder",
+    "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder", "enabledClusterOrder",
+    "enablePredicate", "enableBestNode", "enableNodeOrder", "enableTargetJob", "enableReservedNodes",
+    "enableJobEnqueued", "enabledVictim", "enableJobStarving", "enabledOverused", "enabledAllocatable",
+    "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined", "enabledSubJobOrder",
+    "enabledHyperNodeGradient",
+)
+OFF_BY_DEFAULT = frozenset({"enableHierarchy", "enabledClusterOrder"})
+
+DEFAULT_CONF_YAML = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+@dataclass(frozen=True)
+class PluginOption:
+    name: str
+    flags: Mapping[str, bool]
+    arguments: Mapping[str, Any]
+
+    def enabled(self, flag: str) -> bool:
+        return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
+
+
+@dataclass(frozen=True)
+class SchedulerConf:
+    actions: tuple[str, ...]
+    tiers: tuple[tuple[PluginOption, ...], ...]
+    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+
+    def action_arguments(self, action: str) -> Mapping[str, Any]:
+        return self.configurations.get(action, {})
+
+    def plugin(self, name: str) -> PluginOption | None:
+        return next((p for tier in self.tiers for p in tier if p.name == name), None)
+
+
+def load_config(text: str, source: str = "scheduler configuration") -> SchedulerConf:
+    """Parse and validate a configuration; InputError names `source` and the key."""
+    from central.actions import ACTIONS  # the registries import the framework, not the reverse
+    from central.plugins import PLUGINS
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InputError(source, yaml_problem(err)) from None
+    try:
+        return _build(raw, set(ACTIONS), set(PLUGINS))
+    except InputError as err:
+        raise err.within(source) from None
+
+
+def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
+    if not isinstance(raw, Mapping):
+        raise InputError("", "expected a map with keys actions, tiers, configurations, metrics")
+    _known_keys(raw, {"actions", "tiers", "configurations", "metrics"}, "")
+    action_text = raw.get("actions")
+    if not isinstance(action_text, str) or not action_text.strip():
+        raise InputError("actions", 'expected a comma-separated string such as "enqueue, allocate, backfill"')
+    names = tuple(a.strip() for a in action_text.split(",") if a.strip())
+    for name in names:
+        if name not in actions:
+            raise InputError("actions", f"unknown action {name!r}; valid: {', '.join(sorted(actions))}")
+    tiers = tuple(_tier(t, f"tiers[{i}]", plugins) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
+    _check_hierarchy(tiers)
+    configurations = {}
+    for i, item in enumerate(_list(raw.get("configurations") or [], "configurations")):
+        where = f"configurations[{i}]"
+        item = _mapping(item, where)
+        _known_keys(item, {"name", "arguments"}, where)
+        if item.get("name") not in actions:
+            raise InputError(f"{where}.name", f"unknown action {item.get('name')!r}; valid: {', '.join(sorted(actions))}")
+        configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
+    metrics = _mapping(raw.get("metrics") or {}, "metrics")
+    return SchedulerConf(names, tiers, configurations, metrics)
+
+
+def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:
+    raw = _mapping(raw, where)
+    _known_keys(raw, {"plugins"}, where)
+    return tuple(_plugin(p, f"{where}.plugins[{j}]", plugins) for j, p in enumerate(_list(raw.get("plugins"), f"{where}.plugins")))
+
+
+def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
+    raw = _mapping(raw, where)
+    name = raw.get("name")
+    if name not in plugins:
+        raise InputError(f"{where}.name", f"unknown plugin {name!r}; valid: {', '.join(sorted(plugins))}")
+    _known_keys(raw, {"name", "arguments", *PLUGIN_FLAGS}, where)
+    flags = {}
+    for flag in PLUGIN_FLAGS:
+        if flag in raw:
+            if not isinstance(raw[flag], bool):
+                raise InputError(f"{where}.{flag}", f"expected true or false, got {raw[flag]!r}")
+            flags[flag] = raw[flag]
+    return PluginOption(name, flags, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
+
+
+def _check_hierarchy(tiers: tuple[tuple[PluginOption, ...], ...]) -> None:
+    for i, tier in enumerate(tiers):
+        names = {p.name for p in tier}
+        if "proportion" in names and any(p.name == "drf" and p.enabled("enableHierarchy") for p in tier):
+            raise InputError(f"tiers[{i}]", "proportion and drf with enableHierarchy cannot share a tier")
+
+
+def _known_keys(raw: Mapping[str, Any], known: set[str], where: str) -> None:
+    for key in raw:
+        if key not in known:
+            prefix = f"{where}." if where else ""
+            raise InputError(f"{prefix}{key}", f"unknown key; valid: {', '.join(sorted(known))}")
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InputError(where, f"expected a map, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(where, f"expected a list, got {type(value).__name__}")
+    return value

@@ -1,0 +1,68 @@
+"""The plugin contract.
+
+A plugin is a class with a `name`, built once per session from its `PluginOption`. It takes
+part in an extension point by defining the method of that name; the session finds those
+methods at open, keeps the ones whose `enable*` flag is on, and combines their answers the
+way Volcano does (see `central.framework.points`). Every method is optional:
+
+Orderings, each returning -1 (left first), 0 (no opinion) or 1:
+    job_order(l, r), queue_order(l, r), task_order(l, r), victim_queue_order(l, r)
+Votes and checks:
+    job_valid(job) -> str | None            a reason the job cannot be scheduled at all
+    job_ready(job) -> bool                  AND
+    job_pipelined(job) -> int               Permit 1 / Abstain 0 / Reject -1
+    job_starving(job) -> bool               AND within the first tier that answers
+    job_enqueueable(job) -> int             Permit / Abstain / Reject
+    job_enqueued(job) -> None               every plugin is told
+    overused(queue) -> bool                 OR
+    allocatable(queue, task) -> bool        AND
+    preemptive(queue, task) -> bool         AND
+    preemptable(preemptor, victims) -> list | None   per-tier intersection (None abstains)
+    reclaimable(reclaimer, victims) -> list | None
+Placement, vectorised over node rows (numpy int arrays of candidate rows):
+    predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
+    node_order(task, rows) -> float array              summed over plugins and tiers
+Events and lifecycle:
+    on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
+    on_session_close()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from central.errors import InputError
+
+if TYPE_CHECKING:
+    from central.framework.conf import PluginOption
+    from central.framework.session import Session
+
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+
+class Plugin:
+    name = ""
+
+    def __init__(self, option: "PluginOption", session: "Session"):
+        self.option = option
+        self.session = session
+
+    def argument(self, key: str, default: Any, kind: type = float) -> Any:
+        """A typed plugin argument; InputError names the plugin and key."""
+        value = self.option.arguments.get(key, default)
+        if kind is bool:
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+            if not isinstance(value, bool):
+                raise InputError(f"plugin {self.name}: arguments.{key}", f"expected true or false, got {value!r}")
+            return value
+        if kind in (int, float):
+            try:
+                if isinstance(value, bool):
+                    raise ValueError
+                return kind(value)
+            except (TypeError, ValueError):
+                raise InputError(f"plugin {self.name}: arguments.{key}", f"expected a number, got {value!r}") from None
+        if not isinstance(value, kind):
+            raise InputError(f"plugin {self.name}: arguments.{key}", f"expected {kind.__name__}, got {value!r}")
+        return value

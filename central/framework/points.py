@@ -1,0 +1,115 @@
+"""Extension points and how plugin answers combine, exactly as Volcano combines them.
+
+One table says, for every point, which `enable*` flag gates it; `Points` holds, per point,
+the participating plugin methods grouped by tier, and one small function per combination
+rule does the rest (Volcano copies the same tier loop ~40 times).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from central.framework.plugin import REJECT, Plugin
+
+# point -> enable flag (None: always on)
+POINT_FLAGS: dict[str, str | None] = {
+    "job_order": "enableJobOrder",
+    "queue_order": "enableQueueOrder",
+    "task_order": "enableTaskOrder",
+    "victim_queue_order": None,
+    "job_valid": None,
+    "job_ready": "enableJobReady",
+    "job_pipelined": "enableJobPipelined",
+    "job_starving": "enableJobStarving",
+    "job_enqueueable": "enableJobEnqueued",
+    "job_enqueued": "enableJobEnqueued",
+    "overused": "enabledOverused",
+    "allocatable": "enabledAllocatable",
+    "preemptive": "enablePreemptive",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "predicate": "enablePredicate",
+    "node_order": "enableNodeOrder",
+    "on_allocate": None,
+    "on_deallocate": None,
+    "on_session_close": None,
+}
+
+Tiers = list[list[Callable[..., Any]]]
+
+
+class Points:
+    def __init__(self, tiers: Sequence[Sequence[Plugin]]):
+        self.by_point: dict[str, Tiers] = {}
+        for point, flag in POINT_FLAGS.items():
+            self.by_point[point] = [
+                [getattr(p, point) for p in tier if hasattr(p, point) and (flag is None or p.option.enabled(flag))]
+                for tier in tiers
+            ]
+        self.flat = {point: [fn for tier in tiers for fn in tier] for point, tiers in self.by_point.items()}
+
+    # --- combination rules ------------------------------------------------------------------
+
+    def order(self, point: str, left: Any, right: Any) -> int:
+        """First non-zero answer wins; 0 when every plugin abstains."""
+        for fn in self.flat[point]:
+            result = fn(left, right)
+            if result:
+                return result
+        return 0
+
+    def all_true(self, point: str, *args: Any) -> bool:
+        return all(fn(*args) for fn in self.flat[point])
+
+    def any_true(self, point: str, *args: Any) -> bool:
+        return any(fn(*args) for fn in self.flat[point])
+
+    def vote(self, point: str, *args: Any) -> bool:
+        """Any Reject fails; the first tier with a Permit passes; all abstaining passes."""
+        for tier in self.by_point[point]:
+            permitted = False
+            for fn in tier:
+                result = fn(*args)
+                if result == REJECT:
+                    return False
+                permitted = permitted or result > 0
+            if permitted:
+                return True
+        return True
+
+    def first_tier_all(self, point: str, *args: Any) -> bool:
+        """AND within the first tier that has any plugin; False when none has (JobStarving)."""
+        for tier in self.by_point[point]:
+            if tier:
+                return all(fn(*args) for fn in tier)
+        return False
+
+    def first_failure(self, point: str, *args: Any) -> Any:
+        for fn in self.flat[point]:
+            result = fn(*args)
+            if result is not None:
+                return result
+        return None
+
+    def notify(self, point: str, *args: Any) -> None:
+        for fn in self.flat[point]:
+            fn(*args)
+
+    def victims(self, point: str, actor: Any, candidates: list[Any]) -> list[Any]:
+        """Per tier: abstainers (None) are skipped, an empty answer ends the tier (the next
+        tier is tried), the rest intersect; the first tier with victims decides."""
+        for tier in self.by_point[point]:
+            chosen: list[Any] | None = None
+            for fn in tier:
+                answer = fn(actor, candidates)
+                if answer is None:
+                    continue
+                if not answer:
+                    chosen = None
+                    break
+                ids = {id(v) for v in answer}
+                chosen = answer if chosen is None else [v for v in chosen if id(v) in ids]
+            if chosen is not None:
+                return chosen
+        return []

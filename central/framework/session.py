@@ -1,0 +1,216 @@
+"""A scheduling session: one cycle's view of the cluster, its plugins and its decisions.
+
+Opening a session costs little: it works on the cache's own objects and node table, and
+records what it changes. Statements undo what they discard; at close the session hands the
+plugins their last word (gang writes why-pending conditions), computes every PodGroup's
+phase as Volcano does, and rolls back what is session-only (uncommitted statements and
+pipelines), so the cache again mirrors the cluster plus the binds and evictions decided.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from central.api.resources import format_value
+from central.framework.conf import SchedulerConf
+from central.framework.placement import Placement
+from central.framework.plugin import Plugin
+from central.framework.points import Points
+from central.framework.statement import Statement
+from central.model.cache import ClusterCache
+from central.model.objects import (
+    ALLOCATED_STATUSES,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+
+_session_ids = itertools.count(1)
+
+
+@dataclass
+class CycleResult:
+    """What one session decided. Keys are "<namespace>/<name>"."""
+
+    binds: dict[str, str] = field(default_factory=dict)
+    evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
+    pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
+    changed_podgroups: set[str] = field(default_factory=set)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+
+
+class Session:
+    def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: str = ""):
+        from central.plugins import PLUGINS
+
+        self.uid = f"session-{next(_session_ids)}"
+        self.cache = cache
+        self.conf = conf
+        self.now = now
+        self.dims = cache.dims
+        self.nodes = cache.node_list
+        self.total = cache.table.alloc[: len(self.nodes)].sum(axis=0)
+        self.queues: dict[str, QueueInfo] = cache.all_queues()
+        self.jobs: dict[str, JobInfo] = {job.uid: job for job in cache.iter_scheduling_jobs()}
+        self.opened_as = {uid: (job.phase or "Pending", job.conditions) for uid, job in self.jobs.items()}
+        for job in self.jobs.values():
+            job.fit_errors = {}
+        self.binds: dict[str, str] = {}
+        self.evictions: dict[str, str] = {}
+        self.committed_pipelines: list[TaskInfo] = []
+        self.open_statements: list[Statement] = []
+        self.last_transaction: dict[str, str] = {}
+        self.job_conditions: dict[str, dict[str, Any]] = {}
+        self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
+        self.placement = Placement(self)
+        self.points = Points([])  # plugins may fire events while they are built
+        self.tiers: list[list[Plugin]] = [[PLUGINS[opt.name](opt, self) for opt in tier] for tier in conf.tiers]
+        self.points = Points(self.tiers)
+
+    # --- orderings (fallback: creation time, then uid; tasks: pod index first) ----------------
+
+    def job_less(self, left: JobInfo, right: JobInfo) -> bool:
+        result = self.points.order("job_order", left, right)
+        if result:
+            return result < 0
+        return (left.creation, left.uid) < (right.creation, right.uid)
+
+    def queue_less(self, left: QueueInfo, right: QueueInfo) -> bool:
+        result = self.points.order("queue_order", left, right)
+        if result:
+            return result < 0
+        return (left.creation, left.name) < (right.creation, right.name)
+
+    def task_less(self, left: TaskInfo, right: TaskInfo) -> bool:
+        result = self.points.order("task_order", left, right)
+        if result:
+            return result < 0
+        return (left.index, left.creation, left.uid) < (right.index, right.creation, right.uid)
+
+    def victim_queue_less(self, left: QueueInfo, right: QueueInfo) -> bool:
+        result = self.points.order("victim_queue_order", left, right)
+        if result:
+            return result < 0
+        return self.queue_less(right, left)
+
+    # --- votes ------------------------------------------------------------------------------
+
+    def job_valid(self, job: JobInfo) -> str | None:
+        return self.points.first_failure("job_valid", job)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self.points.all_true("job_ready", job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self.points.vote("job_pipelined", job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return self.points.first_tier_all("job_starving", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self.points.vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        self.points.notify("job_enqueued", job)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return self.points.any_true("overused", queue)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self.points.all_true("allocatable", queue, task)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self.points.all_true("preemptive", queue, task)
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    # --- close ------------------------------------------------------------------------------
+
+    def close(self) -> CycleResult:
+        self.points.notify("on_session_close")
+        result = CycleResult(binds=dict(self.binds), evictions=dict(self.evictions))
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                if task.status == TaskStatus.PIPELINED:
+                    result.pipelined[task.uid] = task.node or ""
+        for job in self.jobs.values():
+            status = self._podgroup_status(job)
+            result.podgroups[job.uid] = status
+            if _comparable(status["phase"], status["conditions"]) != _comparable(*self.opened_as[job.uid]):
+                result.changed_podgroups.add(job.uid)
+            job.phase, job.conditions = status["phase"], status["conditions"]
+            result.pending_reasons.update(self._pending_reasons(job))
+        for statement in reversed(list(self.open_statements)):
+            statement.discard()
+        for task in self.committed_pipelines:
+            if task.status == TaskStatus.PIPELINED:
+                task.nominated_node = task.node
+                self.cache.set_status(task, TaskStatus.PENDING, None)
+        result.queues = self._queue_statuses()
+        return result
+
+    def _podgroup_status(self, job: JobInfo) -> dict[str, Any]:
+        """Volcano's jobStatus: the phase a PodGroup ends the session in."""
+        conditions = list(job.conditions)
+        new = self.job_conditions.get(job.uid)
+        if new is not None:
+            conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
+        unschedulable = new is not None and new["type"] == "Unschedulable"
+        running = job.count(TaskStatus.RUNNING)
+        scheduled = job.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
+        phase = job.phase or "Pending"
+        if running and unschedulable:
+            phase = "Unknown"
+        elif scheduled >= job.min_available and scheduled:
+            done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+            phase = "Completed" if done == scheduled else "Running"
+        elif phase != "Inqueue":
+            phase = "Pending"
+        return {"phase": phase, "conditions": conditions, "running": running,
+                "succeeded": job.count(TaskStatus.SUCCEEDED), "failed": job.count(TaskStatus.FAILED)}
+
+    def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
+        reasons = {}
+        for uid, errors in job.fit_errors.items():
+            reasons[uid] = str(errors)
+        for task in job.tasks.values():
+            if task.status == TaskStatus.PENDING and task.uid not in reasons:
+                if self.last_transaction.get(task.uid):
+                    reasons[task.uid] = "Schedulable: fits a node, but the gang is not ready"
+                elif job.pending_phase and job.uid in self.jobs:
+                    reasons[task.uid] = f"PodGroup {job.uid} is {job.phase or 'Pending'}: not admitted yet"
+        return reasons
+
+    def _queue_statuses(self) -> dict[str, dict[str, Any]]:
+        allocated = {name: self.dims.zeros() for name in self.queues}
+        phases: dict[str, dict[str, int]] = {name: {} for name in self.queues}
+        for job in self.jobs.values():
+            counts = phases.setdefault(job.queue, {})
+            counts[job.phase] = counts.get(job.phase, 0) + 1
+            name: str | None = job.queue
+            seen = set()
+            while name in self.queues and name not in seen:  # the job's queue and its ancestors
+                seen.add(name)
+                allocated[name] += job.allocated
+                name = self.queues[name].parent or ("root" if name != "root" else None)
+        out = {}
+        for name in self.queues:
+            vec = allocated[name]
+            out[name] = {
+                "allocated": {n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
+            }
+        return out
+
+
+def _comparable(phase: str, conditions: list[dict[str, Any]]) -> tuple:
+    """A PodGroup status without the fields every session stamps anew (as Volcano compares)."""
+    stamped = ("transitionID", "lastTransitionTime")
+    return phase, [{k: v for k, v in c.items() if k not in stamped} for c in conditions]

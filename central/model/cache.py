@@ -1,0 +1,313 @@
+"""The cluster cache: the scheduler's model of the cluster, updated one object at a time.
+
+Both feeds use it the same way: the manifest loader of `caldera simulate` and the Kubernetes
+adapter's informers call `apply(obj)` for every added or changed object and `delete(...)` for
+removed ones. Parsing happens here, once per change, so opening a session costs nothing when
+nothing changed. A session then works on these very objects and undoes its session-only
+changes (pipelines) when it closes.
+
+Every task status change goes through `set_status`, which keeps the node table, the node's
+task set and the job's counters in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from central.api.resources import Dimensions
+from central.errors import InputError
+from central.model import parse
+from central.model.nodetable import NodeTable
+from central.model.objects import (
+    ALLOCATED_STATUSES,
+    JobInfo,
+    NodeInfo,
+    PodTemplate,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+    TERMINATED_STATUSES,
+)
+
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+
+
+def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
+    status = task.status
+    job.counts[status] = job.counts.get(status, 0) + sign
+    key = (task.role, status)
+    job.role_counts[key] = job.role_counts.get(key, 0) + sign
+    if status in ALLOCATED_STATUSES:
+        job.allocated += sign * task.resreq
+    elif status == TaskStatus.PENDING:
+        job.pending_request += sign * task.resreq
+        if task.best_effort:
+            job.best_effort_pending[task.role] = job.best_effort_pending.get(task.role, 0) + sign
+
+
+def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
+    """How a task in `status` is charged to its node: (used, releasing, pipelined)."""
+    if status == TaskStatus.PIPELINED:
+        return 0.0, 0.0, 1.0
+    if status == TaskStatus.RELEASING:
+        return 1.0, 1.0, 0.0
+    return 1.0, 0.0, 0.0
+
+
+class ClusterCache:
+    def __init__(self, scheduler_name: str = "volcano", default_queue: str = "default"):
+        self.scheduler_name = scheduler_name
+        self.default_queue = default_queue
+        self.dims = Dimensions()
+        self.nodes: dict[str, NodeInfo] = {}
+        self.node_list: list[NodeInfo] = []  # by row
+        self.table = NodeTable(0, len(self.dims))
+        self.tasks: dict[str, TaskInfo] = {}
+        self.jobs: dict[str, JobInfo] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.priority_classes: dict[str, tuple[int, bool]] = {}
+        self._templates: dict[PodTemplate, PodTemplate] = {}
+        self._vectors: dict[tuple, np.ndarray] = {}
+        self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
+        self.version = 0  # bumped on every change; sessions use it to reuse what they built
+
+    # --- feeding ----------------------------------------------------------------------------
+
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        """Add or replace one object. InputError names the object and field; nothing changes then."""
+        kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        handler = {"Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
+                   "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class}.get(kind)
+        if handler is None:
+            raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
+        try:
+            handler(obj)
+        except InputError as err:
+            raise err.within(parse.object_ref(obj)) from None
+        self.version += 1
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> None:
+        key = f"{namespace}/{name}" if namespace else name
+        if kind == "Pod" and key in self.tasks:
+            self._remove_task(self.tasks[key])
+        elif kind == "Node" and name in self.nodes:
+            self._remove_node(name)
+        elif kind == "PodGroup" and key in self.jobs:
+            job = self.jobs[key]
+            if job.tasks:
+                job.has_podgroup = False
+            else:
+                del self.jobs[key]
+        elif kind == "Queue":
+            self.queues.pop(name, None)
+        elif kind == "PriorityClass":
+            self.priority_classes.pop(name, None)
+            self._resolve_priorities()
+        self.version += 1
+
+    def _apply_node(self, obj: Mapping[str, Any]) -> None:
+        node = parse.parse_node(obj)
+        grew = any(self.dims.add(name) for name in node.allocatable)
+        old = self.nodes.get(node.name)
+        if old is not None:
+            node.index, node.tasks = old.index, old.tasks
+            self.node_list[node.index] = node
+        else:
+            node.index = len(self.node_list)
+            self.node_list.append(node)
+        self.nodes[node.name] = node
+        if grew or node.index >= self.table.size:
+            self._rebuild_table()
+        else:
+            self._fill_row(node)
+
+    def _apply_pod(self, obj: Mapping[str, Any]) -> None:
+        task, group = parse.parse_pod(obj)
+        task.template = self._templates.setdefault(task.template, task.template)
+        if any(self.dims.add(name) for name, _ in task.template.init_resreq + task.template.resreq):
+            self._rebuild_table()
+        self._vectorise(task)
+        old = self.tasks.get(task.uid)
+        if old is not None:
+            self._remove_task(old)
+        task.priority = self._task_priority(task)
+        if task.scheduler_name == self.scheduler_name:
+            job = self._job_for(task, group)
+            task.job_uid = job.uid
+            job.tasks[task.uid] = task
+        self.tasks[task.uid] = task
+        self._charge(task, +1)
+
+    def _apply_podgroup(self, obj: Mapping[str, Any]) -> None:
+        job = parse.parse_podgroup(obj)
+        for name in (job.min_resources or {}):
+            if self.dims.add(name):
+                self._rebuild_table()
+        old = self.jobs.get(job.uid)
+        if old is not None:
+            job.tasks, job.counts, job.role_counts = old.tasks, old.counts, old.role_counts
+            job.best_effort_pending = old.best_effort_pending
+            job.allocated, job.pending_request = old.allocated, old.pending_request
+        else:
+            job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
+        job.priority = self._class_priority(job.priority_class)
+        self.jobs[job.uid] = job
+
+    def _apply_queue(self, obj: Mapping[str, Any]) -> None:
+        queue = parse.parse_queue(obj)
+        for name in [*queue.capability, *queue.deserved, *queue.guarantee]:
+            if self.dims.add(name):
+                self._rebuild_table()
+        self.queues[queue.name] = queue
+
+    def _apply_priority_class(self, obj: Mapping[str, Any]) -> None:
+        name, value, global_default = parse.parse_priority_class(obj)
+        self.priority_classes[name] = (value, global_default)
+        self._resolve_priorities()
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def queue(self, name: str) -> QueueInfo | None:
+        """Queues `root` and the default queue exist even when no object names them."""
+        found = self.queues.get(name)
+        if found is None and name in ("root", self.default_queue):
+            found = QueueInfo(name=name, weight=1, capability={}, deserved={}, guarantee={},
+                              reclaimable=name != "root", priority=0, parent=None if name == "root" else "root",
+                              state="Open")
+            self.queues[name] = found
+        return found
+
+    def all_queues(self) -> dict[str, QueueInfo]:
+        self.queue("root")
+        self.queue(self.default_queue)
+        return self.queues
+
+    def iter_scheduling_jobs(self) -> Iterator[JobInfo]:
+        """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)."""
+        for job in self.jobs.values():
+            if job.has_podgroup and self.queue(job.queue) is not None:
+                yield job
+
+    # --- task status: the one place it changes ------------------------------------------------
+
+    def set_status(self, task: TaskInfo, status: TaskStatus, node: str | None) -> None:
+        self._charge(task, -1)
+        task.status, task.node = status, node
+        self._charge(task, +1)
+
+    def _charge(self, task: TaskInfo, sign: int) -> None:
+        job = self.jobs.get(task.job_uid) if task.job_uid else None
+        if job is not None:
+            _count_in_job(job, task, sign)
+        node = self.nodes.get(task.node) if task.node else None
+        if task.status in TERMINATED_STATUSES or task.status == TaskStatus.PENDING:
+            return
+        if node is None:
+            if task.node:
+                orphans = self._orphans.setdefault(task.node, set())
+                orphans.add(task.uid) if sign > 0 else orphans.discard(task.uid)
+            return
+        used, releasing, pipelined = _charge_factors(task.status)
+        self.table.charge(node.index, task.resreq, sign * used, sign * releasing, sign * pipelined, sign)
+        if sign > 0:
+            node.tasks[task.uid] = task
+        else:
+            node.tasks.pop(task.uid, None)
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _job_for(self, task: TaskInfo, group: str | None) -> JobInfo:
+        if group is None:
+            job = parse.implicit_job(task)
+            job.priority = self._class_priority(job.priority_class)
+            job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
+            return self.jobs.setdefault(job.uid, job)
+        uid = f"{task.namespace}/{group}"
+        job = self.jobs.get(uid)
+        if job is None:  # the PodGroup has not arrived yet
+            job = JobInfo(uid=uid, name=group, namespace=task.namespace, queue="", priority=0, min_available=0,
+                          task_min_available={}, min_resources=None, phase="Pending", creation="",
+                          has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
+            self.jobs[uid] = job
+        return job
+
+    def _remove_task(self, task: TaskInfo) -> None:
+        self._charge(task, -1)
+        del self.tasks[task.uid]
+        job = self.jobs.get(task.job_uid)
+        if job is not None:
+            job.tasks.pop(task.uid, None)
+            if not job.tasks and (job.implicit or not job.has_podgroup):
+                del self.jobs[job.uid]
+
+    def _remove_node(self, name: str) -> None:
+        node = self.nodes.pop(name)
+        self.node_list.pop(node.index)
+        for i, other in enumerate(self.node_list):
+            other.index = i
+        self._rebuild_table()
+
+    def _vectorise(self, task: TaskInfo) -> None:
+        t = task.template
+        task.resreq = self._vector(t.resreq)
+        task.init_resreq = self._vector(t.init_resreq)
+
+    def _vector(self, items: tuple[tuple[str, float], ...]) -> np.ndarray:
+        vec = self._vectors.get(items)
+        if vec is None:
+            vec = self.dims.vector(dict(items))
+            vec.flags.writeable = False  # shared by every pod of the template
+            self._vectors[items] = vec
+        return vec
+
+    def _fill_row(self, node: NodeInfo) -> None:
+        t, row = self.table, node.index
+        t.alloc[row] = self.dims.vector(node.allocatable)
+        t.used[row] = 0
+        t.releasing[row] = 0
+        t.pipelined[row] = 0
+        t.pods[row] = 0
+        t.max_pods[row] = node.max_pods
+        t.idle[row] = t.alloc[row]
+        t.touch(row)
+        tasks, node.tasks = list(node.tasks.values()), {}
+        tasks += [self.tasks[uid] for uid in self._orphans.pop(node.name, ()) if uid in self.tasks]
+        for task in tasks:
+            if task.node == node.name:
+                self._charge_node_only(task)
+
+    def _charge_node_only(self, task: TaskInfo) -> None:
+        job_uid, task.job_uid = task.job_uid, ""
+        self._charge(task, +1)
+        task.job_uid = job_uid
+
+    def _rebuild_table(self) -> None:
+        """Re-lay every vector over the current dimensions (a new resource name appeared)."""
+        self._vectors.clear()
+        for task in self.tasks.values():
+            self._vectorise(task)
+        for job in self.jobs.values():
+            job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
+            job.counts, job.role_counts, job.best_effort_pending = {}, {}, {}
+            for task in job.tasks.values():
+                _count_in_job(job, task, +1)
+        self.table = NodeTable(max(16, 2 * len(self.node_list)), len(self.dims))
+        for node in self.node_list:
+            self._fill_row(node)
+
+    def _class_priority(self, class_name: str) -> int:
+        if class_name in self.priority_classes:
+            return self.priority_classes[class_name][0]
+        return next((value for value, default in self.priority_classes.values() if default), 0)
+
+    def _task_priority(self, task: TaskInfo) -> int:
+        return task.spec_priority if task.spec_priority is not None else self._class_priority(task.priority_class)
+
+    def _resolve_priorities(self) -> None:
+        for task in self.tasks.values():
+            task.priority = self._task_priority(task)
+        for job in self.jobs.values():
+            job.priority = self._class_priority(job.priority_class)

@@ -1,0 +1,47 @@
+"""Columnar node state: one row per node, one column per resource dimension.
+
+Predicates and scores read these arrays for all nodes at once; statements update single rows.
+`idle` = allocatable - used; `future` = idle + releasing - pipelined (Volcano's FutureIdle).
+Each write bumps `version`, and records the changed row in `changes`, so per-template caches
+can re-check only the rows that moved since they last looked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class NodeTable:
+    def __init__(self, rows: int, dims: int):
+        self.alloc = np.zeros((rows, dims))
+        self.used = np.zeros((rows, dims))
+        self.releasing = np.zeros((rows, dims))
+        self.pipelined = np.zeros((rows, dims))
+        self.idle = np.zeros((rows, dims))
+        self.future = np.zeros((rows, dims))
+        self.pods = np.zeros(rows, dtype=np.int64)
+        self.max_pods = np.zeros(rows, dtype=np.int64)
+        self.changes: list[int] = []  # rows written, in order; positions serve as versions
+
+    @property
+    def size(self) -> int:
+        return self.alloc.shape[0]
+
+    def touch(self, row: int) -> None:
+        self.future[row] = self.idle[row] + self.releasing[row] - self.pipelined[row]
+        self.changes.append(row)
+
+    def charge(self, row: int, req: np.ndarray, used: float, releasing: float, pipelined: float, pods: int) -> None:
+        """Add (or with negative factors, remove) a task's request to a row."""
+        if used:
+            self.used[row] += used * req
+            self.idle[row] -= used * req
+        if releasing:
+            self.releasing[row] += releasing * req
+        if pipelined:
+            self.pipelined[row] += pipelined * req
+        self.pods[row] += pods
+        self.touch(row)
+
+    def changed_since(self, position: int) -> np.ndarray:
+        return np.unique(np.asarray(self.changes[position:], dtype=np.int64))

@@ -1,0 +1,277 @@
+"""The scheduling model: tasks (pods), jobs (PodGroups), nodes and queues.
+
+Hot objects are slotted dataclasses. Everything a pod's placement depends on besides its
+identity (requests, selectors, affinity, tolerations, ports, spread constraints, labels) lives
+in a shared, immutable `PodTemplate`: the pods of one Volcano task share one template, so
+filters and static scores are computed once per template, not once per pod.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class TaskStatus(enum.IntEnum):
+    PENDING = 1
+    ALLOCATED = 2
+    PIPELINED = 3
+    BINDING = 4
+    BOUND = 5
+    RUNNING = 6
+    RELEASING = 7
+    SUCCEEDED = 8
+    FAILED = 9
+    UNKNOWN = 10
+
+
+ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+TERMINATED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+def task_status(phase: str, node_name: str | None, deleting: bool) -> TaskStatus:
+    """Volcano's mapping of a pod's phase, node and deletion mark to a task status."""
+    if phase in ("Running", "Pending") and deleting:
+        return TaskStatus.RELEASING
+    if phase == "Running":
+        return TaskStatus.RUNNING
+    if phase == "Pending":
+        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str | None
+    operator: str  # Equal | Exists
+    value: str | None
+    effect: str | None  # None tolerates every effect
+
+    def tolerates(self, taint: "Taint") -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key is None:  # empty key with Exists matches every taint
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or (self.value or "") == (taint.value or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRequirement:
+    """One matchExpressions entry (operators In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        present = self.key in labels
+        op = self.operator
+        if op == "Exists":
+            return present
+        if op == "DoesNotExist":
+            return not present
+        if op == "In":
+            return present and labels[self.key] in self.values
+        if op == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if not present:
+            return False
+        try:
+            left, right = int(labels[self.key]), int(self.values[0])
+        except ValueError:
+            return False
+        return left > right if op == "Gt" else left < right
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A label selector (matchLabels folded into In requirements). Empty matches everything."""
+
+    requirements: tuple[LabelRequirement, ...]
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    selector: Selector
+    topology_key: str
+    namespaces: tuple[str, ...]  # empty: the pod's own namespace
+    weight: int = 0  # preferred terms only
+
+    def selects(self, namespace: str, labels: dict[str, str], own_namespace: str) -> bool:
+        allowed = self.namespaces or (own_namespace,)
+        return namespace in allowed and self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: Selector
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
+    """What a pod's placement depends on. Shared by identical pods (one Volcano task)."""
+
+    namespace: str
+    resreq: tuple[tuple[str, float], ...]  # containers + sidecars + overhead: what the node is charged
+    init_resreq: tuple[tuple[str, float], ...]  # kube-scheduler's request incl. init containers: what must fit
+    labels: tuple[tuple[str, str], ...]
+    node_selector: tuple[tuple[str, str], ...]
+    required_node_terms: tuple[Selector, ...]  # ORed nodeSelectorTerms
+    preferred_node_terms: tuple[tuple[int, Selector], ...]
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[tuple[str, int, str], ...]  # (protocol, port, hostIP)
+    pod_affinity: tuple[PodAffinityTerm, ...]
+    pod_anti_affinity: tuple[PodAffinityTerm, ...]
+    preferred_pod_affinity: tuple[PodAffinityTerm, ...]
+    preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...]
+    spread: tuple[SpreadConstraint, ...]
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+    @property
+    def has_inter_pod_terms(self) -> bool:
+        return bool(self.pod_affinity or self.pod_anti_affinity or self.spread
+                    or self.preferred_pod_affinity or self.preferred_pod_anti_affinity)
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    uid: str  # "<namespace>/<name>"
+    name: str
+    namespace: str
+    job_uid: str
+    role: str  # the Volcano task name (annotation volcano.sh/task-spec), or "" for a plain pod
+    index: int  # pod index within its task, for task order
+    template: PodTemplate
+    priority: int
+    preemptable: bool
+    preempt_never: bool  # preemptionPolicy: Never
+    scheduler_name: str
+    creation: str
+    status: TaskStatus
+    node: str | None
+    nominated_node: str | None = None
+    critical: bool = False  # system-cluster-critical / system-node-critical
+    annotations: dict[str, str] = field(default_factory=dict)
+    spec_priority: int | None = None  # spec.priority as given; else priority_class decides
+    priority_class: str = ""
+    resreq: np.ndarray | None = None  # dense vectors, set by the cache over its dimensions
+    init_resreq: np.ndarray | None = None
+
+    @property
+    def best_effort(self) -> bool:
+        return not any(v > 0.1 for _, v in self.template.resreq)
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    """A PodGroup and its tasks."""
+
+    uid: str  # "<namespace>/<podgroup>"
+    name: str
+    namespace: str
+    queue: str
+    priority: int
+    min_available: int
+    task_min_available: dict[str, int]
+    min_resources: dict[str, float] | None
+    phase: str  # PodGroup status.phase; "" is Pending
+    creation: str
+    preemptable: bool = False
+    priority_class: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    implicit: bool = False  # made for a plain pod without a PodGroup
+    has_podgroup: bool = True  # False while pods name a PodGroup the cache has not seen
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    counts: dict[TaskStatus, int] = field(default_factory=dict)
+    role_counts: dict[tuple[str, TaskStatus], int] = field(default_factory=dict)
+    best_effort_pending: dict[str, int] = field(default_factory=dict)  # role -> pending tasks without requests
+    allocated: np.ndarray | None = None  # sum of resreq over allocated tasks
+    pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
+    fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(self.counts.get(s, 0) for s in statuses)
+
+    @property
+    def ready_num(self) -> int:
+        return self.count(*READY_STATUSES)
+
+    @property
+    def pending_phase(self) -> bool:
+        return self.phase in ("", "Pending")
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    name: str
+    index: int  # row in the node table
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: dict[str, float]
+    max_pods: int
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks charged to this node
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    weight: int
+    capability: dict[str, float]
+    deserved: dict[str, float]
+    guarantee: dict[str, float]
+    reclaimable: bool
+    priority: int
+    parent: str | None
+    state: str  # Open | Closing | Closed | Unknown
+    creation: str = ""
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == "Open"
+
+
+class FitErrors:
+    """Why a task fits no node: reason -> number of nodes, rendered like kube-scheduler."""
+
+    __slots__ = ("total", "reasons")
+
+    def __init__(self, total: int):
+        self.total = total
+        self.reasons: dict[str, int] = {}
+
+    def add(self, reason: str, count: int) -> None:
+        if count:
+            self.reasons[reason] = self.reasons.get(reason, 0) + count
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"0/{self.total} nodes are unavailable: {parts}." if parts else f"0/{self.total} nodes are available."

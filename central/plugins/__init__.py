@@ -1,0 +1,17 @@
+"""The plugin registry: configuration names to plugin classes."""
+
+from central.framework.plugin import Plugin
+from central.plugins.binpack import Binpack
+from central.plugins.conformance import Conformance
+from central.plugins.drf import Drf
+from central.plugins.gang import Gang
+from central.plugins.nodeorder import NodeOrder
+from central.plugins.overcommit import Overcommit
+from central.plugins.predicates import Predicates
+from central.plugins.priority import Priority
+from central.plugins.proportion import Proportion
+
+PLUGINS: dict[str, type[Plugin]] = {
+    cls.name: cls
+    for cls in (Priority, Gang, Conformance, Drf, Proportion, Overcommit, Predicates, NodeOrder, Binpack)
+}

@@ -1,0 +1,69 @@
+"""drf: dominant resource fairness between jobs.
+
+A job's share is its largest per-resource fraction of the cluster (x/0 counts as 1). Jobs
+with a lower share go first; a preemptor may take a victim only if, afterwards, its share
+stays at or below the victim job's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from central.api.resources import EPSILON
+from central.framework.plugin import Plugin
+from central.model.objects import JobInfo, TaskInfo
+
+SHARE_TOLERANCE = 1e-6
+
+
+def dominant_share(allocated: np.ndarray, total: np.ndarray) -> float:
+    """max over resources of allocated/total, where x/0 is 1 (0/0 is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = np.where(total > EPSILON, allocated / np.where(total > EPSILON, total, 1), (allocated > EPSILON) * 1.0)
+    return float(shares.max()) if len(shares) else 0.0
+
+
+class Drf(Plugin):
+    name = "drf"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.total = session.total
+        # Volcano's drf counts every task charged in the session, pipelined ones included.
+        self.allocated = {uid: job.allocated.copy() for uid, job in session.jobs.items()}
+        self.shares = {uid: dominant_share(vec, self.total) for uid, vec in self.allocated.items()}
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)
+        return -1 if ls < rs else (1 if ls > rs else 0)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        mine = self.allocated[preemptor.job_uid] + preemptor.resreq
+        my_share = dominant_share(mine, self.total)
+        victims = []
+        freed: dict[str, np.ndarray] = {}
+        for task in candidates:
+            if task.job_uid == preemptor.job_uid:
+                continue
+            left = freed.get(task.job_uid, self.allocated.get(task.job_uid))
+            if left is None:
+                continue
+            left = left - task.resreq
+            if my_share <= dominant_share(left, self.total) + SHARE_TOLERANCE:
+                freed[task.job_uid] = left
+                victims.append(task)
+        return victims
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._charge(task, +1)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._charge(task, -1)
+
+    def _charge(self, task: TaskInfo, sign: int) -> None:
+        vec = self.allocated.get(task.job_uid)
+        if vec is not None:
+            vec += sign * task.resreq
+            self.shares[task.job_uid] = dominant_share(vec, self.total)
+
+

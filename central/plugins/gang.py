@@ -1,0 +1,125 @@
+"""gang: a job runs only when at least minAvailable of its tasks can (all-or-nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.model.objects import READY_STATUSES, JobInfo, TaskInfo, TaskStatus
+
+VALID_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
+                  TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
+
+
+def _role_count(job: JobInfo, role: str, statuses: tuple[TaskStatus, ...] | frozenset[TaskStatus]) -> int:
+    return sum(job.role_counts.get((role, s), 0) for s in statuses)
+
+
+def roles_ready(job: JobInfo, pipelined: bool = False) -> bool:
+    """Volcano's CheckTaskReady/CheckTaskPipelined: every role reaches its minTaskMember."""
+    if not job.task_min_available or job.min_available < sum(job.task_min_available.values()):
+        return True
+    statuses = (*READY_STATUSES, TaskStatus.PIPELINED) if pipelined else tuple(READY_STATUSES)
+    for role, minimum in job.task_min_available.items():
+        if _role_count(job, role, statuses) + job.best_effort_pending.get(role, 0) < minimum:
+            return False
+    return True
+
+
+def job_ready(job: JobInfo) -> bool:
+    best_effort = sum(job.best_effort_pending.values())
+    return roles_ready(job) and job.ready_num + best_effort >= job.min_available
+
+
+class Gang(Plugin):
+    name = "gang"
+
+    def job_valid(self, job: JobInfo) -> str | None:
+        for role, minimum in job.task_min_available.items():
+            if _role_count(job, role, VALID_STATUSES) < minimum:
+                return f"NotEnoughPodsOfTask: not enough valid pods of task {role!r} for gang-scheduling"
+        valid = job.count(*VALID_STATUSES)
+        if valid < job.min_available:
+            return f"NotEnoughTasks: not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
+        return None
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return job_ready(job)
+
+    def job_pipelined(self, job: JobInfo) -> int:
+        occupied = job.ready_num + job.count(TaskStatus.PIPELINED)
+        return PERMIT if roles_ready(job, pipelined=True) and occupied >= job.min_available else REJECT
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return job.ready_num + job.count(TaskStatus.PIPELINED) < job.min_available
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        left_ready, right_ready = job_ready(left), job_ready(right)
+        if left_ready == right_ready:
+            return 0
+        return 1 if left_ready else -1
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        return self._keep_gangs(candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        return self._keep_gangs(candidates)
+
+    def _keep_gangs(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """A victim is allowed while its job keeps more than minAvailable ready tasks."""
+        jobs = self.session.jobs
+        spare: dict[str, int] = {}
+        victims = []
+        for task in candidates:
+            job = jobs.get(task.job_uid)
+            if job is None:
+                continue
+            left = spare.setdefault(job.uid, job.ready_num - job.min_available)
+            if left > 0 or job.min_available == 0:
+                spare[job.uid] = left - 1
+                victims.append(task)
+        return victims
+
+    def on_session_close(self) -> None:
+        ssn = self.session
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if job_ready(job):
+                ssn.job_conditions[job.uid] = _condition(ssn, "Scheduled", "tasks in gang are ready to be scheduled", "")
+                continue
+            schedulable = job.ready_num + sum(
+                1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and ssn.last_transaction.get(t.uid))
+            message = f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(ssn, job)}"
+            ssn.job_conditions[job.uid] = _condition(ssn, "Unschedulable", "NotEnoughResources", message)
+
+
+def fit_error(ssn: Any, job: JobInfo) -> str:
+    """Volcano's JobInfo.FitError, followed by the distinct node-level reasons."""
+    histogram = {status.name.capitalize(): n for status, n in job.counts.items() if n}
+    histogram["minAvailable"] = job.min_available
+    text = "pod group is not ready, " + _histogram(histogram)
+    if job.uid in ssn.job_notes:
+        text += f"; {ssn.job_notes[job.uid]}"
+    pending: dict[str, int] = {}
+    for task in job.tasks.values():
+        if task.status == TaskStatus.PENDING:
+            reason = "Unschedulable" if task.uid in job.fit_errors else (
+                "Schedulable" if ssn.last_transaction.get(task.uid) else "Undetermined")
+            pending[reason] = pending.get(reason, 0) + 1
+    if pending:
+        text += "; Pending: " + _histogram(pending)
+    node_reasons = sorted({str(e) for e in job.fit_errors.values()})
+    if node_reasons:
+        text += ". " + " ".join(node_reasons)
+    return text
+
+
+def _histogram(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _condition(ssn: Any, kind: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message,
+            "lastTransitionTime": ssn.now}
+

@@ -1,0 +1,143 @@
+"""nodeorder: kube-scheduler's scores, each 0..100, summed with Volcano's weights.
+
+Arguments (default weight): leastrequested.weight (1), mostrequested.weight (0),
+balancedresource.weight (1), nodeaffinity.weight (2), podaffinity.weight (2),
+tainttoleration.weight (3), imagelocality.weight (1, no image data here so it adds nothing),
+podtopologyspread.weight (2). As in Volcano, node affinity is not normalised (its score is
+the sum of matching preferred weights); pod affinity, taint toleration and topology spread
+are normalised over the candidate nodes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from central.api.resources import EPSILON
+from central.framework.plugin import Plugin
+from central.model.objects import PodTemplate, TaskInfo
+from central.plugins.nodeindex import NodeIndex, domain_counts, placed_tasks, term_rows, untolerated
+
+MAX_SCORE = 100
+WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,
+           "podaffinity": 2, "tainttoleration": 3, "imagelocality": 1, "podtopologyspread": 2}
+BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
+
+
+def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
+    table = ssn.cache.table
+    requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
+    return requested, table.alloc[rows][:, cols]
+
+
+def least_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where((alloc > 0) & (requested <= alloc), np.floor((alloc - requested) * MAX_SCORE / alloc), 0)
+    return np.floor(per.sum(axis=1) / per.shape[1])
+
+
+def most_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(alloc > 0, np.floor(np.minimum(requested, alloc) * MAX_SCORE / alloc), 0)
+    return np.floor(per.sum(axis=1) / per.shape[1])
+
+
+def balanced(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    """(1 - standard deviation of the requested fractions) x 100, over resources the node has."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(alloc > 0, np.minimum(requested / alloc, 1.0), np.nan)
+    counted = (~np.isnan(frac)).sum(axis=1)
+    mean = np.nanmean(np.where(counted[:, None] > 0, frac, 0), axis=1)
+    var = np.nansum((frac - mean[:, None]) ** 2, axis=1) / np.maximum(counted, 1)
+    std = np.where(counted == 2, np.nansum(np.abs(frac - mean[:, None]), axis=1) / 2, np.sqrt(var))
+    return np.floor((1 - std) * MAX_SCORE)
+
+
+def normalise(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """kube's DefaultNormalizeScore: scale to 0..100 by the maximum (reversed: fewer is better)."""
+    top = raw.max() if len(raw) else 0
+    if top <= 0:
+        return np.full(len(raw), float(MAX_SCORE) if reverse else 0.0)
+    scaled = np.floor(raw * MAX_SCORE / top)
+    return MAX_SCORE - scaled if reverse else scaled
+
+
+class NodeOrder(Plugin):
+    name = "nodeorder"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.weights = {k: self.argument(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
+        self.index = NodeIndex(session.nodes)
+        self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
+        self._cols: dict[int, list[int]] = {}
+
+    def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        w = self.weights
+        score = np.zeros(len(rows))
+        if w["leastrequested"] or w["mostrequested"]:
+            requested, alloc = requested_fraction(self.session, task, rows, [0, 1])
+            if w["leastrequested"]:
+                score += w["leastrequested"] * least_requested(requested, alloc)
+            if w["mostrequested"]:
+                score += w["mostrequested"] * most_requested(requested, alloc)
+        if w["balancedresource"]:
+            requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
+            score += w["balancedresource"] * balanced(requested, alloc)
+        affinity, taints = self._static_scores(task.template)
+        if w["nodeaffinity"]:
+            score += w["nodeaffinity"] * affinity[rows]
+        if w["tainttoleration"]:
+            score += w["tainttoleration"] * normalise(taints[rows], reverse=True)
+        template = task.template
+        if w["podaffinity"] and (template.preferred_pod_affinity or template.preferred_pod_anti_affinity):
+            score += w["podaffinity"] * self._pod_affinity(template, rows)
+        if w["podtopologyspread"] and any(c.when_unsatisfiable == "ScheduleAnyway" for c in template.spread):
+            score += w["podtopologyspread"] * self._spread(template, rows)
+        return score
+
+    def _balanced_cols(self, task: TaskInfo) -> list[int]:
+        cols = self._cols.get(id(task.resreq))
+        if cols is None:
+            index = self.session.dims.index
+            cols = [index[r] for r in BALANCED_RESOURCES if r in index and (r in ("cpu", "memory") or task.resreq[index[r]] > EPSILON)]
+            self._cols[id(task.resreq)] = cols
+        return cols
+
+    def _static_scores(self, template: PodTemplate) -> tuple[np.ndarray, np.ndarray]:
+        cached = self._static.get(template)
+        if cached is None:
+            idx = self.index
+            affinity = np.zeros(idx.n)
+            for weight, term in template.preferred_node_terms:
+                affinity += weight * idx.matches(term)
+            tolerations = template.tolerations
+            taints = idx.per_taint_group(lambda t: untolerated(t, tolerations, ("PreferNoSchedule",))).astype(float)
+            cached = self._static[template] = (affinity, taints)
+        return cached
+
+    def _pod_affinity(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
+        raw = np.zeros(len(rows))
+        nodes, ns = self.session.nodes, template.namespace
+        for sign, terms in ((1, template.preferred_pod_affinity), (-1, template.preferred_pod_anti_affinity)):
+            for term in terms:
+                counts = domain_counts(self.index, term.topology_key, term_rows(nodes, term, ns))
+                values = self.index.label(term.topology_key)[rows]
+                raw += sign * term.weight * np.fromiter((counts.get(v, 0) for v in values), float, len(rows))
+        low, high = (raw.min(), raw.max()) if len(raw) else (0, 0)
+        return np.floor((raw - low) * MAX_SCORE / (high - low)) if high > low else np.zeros(len(rows))
+
+    def _spread(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
+        raw = np.zeros(len(rows))
+        nodes, ns = self.session.nodes, template.namespace
+        for c in template.spread:
+            if c.when_unsatisfiable != "ScheduleAnyway":
+                continue
+            matching = [row for row, t in placed_tasks(nodes) if t.namespace == ns and c.selector.matches(t.template.label_map)]
+            counts = domain_counts(self.index, c.topology_key, matching)
+            values = self.index.label(c.topology_key)[rows]
+            weight = math.log(len({v for v in values if v is not None}) + 2)
+            raw += weight * np.fromiter((counts.get(v, 0) for v in values), float, len(rows))
+        return normalise(raw, reverse=True)

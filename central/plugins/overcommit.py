@@ -1,0 +1,50 @@
+"""overcommit: admit jobs (enqueue) while the cluster, inflated by a factor, has room.
+
+idle = total x overcommit-factor - used; a job is admitted when the minResources of every
+admitted-but-not-running job plus its own fit that idle on the dimensions it asks for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from central.api.resources import less_equal_on
+from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.model.objects import JobInfo
+from central.plugins.proportion import job_min_resources
+
+DEFAULT_FACTOR = 1.2
+
+
+class Overcommit(Plugin):
+    name = "overcommit"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        factor = self.argument("overcommit-factor", DEFAULT_FACTOR)
+        if factor < 1.0:  # as Volcano: a factor below 1 falls back to the default
+            factor = DEFAULT_FACTOR
+        used = session.cache.table.used[: len(session.nodes)].sum(axis=0)
+        self.idle = session.total * factor - used
+        self.inqueue = session.dims.zeros()
+        for job in session.jobs.values():
+            if job.min_resources is None:
+                continue
+            min_res = job_min_resources(session, job)
+            if job.phase == "Inqueue":
+                self.inqueue += min_res
+            elif job.phase == "Running" and job.ready_num >= job.min_available:
+                self.inqueue += np.maximum(min_res - job.allocated, 0)
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        if job.min_resources is None:
+            return PERMIT
+        min_res = job_min_resources(self.session, job)
+        if less_equal_on(self.inqueue + min_res, self.idle, min_res):
+            return PERMIT
+        self.session.job_notes[job.uid] = "resource in cluster is overused"
+        return REJECT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        if job.min_resources is not None:
+            self.inqueue += job_min_resources(self.session, job)

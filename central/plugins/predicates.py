@@ -1,0 +1,148 @@
+"""predicates: kube-scheduler's filters, vectorised over node rows.
+
+Static filters depend only on the pod template and the nodes (unschedulable, node selector
+and required node affinity, taints), so they are computed once per template per session.
+Dynamic ones (host ports, required inter-pod affinity and anti-affinity, topology spread with
+DoNotSchedule) depend on where pods are placed and run only for templates that use them.
+Arguments: `predicate.<Name>Enable` for NodeAffinity, NodePorts, TaintToleration,
+PodAffinity, PodTopologySpread (all true).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from central.framework.plugin import Plugin
+from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
+from central.plugins.nodeindex import (
+    UNSCHEDULABLE_TAINT,
+    NodeIndex,
+    domain_counts,
+    placed_tasks,
+    term_rows,
+    untolerated,
+)
+
+Check = tuple[np.ndarray, str]
+
+
+def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
+    ok = np.ones(index.n, dtype=bool)
+    for key, value in template.node_selector:
+        ok &= index.label(key) == value
+    if template.required_node_terms:
+        any_term = np.zeros(index.n, dtype=bool)
+        for term in template.required_node_terms:
+            if term.requirements:  # an empty term matches nothing
+                any_term |= index.matches(term)
+        ok &= any_term
+    return ok
+
+
+class Predicates(Plugin):
+    name = "predicates"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.index = NodeIndex(session.nodes)
+        self.enabled = {name: self.argument(f"predicate.{name}Enable", True, bool)
+                        for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
+        self._static: dict[PodTemplate, list[Check]] = {}
+        # Placed pods with required anti-affinity: every incoming pod is checked against them.
+        self.anti_holders = {t.uid: t for t in session.cache.tasks.values()
+                             if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        if task.template.pod_anti_affinity and task.node:
+            self.anti_holders[task.uid] = task
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        if task.uid in self.anti_holders and (task.node is None or task.status == TaskStatus.PENDING):
+            del self.anti_holders[task.uid]
+
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
+        template = task.template
+        checks = [(mask[rows], reason) for mask, reason in self._static_checks(template)]
+        if template.host_ports and self.enabled["NodePorts"]:
+            checks.append((self._ports_free(template, rows), "node(s) didn't have free ports for the requested pod ports"))
+        if self.enabled["PodAffinity"] and (template.pod_affinity or template.pod_anti_affinity or self.anti_holders):
+            checks.extend(self._inter_pod(template, rows))
+        if template.spread and self.enabled["PodTopologySpread"]:
+            checks.append((self._spread_ok(template, rows), "node(s) didn't match pod topology spread constraints"))
+        return checks
+
+    def _static_checks(self, template: PodTemplate) -> list[Check]:
+        checks = self._static.get(template)
+        if checks is None:
+            idx = self.index
+            tolerations = template.tolerations
+            unsched = idx.unschedulable & ~np.full(idx.n, any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations))
+            checks = [(~unsched, "node(s) were unschedulable")]
+            if self.enabled["NodeAffinity"]:
+                checks.append((node_affinity_mask(idx, template), "node(s) didn't match Pod's node affinity/selector"))
+            if self.enabled["TaintToleration"]:
+                bad = idx.per_taint_group(lambda taints: untolerated(taints, tolerations, ("NoSchedule", "NoExecute")))
+                checks.append((bad == 0, "node(s) had untolerated taint"))
+            self._static[template] = checks
+        return checks
+
+    def _ports_free(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
+        wanted = template.host_ports
+        busy = set()
+        for row, task in placed_tasks(self.session.nodes):
+            for proto, port, ip in task.template.host_ports:
+                if any(p == proto and q == port and (i == ip or "0.0.0.0" in (i, ip)) for p, q, i in wanted):
+                    busy.add(row)
+        return np.fromiter((r not in busy for r in rows), bool, len(rows))
+
+    def _inter_pod(self, template: PodTemplate, rows: np.ndarray) -> list[Check]:
+        idx, nodes, ns = self.index, self.session.nodes, template.namespace
+        checks = []
+        labels = template.label_map
+        for term in template.pod_affinity:
+            matching = term_rows(nodes, term, ns)
+            if not matching and term.selects(ns, labels, ns):
+                continue  # the first pod of a group that selects itself may go anywhere
+            domains = set(domain_counts(idx, term.topology_key, matching))
+            checks.append((_in_domains(idx, term.topology_key, domains, rows), "node(s) didn't match pod affinity rules"))
+        for term in template.pod_anti_affinity:
+            domains = set(domain_counts(idx, term.topology_key, term_rows(nodes, term, ns)))
+            checks.append((~_in_domains(idx, term.topology_key, domains, rows), "node(s) didn't match pod anti-affinity rules"))
+        # Existing pods' anti-affinity toward this pod (symmetry).
+        blocked = np.zeros(len(rows), dtype=bool)
+        for task in self.anti_holders.values():
+            row = self.session.cache.nodes[task.node].index
+            for term in task.template.pod_anti_affinity:
+                if term.selects(ns, labels, task.namespace):
+                    value = idx.label(term.topology_key)[row]
+                    if value is not None:
+                        blocked |= idx.label(term.topology_key)[rows] == value
+        if blocked.any():
+            checks.append((~blocked, "node(s) didn't satisfy existing pods anti-affinity rules"))
+        return checks
+
+    def _spread_ok(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
+        idx, nodes, ns = self.index, self.session.nodes, template.namespace
+        ok = np.ones(len(rows), dtype=bool)
+        eligible = node_affinity_mask(idx, template)
+        for c in template.spread:
+            if c.when_unsatisfiable != "DoNotSchedule":
+                continue
+            values = idx.label(c.topology_key)
+            matching = [row for row, task in placed_tasks(nodes)
+                        if task.namespace == ns and c.selector.matches(task.template.label_map)]
+            counts = domain_counts(idx, c.topology_key, matching)
+            domains = {v for v, e in zip(values, eligible) if e and v is not None}
+            minimum = min((counts.get(d, 0) for d in domains), default=0)
+            self_match = 1 if c.selector.matches(template.label_map) else 0
+            row_values = values[rows]
+            skew_ok = np.fromiter(
+                (v is not None and counts.get(v, 0) + self_match - minimum <= c.max_skew for v in row_values),
+                bool, len(rows))
+            ok &= skew_ok
+        return ok
+
+
+def _in_domains(idx: NodeIndex, key: str, domains: set, rows: np.ndarray) -> np.ndarray:
+    values = idx.label(key)[rows]
+    return np.fromiter((v in domains for v in values), bool, len(rows))

@@ -1,0 +1,160 @@
+"""proportion: weighted fair share of the cluster between queues.
+
+Each queue's `deserved` share is water-filled: every round splits what remains by weight
+among the queues not yet satisfied, capping each at its real capability and its request and
+raising it to its guarantee, until nothing remains or nothing moves. A queue may allocate up
+to its deserved share (on the dimensions a task asks for), is overused once its allocation
+reaches it, and admits a job (enqueue) only while allocation + inqueue + the job's
+minResources - elastic stays within its real capability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from central.api.resources import EPSILON, less_equal, less_equal_on
+from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.plugins.drf import dominant_share
+
+
+@dataclass
+class QueueAttr:
+    weight: int
+    guarantee: np.ndarray
+    capability: np.ndarray  # inf where unset
+    real_capability: np.ndarray
+    allocated: np.ndarray
+    request: np.ndarray
+    inqueue: np.ndarray
+    elastic: np.ndarray
+    deserved: np.ndarray
+    share: float = 0.0
+
+
+def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
+    return ssn.dims.vector(job.min_resources or {})
+
+
+def queue_usage(ssn, queue_names: set[str]) -> dict[str, QueueAttr]:
+    """Allocated, requested, inqueue and elastic resources of the queues that have jobs."""
+    dims, total = ssn.dims, ssn.total
+    total_guarantee = dims.zeros()
+    for queue in ssn.queues.values():
+        total_guarantee += dims.vector(queue.guarantee)
+    attrs: dict[str, QueueAttr] = {}
+    for name in sorted(queue_names):
+        queue = ssn.queues[name]
+        guarantee = dims.vector(queue.guarantee)
+        capability = dims.vector(queue.capability, missing=np.inf)
+        real = np.minimum(np.maximum(total - total_guarantee, 0) + guarantee, capability)
+        attrs[name] = QueueAttr(queue.weight, guarantee, capability, real, dims.zeros(), dims.zeros(),
+                                dims.zeros(), dims.zeros(), dims.zeros())
+    for job in ssn.jobs.values():
+        attr = attrs.get(job.queue)
+        if attr is None:
+            continue
+        attr.allocated += job.allocated
+        attr.request += job.allocated + job.pending_request
+        min_res = job_min_resources(ssn, job)
+        if job.phase == "Inqueue":
+            attr.inqueue += min_res
+        elif job.phase == "Running" and job.min_resources is not None and job.ready_num >= job.min_available:
+            attr.inqueue += np.maximum(min_res - job.allocated, 0)
+        attr.elastic += np.maximum(job.allocated - min_res, 0)
+    return attrs
+
+
+def water_fill(attrs: dict[str, QueueAttr], total: np.ndarray) -> None:
+    remaining = total.copy()
+    met: set[str] = set()
+    while True:
+        weight = sum(a.weight for n, a in attrs.items() if n not in met)
+        if weight == 0:
+            return
+        before = remaining.copy()
+        increased, decreased = np.zeros_like(total), np.zeros_like(total)
+        for name, attr in attrs.items():
+            if name in met:
+                continue
+            old = attr.deserved.copy()
+            deserved = attr.deserved + remaining * (attr.weight / weight)
+            deserved = np.minimum(deserved, attr.real_capability)
+            deserved = np.minimum(deserved, attr.request)
+            attr.deserved = np.maximum(deserved, attr.guarantee)
+            if less_equal(attr.request, attr.deserved) or np.all(np.abs(attr.deserved - old) < EPSILON):
+                met.add(name)
+            diff = attr.deserved - old
+            increased += np.maximum(diff, 0)
+            decreased += np.maximum(-diff, 0)
+        remaining = remaining - increased + decreased
+        if np.all(remaining < EPSILON) or np.array_equal(remaining, before):
+            return
+
+
+class Proportion(Plugin):
+    name = "proportion"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.attrs = queue_usage(session, {job.queue for job in session.jobs.values()})
+        water_fill(self.attrs, session.total)
+        for attr in self.attrs.values():
+            attr.share = dominant_share(attr.allocated, attr.deserved)
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        ls, rs = self._share(left.name), self._share(right.name)
+        return -1 if ls < rs else (1 if ls > rs else 0)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        attr = self.attrs.get(queue.name)
+        return attr is not None and less_equal(attr.deserved, attr.allocated)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        attr = self.attrs.get(queue.name)
+        if not queue.is_open or attr is None:
+            return False
+        return less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        attr = self.attrs.get(queue.name)
+        return attr is not None and less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        queue = self.session.queues[job.queue]
+        attr = self.attrs[job.queue]
+        if not queue.is_open:
+            self.session.job_notes[job.uid] = f"queue {queue.name} is {queue.state}"
+            return REJECT
+        if job.min_resources is None:
+            return PERMIT
+        min_res = job_min_resources(self.session, job)
+        future = min_res + attr.allocated + attr.inqueue - attr.elastic
+        if less_equal_on(future, attr.real_capability, future):
+            attr.inqueue += min_res
+            return PERMIT
+        self.session.job_notes[job.uid] = f"queue {queue.name} resource quota insufficient"
+        return REJECT
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._charge(task, +1)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._charge(task, -1)
+
+    def _charge(self, task: TaskInfo, sign: int) -> None:
+        job = self.session.jobs.get(task.job_uid)
+        attr = self.attrs.get(job.queue) if job is not None else None
+        if attr is not None:
+            attr.allocated += sign * task.resreq
+            attr.share = dominant_share(attr.allocated, attr.deserved)
+
+    def _share(self, queue: str) -> float:
+        attr = self.attrs.get(queue)
+        return attr.share if attr is not None else 0.0
+
+

@@ -1,0 +1,26 @@
+"""One scheduling cycle: open a session, run the configured actions, close, hand over."""
+
+from __future__ import annotations
+
+from central.actions import ACTIONS
+from central.framework.conf import SchedulerConf
+from central.framework.session import CycleResult, Session
+from central.model.cache import ClusterCache
+from central.model.sink import ClusterSink
+
+
+def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None = None, now: str = "") -> CycleResult:
+    ssn = Session(cache, conf, now)
+    for name in conf.actions:
+        ACTIONS[name](ssn)
+    result = ssn.close()
+    if sink is not None:
+        for pod, reason in result.evictions.items():
+            sink.evict(pod, reason)
+        for pod, node in result.binds.items():
+            sink.bind(pod, node)
+        for podgroup in sorted(result.changed_podgroups):
+            sink.update_podgroup_status(podgroup, result.podgroups[podgroup])
+        for queue, status in result.queues.items():
+            sink.update_queue_status(queue, status)
+    return result

@@ -1,0 +1,57 @@
+"""`caldera simulate`: what the scheduler would do with a cluster, without a cluster.
+
+    caldera simulate --manifests PATH [--manifests PATH ...] [--config FILE] [--cycles N]
+                     [--output json|table]
+
+Without --manifests it runs on the example cluster shipped with Caldera.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from central.errors import InputError
+from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.model.cache import ClusterCache
+from central.model.queuetree import check_queues
+from central.sim.manifests import load_into, read_manifests, sources_of
+from central.sim.report import render_table
+from central.sim.simulate import simulate
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "team-cluster"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--manifests", action="append", metavar="PATH",
+                        help="a multi-document YAML file or a directory of them (repeatable); "
+                             "default: the shipped example cluster")
+    parser.add_argument("--config", metavar="FILE", help="volcano-scheduler.conf (default: Volcano's default)")
+    parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
+    parser.add_argument("--output", choices=("json", "table"), default="table")
+    parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.cycles < 1:
+        raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
+    conf = load_config(_read(args.config), args.config) if args.config else load_config(DEFAULT_CONF_YAML, "default configuration")
+    paths = args.manifests or [str(EXAMPLE)]
+    manifests = read_manifests(paths)
+    cache = ClusterCache(scheduler_name=args.scheduler_name)
+    load_into(cache, manifests)
+    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
+    result = simulate(cache, conf, args.cycles)
+    if args.output == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_table(result, cache, paths, manifests.skipped))
+    return 0
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise InputError(path, f"cannot read: {err.strerror}") from None

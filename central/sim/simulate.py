@@ -1,0 +1,60 @@
+"""Dry-run scheduling cycles over a cache, as `caldera simulate` does.
+
+Between cycles the simulated cluster moves on: bound pods start Running on their node and
+evicted pods are gone. PodGroup statuses written by a cycle are what the next one sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from central.framework.conf import SchedulerConf
+from central.model.cache import ClusterCache
+from central.model.objects import TaskStatus
+from central.scheduler.cycle import run_cycle
+
+
+@dataclass
+class SimulationResult:
+    binds: dict[str, str] = field(default_factory=dict)
+    evictions: list[str] = field(default_factory=list)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending: dict[str, str] = field(default_factory=dict)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cycles: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "binds": dict(sorted(self.binds.items())),
+            "evictions": sorted(self.evictions),
+            "pipelined": dict(sorted(self.pipelined.items())),
+            "podgroups": {k: {"phase": v["phase"], "conditions": v["conditions"]} for k, v in sorted(self.podgroups.items())},
+            "pending": dict(sorted(self.pending.items())),
+            "queues": dict(sorted(self.queues.items())),
+            "cycles": self.cycles,
+        }
+
+
+def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1) -> SimulationResult:
+    out = SimulationResult(cycles=cycles)
+    for cycle in range(1, cycles + 1):
+        result = run_cycle(cache, conf, now=f"cycle-{cycle}")
+        out.binds.update(result.binds)
+        out.evictions.extend(result.evictions)
+        out.podgroups.update(result.podgroups)
+        out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
+        _advance(cache, result.binds, result.evictions)
+    return out
+
+
+def _advance(cache: ClusterCache, binds: dict[str, str], evictions: dict[str, str]) -> None:
+    """The cluster between two cycles: binds start running, evicted pods terminate."""
+    for pod, node in binds.items():
+        task = cache.tasks.get(pod)
+        if task is not None:
+            cache.set_status(task, TaskStatus.RUNNING, node)
+    for pod in evictions:
+        namespace, name = pod.split("/", 1)
+        cache.delete("Pod", namespace, name)

@@ -1,0 +1,112 @@
+"""Scenario tests kept as data, in the style of Volcano's TestCommonStruct.
+
+A scenario file holds a list of cases. Each case has a cluster, either as full Kubernetes
+objects (`objects:`) or in a shorthand that expands to them:
+
+    nodes:     {n1: {cpu: 4, memory: 8Gi, labels: {...}, taints: [...], unschedulable: true}}
+    queues:    {q1: {weight: 2, capability: {cpu: 4}}}        # a Queue's spec (+ state:)
+    podgroups: {ns/pg: {minMember: 2, queue: q1, phase: Inqueue, ...}}  # spec (+ phase:)
+    pods:      {ns/p: {group: pg, cpu: 1, memory: 1Gi, node: n1, phase: Running, priority: 10,
+                       spec: {...extra pod spec...}, annotations: {...}, labels: {...}}}
+
+an optional `config:` (volcano-scheduler.conf text; default: Volcano's default), `cycles:`,
+and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
+map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
+`conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.model.cache import ClusterCache
+from central.sim.manifests import Manifests, load_into
+from central.sim.simulate import SimulationResult, simulate
+
+RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "volcano.sh/gpu-memory", "example.com/fpga")
+
+
+def load_cases(path: Path) -> list[dict[str, Any]]:
+    return yaml.safe_load(path.read_text())
+
+
+def objects_of(case: dict[str, Any]) -> list[dict[str, Any]]:
+    objs = list(case.get("objects") or [])
+    for name, spec in (case.get("nodes") or {}).items():
+        spec = dict(spec)
+        alloc = {k: str(spec.pop(k)) for k in RESOURCE_KEYS if k in spec}
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": spec.pop("labels", {})},
+                "spec": {k: spec.pop(k) for k in ("taints", "unschedulable") if k in spec},
+                "status": {"allocatable": alloc}}
+        assert not spec, f"unknown node shorthand keys {list(spec)}"
+        objs.append(node)
+    for name, spec in (case.get("queues") or {}).items():
+        spec = dict(spec)
+        state = spec.pop("state", None)
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                     "spec": spec, **({"status": {"state": state}} if state else {})})
+    for key, spec in (case.get("podgroups") or {}).items():
+        ns, name = key.split("/")
+        spec = dict(spec)
+        phase = spec.pop("phase", "Pending")
+        annotations = spec.pop("annotations", {})
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+                     "spec": spec, "status": {"phase": phase}})
+    for i, (key, spec) in enumerate((case.get("pods") or {}).items()):
+        objs.append(_pod(key, dict(spec), i))
+    return objs
+
+
+def _pod(key: str, spec: dict[str, Any], order: int) -> dict[str, Any]:
+    ns, name = key.split("/")
+    annotations = dict(spec.pop("annotations", {}))
+    if "group" in spec:
+        annotations["scheduling.k8s.io/group-name"] = spec.pop("group")
+    if "role" in spec:
+        annotations["volcano.sh/task-spec"] = spec.pop("role")
+    requests = {k: str(spec.pop(k)) for k in RESOURCE_KEYS if k in spec}
+    pod_spec = {"schedulerName": spec.pop("schedulerName", "volcano"),
+                "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}],
+                **spec.pop("spec", {})}
+    if "node" in spec:
+        pod_spec["nodeName"] = spec.pop("node")
+    if "priority" in spec:
+        pod_spec["priority"] = spec.pop("priority")
+    meta = {"name": name, "namespace": ns, "annotations": annotations, "labels": spec.pop("labels", {}),
+            "creationTimestamp": spec.pop("created", f"2026-01-01T00:00:{order:02d}Z")}
+    if spec.pop("deleting", False):
+        meta["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+    phase = spec.pop("phase", "Running" if "nodeName" in pod_spec else "Pending")
+    assert not spec, f"unknown pod shorthand keys {list(spec)}"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec, "status": {"phase": phase}}
+
+
+def run_case(case: dict[str, Any]) -> tuple[SimulationResult, ClusterCache]:
+    conf = load_config(case.get("config") or DEFAULT_CONF_YAML, "scenario config")
+    cache = ClusterCache()
+    load_into(cache, Manifests(objects=[("scenario", o) for o in objects_of(case)]))
+    return simulate(cache, conf, case.get("cycles", 1)), cache
+
+
+def check(case: dict[str, Any], result: SimulationResult) -> None:
+    expect = case.get("expect") or {}
+    if "binds" in expect:
+        assert result.binds == (expect["binds"] or {})
+    if "bound_count" in expect:
+        assert len(result.binds) == expect["bound_count"]
+    if "evictions" in expect:
+        assert sorted(result.evictions) == sorted(expect["evictions"] or [])
+    if "pipelined" in expect:
+        assert result.pipelined == (expect["pipelined"] or {})
+    for pg, phase in (expect.get("phases") or {}).items():
+        assert result.podgroups[pg]["phase"] == phase, f"{pg}: {result.podgroups[pg]}"
+    for pod, text in (expect.get("pending") or {}).items():
+        assert text in result.pending.get(pod, ""), f"{pod}: {result.pending.get(pod)!r}"
+    for pg, text in (expect.get("conditions") or {}).items():
+        messages = [c.get("message", "") for c in result.podgroups[pg]["conditions"] if c["type"] == "Unschedulable"]
+        assert any(text in m for m in messages), f"{pg}: {messages}"
