@@ -36,13 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from central.framework.conf import DEFAULT_CONF, load_config
+    from central.framework.conf import DEFAULT_CONF_YAML, load_config
     from central.model.cache import ClusterCache
     from central.scheduler.cycle import run_cycle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
-    config = ConfigFile(args.config, load_config, DEFAULT_CONF)
+    config = ConfigFile(args.config, load_config, load_config(DEFAULT_CONF_YAML, "built-in default"))
     elector = None
     if args.leader_elect:
         identity = f"{socket.gethostname()}_{os.getpid()}"
