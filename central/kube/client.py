@@ -80,8 +80,10 @@ class KubeClient:
         self.limiter = RateLimiter(qps, burst)
 
     @classmethod
-    def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100) -> "KubeClient":
-        """From `kubeconfig` if given, else in-cluster, else ~/.kube/config."""
+    def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100,
+                host: str | None = None) -> "KubeClient":
+        """From `kubeconfig` if given, else in-cluster, else ~/.kube/config; `host` overrides
+        the server address (vcctl's --master)."""
         configuration = client.Configuration()
         if kubeconfig:
             config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
@@ -90,6 +92,14 @@ class KubeClient:
                 config.load_incluster_config(client_configuration=configuration)
             except config.ConfigException:
                 config.load_kube_config(client_configuration=configuration)
+        if host:
+            configuration.host = host
+            refresh = configuration.refresh_api_key_hook  # re-applies the kubeconfig's server
+            if refresh is not None:
+                def keep_host(conf: client.Configuration) -> None:
+                    refresh(conf)
+                    conf.host = host
+                configuration.refresh_api_key_hook = keep_host
         configuration.connection_pool_maxsize = 32
         return cls(client.ApiClient(configuration), qps, burst)
 

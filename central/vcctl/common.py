@@ -34,10 +34,7 @@ def add_output(parser: argparse.ArgumentParser) -> None:
 def connect(args: argparse.Namespace) -> Any:
     from central.kube.client import KubeClient
 
-    client = KubeClient.connect(args.kubeconfig)
-    if args.master:
-        client.api.configuration.host = args.master
-    return client
+    return KubeClient.connect(args.kubeconfig, host=args.master)
 
 
 def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:

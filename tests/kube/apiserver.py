@@ -50,6 +50,10 @@ RESOURCES: dict[str, tuple[str, str, bool, bool]] = {
     "commands": ("bus.volcano.sh/v1alpha1", "Command", True, False),
 }
 
+# (API group, plural in the URL) -> resource name above; vcjobs and batch/v1 jobs share a plural
+ROUTES = {(av.rpartition("/")[0], {"vcjobs": "jobs"}.get(name, name)): name
+          for name, (av, _, _, _) in RESOURCES.items()}
+
 
 class ApiError(Exception):
     def __init__(self, code: int, reason: str, message: str):
@@ -313,12 +317,13 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         parts = [p for p in url.path.split("/") if p]
+        group = "" if parts[:1] == ["api"] else parts[1]
         parts = parts[2:] if parts[:1] == ["api"] else parts[3:]  # drop api/v1 or apis/group/version
         namespace = ""
         if parts[:1] == ["namespaces"] and len(parts) >= 3:
             namespace, parts = parts[1], parts[2:]
-        resource = parts[0] if parts else ""
-        if resource not in RESOURCES:
+        resource = ROUTES.get((group, parts[0] if parts else ""))
+        if resource is None:
             raise ApiError(404, "NotFound", f"the server could not find the requested resource {resource!r}")
         return resource, namespace, (parts[1] if len(parts) > 1 else None), (parts[2] if len(parts) > 2 else None), query
 
