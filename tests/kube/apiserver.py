@@ -415,9 +415,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
+        pending: list[bytes] = []  # one chunk per batch of events, not a syscall per event
+
         def emit(kind: str, obj: dict[str, Any]) -> None:
-            line = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            pending.append(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+
+        def send() -> None:
+            data = b"".join(pending)
+            pending.clear()
+            if data:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
         def visible(obj: dict | None) -> bool:
             return obj is not None and (not namespace or obj["metadata"].get("namespace") == namespace) \
@@ -436,8 +443,10 @@ class Handler(BaseHTTPRequestHandler):
                         if visible(obj):
                             emit("ADDED", obj)
                     position = store.rv
+                    send()
                 elif position < store.log_floor:
                     emit("ERROR", ApiError(410, "Expired", f"too old resource version: {position} ({store.log_floor})").status())
+                    send()
                     return
             while True:
                 with store.lock:
@@ -462,7 +471,7 @@ class Handler(BaseHTTPRequestHandler):
                         emit("ADDED", new)
                     elif was:
                         emit("DELETED", new)
-                self.wfile.flush()
+                send()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             return
