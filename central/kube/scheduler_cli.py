@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                           metrics=metrics, bind_workers=args.bind_workers)
-    server = serve(metrics.registry, args.listen_port, scheduler.ready.is_set)
+    server = serve(metrics.registry, args.listen_port, scheduler.synced)  # a warm standby is ready too
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -144,6 +144,7 @@ class Store:
         self.faults: dict[tuple[str, str], list[int]] = defaultdict(list)
         self.late_faults: dict[tuple[str, str], list[int]] = defaultdict(list)
         self.requests: list[tuple[str, str, str]] = []  # verb, resource, key: what the server saw
+        self.access: set[tuple[str, str, str]] = set()  # (API group, resource[/sub], RBAC verb)
         self.watch_generation = 0
         self.stopping = False
 
@@ -359,7 +360,10 @@ class Handler(BaseHTTPRequestHandler):
             verb = "bind" if sub == "binding" else "evict"
         elif sub == "status" and verb in ("update", "patch"):
             verb = "status"
+        group, plural = next(route for route, name in ROUTES.items() if name == resource)
+        rbac_verb = {"bind": "create", "evict": "create", "status": "update" if method == "PUT" else "patch"}.get(verb, verb)
         with store.lock:
+            store.access.add((group, f"{plural}/{sub}" if sub else plural, rbac_verb))
             store.check_fault(verb, resource, "/".join(key))
             answer = self._apply(verb, method, resource, namespace, name, sub, query, body, key)
             store.check_late_fault(verb, resource)
@@ -409,6 +413,8 @@ class Handler(BaseHTTPRequestHandler):
         labels, fields = query.get("labelSelector"), query.get("fieldSelector")
         timeout = float(query.get("timeoutSeconds") or 1800)
         with store.lock:
+            group, plural = next(route for route, name in ROUTES.items() if name == resource)
+            store.access.add((group, plural, "watch"))
             store.check_fault("watch", resource, namespace)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

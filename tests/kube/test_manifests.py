@@ -1,0 +1,180 @@
+"""The install manifests parse, hang together, and grant exactly what the code uses.
+
+The scheduler's RBAC is checked against real traffic: the scheduler runs against the API
+stand-in (binds, an eviction, status writes, Events, the Lease, queue creation) and every
+(group, resource, verb) the server saw must be allowed by the scheduler's roles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from central.framework.conf import load_config
+from central.kube.leader import LeaderElector
+from central.kube.scheduler import ConfigFile, Scheduler
+from central.model.cache import ClusterCache
+from central.scheduler.cycle import run_cycle
+from tests.kube.conftest import eventually
+from tests.kube.fakes import node, pod
+
+ROOT = Path(__file__).resolve().parents[2] / "daemonset"
+
+
+def documents() -> list[dict[str, Any]]:
+    kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
+    docs = []
+    for name in kustomization["resources"]:
+        docs += [d for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
+    return docs
+
+
+def by_kind(kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in documents() if d["kind"] == kind}
+
+
+def test_kustomization_lists_every_manifest():
+    listed = set(yaml.safe_load((ROOT / "kustomization.yaml").read_text())["resources"])
+    present = {p.name for p in ROOT.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed == present, "every manifest in daemonset/ must be listed in kustomization.yaml"
+
+
+def test_names_are_unique_per_kind():
+    seen = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in documents()]
+    assert len(seen) == len(set(seen))
+
+
+def test_bindings_point_at_existing_roles_and_accounts():
+    accounts = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in documents() if d["kind"] == "ServiceAccount"}
+    roles = {(d["kind"], d["metadata"]["name"]) for d in documents() if d["kind"] in ("Role", "ClusterRole")}
+    for binding in documents():
+        if binding["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in roles
+            for subject in binding["subjects"]:
+                assert (subject["namespace"], subject["name"]) in accounts
+    for deployment in by_kind("Deployment").values():
+        spec = deployment["spec"]["template"]["spec"]
+        assert (deployment["metadata"]["namespace"], spec["serviceAccountName"]) in accounts
+
+
+def test_no_wildcards_and_no_secrets_for_the_scheduler():
+    for role in documents():
+        if role["kind"] in ("Role", "ClusterRole"):
+            for rule in role["rules"]:
+                for field in ("apiGroups", "resources", "verbs"):
+                    assert "*" not in rule[field], f"{role['metadata']['name']}: wildcard {field}"
+    scheduler = by_kind("ClusterRole")["caldera-scheduler"]
+    resources = {r for rule in scheduler["rules"] for r in rule["resources"]}
+    assert "secrets" not in resources and "configmaps" not in resources
+    assert not {v for rule in scheduler["rules"] for v in rule["verbs"]} & {"delete", "deletecollection"}
+
+
+def allowed(account: str) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) granted to the service account by every role bound to it."""
+    roles = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d["kind"] in ("Role", "ClusterRole")}
+    grants = set()
+    for binding in documents():
+        if binding["kind"] in ("RoleBinding", "ClusterRoleBinding") and any(
+                s["name"] == account for s in binding["subjects"]):
+            for rule in roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]["rules"]:
+                grants |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    return grants
+
+
+def test_scheduler_rbac_covers_what_the_scheduler_does(api, kube):
+    api.put(node("n1"))
+    for i in range(2):
+        api.put(pod(f"p{i}"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "big", "namespace": "default"}, "spec": {"minMember": 50, "queue": "default"}})
+    api.put(dict(pod("big-0", group="big")))
+    conf = by_kind("ConfigMap")["volcano-scheduler-configmap"]["data"]["volcano-scheduler.conf"]
+    elector = LeaderElector(kube, "volcano-system", "vc-scheduler", "a", lease_duration=2, renew_deadline=1.5,
+                            retry_period=0.1)
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, ConfigFile(None, load_config, load_config(conf, "cm")),
+                          period=0.05, elector=elector)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: api.store.get("pods", "default", "p1")["spec"].get("nodeName"), what="binds")
+        eventually(lambda: (api.store.get("podgroups", "default", "big").get("status") or {}).get("conditions"),
+                   what="a status write")
+        scheduler.sink.evict("default/p0", "test")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    used = api.store.access
+    for must in (("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "events", "create"),
+                 ("scheduling.volcano.sh", "podgroups/status", "update"), ("coordination.k8s.io", "leases", "update")):
+        assert must in used  # the run above really exercised it
+    missing = used - allowed("caldera-scheduler")
+    assert not missing, f"the scheduler's RBAC lacks {sorted(missing)}"
+
+
+COMMANDS = {"caldera-scheduler": "central.kube.scheduler_cli", "caldera-controllers": "central.kube.controllers_cli",
+            "caldera-admission": "central.kube.webhook"}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_deployment_args_are_flags_the_command_knows(name):
+    deployment = by_kind("Deployment")[name]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    try:
+        module = importlib.import_module(COMMANDS[name])
+    except ModuleNotFoundError:
+        pytest.skip(f"{COMMANDS[name]} is not part of this build")
+    assert container["command"][0] == "caldera"
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    module.add_arguments(parser)
+    parser.parse_args(container.get("args") or [])
+    ports = {p["name"] for p in container["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["port"] in ports
+    assert deployment["spec"]["replicas"] >= 2 and "--leader-elect" in container.get("args", ["--leader-elect"])
+
+
+def test_scheduler_reads_its_configmap_which_is_valid():
+    deployment = by_kind("Deployment")["caldera-scheduler"]
+    pod_spec = deployment["spec"]["template"]["spec"]
+    [container] = pod_spec["containers"]
+    conf_path = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--scheduler-conf="))
+    mount = next(m for m in container["volumeMounts"] if conf_path.startswith(m["mountPath"] + "/"))
+    volume = next(v for v in pod_spec["volumes"] if v["name"] == mount["name"])
+    configmap = by_kind("ConfigMap")[volume["configMap"]["name"]]
+    key = conf_path[len(mount["mountPath"]) + 1:]
+    assert load_config(configmap["data"][key], key).actions
+
+
+def test_crds_serve_what_the_clients_call():
+    crds = by_kind("CustomResourceDefinition")
+    expected = {"queues.scheduling.volcano.sh": ("Cluster", "v1beta1", True),
+                "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", True),
+                "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False)}
+    assert set(crds) == set(expected)
+    for name, (scope, version, status) in expected.items():
+        crd = crds[name]
+        [served] = crd["spec"]["versions"]
+        assert (crd["spec"]["scope"], served["name"]) == (scope, version)
+        assert ("status" in (served.get("subresources") or {})) == status
+        assert served["additionalPrinterColumns"]
+        assert name == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
+
+
+def test_webhooks_point_at_the_admission_service():
+    services = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in documents() if d["kind"] == "Service"}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for config in by_kind(kind).values():
+            for hook in config["webhooks"]:
+                service = hook["clientConfig"]["service"]
+                assert (service["namespace"], service["name"]) in services
+                assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
+                assert all(g != "" for rule in hook["rules"] for g in rule["apiGroups"])  # never core pods
