@@ -148,7 +148,19 @@ class Scheduler:
         if self.metrics is not None:
             self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
                                        unschedulable=len(result.pending_reasons), evicted=len(result.evictions))
+            self.metrics.observe_queues(self._queue_figures(result))
         return result
+
+    def _queue_figures(self, result: Any) -> dict[str, dict[str, dict[str, float]]]:
+        """allocated (from the cycle's queue statuses), deserved and capability (from the cache)."""
+        from central.api.resources import parse_resource_list
+
+        figures = {}
+        for name, queue in self.cache.queues.items():
+            status = result.queues.get(name) or {}
+            figures[name] = {"allocated": parse_resource_list(status.get("allocated"), "allocated"),
+                             "deserved": dict(queue.deserved), "capacity": dict(queue.capability)}
+        return figures
 
     def _ensure_queues(self) -> None:
         for name in BUILTIN_QUEUES:
