@@ -4,8 +4,9 @@
   creating a new object, and at most once per `refresh` seconds (client-go's spam filter
   allows one per object every 5 minutes after a burst), so a pod pending for an hour costs a
   handful of requests, not 3,600.
-- Events have their own budget (a token bucket that drops rather than waits), so a storm of
-  pending pods never delays a Binding.
+- Events have their own budget (a token bucket that drops rather than waits) and their own
+  worker thread: `emit` only decides and queues, so a storm of pending pods never delays a
+  scheduling cycle or a Binding.
 - The dedup table is bounded (LRU). Failures are logged and dropped: an Event is a courtesy,
   never a reason to stop scheduling.
 """
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -20,7 +22,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any
 
-from central.kube.client import CORE, ApiError, KubeClient, path
+from central.kube.client import CORE, KubeClient, path
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,8 @@ class EventRecorder:
         # (uid, reason, message) -> (event name, namespace, count, monotonic time of last write)
         self._seen: OrderedDict[tuple[str, str, str], tuple[str, str, int, float]] = OrderedDict()
         self._lock = threading.Lock()  # binder workers emit concurrently
+        self._work: queue.Queue = queue.Queue(maxsize=1000)
+        threading.Thread(target=self._worker, name="events", daemon=True).start()
 
     def emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
@@ -63,7 +67,19 @@ class EventRecorder:
             if len(self._seen) > self.limit:
                 self._seen.popitem(last=False)
         try:
-            if seen is not None:
+            self._work.put_nowait((obj, event_type, reason, message, dedup, name, namespace, count))
+        except queue.Full:
+            self.dropped += 1
+
+    def _worker(self) -> None:
+        while True:
+            self._write(*self._work.get())
+
+    def _write(self, obj: dict[str, Any], event_type: str, reason: str, message: str, dedup: tuple[str, str, str],
+               name: str, namespace: str, count: int) -> None:
+        meta = obj["metadata"]
+        try:
+            if count > 1:
                 self.client.merge_patch(path(CORE, "events", namespace, name), {"count": count, "lastTimestamp": _now()})
                 return
             self.client.create(path(CORE, "events", namespace), {
@@ -76,8 +92,8 @@ class EventRecorder:
                 "firstTimestamp": _now(), "lastTimestamp": _now(),
                 "source": {"component": self.component}, "reportingComponent": self.component,
             })
-        except ApiError as err:
-            with self._lock:  # start afresh next time (e.g. our Event was garbage-collected)
+        except Exception as err:  # ApiError or the network: start afresh next time
+            with self._lock:
                 self._seen.pop(dedup, None)
             log.warning("event %s on %s/%s not recorded: %s", reason, namespace, meta["name"], err)
 

@@ -65,7 +65,7 @@ class KubeSink:
         for pod_key, message in reasons.items():
             pod = pods.get(pod_key)
             if pod is not None:
-                self.pool.submit(self.events.emit, pod, "Warning", "FailedScheduling", message)
+                self.events.emit(pod, "Warning", "FailedScheduling", message)
 
     # --- session close ------------------------------------------------------------------------
 

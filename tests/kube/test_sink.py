@@ -124,8 +124,9 @@ def test_status_write_conflict_rereads_and_retries(api, kube):
     assert stored["metadata"]["labels"] == {"x": "1"}  # the other writer's change survives
     assert scheduler.sink.counts["conflict"] == 1
     assert api.store.count("status", "podgroups") == 2
-    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in api.store.objects["events"].values()}
-    assert reasons == {("PodGroup", "Unschedulable")}
+    eventually(lambda: api.store.objects["events"], what="the Unschedulable event")
+    [event] = api.store.objects["events"].values()
+    assert (event["involvedObject"]["kind"], event["reason"]) == ("PodGroup", "Unschedulable")
 
 
 def test_pending_pods_get_one_event_not_one_per_cycle(api, kube):
