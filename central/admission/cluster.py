@@ -1,0 +1,84 @@
+"""The existing objects admission decides against: queues, PodGroups and namespaces.
+
+Queues `root` and `default` always exist (Open) even when not given, as the scheduler creates
+them at start. A queue's parent is `spec.parent`, or `root` for every queue but root itself;
+its state is `status.state`, Open when unset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+ROOT = "root"
+DEFAULT_QUEUE = "default"
+
+
+def implicit_queue(name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"weight": 1, "reclaimable": True}
+    if name != ROOT:
+        spec["parent"] = ROOT
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": spec, "status": {"state": "Open"}}
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    queues: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    podgroups: list[Mapping[str, Any]] = field(default_factory=list)
+    namespaces: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in (ROOT, DEFAULT_QUEUE):
+            self.queues.setdefault(name, implicit_queue(name))
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> "Cluster":
+        queues: dict[str, Mapping[str, Any]] = {}
+        podgroups: list[Mapping[str, Any]] = []
+        namespaces: dict[str, Mapping[str, Any]] = {}
+        for obj in objects:
+            kind = obj.get("kind")
+            if kind == "Queue":
+                queues[_name(obj)] = obj
+            elif kind == "PodGroup":
+                podgroups.append(obj)
+            elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+                # An existing Volcano Job stands for the PodGroup its controller made.
+                spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+                podgroups.append({"kind": "PodGroup", "metadata": obj.get("metadata") or {},
+                                  "spec": {"queue": spec.get("queue") or DEFAULT_QUEUE}})
+            elif kind == "Namespace":
+                namespaces[_name(obj)] = obj
+        return cls(queues, podgroups, namespaces)
+
+    def with_queue(self, queue: Mapping[str, Any]) -> "Cluster":
+        """The cluster after `queue` is created or replaced."""
+        return replace(self, queues={**self.queues, _name(queue): queue})
+
+    def with_podgroup(self, podgroup: Mapping[str, Any]) -> "Cluster":
+        return replace(self, podgroups=[*self.podgroups, podgroup])
+
+    def state(self, name: str) -> str:
+        return str(((self.queues[name].get("status") or {}).get("state")) or "Open")
+
+    def parent(self, name: str) -> str | None:
+        if name == ROOT:
+            return None
+        spec = self.queues[name].get("spec") or {}
+        return str(spec.get("parent") or ROOT) if isinstance(spec, Mapping) else ROOT
+
+    def children(self, name: str) -> list[str]:
+        return sorted(q for q in self.queues if q != name and self.parent(q) == name)
+
+    def podgroups_in(self, queue: str) -> list[Mapping[str, Any]]:
+        return [pg for pg in self.podgroups if str((pg.get("spec") or {}).get("queue") or DEFAULT_QUEUE) == queue]
+
+    def namespace_queue(self, namespace: str) -> str | None:
+        annotations = ((self.namespaces.get(namespace) or {}).get("metadata") or {}).get("annotations") or {}
+        return annotations.get("scheduling.volcano.sh/queue-name")

@@ -1,0 +1,136 @@
+"""`caldera validate`: admission of manifests, offline, exactly as the webhook would decide.
+
+    caldera validate --manifests PATH [--cluster PATH] [--output json|table]
+
+Every object in --manifests (a multi-document YAML file, or a directory of them) is checked
+as a create request against the objects in --cluster (queues and their states, PodGroups,
+namespaces), defaults first. Queues root and default always exist. The manifests are taken
+as one `kubectl apply`: their Queues are admitted first, and each allowed Queue (and
+PodGroup) is visible to the objects after it; a second object with the same key is refused.
+
+Output (json): one object {"<Kind>/<namespace or empty>/<name>": {"allowed": bool, "errors":
+["<field.path>: <message>", ...]}}. Exit 0 when all are allowed, 1 when any is denied, 2 when
+the input cannot be read (the message names the file; no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from central.admission.cluster import Cluster
+from central.admission.config import AdmissionConfig
+from central.admission.review import Review, admit
+from central.errors import InputError
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+CLUSTER_SCOPED = frozenset({
+    "Queue", "Namespace", "Node", "PriorityClass", "PersistentVolume", "StorageClass", "ClusterRole",
+    "ClusterRoleBinding", "CustomResourceDefinition", "HyperNode", "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = AdmissionConfig()
+    parser.add_argument("--manifests", required=True, help="YAML file or directory of objects to check as create requests")
+    parser.add_argument("--cluster", help="YAML file or directory of the objects that already exist (queues, ...)")
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    parser.add_argument("--max-tasks", type=int, default=defaults.max_tasks_per_job, help="tasks per job (default %(default)s)")
+    parser.add_argument("--max-task-replicas", type=int, default=defaults.max_replicas_per_task,
+                        help="replicas per task (default %(default)s)")
+    parser.add_argument("--max-replicas", type=int, default=defaults.max_replicas_per_job,
+                        help="replicas per job, all tasks together (default %(default)s)")
+    parser.add_argument("--max-queue-depth", type=int, default=defaults.max_queue_depth,
+                        help="queue hierarchy depth (default %(default)s)")
+    parser.add_argument("--scheduler-name", default=defaults.scheduler_name,
+                        help="schedulerName given to jobs without one (default %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    config = AdmissionConfig(max_tasks_per_job=args.max_tasks, max_replicas_per_task=args.max_task_replicas,
+                             max_replicas_per_job=args.max_replicas, max_queue_depth=args.max_queue_depth,
+                             scheduler_name=args.scheduler_name)
+    manifests = read_objects(args.manifests)
+    existing = [obj for _, obj in read_objects(args.cluster)] if args.cluster else []
+    results = validate_objects([obj for _, obj in manifests], Cluster.from_objects(existing), config)
+    print(json.dumps(results, indent=2) if args.output == "json" else render_table(results))
+    return 0 if all(r["allowed"] for r in results.values()) else 1
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    kind = str(obj.get("kind") or "")
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
+    return f"{kind}/{namespace}/{meta.get('name') or ''}"
+
+
+def validate_objects(objects: list[dict[str, Any]], cluster: Cluster,
+                     config: AdmissionConfig) -> dict[str, dict[str, Any]]:
+    """{key: {"allowed", "errors"}} for each object, in the order they would be applied."""
+    ordered = [o for o in objects if o.get("kind") == "Queue"] + [o for o in objects if o.get("kind") != "Queue"]
+    results: dict[str, dict[str, Any]] = {}
+    for obj in ordered:
+        key = object_key(obj)
+        if key in results:
+            review = Review(False, ["metadata.name: an earlier object in the manifests has the same kind, namespace and name"])
+        else:
+            review = admit(obj, cluster, config)
+        if review.allowed and obj.get("kind") == "Queue":
+            cluster = cluster.with_queue(review.object)
+        elif review.allowed and obj.get("kind") == "PodGroup":
+            cluster = cluster.with_podgroup(review.object)
+        results[key] = {"allowed": review.allowed, "errors": review.errors}
+    return {object_key(o): results[object_key(o)] for o in objects}
+
+
+def render_table(results: dict[str, dict[str, Any]]) -> str:
+    width = max([len("OBJECT"), *(len(k) for k in results)])
+    lines = [f"{'OBJECT':<{width}}  {'ALLOWED':<7}  ERRORS"]
+    for key, result in results.items():
+        errors = result["errors"] or [""]
+        lines.append(f"{key:<{width}}  {'yes' if result['allowed'] else 'no':<7}  {errors[0]}")
+        lines += [f"{'':<{width}}  {'':<7}  {e}" for e in errors[1:]]
+    denied = sum(not r["allowed"] for r in results.values())
+    lines.append(f"{len(results)} object(s), {denied} denied")
+    return "\n".join(lines)
+
+
+def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(file, object) for every object in a YAML file or a directory tree of them; `List`s unpacked."""
+    path = Path(path_text)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+    elif path.exists():
+        files = [path]
+    else:
+        raise InputError(str(path), "no such file or directory")
+    out: list[tuple[str, dict[str, Any]]] = []
+    for file in files:
+        try:
+            docs = list(yaml.safe_load_all(file.read_text()))
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(str(file), f"cannot read: {getattr(err, 'strerror', None) or err}") from None
+        except yaml.YAMLError as err:
+            raise InputError(str(file), f"malformed YAML: {_yaml_problem(err)}") from None
+        for i, doc in enumerate(docs):
+            if doc is None:
+                continue
+            items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+            for item in items or []:
+                if not isinstance(item, dict) or not isinstance(item.get("kind"), str) or not item["kind"]:
+                    raise InputError(f"{file}: document {i + 1}", "expected a Kubernetes object (a map with a kind)")
+                out.append((str(file), item))
+    return out
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's multi-line message as one line: where, then what."""
+    mark = getattr(err, "problem_mark", None)
+    what = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"line {mark.line + 1}, column {mark.column + 1}: {what}" if mark else what
