@@ -5,10 +5,14 @@ from collections.abc import Callable
 from central.actions.allocate import allocate
 from central.actions.backfill import backfill
 from central.actions.enqueue import enqueue
+from central.actions.preempt import preempt
+from central.actions.reclaim import reclaim
 from central.framework.session import Session
 
 ACTIONS: dict[str, Callable[[Session], None]] = {
     "enqueue": enqueue,
     "allocate": allocate,
     "backfill": backfill,
+    "preempt": preempt,
+    "reclaim": reclaim,
 }

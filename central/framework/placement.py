@@ -7,8 +7,13 @@
 2. Plugin predicates (all must pass), each narrowing the candidate rows.
 3. Gradients: nodes where the request fits idle now come first; only when there are none do
    nodes where it fits only future idle count (the task is then pipelined, not bound).
-4. Scores from every node_order plugin are summed; the highest wins, ties going to the node
-   listed first (Volcano breaks ties at random; a fixed rule keeps dry runs reproducible).
+4. Scores from every node_order and batch_node_order plugin are summed; the highest wins,
+   ties going to the node listed first (Volcano breaks ties at random; a fixed rule keeps dry
+   runs reproducible).
+
+Pods of one template (one Volcano task) ask the same question again and again, so each
+template keeps a `TemplateView`: its fit masks and row-local scores over all nodes, brought
+up to date by re-checking only the rows written since it last looked.
 """
 
 from __future__ import annotations
@@ -18,18 +23,30 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from central.api.resources import EPSILON
-from central.model.objects import FitErrors, TaskInfo
+from central.model.objects import FitErrors, PodTemplate, TaskInfo
 
 if TYPE_CHECKING:
     from central.framework.session import Session
+
+
+class TemplateView:
+    __slots__ = ("position", "fits_future", "fits_idle", "score")
+
+    def __init__(self, n: int):
+        self.position = 0
+        self.fits_future = np.zeros(n, dtype=bool)
+        self.fits_idle = np.zeros(n, dtype=bool)
+        self.score = np.zeros(n)
 
 
 class Placement:
     def __init__(self, ssn: "Session"):
         self.ssn = ssn
         self.table = ssn.cache.table
+        self.table.changes.clear()  # positions in the change log are per session
         self.n = len(ssn.nodes)
         self._cols: dict[int, np.ndarray] = {}
+        self._views: dict[PodTemplate, TemplateView] = {}
 
     def columns(self, req: np.ndarray) -> np.ndarray:
         """Dimensions checked for a request: cpu and memory always, scalars only when asked for."""
@@ -41,17 +58,33 @@ class Placement:
             cols = self._cols[key] = np.flatnonzero(wanted)
         return cols
 
-    def resource_fit(self, task: TaskInfo) -> np.ndarray:
-        req = task.init_resreq
+    def view(self, task: TaskInfo) -> TemplateView:
+        """The task's template view, current as of now."""
+        view = self._views.get(task.template)
+        changes = self.table.changes
+        if view is None:
+            view = self._views[task.template] = TemplateView(self.n)
+            self._refresh(task, view, np.arange(self.n))
+        elif view.position < len(changes):
+            dirty = np.unique(np.asarray(changes[view.position:], dtype=np.int64))
+            self._refresh(task, view, dirty if len(dirty) < self.n // 4 else np.arange(self.n))
+        view.position = len(changes)
+        return view
+
+    def _refresh(self, task: TaskInfo, view: TemplateView, rows: np.ndarray) -> None:
+        req, table = task.init_resreq, self.table
         cols = self.columns(req)
-        n = self.n
-        fits = np.all(self.table.future[:n, cols] + EPSILON > req[cols], axis=1)
-        fits &= self.table.pods[:n] < self.table.max_pods[:n]
-        return fits
+        room = table.pods[rows] < table.max_pods[rows]
+        view.fits_future[rows] = np.all(table.future[rows][:, cols] + EPSILON > req[cols], axis=1) & room
+        view.fits_idle[rows] = np.all(table.idle[rows][:, cols] + EPSILON > req[cols], axis=1) & room
+        score = np.zeros(len(rows))
+        for fn in self.ssn.points.flat["node_order"]:
+            score += fn(task, rows)
+        view.score[rows] = score
 
     def feasible(self, task: TaskInfo) -> np.ndarray:
         """Rows of the nodes that pass every filter."""
-        rows = np.flatnonzero(self.resource_fit(task))
+        rows = np.flatnonzero(self.view(task).fits_future)
         for fn in self.ssn.points.flat["predicate"]:
             if not len(rows):
                 break
@@ -59,6 +92,29 @@ class Placement:
             if checks:
                 rows = rows[np.logical_and.reduce([ok for ok, _ in checks])]
         return rows
+
+    def preemption_candidates(self, task: TaskInfo) -> np.ndarray:
+        """Rows that pass every plugin filter, whatever their free resources, best score first:
+        the nodes where evicting someone could make room (Volcano's PredicateForPreemptAction)."""
+        view = self.view(task)
+        rows = np.flatnonzero(self.table.max_pods[: self.n] > 0)
+        for fn in self.ssn.points.flat["predicate"]:
+            checks = fn(task, rows)
+            if checks and len(rows):
+                rows = rows[np.logical_and.reduce([ok for ok, _ in checks])]
+        scores = view.score[rows]
+        for fn in self.ssn.points.flat["batch_node_order"]:
+            extra = fn(task, rows)
+            if extra is not None:
+                scores = scores + extra
+        return rows[np.argsort(-scores, kind="stable")]
+
+    def fits(self, task: TaskInfo, row: int, freed: np.ndarray | None = None) -> bool:
+        """Does the task fit the node's future idle (with `freed` more resources, if given)?"""
+        req = task.init_resreq
+        cols = self.columns(req)
+        future = self.table.future[row, cols] if freed is None else self.table.future[row, cols] + freed[cols]
+        return bool(np.all(future + EPSILON > req[cols]))
 
     def fit_errors(self, task: TaskInfo) -> FitErrors:
         """Why no node passes: the first failing filter per node, counted like kube-scheduler."""
@@ -69,7 +125,7 @@ class Placement:
         for j, col in enumerate(cols):
             errors.add(f"Insufficient {self.ssn.dims.names[col]}", int(short[:, j].sum()))
         errors.add("Too many pods", int((table.pods[:n] >= table.max_pods[:n]).sum()))
-        rows = np.flatnonzero(self.resource_fit(task))
+        rows = np.flatnonzero(self.view(task).fits_future)
         for fn in self.ssn.points.flat["predicate"]:
             alive = np.ones(len(rows), dtype=bool)
             for ok, reason in fn(task, rows):
@@ -80,10 +136,9 @@ class Placement:
 
     def select(self, task: TaskInfo, rows: np.ndarray) -> tuple[int, bool]:
         """(best row, True if the task fits the node's idle now) among feasible `rows`."""
-        req = task.init_resreq
-        cols = self.columns(req)
+        view = self.view(task)
+        idle_ok = view.fits_idle[rows]
         nominated = self.ssn.cache.nodes.get(task.nominated_node) if task.nominated_node else None
-        idle_ok = np.all(self.table.idle[rows][:, cols] + EPSILON > req[cols], axis=1)
         if nominated is not None:
             hit = np.flatnonzero(rows == nominated.index)
             if len(hit):
@@ -92,11 +147,9 @@ class Placement:
         gradient = rows[idle_ok] if fits_idle else rows
         if len(gradient) == 1:
             return int(gradient[0]), fits_idle
-        scores = self.scores(task, gradient)
+        scores = view.score[gradient]
+        for fn in self.ssn.points.flat["batch_node_order"]:
+            extra = fn(task, gradient)
+            if extra is not None:
+                scores = scores + extra
         return int(gradient[int(np.argmax(scores))]), fits_idle
-
-    def scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        total = np.zeros(len(rows))
-        for fn in self.ssn.points.flat["node_order"]:
-            total += fn(task, rows)
-        return total

@@ -6,7 +6,8 @@ methods at open, keeps the ones whose `enable*` flag is on, and combines their a
 way Volcano does (see `central.framework.points`). Every method is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
-    job_order(l, r), queue_order(l, r), task_order(l, r), victim_queue_order(l, r)
+    job_order(l, r), queue_order(l, r), task_order(l, r),
+    victim_queue_order(l, r, preemptor_queue)   which victim queue gives up resources first
 Votes and checks:
     job_valid(job) -> str | None            a reason the job cannot be scheduled at all
     job_ready(job) -> bool                  AND
@@ -21,7 +22,13 @@ Votes and checks:
     reclaimable(reclaimer, victims) -> list | None
 Placement, vectorised over node rows (numpy int arrays of candidate rows):
     predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
-    node_order(task, rows) -> float array              summed over plugins and tiers
+    node_order(task, rows) -> float array              a row's score may depend only on that node's
+                                                       state and the pod's template: the session
+                                                       caches it per template and re-scores only
+                                                       the rows that changed (Volcano's NodeOrderFn)
+    batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
+                                                       (normalised ones); None adds nothing
+    Both are summed over plugins and tiers.
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()

@@ -10,6 +10,7 @@ pipelines), so the cache again mirrors the cluster plus the binds and evictions 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class CycleResult:
     changed_podgroups: set[str] = field(default_factory=set)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
 
 
 class Session:
@@ -92,11 +94,31 @@ class Session:
             return result < 0
         return (left.index, left.creation, left.uid) < (right.index, right.creation, right.uid)
 
-    def victim_queue_less(self, left: QueueInfo, right: QueueInfo) -> bool:
-        result = self.points.order("victim_queue_order", left, right)
+    def victim_queue_less(self, left: QueueInfo, right: QueueInfo, preemptor_queue: QueueInfo) -> bool:
+        result = self.points.order("victim_queue_order", left, right, preemptor_queue)
         if result:
             return result < 0
         return self.queue_less(right, left)
+
+    def victim_less(self, preemptor: TaskInfo) -> "Callable[[TaskInfo, TaskInfo], bool]":
+        """Volcano's victim order: victim queues first (VictimQueueOrder), then the inverse of
+        job order, then within a job the inverse of task order (lowest priority goes first)."""
+        preemptor_queue = self.queues[self.jobs[preemptor.job_uid].queue]
+
+        def less(left: TaskInfo, right: TaskInfo) -> bool:
+            if left.job_uid == right.job_uid:
+                return self.task_less(right, left)
+            lj, rj = self.jobs[left.job_uid], self.jobs[right.job_uid]
+            if lj.queue != rj.queue:
+                return self.victim_queue_less(self.queues[lj.queue], self.queues[rj.queue], preemptor_queue)
+            return self.job_less(rj, lj)
+        return less
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.points.victims("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.points.victims("reclaimable", reclaimer, candidates)
 
     # --- votes ------------------------------------------------------------------------------
 
@@ -184,8 +206,9 @@ class Session:
             if task.status == TaskStatus.PENDING and task.uid not in reasons:
                 if self.last_transaction.get(task.uid):
                     reasons[task.uid] = "Schedulable: fits a node, but the gang is not ready"
-                elif job.pending_phase and job.uid in self.jobs:
-                    reasons[task.uid] = f"PodGroup {job.uid} is {job.phase or 'Pending'}: not admitted yet"
+                elif job.pending_phase:
+                    why = self.job_notes.get(job.uid, "waiting for the enqueue action")
+                    reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
         return reasons
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:

@@ -69,7 +69,7 @@ class ClusterCache:
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool]] = {}
-        self._templates: dict[PodTemplate, PodTemplate] = {}
+        self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
         self._vectors: dict[tuple, np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.version = 0  # bumped on every change; sessions use it to reuse what they built
@@ -125,8 +125,9 @@ class ClusterCache:
             self._fill_row(node)
 
     def _apply_pod(self, obj: Mapping[str, Any]) -> None:
-        task, group = parse.parse_pod(obj)
-        task.template = self._templates.setdefault(task.template, task.template)
+        if len(self._templates) > 100_000:  # bounded: a memo, not a record
+            self._templates.clear()
+        task, group = parse.parse_pod(obj, self._templates)
         if any(self.dims.add(name) for name, _ in task.template.init_resreq + task.template.resreq):
             self._rebuild_table()
         self._vectorise(task)

@@ -278,13 +278,28 @@ def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]
     )
 
 
-def parse_pod(obj: Mapping[str, Any]) -> tuple[TaskInfo, str | None]:
-    """The task for a pod, and the PodGroup it names (None: it needs an implicit one)."""
+# Fields that differ between the pods of one template without changing where they may go.
+_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority"})
+
+
+def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None = None) -> tuple[TaskInfo, str | None]:
+    """The task for a pod, and the PodGroup it names (None: it needs an implicit one).
+
+    `templates` memoises parsed templates by the pod's placement-relevant text, so the pods
+    of one Volcano task are parsed once (the cache passes its own).
+    """
     namespace, name = metadata(obj, namespaced=True)
     meta = obj["metadata"]
     spec = _typed(obj.get("spec") or {}, Mapping, "spec")
     annotations = _str_map(obj, "metadata.annotations")
     labels = _str_map(obj, "metadata.labels")
+    if templates is None:
+        template = pod_template(namespace, labels, spec)
+    else:
+        key = repr((namespace, labels, [(k, v) for k, v in spec.items() if k not in _PER_POD_FIELDS]))
+        template = templates.get(key)
+        if template is None:
+            template = templates[key] = pod_template(namespace, labels, spec)
     phase = _map(obj, "status.phase", "Pending")
     node = spec.get("nodeName") or None
     status = task_status(phase, node, bool(meta.get("deletionTimestamp")))
@@ -302,7 +317,7 @@ def parse_pod(obj: Mapping[str, Any]) -> tuple[TaskInfo, str | None]:
         uid=f"{namespace}/{name}", name=name, namespace=namespace, job_uid="",
         role=annotations.get(TASK_SPEC, ""),
         index=_annotation_int(annotations, TASK_INDEX) if TASK_INDEX in annotations else _name_index(name),
-        template=pod_template(namespace, labels, spec),
+        template=template,
         priority=spec_priority or 0, preemptable=preemptable, preempt_never=policy == "Never",
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         creation=str(meta.get("creationTimestamp") or ""), status=status, node=node,

@@ -46,11 +46,11 @@ class Binpack(Plugin):
         if not len(cols):
             return np.zeros(len(rows))
         table = self.session.cache.table
-        alloc = table.alloc[rows][:, cols]
-        after = table.used[rows][:, cols] + req[cols]
+        at = np.ix_(rows, cols)
+        alloc = table.alloc[at]
+        after = table.used[at] + req[cols]
         w = self.weights[cols]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(alloc > 0, w * after / alloc, 0.0)
+        per = np.divide(w * after, alloc, out=np.zeros_like(after), where=alloc > 0)
         over = np.any(after > alloc + EPSILON, axis=1)
         score = per.sum(axis=1) / w.sum() * MAX_SCORE * self.weight
         return np.where(over, 0.0, score)

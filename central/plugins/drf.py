@@ -18,9 +18,11 @@ SHARE_TOLERANCE = 1e-6
 
 def dominant_share(allocated: np.ndarray, total: np.ndarray) -> float:
     """max over resources of allocated/total, where x/0 is 1 (0/0 is 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        shares = np.where(total > EPSILON, allocated / np.where(total > EPSILON, total, 1), (allocated > EPSILON) * 1.0)
-    return float(shares.max()) if len(shares) else 0.0
+    has = total > EPSILON
+    share = float(np.divide(allocated, total, out=np.zeros_like(allocated), where=has).max(initial=0.0))
+    if share < 1.0 and np.any(allocated[~has] > EPSILON):
+        return 1.0
+    return share
 
 
 class Drf(Plugin):

@@ -26,6 +26,22 @@ def roles_ready(job: JobInfo, pipelined: bool = False) -> bool:
     return True
 
 
+def keep_gangs(jobs: dict[str, JobInfo], candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """The candidates whose eviction leaves every job at or above minAvailable ready tasks,
+    taken in the order given (so put the least important first)."""
+    spare: dict[str, int] = {}
+    victims = []
+    for task in candidates:
+        job = jobs.get(task.job_uid)
+        if job is None:
+            continue
+        left = spare.setdefault(job.uid, job.ready_num - job.min_available)
+        if left > 0:
+            spare[job.uid] = left - 1
+            victims.append(task)
+    return victims
+
+
 def job_ready(job: JobInfo) -> bool:
     best_effort = sum(job.best_effort_pending.values())
     return roles_ready(job) and job.ready_num + best_effort >= job.min_available
@@ -60,25 +76,10 @@ class Gang(Plugin):
         return 1 if left_ready else -1
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return self._keep_gangs(candidates)
+        return keep_gangs(self.session.jobs, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return self._keep_gangs(candidates)
-
-    def _keep_gangs(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """A victim is allowed while its job keeps more than minAvailable ready tasks."""
-        jobs = self.session.jobs
-        spare: dict[str, int] = {}
-        victims = []
-        for task in candidates:
-            job = jobs.get(task.job_uid)
-            if job is None:
-                continue
-            left = spare.setdefault(job.uid, job.ready_num - job.min_available)
-            if left > 0 or job.min_available == 0:
-                spare[job.uid] = left - 1
-                victims.append(task)
-        return victims
+        return keep_gangs(self.session.jobs, candidates)
 
     def on_session_close(self) -> None:
         ssn = self.session

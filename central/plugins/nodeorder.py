@@ -28,30 +28,36 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.cache.table
-    requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
-    return requested, table.alloc[rows][:, cols]
+    at = np.ix_(rows, cols)
+    requested = table.used[at] + table.pipelined[at] + task.resreq[cols]
+    return requested, table.alloc[at]
+
+
+def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    """top / alloc, 0 where the node has none of the resource."""
+    return np.divide(top, alloc, out=np.zeros_like(top), where=alloc > 0)
 
 
 def least_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where((alloc > 0) & (requested <= alloc), np.floor((alloc - requested) * MAX_SCORE / alloc), 0)
+    per = np.floor(_ratio((alloc - requested) * MAX_SCORE, alloc))
+    per[requested > alloc] = 0
     return np.floor(per.sum(axis=1) / per.shape[1])
 
 
 def most_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where(alloc > 0, np.floor(np.minimum(requested, alloc) * MAX_SCORE / alloc), 0)
+    per = np.floor(_ratio(np.minimum(requested, alloc) * MAX_SCORE, alloc))
     return np.floor(per.sum(axis=1) / per.shape[1])
 
 
 def balanced(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     """(1 - standard deviation of the requested fractions) x 100, over resources the node has."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(alloc > 0, np.minimum(requested / alloc, 1.0), np.nan)
-    counted = (~np.isnan(frac)).sum(axis=1)
-    mean = np.nanmean(np.where(counted[:, None] > 0, frac, 0), axis=1)
-    var = np.nansum((frac - mean[:, None]) ** 2, axis=1) / np.maximum(counted, 1)
-    std = np.where(counted == 2, np.nansum(np.abs(frac - mean[:, None]), axis=1) / 2, np.sqrt(var))
+    has = alloc > 0
+    frac = np.minimum(_ratio(requested, alloc), 1.0)
+    counted = np.maximum(has.sum(axis=1), 1)
+    mean = frac.sum(axis=1) / counted
+    spread = np.where(has, frac - mean[:, None], 0.0)
+    std = np.sqrt((spread ** 2).sum(axis=1) / counted)
+    # with two resources this equals kube's |f1 - f2| / 2
     return np.floor((1 - std) * MAX_SCORE)
 
 
@@ -86,16 +92,22 @@ class NodeOrder(Plugin):
         if w["balancedresource"]:
             requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
             score += w["balancedresource"] * balanced(requested, alloc)
-        affinity, taints = self._static_scores(task.template)
+        affinity, _ = self._static_scores(task.template)
         if w["nodeaffinity"]:
             score += w["nodeaffinity"] * affinity[rows]
-        if w["tainttoleration"]:
-            score += w["tainttoleration"] * normalise(taints[rows], reverse=True)
-        template = task.template
+        return score
+
+    def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """The scores kube normalises over the candidate nodes."""
+        w, template = self.weights, task.template
+        score = None
+        _, taints = self._static_scores(template)
+        if w["tainttoleration"] and taints.any():  # all zero normalises to a constant: no effect
+            score = w["tainttoleration"] * normalise(taints[rows], reverse=True)
         if w["podaffinity"] and (template.preferred_pod_affinity or template.preferred_pod_anti_affinity):
-            score += w["podaffinity"] * self._pod_affinity(template, rows)
+            score = _plus(score, w["podaffinity"] * self._pod_affinity(template, rows))
         if w["podtopologyspread"] and any(c.when_unsatisfiable == "ScheduleAnyway" for c in template.spread):
-            score += w["podtopologyspread"] * self._spread(template, rows)
+            score = _plus(score, w["podtopologyspread"] * self._spread(template, rows))
         return score
 
     def _balanced_cols(self, task: TaskInfo) -> list[int]:
@@ -141,3 +153,7 @@ class NodeOrder(Plugin):
             weight = math.log(len({v for v in values if v is not None}) + 2)
             raw += weight * np.fromiter((counts.get(v, 0) for v in values), float, len(rows))
         return normalise(raw, reverse=True)
+
+
+def _plus(total: np.ndarray | None, more: np.ndarray) -> np.ndarray:
+    return more if total is None else total + more

@@ -124,6 +124,23 @@ class Proportion(Plugin):
         attr = self.attrs.get(queue.name)
         return attr is not None and less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
 
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Victims come only from queues allocated beyond their deserved share, while they are."""
+        victims = []
+        allocations: dict[str, np.ndarray] = {}
+        for task in candidates:
+            queue = self.session.jobs[task.job_uid].queue
+            attr = self.attrs.get(queue)
+            if attr is None:
+                continue
+            allocated = allocations.setdefault(queue, attr.allocated.copy())
+            if np.any(allocated + EPSILON < reclaimer.resreq):
+                continue
+            if not less_equal(allocated, attr.deserved):
+                allocated -= task.resreq
+                victims.append(task)
+        return victims
+
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.session.queues[job.queue]
         attr = self.attrs[job.queue]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from central.actions import ACTIONS
 from central.framework.conf import SchedulerConf
 from central.framework.session import CycleResult, Session
@@ -10,10 +12,22 @@ from central.model.sink import ClusterSink
 
 
 def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None = None, now: str = "") -> CycleResult:
+    """Open a session, run the actions in order, close it, and hand the decisions to `sink`.
+
+    `result.timings` holds seconds per step: "open", each action by name, "close".
+    """
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
     ssn = Session(cache, conf, now)
+    timings["open"] = time.perf_counter() - started
     for name in conf.actions:
+        step = time.perf_counter()
         ACTIONS[name](ssn)
+        timings[name] = time.perf_counter() - step
+    step = time.perf_counter()
     result = ssn.close()
+    timings["close"] = time.perf_counter() - step
+    result.timings = timings
     if sink is not None:
         for pod, reason in result.evictions.items():
             sink.evict(pod, reason)

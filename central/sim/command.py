@@ -20,7 +20,8 @@ from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import render_table
 from central.sim.simulate import simulate
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "team-cluster"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEFAULT_MANIFESTS = [str(EXAMPLES / "cluster"), str(EXAMPLES / "workloads")]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
     conf = load_config(_read(args.config), args.config) if args.config else load_config(DEFAULT_CONF_YAML, "default configuration")
-    paths = args.manifests or [str(EXAMPLE)]
+    paths = args.manifests or DEFAULT_MANIFESTS
     manifests = read_manifests(paths)
     cache = ClusterCache(scheduler_name=args.scheduler_name)
     load_into(cache, manifests)

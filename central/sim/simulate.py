@@ -1,7 +1,7 @@
 """Dry-run scheduling cycles over a cache, as `caldera simulate` does.
 
-Between cycles the simulated cluster moves on: bound pods start Running on their node and
-evicted pods are gone. PodGroup statuses written by a cycle are what the next one sees.
+Between cycles the simulated cluster moves on: bound pods start Running on their node, and
+evicted pods (and any other pod being deleted) are gone. PodGroup statuses written by a cycle are what the next one sees.
 """
 
 from __future__ import annotations
@@ -50,11 +50,12 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1) -> Simul
 
 
 def _advance(cache: ClusterCache, binds: dict[str, str], evictions: dict[str, str]) -> None:
-    """The cluster between two cycles: binds start running, evicted pods terminate."""
+    """The cluster between two cycles: binds start running; evicted and deleting pods are gone."""
     for pod, node in binds.items():
         task = cache.tasks.get(pod)
         if task is not None:
             cache.set_status(task, TaskStatus.RUNNING, node)
-    for pod in evictions:
+    leaving = set(evictions) | {uid for uid, t in cache.tasks.items() if t.status == TaskStatus.RELEASING}
+    for pod in leaving:
         namespace, name = pod.split("/", 1)
         cache.delete("Pod", namespace, name)

@@ -1,0 +1,87 @@
+"""preempt: starving jobs take resources from lower-priority work in their own queue.
+
+1. Preemptors are the admitted, valid jobs that are starving (JobStarving), per queue in
+   JobOrder.
+2. Between jobs: for each preemptor job, one statement; its pending tasks (TaskOrder) each
+   try to make room (see `victims.make_room`) among Bound/Running, preemptable tasks of
+   other jobs in the same queue, while the job is still starving. Tasks with
+   preemptionPolicy Never do not preempt; a BestEffort preemptor takes only BestEffort
+   victims. The statement commits only if the job is then pipelined (gang-complete).
+3. Within a job: a starving job's pending tasks may take from its own lower-priority tasks,
+   one statement per task.
+Evictions carry a DisruptionTarget-style reason; the pipelined preemptor is nominated to its
+node, and the next cycle's allocate tries that node first.
+"""
+
+from __future__ import annotations
+
+from central.actions.victims import make_room, pending_tasks
+from central.framework.ordering import PriorityQueue
+from central.framework.session import Session
+from central.model.objects import PREEMPTABLE_STATUSES, JobInfo, TaskInfo
+
+REASON = "PreemptionByScheduler: preempted to make room for {}"
+
+
+def preempt(ssn: Session) -> None:
+    starving: dict[str, PriorityQueue[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.pending_phase or ssn.job_valid(job) or not ssn.job_starving(job):
+            continue
+        starving.setdefault(job.queue, PriorityQueue(ssn.job_less)).push(job)
+    for queue_name, jobs in starving.items():
+        under_request = []
+        while jobs:
+            job = jobs.pop()
+            under_request.append(job)
+            if _between_jobs(ssn, job):
+                jobs.push(job)
+        for job in under_request:
+            _within_job(ssn, job)
+
+
+def _between_jobs(ssn: Session, job: JobInfo) -> bool:
+    """Preempt other jobs of the queue for `job`; True if it got room and may want more."""
+    stmt = ssn.statement()
+    tasks = pending_tasks(ssn, job)
+    assigned = False
+    while tasks and ssn.job_starving(job):
+        task = tasks.pop()
+        if task.preempt_never:
+            continue
+
+        def eligible(victim: TaskInfo, task: TaskInfo = task) -> bool:
+            return (_preemptable(victim, task) and victim.job_uid != job.uid
+                    and victim.job_uid in ssn.jobs and ssn.jobs[victim.job_uid].queue == job.queue)
+
+        assigned |= _make_room(ssn, stmt, task, eligible)
+    if ssn.job_pipelined(job):
+        stmt.commit()
+        return assigned and bool(tasks)
+    stmt.discard()
+    return False
+
+
+def _within_job(ssn: Session, job: JobInfo) -> None:
+    tasks = pending_tasks(ssn, job)
+    while tasks:
+        task = tasks.pop()
+        if task.preempt_never:
+            continue
+        stmt = ssn.statement()
+        placed = _make_room(ssn, stmt, task, lambda v, task=task: _preemptable(v, task) and v.job_uid == job.uid)
+        stmt.commit()
+        if not placed:
+            return
+
+
+def _make_room(ssn: Session, stmt, task: TaskInfo, eligible) -> bool:
+    queue = ssn.queues[ssn.jobs[task.job_uid].queue]
+    return make_room(ssn, stmt, task, eligible, ssn.preemptable, REASON.format(task.uid),
+                     lambda: ssn.allocatable(queue, task))
+
+
+def _preemptable(victim: TaskInfo, preemptor: TaskInfo) -> bool:
+    if victim.status not in PREEMPTABLE_STATUSES or not victim.preemptable or victim.best_effort:
+        return False
+    return not preemptor.best_effort

@@ -1,0 +1,61 @@
+"""reclaim: a starving queue takes back what other queues borrowed beyond their share.
+
+Queues go in QueueOrder, overused ones are skipped. For a queue's starving job (JobOrder),
+its pending tasks (TaskOrder, preemptionPolicy not Never, Preemptive for the queue) each try
+to make room among the Running, preemptable tasks of other queues whose `reclaimable` is not
+false, as the Reclaimable plugins allow (proportion and capacity only give up what a queue
+holds above its deserved share). The job's statement commits only if the job is then
+pipelined; otherwise nothing is evicted.
+"""
+
+from __future__ import annotations
+
+from central.actions.victims import make_room, pending_tasks
+from central.framework.ordering import PriorityQueue
+from central.framework.session import Session
+from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+
+REASON = "PreemptionByScheduler: reclaimed by queue {} for {}"
+
+
+def reclaim(ssn: Session) -> None:
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_less)
+    starving: dict[str, PriorityQueue[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.pending_phase or ssn.job_valid(job) or not ssn.job_starving(job):
+            continue
+        if job.queue not in starving:
+            starving[job.queue] = PriorityQueue(ssn.job_less)
+            queues.push(ssn.queues[job.queue])
+        starving[job.queue].push(job)
+    while queues:
+        queue = queues.pop()
+        jobs = starving[queue.name]
+        if ssn.overused(queue) or not jobs:
+            continue
+        _reclaim_for(ssn, queue, jobs.pop())
+        queues.push(queue)
+
+
+def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+    stmt = ssn.statement()
+    tasks = pending_tasks(ssn, job)
+    while tasks and ssn.job_starving(job):
+        task = tasks.pop()
+        if task.preempt_never or not ssn.preemptive(queue, task):
+            continue
+        make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), ssn.reclaimable,
+                  REASON.format(queue.name, task.uid), lambda: True)
+    if ssn.job_pipelined(job):
+        stmt.commit()
+    else:
+        stmt.discard()
+
+
+def _reclaimable(ssn: Session, victim: TaskInfo, queue: QueueInfo) -> bool:
+    if victim.status != TaskStatus.RUNNING or not victim.preemptable or victim.best_effort:
+        return False
+    victim_job = ssn.jobs.get(victim.job_uid)
+    if victim_job is None or victim_job.queue == queue.name:
+        return False
+    return ssn.queues[victim_job.queue].reclaimable

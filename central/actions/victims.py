@@ -1,0 +1,62 @@
+"""What preempt and reclaim share: evicting victims on one node to make room for a task.
+
+For each candidate node, best score first, the victims the plugins allow (Preemptable or
+Reclaimable, per-tier intersection) are evicted in victim order inside a sub-statement, until
+the task fits the node's future idle; then the task is pipelined there and the sub-statement
+is merged into the job's statement. A node where even every allowed victim would not make
+room is skipped before anything is evicted, so no pod is evicted in vain.
+
+Candidates are offered to the plugins in victim order (least important first), so a plugin
+that allows only some of them (gang keeps each job at minAvailable) keeps the important
+ones. Whatever the plugins vote, victims from other jobs never take a job below its
+minAvailable: later tiers (drf) could otherwise strand a partial gang after gang's veto
+ended the first tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cmp_to_key
+
+import numpy as np
+
+from central.framework.ordering import PriorityQueue
+from central.framework.session import Session
+from central.framework.statement import Statement
+from central.model.objects import JobInfo, TaskInfo, TaskStatus
+from central.plugins.gang import keep_gangs
+
+VictimFilter = Callable[[TaskInfo], bool]
+VictimVote = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+
+
+def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFilter, vote: VictimVote,
+              reason: str, may_place: Callable[[], bool]) -> bool:
+    """Try the candidate nodes in order; True once the task is pipelined onto one."""
+    placement = ssn.placement
+    less = ssn.victim_less(task)
+    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+    for row in placement.preemption_candidates(task):
+        node = ssn.nodes[row]
+        candidates = sorted((t for t in node.tasks.values() if eligible(t)), key=order)
+        if not candidates:
+            continue
+        voted = vote(task, candidates)
+        victims = [v for v in voted if v.job_uid == task.job_uid]
+        victims += keep_gangs(ssn.jobs, [v for v in voted if v.job_uid != task.job_uid])
+        if not victims or not placement.fits(task, row, freed=np.sum([v.resreq for v in victims], axis=0)):
+            continue
+        sub = ssn.statement()
+        queue = PriorityQueue(less, victims)
+        while queue and not (may_place() and placement.fits(task, row)):
+            sub.evict(queue.pop(), reason)
+        if may_place() and placement.fits(task, row):
+            sub.pipeline(task, node)
+            stmt.merge(sub)
+            return True
+        sub.discard()
+    return False
+
+
+def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
+    return PriorityQueue(ssn.task_less, (t for t in job.tasks.values() if t.status == TaskStatus.PENDING))

@@ -1,0 +1,144 @@
+"""`caldera bench`: how fast a scheduling session is on a large synthetic cluster.
+
+The cluster: nodes of mixed shapes (some with GPUs, some tainted), gang jobs of 1 to 64 pods
+across 4 weighted queues, scheduled with Volcano's default configuration plus binpack. The
+pods of a job share a template, as the pods of a Volcano task do. Printed per size: pods
+placed, pods/s for allocate and for the whole session, session and open times, peak RSS,
+memory per pod, and a bare numpy first-fit of the same pods onto the same nodes, so the
+framework's cost shows as a ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import time
+import tracemalloc
+from typing import Any
+
+import numpy as np
+
+from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.model.cache import ClusterCache
+from central.model.objects import TaskStatus
+from central.scheduler.cycle import run_cycle
+
+BENCH_CONF = DEFAULT_CONF_YAML + "  - name: binpack\n"
+NODE_SHAPES = [  # (cpu, memory GiB, gpus, share)
+    (16, 64, 0, 0.45), (32, 128, 0, 0.30), (64, 256, 0, 0.15), (32, 256, 4, 0.07), (96, 768, 8, 0.03)]
+POD_SHAPES = [  # (cpu, memory, gpu)
+    ("500m", "1Gi", 0), ("1", "2Gi", 0), ("2", "4Gi", 0), ("4", "8Gi", 0), ("250m", "512Mi", 0),
+    ("8", "32Gi", 1), ("2", "8Gi", 0), ("1", "4Gi", 0)]
+QUEUES = {"prod": 4, "batch": 2, "research": 1, "dev": 1}
+
+
+def synthetic_cluster(nodes: int, pods: int, seed: int = 7) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    objects: list[dict[str, Any]] = [
+        {"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}} for name, weight in QUEUES.items()]
+    shapes = rng.choices(NODE_SHAPES, weights=[s[3] for s in NODE_SHAPES], k=nodes)
+    for i, (cpu, mem, gpus, _) in enumerate(shapes):
+        alloc = {"cpu": str(cpu), "memory": f"{mem}Gi", "pods": "110", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+        spec: dict[str, Any] = {}
+        if gpus:
+            spec["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+        elif i % 50 == 0:
+            spec["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+        objects.append({"kind": "Node", "metadata": {"name": f"node-{i:05d}", "labels": {"zone": f"z{i % 3}"}},
+                        "spec": spec, "status": {"allocatable": alloc}})
+    made, job = 0, 0
+    while made < pods:
+        size = min(pods - made, rng.choice([1, 1, 2, 4, 8, 8, 16, 32, 64]))
+        cpu, mem, gpu = rng.choice(POD_SHAPES)
+        queue = rng.choice(list(QUEUES))
+        name = f"job-{job:05d}"
+        objects.append({"kind": "PodGroup", "metadata": {"name": name, "namespace": "bench"},
+                        "spec": {"minMember": size, "queue": queue}, "status": {"phase": "Pending"}})
+        requests = {"cpu": cpu, "memory": mem, **({"nvidia.com/gpu": str(gpu)} if gpu else {})}
+        tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}] if gpu else []
+        for t in range(size):
+            objects.append({"kind": "Pod", "metadata": {
+                "name": f"{name}-{t}", "namespace": "bench",
+                "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}},
+                "spec": {"schedulerName": "volcano", "tolerations": tolerations,
+                         "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}]},
+                "status": {"phase": "Pending"}})
+        made += size
+        job += 1
+    return objects
+
+
+def first_fit_baseline(cache: ClusterCache) -> tuple[int, float]:
+    """Pods placed and seconds for a bare numpy first-fit of the same pods on the same nodes."""
+    n = len(cache.node_list)
+    idle = cache.table.idle[:n].copy()
+    pods = [t for t in cache.tasks.values() if t.status == TaskStatus.PENDING]
+    started = time.perf_counter()
+    placed = 0
+    for task in pods:
+        fits = np.flatnonzero(np.all(idle >= task.init_resreq, axis=1))
+        if len(fits):
+            idle[fits[0]] -= task.resreq
+            placed += 1
+    return placed, time.perf_counter() - started
+
+
+def run_size(nodes: int, pods: int) -> dict[str, float]:
+    objects = synthetic_cluster(nodes, pods)
+    tracemalloc.start()
+    started = time.perf_counter()
+    cache = ClusterCache()
+    for obj in objects:
+        cache.apply(obj)
+    load_seconds = time.perf_counter() - started
+    load_bytes, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del objects
+    baseline_placed, baseline_seconds = first_fit_baseline(cache)
+    conf = load_config(BENCH_CONF, "bench configuration")
+    started = time.perf_counter()
+    result = run_cycle(cache, conf)
+    session_seconds = time.perf_counter() - started
+    placed = len(result.binds)
+    again = run_cycle(cache, conf)  # nothing changed: what does opening cost now?
+    return {
+        "nodes": nodes, "pods": pods, "placed": placed,
+        "allocate_pods_per_s": placed / result.timings["allocate"],
+        "session_pods_per_s": placed / session_seconds,
+        "session_s": session_seconds, "open_ms": result.timings["open"] * 1e3,
+        "open_unchanged_ms": again.timings["open"] * 1e3,
+        "enqueue_ms": result.timings["enqueue"] * 1e3, "close_ms": result.timings["close"] * 1e3,
+        "cache_load_events_per_s": (nodes + pods) / load_seconds,
+        "bytes_per_pod": load_bytes / max(pods, 1),
+        "baseline_placed": baseline_placed, "baseline_pods_per_s": baseline_placed / baseline_seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def report(row: dict[str, float]) -> str:
+    ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"]
+    return "\n".join([
+        f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack)",
+        f"  placed:               {row['placed']:,} pods (numpy first-fit places {row['baseline_placed']:,})",
+        f"  allocate action:      {row['allocate_pods_per_s']:,.0f} pods/s",
+        f"  whole session:        {row['session_pods_per_s']:,.0f} pods/s  ({row['session_s']:.2f} s; "
+        f"open {row['open_ms']:.1f} ms, enqueue {row['enqueue_ms']:.0f} ms, close {row['close_ms']:.0f} ms)",
+        f"  open, nothing changed: {row['open_unchanged_ms']:.1f} ms",
+        f"  numpy first-fit:      {row['baseline_pods_per_s']:,.0f} pods/s  (framework costs {ratio:.1f}x)",
+        f"  cache load:           {row['cache_load_events_per_s']:,.0f} objects/s, {row['bytes_per_pod']:,.0f} B per pod",
+        f"  peak RSS:             {row['peak_rss_mb']:,.0f} MB",
+    ])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--size", action="append", metavar="NODESxPODS",
+                        help="cluster sizes to run (default: 1000x10000 and 5000x50000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    sizes = args.size or ["1000x10000", "5000x50000"]
+    for size in sizes:
+        nodes, _, pods = size.partition("x")
+        print(report(run_size(int(nodes), int(pods))), flush=True)
+    return 0

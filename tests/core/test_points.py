@@ -1,0 +1,64 @@
+"""How plugin answers combine, point by point (volcano-semantics.md section 1)."""
+
+import pytest
+
+from central.framework.conf import PluginOption
+from central.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin
+from central.framework.points import Points
+
+
+def plugin(name, flags=None, **methods):
+    cls = type(name, (Plugin,), {k: staticmethod(v) for k, v in methods.items()})
+    return cls(PluginOption(name, flags or {}, {}), session=None)
+
+
+def const(value):
+    return lambda *args: value
+
+
+@pytest.mark.parametrize("tiers, expected", [
+    pytest.param([[const(PERMIT)]], True, id="permit"),
+    pytest.param([[const(ABSTAIN)]], True, id="all-abstain-passes"),
+    pytest.param([[const(PERMIT), const(REJECT)]], False, id="any-reject-fails"),
+    pytest.param([[const(PERMIT)], [const(REJECT)]], True, id="first-tier-permit-decides"),
+    pytest.param([[const(ABSTAIN)], [const(REJECT)]], False, id="abstaining-tier-passes-on"),
+])
+def test_vote(tiers, expected):
+    points = Points([[plugin(f"p{i}{j}", job_pipelined=fn) for j, fn in enumerate(t)] for i, t in enumerate(tiers)])
+    assert points.vote("job_pipelined", object()) is expected
+
+
+def test_orderings_take_the_first_opinion():
+    points = Points([[plugin("a", job_order=const(0)), plugin("b", job_order=const(1))], [plugin("c", job_order=const(-1))]])
+    assert points.order("job_order", 1, 2) == 1
+
+
+def test_disabled_flags_leave_a_plugin_out():
+    points = Points([[plugin("a", {"enableJobOrder": False}, job_order=const(-1)), plugin("b", job_order=const(1))]])
+    assert points.order("job_order", 1, 2) == 1
+
+
+def test_starving_is_and_within_the_first_answering_tier_else_false():
+    assert Points([[], [plugin("a", job_starving=const(True)), plugin("b", job_starving=const(False))]]).first_tier_all("job_starving", 0) is False
+    assert Points([[plugin("a", job_starving=const(True))], [plugin("b", job_starving=const(False))]]).first_tier_all("job_starving", 0) is True
+    assert Points([[]]).first_tier_all("job_starving", 0) is False
+
+
+def test_overused_is_or_and_ready_is_and():
+    points = Points([[plugin("a", overused=const(False), job_ready=const(True)),
+                      plugin("b", overused=const(True), job_ready=const(False))]])
+    assert points.any_true("overused", 0) is True
+    assert points.all_true("job_ready", 0) is False
+    assert Points([[]]).all_true("job_ready", 0) is True
+
+
+@pytest.mark.parametrize("answers, expected", [
+    pytest.param([[None, [1, 2, 3]]], [1, 2, 3], id="abstainer-skipped"),
+    pytest.param([[[1, 2, 3], [2, 3, 4]]], [2, 3], id="intersection"),
+    pytest.param([[[1, 2], []], [[3]]], [3], id="empty-ends-the-tier"),
+    pytest.param([[None], [[5]]], [5], id="first-tier-with-answer"),
+    pytest.param([[None]], [], id="nobody-answers"),
+])
+def test_victims(answers, expected):
+    tiers = [[plugin(f"p{i}{j}", preemptable=const(a)) for j, a in enumerate(t)] for i, t in enumerate(answers)]
+    assert Points(tiers).victims("preemptable", None, [1, 2, 3, 4, 5]) == expected
