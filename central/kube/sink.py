@@ -9,7 +9,8 @@
 - **status**: PodGroup and Queue statuses are collected during the cycle and written by
   `flush()` at session close, each as a PUT on `/status` carrying the resourceVersion the
   reflector last saw; a 409 re-reads the object and tries again. Unchanged statuses are not
-  written. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
+  written, and fields the cycle does not report (a Queue's `state`, set by the Queue
+  controller) are kept. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
 - **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
   for in `kubectl describe pod`), rate-limited by the EventRecorder.
 """
@@ -149,9 +150,11 @@ class KubeSink:
                     current = self.client.get_or_none(path(VOLCANO_SCHEDULING, resource, namespace, name))
                     if current is None:
                         return  # deleted meanwhile
-                if current.get("status") != status:
+                # keep the fields the scheduler does not own (a Queue's state is the controller's)
+                desired = {**(current.get("status") or {}), **status}
+                if current.get("status") != desired:
                     try:
-                        self.client.request("PUT", url, body=dict(current, status=status))
+                        self.client.request("PUT", url, body=dict(current, status=desired))
                         self.counts["status"] += 1
                     except ApiError as err:
                         if err.code != 409 or attempt == CONFLICT_RETRIES - 1:

@@ -184,3 +184,20 @@ def test_evict_goes_through_the_eviction_api(api, kube):
         thread.join(10)
     assert api.store.count("evict", "pods") == 1
     assert not scheduler.feeder.cache.of("Pod")
+
+
+def test_queue_status_write_keeps_the_controllers_state(api, kube):
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
+             "spec": {"weight": 1}, "status": {"state": "Closed"}})
+
+    def cycle(cache, conf, sink):
+        sink.update_queue_status("team", {"allocated": {"cpu": "2"}, "running": 1})
+        return result()
+
+    scheduler, stop, thread = start(kube, cycle=cycle)
+    try:
+        eventually(lambda: (api.store.get("queues", "", "team")["status"] or {}).get("running"), what="the write")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert api.store.get("queues", "", "team")["status"] == {"state": "Closed", "allocated": {"cpu": "2"}, "running": 1}
