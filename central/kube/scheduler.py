@@ -104,6 +104,7 @@ class Scheduler:
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers)
         self.cycles = 0
+        self.failed_cycles = 0
         self.ready = threading.Event()  # synced and leading: what the readiness probe reports
 
     def synced(self) -> bool:
@@ -126,7 +127,11 @@ class Scheduler:
                     log.error("leadership lost: stopping")
                     return 1
                 started = time.monotonic()
-                self.run_once()
+                try:
+                    self.run_once()
+                except Exception:  # one bad cycle must not stop scheduling (Volcano vo#5708)
+                    self.failed_cycles += 1
+                    log.exception("scheduling cycle failed")
                 stop.wait(max(0.0, self.period - (time.monotonic() - started)))
             return 0
         finally:

@@ -45,6 +45,10 @@ class KubeSink:
         self._queues: dict[str, dict[str, Any]] = {}
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_failed": 0, "status": 0, "conflict": 0}
 
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.counts[what] += 1
+
     # --- ClusterSink ----------------------------------------------------------------------------
 
     def bind(self, pod_key: str, node: str) -> None:
@@ -106,9 +110,9 @@ class KubeSink:
             self.client.create(path(CORE, "pods", namespace, name, "binding"), {
                 "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
-            self.counts["bind"] += 1
+            self._count("bind")
         except ApiError as err:
-            self.counts["bind_failed"] += 1
+            self._count("bind_failed")
             log.warning("bind %s to %s failed: %s", pod_key, node, err)
             current = self._read_back(pod_key)
             self.feeder.forget(pod_key, current)
@@ -130,13 +134,13 @@ class KubeSink:
         try:
             self.client.create(path(CORE, "pods", namespace, name, "eviction"), {
                 "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
-            self.counts["evict"] += 1
+            self._count("evict")
             if pod is not None:
                 self.events.emit(pod, "Normal", "Evict", f"Pod is evicted, because of {reason}")
         except ApiError as err:
             if err.code == 404:
                 return
-            self.counts["evict_failed"] += 1
+            self._count("evict_failed")
             log.warning("evicting %s (%s) failed: %s", pod_key, reason, err)
 
     def _write_status(self, kind: str, key: str, status: dict[str, Any]) -> None:
@@ -155,11 +159,11 @@ class KubeSink:
                 if current.get("status") != desired:
                     try:
                         self.client.request("PUT", url, body=dict(current, status=desired))
-                        self.counts["status"] += 1
+                        self._count("status")
                     except ApiError as err:
                         if err.code != 409 or attempt == CONFLICT_RETRIES - 1:
                             raise
-                        self.counts["conflict"] += 1
+                        self._count("conflict")
                         current = None
                         continue
                 break

@@ -201,3 +201,21 @@ def test_queue_status_write_keeps_the_controllers_state(api, kube):
         stop.set()
         thread.join(10)
     assert api.store.get("queues", "", "team")["status"] == {"state": "Closed", "allocated": {"cpu": "2"}, "running": 1}
+
+
+def test_a_failing_cycle_does_not_stop_scheduling(api, kube):
+    calls = []
+
+    def cycle(cache, conf, sink):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a plugin bug")
+        return result()
+
+    scheduler, stop, thread = start(kube, cycle=cycle)
+    try:
+        eventually(lambda: scheduler.cycles >= 2, what="cycles after the failure")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert scheduler.failed_cycles == 1
