@@ -4,8 +4,9 @@ Queues go in QueueOrder, overused ones are skipped. For a queue's starving job (
 its pending tasks (TaskOrder, preemptionPolicy not Never, Preemptive for the queue) each try
 to make room among the Running, preemptable tasks of other queues whose `reclaimable` is not
 false, as the Reclaimable plugins allow (proportion and capacity only give up what a queue
-holds above its deserved share). The job's statement commits only if the job is then
-pipelined; otherwise nothing is evicted.
+holds above its deserved share, and they are asked before every eviction, whatever the
+tiers voted). The job's statement commits only if the job is then pipelined; otherwise
+nothing is evicted.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         if task.preempt_never or not ssn.preemptive(queue, task):
             continue
         make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), ssn.reclaimable,
-                  REASON.format(queue.name, task.uid), lambda: True)
+                  REASON.format(queue.name, task.uid), lambda: True, ssn.can_give_up)
     if ssn.job_pipelined(job):
         stmt.commit()
     else:

@@ -31,8 +31,11 @@ VictimVote = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
 
 
 def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFilter, vote: VictimVote,
-              reason: str, may_place: Callable[[], bool]) -> bool:
-    """Try the candidate nodes in order; True once the task is pipelined onto one."""
+              reason: str, may_place: Callable[[], bool], may_evict: VictimFilter = lambda v: True) -> bool:
+    """Try the candidate nodes in order; True once the task is pipelined onto one.
+
+    `may_evict` is asked again right before each eviction, after the earlier ones took effect.
+    """
     placement = ssn.placement
     less = ssn.victim_less(task)
     order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
@@ -49,7 +52,9 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFil
         sub = ssn.statement()
         queue = PriorityQueue(less, victims)
         while queue and not (may_place() and placement.fits(task, row)):
-            sub.evict(queue.pop(), reason)
+            victim = queue.pop()
+            if may_evict(victim):
+                sub.evict(victim, reason)
         if may_place() and placement.fits(task, row):
             sub.pipeline(task, node)
             stmt.merge(sub)

@@ -20,6 +20,9 @@ Votes and checks:
     preemptive(queue, task) -> bool         AND
     preemptable(preemptor, victims) -> list | None   per-tier intersection (None abstains)
     reclaimable(reclaimer, victims) -> list | None
+    can_give_up(victim) -> bool             AND, always on: may the victim's queue lose it to
+                                            reclaim now (above its deserved share)? Checked
+                                            before each eviction, whatever the tiers voted
 Placement, vectorised over node rows (numpy int arrays of candidate rows):
     predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
     node_order(task, rows) -> float array              a row's score may depend only on that node's

@@ -29,6 +29,7 @@ POINT_FLAGS: dict[str, str | None] = {
     "preemptive": "enablePreemptive",
     "preemptable": "enablePreemptable",
     "reclaimable": "enableReclaimable",
+    "can_give_up": None,
     "predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
     "batch_node_order": "enableNodeOrder",

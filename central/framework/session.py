@@ -120,6 +120,9 @@ class Session:
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.points.victims("reclaimable", reclaimer, candidates)
 
+    def can_give_up(self, victim: TaskInfo) -> bool:
+        return self.points.all_true("can_give_up", victim)
+
     # --- votes ------------------------------------------------------------------------------
 
     def job_valid(self, job: JobInfo) -> str | None:

@@ -2,6 +2,7 @@
 
 from central.framework.plugin import Plugin
 from central.plugins.binpack import Binpack
+from central.plugins.capacity import Capacity
 from central.plugins.conformance import Conformance
 from central.plugins.drf import Drf
 from central.plugins.gang import Gang
@@ -13,5 +14,5 @@ from central.plugins.proportion import Proportion
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
-    for cls in (Priority, Gang, Conformance, Drf, Proportion, Overcommit, Predicates, NodeOrder, Binpack)
+    for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack)
 }

@@ -141,6 +141,10 @@ class Proportion(Plugin):
                 victims.append(task)
         return victims
 
+    def can_give_up(self, victim: TaskInfo) -> bool:
+        attr = self.attrs.get(self.session.jobs[victim.job_uid].queue)
+        return attr is None or not less_equal(attr.allocated, attr.deserved)
+
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.session.queues[job.queue]
         attr = self.attrs[job.queue]

@@ -1,0 +1,251 @@
+"""capacity: explicit queue quotas (deserved, guarantee, capability), flat or as a tree.
+
+Each queue may use up to its real capability (its capability, bounded by what the others'
+guarantees leave), borrowing above `deserved` while there is room. Reclaim takes back only
+what a queue holds above its deserved share, and never below its guarantee.
+
+With `enableHierarchy`, queues form a tree through `spec.parent` (default `root`): jobs run
+only in leaf queues; a child inherits the capability dimensions it leaves unset from its
+parent; a child's real capability is its parent's, less its siblings' guarantees; every
+check on a queue is made on all its ancestors too, whose allocation includes their
+descendants'. Queue order compares the two queues' ancestors just below their lowest common
+ancestor. `ancestorReclaimLevel` (0) also requires that many ancestors of a victim's queue to
+be over their deserved share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from central.api.resources import EPSILON, less_equal_on
+from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.plugins.drf import dominant_share
+from central.plugins.proportion import job_min_resources
+
+ROOT = "root"
+
+
+@dataclass
+class Quota:
+    name: str
+    parent: str | None
+    deserved: np.ndarray
+    guarantee: np.ndarray
+    capability: np.ndarray  # inf where unlimited
+    real_capability: np.ndarray
+    allocated: np.ndarray
+    inqueue: np.ndarray
+    elastic: np.ndarray
+    children: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, queue: QueueInfo | None, name: str, parent: str | None, dims) -> "Quota":
+        spec = queue or QueueInfo(name, 1, {}, {}, {}, True, 0, None, "Open")
+        capability = dims.vector(spec.capability, missing=np.inf)
+        return cls(name, parent, dims.vector(spec.deserved), dims.vector(spec.guarantee), capability,
+                   capability.copy(), dims.zeros(), dims.zeros(), dims.zeros())
+
+    @property
+    def share(self) -> float:
+        if not np.any(self.deserved > EPSILON):
+            return 1.0
+        return dominant_share(self.allocated, self.deserved)
+
+
+class Capacity(Plugin):
+    name = "capacity"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.hierarchy = option.enabled("enableHierarchy")
+        self.reclaim_levels = self.argument("ancestorReclaimLevel", 0, int)
+        self.quotas: dict[str, Quota] = {}
+        for queue in session.queues.values():
+            parent = (queue.parent or ROOT) if self.hierarchy and queue.name != ROOT else None
+            self.quotas[queue.name] = Quota.of(queue, queue.name, parent, session.dims)
+        for quota in self.quotas.values():
+            if quota.parent in self.quotas:
+                self.quotas[quota.parent].children.append(quota.name)
+        if self.hierarchy:
+            self._lay_out_tree()
+        else:
+            self._lay_out_flat()
+        for job in session.jobs.values():
+            self._account_job(job)
+
+    # --- setup ------------------------------------------------------------------------------
+
+    def _lay_out_flat(self) -> None:
+        total = self.session.total
+        guarantees = sum((q.guarantee for q in self.quotas.values()), self.session.dims.zeros())
+        for quota in self.quotas.values():
+            quota.real_capability = np.minimum(np.maximum(total - guarantees, 0) + quota.guarantee, quota.capability)
+            quota.deserved = np.maximum(np.minimum(quota.deserved, quota.real_capability), quota.guarantee)
+
+    def _lay_out_tree(self) -> None:
+        root = self.quotas[ROOT]  # the session always has root
+        self._sum_children(root)
+        root.real_capability = np.minimum(self.session.total, root.capability)
+        self._descend(root)
+
+    def _sum_children(self, quota: Quota) -> None:
+        """Root-like parents deserve and guarantee what their children do, at least."""
+        for child in quota.children:
+            self._sum_children(self.quotas[child])
+        if quota.name == ROOT and quota.children:
+            quota.deserved = np.sum([self.quotas[c].deserved for c in quota.children], axis=0)
+            quota.guarantee = np.sum([self.quotas[c].guarantee for c in quota.children], axis=0)
+
+    def _descend(self, parent: Quota) -> None:
+        siblings_guarantee = np.sum([self.quotas[c].guarantee for c in parent.children], axis=0) if parent.children else 0
+        for name in parent.children:
+            child = self.quotas[name]
+            child.capability = np.where(np.isinf(child.capability), parent.capability, child.capability)
+            room = np.maximum(parent.real_capability - siblings_guarantee, 0) + child.guarantee
+            child.real_capability = np.minimum(room, child.capability)
+            child.deserved = np.maximum(np.minimum(child.deserved, child.real_capability), child.guarantee)
+            self._descend(child)
+
+    def _account_job(self, job: JobInfo) -> None:
+        min_res = job_min_resources(self.session, job)
+        inqueue = self.session.dims.zeros()
+        if job.phase == "Inqueue":
+            inqueue = min_res
+        elif job.phase == "Running" and job.min_resources is not None and job.ready_num >= job.min_available:
+            inqueue = np.maximum(min_res - job.allocated, 0)
+        elastic = np.maximum(job.allocated - min_res, 0)
+        for quota in self._lineage(job.queue):
+            quota.allocated += job.allocated
+            quota.inqueue += inqueue
+            quota.elastic += elastic
+
+    def _lineage(self, queue: str) -> list[Quota]:
+        """The queue and, with hierarchy, its ancestors up to root."""
+        out, seen = [], set()
+        name: str | None = queue
+        while name in self.quotas and name not in seen:
+            seen.add(name)
+            out.append(self.quotas[name])
+            name = self.quotas[name].parent
+        return out
+
+    def _is_leaf(self, queue: str) -> bool:
+        return not self.hierarchy or not self.quotas[queue].children
+
+    # --- extension points -------------------------------------------------------------------
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if self.hierarchy:
+            left, right = self._below_common_ancestor(left, right)
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        lq, rq = self.quotas[left.name], self.quotas[right.name]
+        ls, rs = lq.share, rq.share
+        if ls != rs:
+            return -1 if ls < rs else 1
+        l_has, r_has = bool(np.any(lq.deserved > EPSILON)), bool(np.any(rq.deserved > EPSILON))
+        return 0 if l_has == r_has else (-1 if l_has else 1)
+
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        """With hierarchy, victims come first from queues farther from the preemptor's in the tree."""
+        if not self.hierarchy:
+            return 0
+        ld, rd = self._distance(left.name, preemptor.name), self._distance(right.name, preemptor.name)
+        return -1 if ld > rd else (1 if ld < rd else 0)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if not queue.is_open or not self._is_leaf(queue.name):
+            return False
+        return all(less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq) for q in self._lineage(queue.name))
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(less_equal_on(q.allocated + task.resreq, q.deserved, task.resreq) for q in self._lineage(queue.name))
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        victims = []
+        left: dict[str, np.ndarray] = {}
+        for task in candidates:
+            queue = self.session.jobs[task.job_uid].queue
+            quota = self.quotas.get(queue)
+            if quota is None:
+                continue
+            allocated = left.setdefault(queue, quota.allocated.copy())
+            if self._may_give(quota, allocated, task) and self._ancestors_over(quota):
+                allocated -= task.resreq
+                victims.append(task)
+        return victims
+
+    def can_give_up(self, victim: TaskInfo) -> bool:
+        quota = self.quotas.get(self.session.jobs[victim.job_uid].queue)
+        return quota is None or (self._may_give(quota, quota.allocated, victim) and self._ancestors_over(quota))
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        queue = self.session.queues[job.queue]
+        if not queue.is_open:
+            self.session.job_notes[job.uid] = f"queue {queue.name} is {queue.state}"
+            return REJECT
+        if not self._is_leaf(queue.name):
+            self.session.job_notes[job.uid] = f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues"
+            return REJECT
+        if job.min_resources is None:
+            return PERMIT
+        min_res = job_min_resources(self.session, job)
+        for quota in self._lineage(queue.name):
+            future = min_res + quota.allocated + quota.inqueue - quota.elastic
+            if not less_equal_on(future, quota.real_capability, min_res):
+                self.session.job_notes[job.uid] = f"queue {quota.name} capacity insufficient"
+                return REJECT
+        for quota in self._lineage(queue.name):
+            quota.inqueue += min_res
+        return PERMIT
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._charge(task, +1)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._charge(task, -1)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _charge(self, task: TaskInfo, sign: int) -> None:
+        job = self.session.jobs.get(task.job_uid)
+        if job is not None:
+            for quota in self._lineage(job.queue):
+                quota.allocated += sign * task.resreq
+
+    @staticmethod
+    def _may_give(quota: Quota, allocated: np.ndarray, task: TaskInfo) -> bool:
+        """Above deserved on a dimension the victim uses, and still at its guarantee after."""
+        uses = task.resreq > EPSILON
+        shared = uses & (quota.deserved > EPSILON)
+        if not shared.any():
+            return True  # nothing in common with deserved: always eligible
+        above = bool(np.any(allocated[shared] > quota.deserved[shared] + EPSILON))
+        keeps_guarantee = bool(np.all(allocated - task.resreq + EPSILON >= np.minimum(quota.guarantee, allocated)))
+        return above and keeps_guarantee
+
+    def _ancestors_over(self, quota: Quota) -> bool:
+        ancestors = self._lineage(quota.name)[1:1 + self.reclaim_levels]
+        return all(np.any(a.allocated > a.deserved + EPSILON) for a in ancestors)
+
+    def _below_common_ancestor(self, left: QueueInfo, right: QueueInfo) -> tuple[QueueInfo, QueueInfo]:
+        lpath = [q.name for q in reversed(self._lineage(left.name))]
+        rpath = [q.name for q in reversed(self._lineage(right.name))]
+        i = 0
+        while i < min(len(lpath), len(rpath)) and lpath[i] == rpath[i]:
+            i += 1
+        if i >= len(lpath) or i >= len(rpath):
+            return left, right
+        queues = self.session.queues
+        return queues.get(lpath[i], left), queues.get(rpath[i], right)
+
+    def _distance(self, a: str, b: str) -> int:
+        apath = [q.name for q in self._lineage(a)]
+        bpath = {q.name: depth for depth, q in enumerate(self._lineage(b))}
+        for depth, name in enumerate(apath):
+            if name in bpath:
+                return depth + bpath[name]
+        return len(apath) + len(bpath)
