@@ -222,3 +222,103 @@ class JobController(ControllerLoop):
         job = self.jobs.objects.get(key)
         if job is not None:
             self.events.emit(job, "Warning", "ReconcileFailed", f"gave up after {MAX_REQUEUE} attempts: {err}")
+
+
+class QueueController(ControllerLoop):
+    """Queues: Open / Closing / Closed from Commands, the cascade to children, PodGroup counts."""
+
+    name = "queue-controller"
+
+    def __init__(self, client: KubeClient, events: EventRecorder, workers: int = 1):
+        super().__init__(client, events, workers)
+        from central.controllers.queues import reconcile_queue
+
+        self.reconcile = reconcile_queue
+        self.queues = self.watch(path(VOLCANO_SCHEDULING, "queues"), self._with_children)
+        self.podgroups = self.watch(path(VOLCANO_SCHEDULING, "podgroups"),
+                                    lambda pg: [(pg.get("spec") or {}).get("queue") or "default"])
+        self.commands = self.watch(path(VOLCANO_BUS, "commands"), lambda c: [c["target"]["name"]] if (
+            c.get("target") or {}).get("kind") == "Queue" else [])
+
+    def _with_children(self, queue: dict[str, Any]) -> list[str]:
+        name = queue["metadata"]["name"]
+        children = [n for n, q in list(self.queues.objects.items()) if (q.get("spec") or {}).get("parent") == name]
+        return [name, *children]
+
+    def sync(self, key: str) -> float | None:
+        queue = self.queues.objects.get(key)
+        if queue is None:
+            return None
+        queues = dict(self.queues.objects)
+        commands = list(self.commands.objects.values())
+        d = self.reconcile(queue, queues, list(self.podgroups.objects.values()), commands)
+        url = url_for("Queue", None, key)
+        if d.annotations or d.spec_patch:
+            patch: dict[str, Any] = {}
+            if d.annotations:
+                patch["metadata"] = {"annotations": d.annotations}
+            if d.spec_patch:
+                patch["spec"] = d.spec_patch
+            queue = self.client.merge_patch(url, patch)
+        if d.status_changed:
+            self.write_status("Queue", queue, d.status)
+        for change in d.cascade:
+            child = queues.get(change.name)
+            if child is None:
+                continue
+            if change.annotations:
+                child = self.client.merge_patch(url_for("Queue", None, change.name),
+                                                {"metadata": {"annotations": change.annotations}})
+            self.write_status("Queue", child, dict(child.get("status") or {}, state=change.state))
+            self.queue.add(change.name)
+        for name in d.delete_commands:
+            command = next((c for c in commands if c["metadata"]["name"] == name), None)
+            if command is not None:
+                self.delete("Command", command["metadata"].get("namespace"), name)
+        return None
+
+
+OWNER_URLS = {"ReplicaSet": ("/apis/apps/v1", "replicasets"), "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+              "Deployment": ("/apis/apps/v1", "deployments"), "Job": ("/apis/batch/v1", "jobs")}
+
+
+class PodGroupController(ControllerLoop):
+    """A PodGroup for every plain pod of our schedulers (Deployments, StatefulSets, bare pods)."""
+
+    name = "podgroup-controller"
+
+    def __init__(self, client: KubeClient, events: EventRecorder, workers: int = 1,
+                 scheduler_names: tuple[str, ...] = ("volcano",)):
+        super().__init__(client, events, workers)
+        from central.controllers.podgroups import podgroup_for_pod
+
+        self.decide = podgroup_for_pod
+        self.scheduler_names = scheduler_names
+        self.pods = self.watch(path(CORE, "pods"), self._ungrouped)
+
+    def _ungrouped(self, pod: dict[str, Any]) -> list[str]:
+        annotations = pod["metadata"].get("annotations") or {}
+        if (pod.get("spec") or {}).get("schedulerName") in self.scheduler_names \
+                and "scheduling.k8s.io/group-name" not in annotations and object_key(pod) in self.pods.objects:
+            return [object_key(pod)]
+        return []
+
+    def sync(self, key: str) -> float | None:
+        pod = self.pods.objects.get(key)
+        if pod is None:
+            return None
+        d = self.decide(pod, self._owner(pod), self.scheduler_names)
+        if d is None:
+            return None
+        self.create(d.podgroup)
+        namespace, name = key.split("/", 1)
+        self.client.merge_patch(path(CORE, "pods", namespace, name), {"metadata": {"annotations": d.pod_annotations}})
+        return None
+
+    def _owner(self, pod: dict[str, Any]) -> dict[str, Any] | None:
+        """The pod's controller (its group-min-member annotation sets the gang size)."""
+        ref = next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+        if ref is None or ref.get("kind") not in OWNER_URLS:
+            return None
+        prefix, plural = OWNER_URLS[ref["kind"]]
+        return self.client.get_or_none(path(prefix, plural, pod["metadata"].get("namespace"), ref["name"]))

@@ -1,4 +1,4 @@
-"""`caldera controllers`: the Job, PodGroup and Queue controllers (flags as vc-controller-manager).
+"""`caldera controllers`: the Job, Queue and PodGroup controllers (flags as vc-controller-manager).
 
 Reflectors start at once (a standby keeps warm caches); workers start only on the replica
 that holds the Lease, after every cache has synced. Losing the Lease stops the process.
@@ -16,7 +16,7 @@ import threading
 from prometheus_client import CollectorRegistry
 
 from central.kube.client import KubeClient
-from central.kube.controllers import ControllerLoop, JobController
+from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector
 from central.kube.metrics import serve
@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
-    parser.add_argument("--workers", type=int, default=3, help="workers per controller")
+    parser.add_argument("--workers", type=int, default=3, help="Job controller workers")
+    parser.add_argument("--scheduler-name", action="append", default=None,
+                        help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--lock-object-namespace", default="volcano-system")
     parser.add_argument("--lock-object-name", default="vc-controller-manager")
@@ -35,9 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
 
 
-def build(client: KubeClient, workers: int) -> list[ControllerLoop]:
+def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...]) -> list[ControllerLoop]:
     events = EventRecorder(client, "vc-controller-manager")
-    return [JobController(client, events, workers)]
+    return [JobController(client, events, workers), QueueController(client, events),
+            PodGroupController(client, events, scheduler_names=scheduler_names)]
 
 
 def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None) -> int:
@@ -66,7 +69,7 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
-    loops = build(client, args.workers)
+    loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]))
     elector = None
     if args.leader_elect:
         elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name,

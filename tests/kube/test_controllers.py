@@ -10,8 +10,8 @@ import pytest
 from central.admission.jobs import mutate_job
 from central.cli import main
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
-from central.kube.client import CORE, VOLCANO_BATCH, path
-from central.kube.controllers import JobController
+from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_SCHEDULING, path
+from central.kube.controllers import JobController, PodGroupController, QueueController
 from central.kube.controllers_cli import run_controllers
 from central.kube.events import EventRecorder
 from central.kube.scheduler import ConfigFile, Scheduler
@@ -19,6 +19,7 @@ from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.kube.conftest import eventually
 from tests.kube.fakes import node
+from tests.kube.fakes import pod as pod_spec
 
 
 def vcjob(name: str, replicas: int = 2) -> dict:
@@ -98,3 +99,73 @@ def test_api_failures_are_retried(api, kube, cluster):
     kube.create(path(VOLCANO_BATCH, "jobs", "default"), vcjob("train", replicas=1))
     eventually(lambda: pods_of(api, "train"), what="the pod despite three refused creates")
     assert api.store.count("create", "pods") == 4
+
+
+def queue(name: str, parent: str | None = None) -> dict:
+    spec = {"weight": 1, **({"parent": parent} if parent else {})}
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture
+def queue_controller(kube):
+    stop = threading.Event()
+    controller = QueueController(kube, EventRecorder(kube, "vc-controller-manager"))
+    thread = threading.Thread(target=run_controllers, args=([controller], stop, None), daemon=True)
+    thread.start()
+    yield controller
+    stop.set()
+    thread.join(10)
+
+
+def test_queue_close_through_the_cli_cascades_and_reopens(api, kube, kubeconfig, queue_controller):
+    def state(name: str) -> str:
+        return ((api.store.get("queues", "", name) or {}).get("status") or {}).get("state", "")
+
+    api.put(queue("research"))
+    api.put(queue("vision", parent="research"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg", "namespace": "default"}, "spec": {"minMember": 1, "queue": "vision"},
+             "status": {"phase": "Running"}})
+    eventually(lambda: state("research") == "Open" and state("vision") == "Open", what="queues Open")
+    assert api.store.get("queues", "", "vision")["status"]["running"] == 1
+
+    assert main(["queue", "operate", "-n", "research", "-a", "close", "--kubeconfig", kubeconfig]) == 0
+    eventually(lambda: state("research") == "Closed", what="research Closed")
+    eventually(lambda: state("vision") == "Closing", what="vision Closing while its PodGroup runs")
+    annotations = api.store.get("queues", "", "vision")["metadata"]["annotations"]
+    assert annotations["volcano.sh/closed-by-parent"] == "true"
+    eventually(lambda: not api.store.objects["commands"], what="the Command consumed")
+
+    kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "pg", "status"),
+                     {"status": {"phase": "Completed"}})
+    eventually(lambda: state("vision") == "Closed", what="vision Closed once drained")
+
+    assert main(["queue", "operate", "-n", "research", "-a", "open", "--kubeconfig", kubeconfig]) == 0
+    eventually(lambda: state("research") == "Open" and state("vision") == "Open", what="both reopened")
+
+
+def test_plain_pods_get_a_podgroup(api, kube):
+    owner = api.put({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                     "metadata": {"name": "web", "namespace": "default",
+                                  "annotations": {"scheduling.volcano.sh/group-min-member": "2"}}, "spec": {}})
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": owner["metadata"]["uid"],
+           "controller": True}
+    for i in range(2):
+        p = pod_spec(f"web-{i}")
+        p["metadata"]["ownerReferences"] = [ref]
+        api.put(p)
+    api.put(pod_spec("other", scheduler="default-scheduler"))
+    stop = threading.Event()
+    controller = PodGroupController(kube, EventRecorder(kube, "vc-controller-manager"))
+    thread = threading.Thread(target=run_controllers, args=([controller], stop, None), daemon=True)
+    thread.start()
+    group = f"podgroup-{owner['metadata']['uid']}"
+    try:
+        eventually(lambda: all((api.store.get("pods", "default", f"web-{i}")["metadata"].get("annotations") or {})
+                               .get("scheduling.k8s.io/group-name") == group for i in range(2)), what="annotations")
+    finally:
+        stop.set()
+        thread.join(10)
+    podgroup = api.store.get("podgroups", "default", group)
+    assert podgroup["spec"]["minMember"] == 2 and podgroup["spec"]["minResources"] == {"cpu": "2"}
+    assert list(api.store.objects["podgroups"]) == [("default", group)]  # one for the ReplicaSet, none for `other`
