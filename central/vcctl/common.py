@@ -101,3 +101,16 @@ def parse_resources(text: str, where: str) -> dict[str, str]:
             raise InputError(where, f"{name}: invalid quantity {value!r}: {err}") from None
         result[name] = value
     return result
+
+
+def admitted(client: Any, obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """`obj` defaulted and checked as the admission webhook would, against the cluster's queues;
+    InputError listing every problem (with its field path) if it would be refused."""
+    from central.admission import Cluster, admit
+    from central.kube.client import VOLCANO_SCHEDULING, path
+
+    queues = client.get(path(VOLCANO_SCHEDULING, "queues")).get("items") or []
+    review = admit(obj, Cluster.from_objects(dict(q, kind="Queue") for q in queues))
+    if not review.allowed:
+        raise InputError(where, "; ".join(review.errors))
+    return review.object

@@ -13,7 +13,8 @@ import yaml
 
 from central.errors import InputError
 from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
-from central.vcctl.common import Column, add_connection, add_output, api_errors, connect, parse_resources, show
+from central.vcctl.common import (Column, add_connection, add_output, admitted, api_errors, connect, parse_resources,
+                                  show)
 
 JOB_NAME_LABEL = "volcano.sh/job-name"
 JOB_NAMESPACE_LABEL = "volcano.sh/job-namespace"
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         job = _job_from_file(args) if args.filename else _job_from_flags(args)
         namespace = job["metadata"].setdefault("namespace", args.namespace)
+        job = admitted(client, job, f"Job {namespace}/{job['metadata']['name']}")
         created = client.create(path(VOLCANO_BATCH, "jobs", namespace), job)
         if args.output == "table":
             print(f"run job {created['metadata']['name']} successfully")

@@ -12,7 +12,7 @@ from typing import Any
 
 from central.errors import InputError
 from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, path
-from central.vcctl.common import Column, add_connection, add_output, api_errors, connect, show
+from central.vcctl.common import Column, add_connection, add_output, admitted, api_errors, connect, show
 
 COMMAND_NAMESPACE = "default"  # Commands are namespaced; a Queue is not
 
@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
         spec: dict[str, Any] = {"weight": args.weight, "reclaimable": True}
         if args.parent:
             spec["parent"] = args.parent
-        queue = client.create(path(VOLCANO_SCHEDULING, "queues"), {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": args.name},
-            "spec": spec})
+        queue = admitted(client, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                  "metadata": {"name": args.name}, "spec": spec}, f"Queue {args.name}")
+        queue = client.create(path(VOLCANO_SCHEDULING, "queues"), queue)
         if args.state == "Closed":  # status is a subresource: the Queue controller closes it
             client.create(path(VOLCANO_BUS, "commands", COMMAND_NAMESPACE), queue_command(queue, "CloseQueue"))
         print(f"create queue {args.name} successfully")

@@ -56,6 +56,8 @@ def test_queue_close_creates_a_command_for_the_controller(api, caldera):
     pytest.param(("job", "run", "-N", "j", "-m", "3", "-r", "2"), "--min", id="min-above-replicas"),
     pytest.param(("job", "suspend", "-N", "nope"), 'jobs "nope" not found', id="missing-job"),
     pytest.param(("queue", "create", "-n", "q", "-w", "0"), "--weight", id="zero-weight"),
+    pytest.param(("queue", "create", "-n", "q", "-p", "nosuch"), "spec.parent", id="unknown-parent-queue"),
+    pytest.param(("job", "run", "-N", "Bad_Name"), "Job default/Bad_Name", id="invalid-job-name"),
 ])
 def test_bad_input_is_one_line_exit_2(api, caldera, argv, where):
     code, out, err = caldera(*argv)
@@ -89,13 +91,29 @@ def test_job_run_list_view_suspend_resume_delete(api, caldera):
     assert api.store.get("vcjobs", "default", "train") is None
 
 
+def test_job_run_refuses_a_closed_queue_as_admission_would(api, caldera, tmp_path):
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "shut"},
+             "spec": {"weight": 1}, "status": {"state": "Closed"}})
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                        "metadata": {"name": "j"}, "spec": {"queue": "shut", "tasks": [
+                                            {"name": "t", "replicas": 1, "template": {"spec": {"containers": [
+                                                {"name": "c", "image": "busybox"}]}}}]}}))
+    code, _, err = caldera("job", "run", "-f", str(manifest))
+    assert code == 2 and 'spec.queue: can only submit job to queue with state Open; queue "shut" is Closed' in err
+    assert not api.store.objects["vcjobs"]
+
+
 def test_job_run_from_file(api, caldera, tmp_path):
     manifest = tmp_path / "job.yaml"
     manifest.write_text(yaml.safe_dump({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                                         "metadata": {"name": "from-file"},
-                                        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1}]}}))
+                                        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": {
+                                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
     assert caldera("job", "run", "-f", str(manifest), "-n", "team")[0] == 0
-    assert api.store.get("vcjobs", "team", "from-file")["spec"]["tasks"][0]["name"] == "t"
+    created = api.store.get("vcjobs", "team", "from-file")
+    assert created["spec"]["tasks"][0]["name"] == "t"
+    assert created["spec"]["queue"] == "default"  # defaulted as the webhook does
 
 
 def test_pod_list_by_job(api, caldera):
