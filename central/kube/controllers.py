@@ -23,11 +23,12 @@ from central.kube.client import (CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHED
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector, object_key
 from central.kube.workqueue import WorkQueue
+from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
+from central.model.parse import GROUP_NAME
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEUE = 15
-JOB_NAME_LABEL = "volcano.sh/job-name"
 
 # kind -> (API prefix, plural) for the objects the controllers create and delete
 URLS = {
@@ -299,7 +300,7 @@ class PodGroupController(ControllerLoop):
     def _ungrouped(self, pod: dict[str, Any]) -> list[str]:
         annotations = pod["metadata"].get("annotations") or {}
         if (pod.get("spec") or {}).get("schedulerName") in self.scheduler_names \
-                and "scheduling.k8s.io/group-name" not in annotations and object_key(pod) in self.pods.objects:
+                and GROUP_NAME not in annotations and object_key(pod) in self.pods.objects:
             return [object_key(pod)]
         return []
 

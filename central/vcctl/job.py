@@ -13,11 +13,11 @@ import yaml
 
 from central.errors import InputError
 from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
+from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
+from central.model.jobs import JOB_NAMESPACE as JOB_NAMESPACE_LABEL
 from central.vcctl.common import (Column, add_connection, add_output, admitted, api_errors, connect, parse_resources,
                                   show)
 
-JOB_NAME_LABEL = "volcano.sh/job-name"
-JOB_NAMESPACE_LABEL = "volcano.sh/job-namespace"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

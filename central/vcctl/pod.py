@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from central.kube.client import CORE, path
+from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
+from central.model.parse import QUEUE_NAME
 from central.vcctl.common import Column, add_connection, add_output, age, api_errors, connect, show
 
-JOB_NAME_LABEL = "volcano.sh/job-name"
-QUEUE_ANNOTATION = "volcano.sh/queue-name"
+QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job controller's
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     url = path(CORE, "pods", None if args.all_namespaces else args.namespace)
     items = client.request("GET", url, {"labelSelector": selector}).get("items") or []
     if args.queue:
-        items = [p for p in items if (p["metadata"].get("annotations") or {}).get(QUEUE_ANNOTATION) == args.queue]
+        items = [p for p in items if args.queue in {(p["metadata"].get("annotations") or {}).get(k) for k in QUEUE_KEYS}]
     if args.output == "table" and not items:
         print("No resources found")
         return 0
