@@ -18,7 +18,7 @@ from __future__ import annotations
 from central.actions.victims import make_room, pending_tasks
 from central.framework.ordering import PriorityQueue
 from central.framework.session import Session
-from central.model.objects import PREEMPTABLE_STATUSES, JobInfo, TaskInfo
+from central.model.objects import PREEMPTABLE_STATUSES, JobInfo, PodTemplate, TaskInfo
 
 REASON = "PreemptionByScheduler: preempted to make room for {}"
 
@@ -45,16 +45,20 @@ def _between_jobs(ssn: Session, job: JobInfo) -> bool:
     stmt = ssn.statement()
     tasks = pending_tasks(ssn, job)
     assigned = False
+    no_room: set[PodTemplate] = set()  # a template that found no room will not find it for a twin
     while tasks and ssn.job_starving(job):
         task = tasks.pop()
-        if task.preempt_never:
+        if task.preempt_never or task.template in no_room:
             continue
 
         def eligible(victim: TaskInfo, task: TaskInfo = task) -> bool:
             return (_preemptable(victim, task) and victim.job_uid != job.uid
                     and victim.job_uid in ssn.jobs and ssn.jobs[victim.job_uid].queue == job.queue)
 
-        assigned |= _make_room(ssn, stmt, task, eligible)
+        if _make_room(ssn, stmt, task, eligible):
+            assigned = True
+        else:
+            no_room.add(task.template)
     if ssn.job_pipelined(job):
         stmt.commit()
         return assigned and bool(tasks)

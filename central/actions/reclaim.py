@@ -14,7 +14,7 @@ from __future__ import annotations
 from central.actions.victims import make_room, pending_tasks
 from central.framework.ordering import PriorityQueue
 from central.framework.session import Session
-from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
 REASON = "PreemptionByScheduler: reclaimed by queue {} for {}"
 
@@ -41,12 +41,14 @@ def reclaim(ssn: Session) -> None:
 def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
     stmt = ssn.statement()
     tasks = pending_tasks(ssn, job)
+    no_room: set[PodTemplate] = set()  # a template that found no room will not find it for a twin
     while tasks and ssn.job_starving(job):
         task = tasks.pop()
-        if task.preempt_never or not ssn.preemptive(queue, task):
+        if task.preempt_never or task.template in no_room or not ssn.preemptive(queue, task):
             continue
-        make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), ssn.reclaimable,
-                  REASON.format(queue.name, task.uid), lambda: True, ssn.can_give_up)
+        if not make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), ssn.reclaimable,
+                         REASON.format(queue.name, task.uid), lambda: True, ssn.can_give_up):
+            no_room.add(task.template)
     if ssn.job_pipelined(job):
         stmt.commit()
     else:

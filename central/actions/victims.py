@@ -41,10 +41,12 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFil
     order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
     for row in placement.preemption_candidates(task):
         node = ssn.nodes[row]
-        candidates = sorted((t for t in node.tasks.values() if eligible(t)), key=order)
-        if not candidates:
+        candidates = [t for t in node.tasks.values() if eligible(t)]
+        # Cheap bound before sorting and voting: even every candidate the gang guard could
+        # allow would not make room -> next node.
+        if not candidates or not placement.fits(task, row, freed=_at_most(ssn, task, candidates)):
             continue
-        voted = vote(task, candidates)
+        voted = vote(task, sorted(candidates, key=order))
         victims = [v for v in voted if v.job_uid == task.job_uid]
         victims += keep_gangs(ssn.jobs, [v for v in voted if v.job_uid != task.job_uid])
         if not victims or not placement.fits(task, row, freed=np.sum([v.resreq for v in victims], axis=0)):
@@ -61,6 +63,16 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFil
             return True
         sub.discard()
     return False
+
+
+def _at_most(ssn: Session, task: TaskInfo, candidates: list[TaskInfo]) -> np.ndarray:
+    """What evicting every candidate of a job with room above minAvailable would free."""
+    freed = ssn.dims.zeros()
+    for victim in candidates:
+        job = ssn.jobs[victim.job_uid]
+        if victim.job_uid == task.job_uid or job.ready_num > job.min_available:
+            freed += victim.resreq
+    return freed
 
 
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:

@@ -97,7 +97,11 @@ class Placement:
         """Rows that pass every plugin filter, whatever their free resources, best score first:
         the nodes where evicting someone could make room (Volcano's PredicateForPreemptAction)."""
         view = self.view(task)
-        rows = np.flatnonzero(self.table.max_pods[: self.n] > 0)
+        req, n = task.init_resreq, self.n
+        cols = self.columns(req)
+        # A node could make room only if evicting everything on it would: future idle + used.
+        could = np.all(self.table.future[:n, cols] + self.table.used[:n, cols] + EPSILON > req[cols], axis=1)
+        rows = np.flatnonzero(could & (self.table.max_pods[:n] > 0))
         for fn in self.ssn.points.flat["predicate"]:
             checks = fn(task, rows)
             if checks and len(rows):

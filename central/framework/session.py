@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,13 +48,13 @@ class CycleResult:
 
 
 class Session:
-    def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: str = ""):
+    def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: datetime | None = None):
         from central.plugins import PLUGINS
 
         self.uid = f"session-{next(_session_ids)}"
         self.cache = cache
         self.conf = conf
-        self.now = now
+        self.now = now or datetime.now(timezone.utc)  # the cycle's clock; injected by tests and simulate
         self.dims = cache.dims
         self.nodes = cache.node_list
         self.total = cache.table.alloc[: len(self.nodes)].sum(axis=0)

@@ -8,7 +8,9 @@ without status.state is Open, weight 1, reclaimable true).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from central.api.resources import add_lists, max_lists, parse_resource_list
@@ -50,6 +52,24 @@ def object_ref(obj: Mapping[str, Any]) -> str:
     if kind in CLUSTER_SCOPED:
         return f"{kind} {name}"
     return f"{kind} {meta.get('namespace') or 'default'}/{name}"
+
+
+def parse_time(text: str, where: str) -> datetime:
+    """An RFC 3339 time such as a creationTimestamp (`2026-01-01T00:00:00Z`)."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        raise InputError(where, f"expected an RFC 3339 time like 2026-01-01T00:00:00Z, got {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def parse_duration(text: str, where: str) -> timedelta:
+    """A Go duration such as `1h30m`, `90s` or `500ms`."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text).strip():
+        raise InputError(where, f"expected a duration like 30m, 1h or 1h30m, got {text!r}")
+    return timedelta(seconds=sum(float(n) * units[u] for n, u in parts))
 
 
 def yaml_problem(err: Exception) -> str:

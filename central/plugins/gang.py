@@ -122,5 +122,5 @@ def _histogram(counts: dict[str, int]) -> str:
 
 def _condition(ssn: Any, kind: str, reason: str, message: str) -> dict[str, Any]:
     return {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message,
-            "lastTransitionTime": ssn.now}
+            "lastTransitionTime": ssn.now.strftime("%Y-%m-%dT%H:%M:%SZ")}
 

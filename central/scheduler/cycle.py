@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 from central.actions import ACTIONS
 from central.framework.conf import SchedulerConf
@@ -11,7 +12,8 @@ from central.model.cache import ClusterCache
 from central.model.sink import ClusterSink
 
 
-def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None = None, now: str = "") -> CycleResult:
+def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None = None,
+              now: datetime | None = None) -> CycleResult:
     """Open a session, run the actions in order, close it, and hand the decisions to `sink`.
 
     `result.timings` holds seconds per step: "open", each action by name, "close".

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
@@ -116,6 +117,55 @@ def run_size(nodes: int, pods: int) -> dict[str, float]:
     }
 
 
+PREEMPT_CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]
+"""
+
+
+def run_preemption(nodes: int, pods: int) -> dict[str, float]:
+    """A full cluster of elastic low-priority gangs (minMember half their size), then 10%
+    more pods as higher-priority gangs that must preempt or reclaim to run."""
+    cache = ClusterCache()
+    for obj in [{"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}, *synthetic_cluster(nodes, pods)]:
+        if obj["kind"] == "PodGroup":
+            obj["spec"]["minMember"] = max(1, obj["spec"]["minMember"] // 2)
+        cache.apply(obj)
+    conf = load_config(PREEMPT_CONF, "bench configuration")
+    run_cycle(cache, conf)
+    for task in cache.tasks.values():
+        if task.status == TaskStatus.BINDING:
+            cache.set_status(task, TaskStatus.RUNNING, task.node)
+    running = sum(1 for t in cache.tasks.values() if t.status == TaskStatus.RUNNING)
+    for obj in synthetic_cluster(0, pods // 10, seed=11):
+        if obj["kind"] == "PodGroup":
+            obj["metadata"]["name"] = "hi-" + obj["metadata"]["name"]
+            obj["spec"]["priorityClassName"] = "high"
+            obj["status"]["phase"] = "Inqueue"
+        elif obj["kind"] == "Pod":
+            obj["metadata"]["name"] = "hi-" + obj["metadata"]["name"]
+            group = obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "hi-" + group
+        cache.apply(obj)
+    started = time.perf_counter()
+    result = run_cycle(cache, conf)
+    return {"nodes": nodes, "running": running, "starving": pods // 10, "session_s": time.perf_counter() - started,
+            "preempt_s": result.timings["preempt"], "reclaim_s": result.timings["reclaim"],
+            "evictions": len(result.evictions), "pipelined": len(result.pipelined), "binds": len(result.binds)}
+
+
+def report_preemption(row: dict[str, float]) -> str:
+    return "\n".join([
+        f"{row['nodes']:,} nodes, {row['running']:,} running low-priority pods, "
+        f"{row['starving']:,} pending high-priority pods in gangs (preempt + reclaim enabled)",
+        f"  preempt action:       {row['preempt_s'] * 1e3:,.0f} ms   reclaim action: {row['reclaim_s'] * 1e3:,.0f} ms   "
+        f"whole session: {row['session_s']:.2f} s",
+        f"  evictions:            {row['evictions']:,}; preemptors pipelined {row['pipelined']:,}, bound {row['binds']:,}",
+    ])
+
+
 def report(row: dict[str, float]) -> str:
     ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"]
     return "\n".join([
@@ -134,11 +184,21 @@ def report(row: dict[str, float]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", action="append", metavar="NODESxPODS",
                         help="cluster sizes to run (default: 1000x10000 and 5000x50000)")
+    parser.add_argument("--preemption", metavar="NODESxPODS", default="1000x15000",
+                        help="size of the preemption run: nodes x low-priority pods that fill them (none to skip)")
 
 
 def run(args: argparse.Namespace) -> int:
-    sizes = args.size or ["1000x10000", "5000x50000"]
-    for size in sizes:
-        nodes, _, pods = size.partition("x")
-        print(report(run_size(int(nodes), int(pods))), flush=True)
+    for size in args.size or ["1000x10000", "5000x50000"]:
+        nodes, pods = _size(size)
+        print(report(run_size(nodes, pods)), flush=True)
+    if args.preemption != "none":
+        print(report_preemption(run_preemption(*_size(args.preemption))), flush=True)
     return 0
+
+
+def _size(text: str) -> tuple[int, int]:
+    nodes, _, pods = text.partition("x")
+    if not (nodes.isdigit() and pods.isdigit()):
+        raise InputError("--size", f"expected NODESxPODS such as 1000x10000, got {text!r}")
+    return int(nodes), int(pods)

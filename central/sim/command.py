@@ -15,6 +15,7 @@ from pathlib import Path
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
+from central.model.parse import parse_time
 from central.model.queuetree import check_queues
 from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import render_table
@@ -32,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
     parser.add_argument("--output", choices=("json", "table"), default="table")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
+    parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
+                                                     "matters for waiting times (sla)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     cache = ClusterCache(scheduler_name=args.scheduler_name)
     load_into(cache, manifests)
     check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    result = simulate(cache, conf, args.cycles)
+    result = simulate(cache, conf, args.cycles, parse_time(args.now, "--now") if args.now else None)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:

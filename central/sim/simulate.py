@@ -7,6 +7,7 @@ evicted pods (and any other pod being deleted) are gone. PodGroup statuses writt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from central.framework.conf import SchedulerConf
@@ -37,10 +38,15 @@ class SimulationResult:
         }
 
 
-def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1) -> SimulationResult:
+SCHEDULE_PERIOD = timedelta(seconds=1)  # Volcano's default --schedule-period
+
+
+def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None) -> SimulationResult:
+    """Run `cycles` cycles, one schedule period apart, from `start` (default: now)."""
     out = SimulationResult(cycles=cycles)
-    for cycle in range(1, cycles + 1):
-        result = run_cycle(cache, conf, now=f"cycle-{cycle}")
+    start = start or datetime.now(timezone.utc)
+    for cycle in range(cycles):
+        result = run_cycle(cache, conf, now=start + cycle * SCHEDULE_PERIOD)
         out.binds.update(result.binds)
         out.evictions.extend(result.evictions)
         out.podgroups.update(result.podgroups)

@@ -10,6 +10,8 @@ objects (`objects:`) or in a shorthand that expands to them:
                        spec: {...extra pod spec...}, annotations: {...}, labels: {...}}}
 
 an optional `config:` (volcano-scheduler.conf text; default: Volcano's default), `cycles:`,
+`now:` (the first cycle's time; default 2026-01-01T01:00:00Z, an hour after the shorthand
+pods' creation),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
 map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
 `conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`.
@@ -24,6 +26,7 @@ import yaml
 
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
+from central.model.parse import parse_time
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 
@@ -54,8 +57,9 @@ def objects_of(case: dict[str, Any]) -> list[dict[str, Any]]:
         spec = dict(spec)
         phase = spec.pop("phase", "Pending")
         annotations = spec.pop("annotations", {})
+        created = spec.pop("created", "2026-01-01T00:00:00Z")
         objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+                     "metadata": {"name": name, "namespace": ns, "annotations": annotations, "creationTimestamp": created},
                      "spec": spec, "status": {"phase": phase}})
     for i, (key, spec) in enumerate((case.get("pods") or {}).items()):
         objs.append(_pod(key, dict(spec), i))
@@ -90,7 +94,8 @@ def run_case(case: dict[str, Any]) -> tuple[SimulationResult, ClusterCache]:
     conf = load_config(case.get("config") or DEFAULT_CONF_YAML, "scenario config")
     cache = ClusterCache()
     load_into(cache, Manifests(objects=[("scenario", o) for o in objects_of(case)]))
-    return simulate(cache, conf, case.get("cycles", 1)), cache
+    start = parse_time(case.get("now", "2026-01-01T01:00:00Z"), "scenario now")
+    return simulate(cache, conf, case.get("cycles", 1), start), cache
 
 
 def check(case: dict[str, Any], result: SimulationResult) -> None:
