@@ -30,6 +30,8 @@ class SchedulerMetrics:
         r = self.registry
         self.e2e = Histogram(f"{prefix}_e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds",
                              buckets=MS_BUCKETS, registry=r)
+        self.open_session = Histogram(f"{prefix}_open_session_duration_milliseconds",
+                                      "Duration of opening a session in milliseconds", buckets=MS_BUCKETS, registry=r)
         self.action = Histogram(f"{prefix}_action_scheduling_latency_milliseconds", "Action scheduling latency in ms",
                                 ["action"], buckets=MS_BUCKETS, registry=r)
         self.plugin = Histogram(f"{prefix}_plugin_scheduling_latency_milliseconds", "Plugin scheduling latency in ms",
@@ -51,10 +53,14 @@ class SchedulerMetrics:
         self._queue_labels: set[tuple[str, tuple[str, ...]]] = set()
 
     def observe_cycle(self, e2e_ms: float, *, scheduled: int, unschedulable: int, evicted: int,
-                      action_ms: Mapping[str, float] = {}, plugin_ms: Mapping[str, float] = {}) -> None:
+                      steps_ms: Mapping[str, float] = {}, plugin_ms: Mapping[str, float] = {}) -> None:
+        """`steps_ms`: the cycle's timings, "open", each action by name, "close"."""
         self.e2e.observe(e2e_ms)
-        for action, ms in action_ms.items():
-            self.action.labels(action).observe(ms)
+        for step, ms in steps_ms.items():
+            if step == "open":
+                self.open_session.observe(ms)
+            elif step != "close":
+                self.action.labels(step).observe(ms)
         for plugin, ms in plugin_ms.items():
             self.plugin.labels(plugin, "OnSession").observe(ms)
         if scheduled:

@@ -152,7 +152,8 @@ class Scheduler:
         self.cycles += 1
         if self.metrics is not None:
             self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
-                                       unschedulable=len(result.pending_reasons), evicted=len(result.evictions))
+                                       unschedulable=len(result.pending_reasons), evicted=len(result.evictions),
+                                       steps_ms={step: s * 1000.0 for step, s in result.timings.items()})
             self.metrics.observe_queues(self._queue_figures(result))
         return result
 
