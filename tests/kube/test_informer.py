@@ -30,7 +30,7 @@ def test_lists_then_watches_and_resumes_without_replay(api, kube):
     seen = Recorder()
     reflector = Reflector(kube, path(CORE, "pods"), seen).start()
     try:
-        eventually(reflector.synced.is_set, what="sync")
+        eventually(lambda: api.store.count("watch", "pods") == 1, what="the first watch")
         api.store.close_watches()  # the server ends the stream; the reflector must resume
         eventually(lambda: api.store.count("watch", "pods") >= 2, what="a second watch")
         api.put(pod("b"))
@@ -50,7 +50,7 @@ def test_gone_resource_version_relists_and_drops_vanished_objects(api, kube):
     seen = Recorder()
     reflector = Reflector(kube, path(CORE, "pods"), seen, backoff=(0.5, 1.0)).start()
     try:
-        eventually(reflector.synced.is_set, what="sync")
+        eventually(lambda: api.store.count("watch", "pods") == 1, what="the first watch")
         api.store.fail("watch", "pods", times=1)
         api.store.close_watches()
         eventually(lambda: api.store.count("watch", "pods") >= 2, what="the failed watch")
