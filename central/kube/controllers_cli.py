@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", action="append", default=None,
                         help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--lock-object-namespace", default="volcano-system")
+    parser.add_argument("--lock-object-namespace", default="caldera-system")
     parser.add_argument("--lock-object-name", default="vc-controller-manager")
     parser.add_argument("--kube-api-qps", type=float, default=50.0)
     parser.add_argument("--kube-api-burst", type=int, default=100)

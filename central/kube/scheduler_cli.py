@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between scheduling cycles (default 1)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="elect a leader on a Lease before scheduling (default on)")
-    parser.add_argument("--lock-object-namespace", default="volcano-system", help="namespace of the Lease")
+    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
     parser.add_argument("--lock-object-name", default="vc-scheduler", help="name of the Lease")
     parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
     parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)

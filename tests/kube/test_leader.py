@@ -13,7 +13,7 @@ FAST = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.1}
 
 
 def elector(kube, identity: str) -> LeaderElector:
-    return LeaderElector(kube, "volcano-system", "vc-scheduler", identity, **FAST)
+    return LeaderElector(kube, "caldera-system", "vc-scheduler", identity, **FAST)
 
 
 def contend(candidate: LeaderElector, stop: threading.Event) -> threading.Thread:
@@ -23,7 +23,7 @@ def contend(candidate: LeaderElector, stop: threading.Event) -> threading.Thread
 
 
 def holder(api) -> str:
-    return api.store.get("leases", "volcano-system", "vc-scheduler")["spec"]["holderIdentity"]
+    return api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
 
 
 def test_release_hands_over_without_waiting_for_expiry(api, kube):
@@ -37,7 +37,7 @@ def test_release_hands_over_without_waiting_for_expiry(api, kube):
         a.release()
         eventually(b.leading.is_set, timeout=1.5, what="b leading before a's lease could expire")
         assert holder(api) == "b"
-        assert api.store.get("leases", "volcano-system", "vc-scheduler")["spec"]["leaseTransitions"] == 1
+        assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["leaseTransitions"] == 1
     finally:
         stop_a.set()
         stop_b.set()

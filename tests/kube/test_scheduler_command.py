@@ -45,14 +45,14 @@ def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(api, kubeconf
         eventually(lambda: (api.store.get("pods", "default", "p0") or {}).get("spec", {}).get("nodeName"),
                    timeout=30, what="the process binding the pod")
         assert answers(f"http://127.0.0.1:{port}/readyz")
-        assert api.store.get("leases", "volcano-system", "vc-scheduler")["spec"]["holderIdentity"]
+        assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, output
-    assert api.store.get("leases", "volcano-system", "vc-scheduler")["spec"]["holderIdentity"] == ""
+    assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"] == ""
 
 
 def test_invalid_config_at_start_is_one_line_exit_2(kubeconfig, tmp_path):
