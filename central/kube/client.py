@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubernetes import client, config
@@ -43,21 +43,23 @@ class ApiError(Exception):
 class RateLimiter:
     """Token bucket: `qps` tokens a second, at most `burst` saved up. Thread-safe."""
 
-    def __init__(self, qps: float, burst: int):
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
         self.qps, self.burst = qps, burst
+        self.clock, self.sleep = clock, sleep
         self._tokens = float(burst)
-        self._stamp = time.monotonic()
+        self._stamp = clock()
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
             self._stamp = now
             self._tokens -= 1
             wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if wait:
-            time.sleep(wait)
+            self.sleep(wait)
 
 
 def path(group: str, resource: str, namespace: str | None = None, name: str | None = None,

@@ -93,3 +93,26 @@ def test_two_schedulers_never_both_bind(api, kube):
         thread_second.join(10)
     assert api.store.count("bind", "pods") == 10  # one Binding per pod, no 409
     assert leader.cycles > 0 and standby[0].cycles > 0
+
+
+def test_a_leader_whose_lease_is_taken_stops_scheduling(api, kube):
+    api.put(node("n1", pods=100))
+    scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
+                          period=0.05, elector=elector(kube, "a"))
+    stop = threading.Event()
+    outcome: list[int] = []
+    thread = threading.Thread(target=lambda: outcome.append(scheduler.run(stop)), daemon=True)
+    thread.start()
+    try:
+        eventually(scheduler.ready.is_set, what="a leading")
+        lease = api.store.get("leases", "caldera-system", "vc-scheduler")
+        lease["spec"]["holderIdentity"] = "intruder"  # split brain: someone else wrote the Lease
+        with api.store.lock:
+            api.store.replace("leases", ("caldera-system", "vc-scheduler"), lease, None)
+        thread.join(10)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert outcome == [1]  # run() returns 1: the process exits, as Volcano's does
+    assert scheduler.elector.lost.is_set()
+    assert holder(api) == "intruder"  # shutting down did not "release" a Lease it no longer holds
