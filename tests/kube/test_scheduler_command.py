@@ -63,3 +63,25 @@ def test_invalid_config_at_start_is_one_line_exit_2(kubeconfig, tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "dance" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(api, kubeconfig):
+    from central.admission.jobs import mutate_job
+
+    api.put(mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                        "metadata": {"name": "train", "namespace": "default"},
+                        "spec": {"tasks": [{"name": "w", "replicas": 1, "template": {
+                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "caldera", "controllers", "--kubeconfig", kubeconfig, "--listen-port",
+         str(free_port())], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        eventually(lambda: api.store.get("podgroups", "default", "train"), timeout=30, what="the PodGroup")
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    assert api.store.get("leases", "caldera-system", "vc-controller-manager")["spec"]["holderIdentity"] == ""
