@@ -19,6 +19,7 @@ from central.scheduler.cycle import run_cycle
 @dataclass
 class SimulationResult:
     binds: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
     pipelined: dict[str, str] = field(default_factory=dict)
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -29,6 +30,7 @@ class SimulationResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "binds": dict(sorted(self.binds.items())),
+            "annotations": dict(sorted(self.annotations.items())),
             "evictions": sorted(self.evictions),
             "pipelined": dict(sorted(self.pipelined.items())),
             "podgroups": {k: {"phase": v["phase"], "conditions": v["conditions"]} for k, v in sorted(self.podgroups.items())},
@@ -48,18 +50,22 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: d
     for cycle in range(cycles):
         result = run_cycle(cache, conf, now=start + cycle * SCHEDULE_PERIOD)
         out.binds.update(result.binds)
+        out.annotations.update(result.annotations)
         out.evictions.extend(result.evictions)
         out.podgroups.update(result.podgroups)
         out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
-        _advance(cache, result.binds, result.evictions)
+        _advance(cache, result.binds, result.annotations, result.evictions)
     return out
 
 
-def _advance(cache: ClusterCache, binds: dict[str, str], evictions: dict[str, str]) -> None:
-    """The cluster between two cycles: binds start running; evicted and deleting pods are gone."""
+def _advance(cache: ClusterCache, binds: dict[str, str], annotations: dict[str, dict[str, str]],
+             evictions: dict[str, str]) -> None:
+    """The cluster between two cycles: binds start running (with the annotations written
+    before them); evicted and deleting pods are gone."""
     for pod, node in binds.items():
         task = cache.tasks.get(pod)
         if task is not None:
+            task.annotations.update(annotations.get(pod, {}))
             cache.set_status(task, TaskStatus.RUNNING, node)
     leaving = set(evictions) | {uid for uid, t in cache.tasks.items() if t.status == TaskStatus.RELEASING}
     for pod in leaving:

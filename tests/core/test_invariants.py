@@ -162,3 +162,48 @@ def load_with_priorities(case) -> ClusterCache:
             if obj["kind"] == kind:
                 cache.apply(obj)
     return cache
+
+
+HIERARCHY_CONF = """
+actions: "enqueue, allocate, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+"""
+
+
+@st.composite
+def queue_trees(draw):
+    """A random two-level queue tree with capabilities, and jobs in its leaves."""
+    case = draw(clusters())
+    parents = {f"p{i}": {"capability": {"cpu": draw(st.integers(2, 24))}} for i in range(draw(st.integers(1, 2)))}
+    leaves = {}
+    for i in range(draw(st.integers(1, 4))):
+        parent = draw(st.sampled_from(sorted(parents)))
+        cap = draw(st.one_of(st.none(), st.integers(1, parents[parent]["capability"]["cpu"])))
+        leaves[f"l{i}"] = {"parent": parent, **({"capability": {"cpu": cap}} if cap else {})}
+    case["queues"] = {**parents, **leaves}
+    for spec in case["podgroups"].values():
+        spec["queue"] = draw(st.sampled_from(sorted(leaves)))
+    return case
+
+
+@settings(max_examples=50, deadline=None)
+@given(queue_trees())
+def test_hierarchical_capability_is_never_exceeded(case):
+    cache = load(case)
+    conf = load_config(HIERARCHY_CONF)
+    for _ in range(2):
+        run_cycle(cache, conf)
+        used = {name: 0.0 for name in cache.queues}
+        for job in cache.jobs.values():
+            name = job.queue
+            while name in cache.queues:  # the job's queue and every ancestor
+                used[name] += job.allocated[0]
+                name = cache.queues[name].parent
+        for name, cpu in used.items():
+            cap = cache.queues[name].capability.get("cpu")
+            assert cap is None or cpu <= cap + EPSILON, f"queue {name} uses {cpu} of capability {cap}"
+        for task in cache.tasks.values():
+            if task.status == TaskStatus.BINDING:
+                cache.set_status(task, TaskStatus.RUNNING, task.node)
