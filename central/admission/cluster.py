@@ -19,8 +19,13 @@ def implicit_queue(name: str) -> dict[str, Any]:
     spec: dict[str, Any] = {"weight": 1, "reclaimable": True}
     if name != ROOT:
         spec["parent"] = ROOT
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
-            "spec": spec, "status": {"state": "Open"}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"state": "Open"},
+    }
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -34,11 +39,11 @@ class Cluster:
     namespaces: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in (ROOT, DEFAULT_QUEUE):
-            self.queues.setdefault(name, implicit_queue(name))
+        # A copy: the caller's dict (say, an informer's cache) is never written to.
+        object.__setattr__(self, "queues", {**{n: implicit_queue(n) for n in (ROOT, DEFAULT_QUEUE)}, **self.queues})
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> "Cluster":
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> Cluster:
         queues: dict[str, Mapping[str, Any]] = {}
         podgroups: list[Mapping[str, Any]] = []
         namespaces: dict[str, Mapping[str, Any]] = {}
@@ -51,17 +56,22 @@ class Cluster:
             elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
                 # An existing Volcano Job stands for the PodGroup its controller made.
                 spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-                podgroups.append({"kind": "PodGroup", "metadata": obj.get("metadata") or {},
-                                  "spec": {"queue": spec.get("queue") or DEFAULT_QUEUE}})
+                podgroups.append(
+                    {
+                        "kind": "PodGroup",
+                        "metadata": obj.get("metadata") or {},
+                        "spec": {"queue": spec.get("queue") or DEFAULT_QUEUE},
+                    }
+                )
             elif kind == "Namespace":
                 namespaces[_name(obj)] = obj
         return cls(queues, podgroups, namespaces)
 
-    def with_queue(self, queue: Mapping[str, Any]) -> "Cluster":
+    def with_queue(self, queue: Mapping[str, Any]) -> Cluster:
         """The cluster after `queue` is created or replaced."""
         return replace(self, queues={**self.queues, _name(queue): queue})
 
-    def with_podgroup(self, podgroup: Mapping[str, Any]) -> "Cluster":
+    def with_podgroup(self, podgroup: Mapping[str, Any]) -> Cluster:
         return replace(self, podgroups=[*self.podgroups, podgroup])
 
     def state(self, name: str) -> str:

@@ -29,33 +29,67 @@ from central.admission.review import Review, admit
 from central.errors import InputError
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-CLUSTER_SCOPED = frozenset({
-    "Queue", "Namespace", "Node", "PriorityClass", "PersistentVolume", "StorageClass", "ClusterRole",
-    "ClusterRoleBinding", "CustomResourceDefinition", "HyperNode", "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-})
+CLUSTER_SCOPED = frozenset(
+    {
+        "Queue",
+        "Namespace",
+        "Node",
+        "PriorityClass",
+        "PersistentVolume",
+        "StorageClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "HyperNode",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    }
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = AdmissionConfig()
-    parser.add_argument("--manifests", required=True, help="YAML file or directory of objects to check as create requests")
+    parser.add_argument(
+        "--manifests", required=True, help="YAML file or directory of objects to check as create requests"
+    )
     parser.add_argument("--cluster", help="YAML file or directory of the objects that already exist (queues, ...)")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
-    parser.add_argument("--max-tasks", type=int, default=defaults.max_tasks_per_job, help="tasks per job (default %(default)s)")
-    parser.add_argument("--max-task-replicas", type=int, default=defaults.max_replicas_per_task,
-                        help="replicas per task (default %(default)s)")
-    parser.add_argument("--max-replicas", type=int, default=defaults.max_replicas_per_job,
-                        help="replicas per job, all tasks together (default %(default)s)")
-    parser.add_argument("--max-queue-depth", type=int, default=defaults.max_queue_depth,
-                        help="queue hierarchy depth (default %(default)s)")
-    parser.add_argument("--scheduler-name", default=defaults.scheduler_name,
-                        help="schedulerName given to jobs without one (default %(default)s)")
+    parser.add_argument(
+        "--max-tasks", type=int, default=defaults.max_tasks_per_job, help="tasks per job (default %(default)s)"
+    )
+    parser.add_argument(
+        "--max-task-replicas",
+        type=int,
+        default=defaults.max_replicas_per_task,
+        help="replicas per task (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-replicas",
+        type=int,
+        default=defaults.max_replicas_per_job,
+        help="replicas per job, all tasks together (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-queue-depth",
+        type=int,
+        default=defaults.max_queue_depth,
+        help="queue hierarchy depth (default %(default)s)",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        default=defaults.scheduler_name,
+        help="schedulerName given to jobs without one (default %(default)s)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    config = AdmissionConfig(max_tasks_per_job=args.max_tasks, max_replicas_per_task=args.max_task_replicas,
-                             max_replicas_per_job=args.max_replicas, max_queue_depth=args.max_queue_depth,
-                             scheduler_name=args.scheduler_name)
+    config = AdmissionConfig(
+        max_tasks_per_job=args.max_tasks,
+        max_replicas_per_task=args.max_task_replicas,
+        max_replicas_per_job=args.max_replicas,
+        max_queue_depth=args.max_queue_depth,
+        scheduler_name=args.scheduler_name,
+    )
     manifests = read_objects(args.manifests)
     existing = [obj for _, obj in read_objects(args.cluster)] if args.cluster else []
     results = validate_objects([obj for _, obj in manifests], Cluster.from_objects(existing), config)
@@ -70,15 +104,18 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{kind}/{namespace}/{meta.get('name') or ''}"
 
 
-def validate_objects(objects: list[dict[str, Any]], cluster: Cluster,
-                     config: AdmissionConfig) -> dict[str, dict[str, Any]]:
+def validate_objects(
+    objects: list[dict[str, Any]], cluster: Cluster, config: AdmissionConfig
+) -> dict[str, dict[str, Any]]:
     """{key: {"allowed", "errors"}} for each object, in the order they would be applied."""
     ordered = [o for o in objects if o.get("kind") == "Queue"] + [o for o in objects if o.get("kind") != "Queue"]
     results: dict[str, dict[str, Any]] = {}
     for obj in ordered:
         key = object_key(obj)
         if key in results:
-            review = Review(False, ["metadata.name: an earlier object in the manifests has the same kind, namespace and name"])
+            review = Review(
+                False, ["metadata.name: an earlier object in the manifests has the same kind, namespace and name"]
+            )
         else:
             review = admit(obj, cluster, config)
         if review.allowed and obj.get("kind") == "Queue":
@@ -106,6 +143,8 @@ def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
     path = Path(path_text)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+        if not files:
+            raise InputError(str(path), "no .yaml, .yml or .json files in this directory")
     elif path.exists():
         files = [path]
     else:

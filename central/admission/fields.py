@@ -20,13 +20,16 @@ Problems = list[str]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_LABEL_MAX = 63
+BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 
 def add(problems: Problems, path: str, message: str) -> None:
     problems.append(f"{path}: {message}" if path else message)
 
 
-def integer(problems: Problems, value: Any, path: str, minimum: int | None = 0, maximum: int | None = None) -> int | None:
+def integer(
+    problems: Problems, value: Any, path: str, minimum: int | None = 0, maximum: int | None = None
+) -> int | None:
     """`value` if it is an int within [minimum, maximum], else a problem and None."""
     if isinstance(value, bool) or not isinstance(value, int):
         add(problems, path, f"must be an integer, got {quote(value)}")
@@ -66,8 +69,12 @@ def dns_label(problems: Problems, value: Any, path: str, max_length: int = DNS_L
         add(problems, path, f"must be no more than {max_length} characters, got {len(value)}")
         return None
     if not _DNS_LABEL.match(value):
-        add(problems, path, f"{quote(value)} is not a valid name: lower case letters, digits and '-', "
-                            "starting and ending with a letter or digit")
+        add(
+            problems,
+            path,
+            f"{quote(value)} is not a valid name: lower case letters, digits and '-', "
+            "starting and ending with a letter or digit",
+        )
         return None
     return value
 
@@ -89,16 +96,25 @@ def resources(problems: Problems, value: Any, path: str) -> dict[str, Decimal]:
     return out
 
 
-def at_most(problems: Problems, small: Mapping[str, Decimal], big: Mapping[str, Decimal],
-            small_path: str, big_path: str) -> None:
+def at_most(
+    problems: Problems, small: Mapping[str, Decimal], big: Mapping[str, Decimal], small_path: str, big_path: str
+) -> None:
     """small <= big on every dimension both name (an unset bound is unlimited)."""
     for name in sorted(small):
         if name in big and small[name] > big[name]:
-            add(problems, f"{small_path}.{name}",
-                f"{fmt(small[name])} must be <= {big_path}.{name} ({fmt(big[name])})")
+            add(
+                problems,
+                f"{small_path}.{name}",
+                f"{fmt(small[name], name)} must be <= {big_path}.{name} ({fmt(big[name], name)})",
+            )
 
 
-def fmt(value: Decimal) -> str:
+def fmt(value: Decimal, resource: str = "") -> str:
+    """A quantity for people: bytes with a binary suffix (`20Gi`), anything else as a plain number."""
+    if resource in BYTE_RESOURCES or resource.startswith("hugepages-"):
+        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value >= size and value % size == 0:
+                return f"{value // size}{suffix}"
     return format(value.normalize(), "f")
 
 

@@ -5,7 +5,8 @@
 
 Defaults follow Volcano's mutating webhook, including its Go zero-value quirks: an unset or
 0 `maxRetry` becomes 3 (job and task), an unset or 0 `minAvailable` becomes the sum of the
-tasks' minAvailable, a task's unset minAvailable becomes its replicas, a nameless task is
+tasks' minAvailable, a task's unset minAvailable becomes minPartitions x partitionSize under
+a partitionPolicy, else its replicas, a nameless task is
 `default<i>`, hostNetwork pods get dnsPolicy ClusterFirstWithHostNet, and the svc/ssh
 plugins are added for the frameworks that need them. One deliberate difference: a task
 without `replicas` gets 1 (as `expand_job` assumes), not Go's 0.
@@ -27,11 +28,15 @@ from central.admission.cluster import ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
 from central.admission.policies import validate_policies
+from central.api.quantity import parse_quantity
 from central.controllers.plugins import NEEDS, PLUGINS
 from central.errors import InputError
 
 DEFAULT_MAX_RETRY = 3
-UPDATABLE = "only spec.minAvailable, spec.tasks[*].replicas, spec.tasks[*].minAvailable and spec.priorityClassName may change"
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+UPDATABLE = (
+    "only spec.minAvailable, spec.tasks[*].replicas, spec.tasks[*].minAvailable and spec.priorityClassName may change"
+)
 
 
 def mutate_job(job: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG) -> dict[str, Any]:
@@ -62,7 +67,15 @@ def mutate_job(job: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG)
 def _default_task(task: dict[str, Any], index: int) -> None:
     task["name"] = task.get("name") or f"default{index}"
     task.setdefault("replicas", 1)
-    if task.get("minAvailable") is None and _is_int(task["replicas"]):
+    partition = task.get("partitionPolicy") if isinstance(task.get("partitionPolicy"), dict) else {}
+    if (
+        task.get("minAvailable") is None
+        and _is_int(partition.get("minPartitions"))
+        and partition["minPartitions"] > 0
+        and _is_int(partition.get("partitionSize"))
+    ):
+        task["minAvailable"] = partition["minPartitions"] * partition["partitionSize"]
+    elif task.get("minAvailable") is None and _is_int(task["replicas"]):
         task["minAvailable"] = task["replicas"]
     task["maxRetry"] = task.get("maxRetry") or DEFAULT_MAX_RETRY
     pod_spec = (task.get("template") or {}).get("spec") if isinstance(task.get("template"), dict) else None
@@ -74,8 +87,12 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def validate_job(job: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG,
-                 old: Mapping[str, Any] | None = None) -> Problems:
+def validate_job(
+    job: Mapping[str, Any],
+    cluster: Cluster,
+    config: AdmissionConfig = DEFAULT_CONFIG,
+    old: Mapping[str, Any] | None = None,
+) -> Problems:
     problems: Problems = []
     meta = fields.mapping(problems, job.get("metadata"), "metadata") or {}
     name = fields.dns_label(problems, meta.get("name"), "metadata.name")
@@ -96,7 +113,11 @@ def validate_job(job: Mapping[str, Any], cluster: Cluster, config: AdmissionConf
         if min_success is not None and min_success > total:
             add(problems, "spec.minSuccess", f"{min_success} must be <= the total replicas of all tasks ({total})")
         if total > config.max_replicas_per_job:
-            add(problems, "spec.tasks", f"{total} replicas in all exceed the limit of {config.max_replicas_per_job} per job")
+            add(
+                problems,
+                "spec.tasks",
+                f"{total} replicas in all exceed the limit of {config.max_replicas_per_job} per job",
+            )
     validate_policies(problems, spec.get("policies"), "spec.policies")
     _validate_plugins(problems, job, spec)
     _validate_volumes(problems, spec.get("volumes"))
@@ -108,8 +129,9 @@ def validate_job(job: Mapping[str, Any], cluster: Cluster, config: AdmissionConf
     return problems
 
 
-def _validate_tasks(problems: Problems, spec: Mapping[str, Any], job_name: str | None,
-                    config: AdmissionConfig) -> int | None:
+def _validate_tasks(
+    problems: Problems, spec: Mapping[str, Any], job_name: str | None, config: AdmissionConfig
+) -> int | None:
     """Checks spec.tasks; returns the total replicas when every task's replicas is valid."""
     tasks = fields.sequence(problems, spec.get("tasks"), "spec.tasks")
     if tasks is None:
@@ -132,8 +154,9 @@ def _validate_tasks(problems: Problems, spec: Mapping[str, Any], job_name: str |
             add(problems, f"{where}.name", f"duplicate task name {quote(name)} (also spec.tasks[{names[name]}])")
         elif name is not None:
             names[name] = i
-        replicas = fields.integer(problems, task.get("replicas", 1), f"{where}.replicas",
-                                  maximum=config.max_replicas_per_task)
+        replicas = fields.integer(
+            problems, task.get("replicas", 1), f"{where}.replicas", maximum=config.max_replicas_per_task
+        )
         task_min = fields.integer(problems, task.get("minAvailable", 0), f"{where}.minAvailable")
         if replicas is not None and task_min is not None and task_min > replicas:
             add(problems, f"{where}.minAvailable", f"{task_min} must be <= replicas ({replicas})")
@@ -141,8 +164,14 @@ def _validate_tasks(problems: Problems, spec: Mapping[str, Any], job_name: str |
         if job_name and name and replicas:
             pod = f"{job_name}-{name}-{replicas - 1}"
             if len(pod) > fields.DNS_LABEL_MAX:
-                add(problems, f"{where}.name", f"pod name {quote(pod)} would be longer than {fields.DNS_LABEL_MAX} characters")
+                add(
+                    problems,
+                    f"{where}.name",
+                    f"pod name {quote(pod)} would be longer than {fields.DNS_LABEL_MAX} characters",
+                )
         _validate_template(problems, task.get("template"), f"{where}.template")
+        _validate_topology_policy(problems, task, where)
+        _validate_partitions(problems, task, replicas, task_min, where)
         validate_policies(problems, task.get("policies"), f"{where}.policies")
         total = None if total is None or replicas is None else total + replicas
     _validate_depends_on(problems, tasks, names)
@@ -156,6 +185,12 @@ def _validate_template(problems: Problems, raw: Any, where: str) -> None:
     spec = fields.mapping(problems, template.get("spec"), f"{where}.spec")
     if spec is None:
         return
+    if spec.get("restartPolicy") not in (None, "Always", "OnFailure", "Never"):
+        add(
+            problems,
+            f"{where}.spec.restartPolicy",
+            f"must be Always, OnFailure or Never, got {quote(spec['restartPolicy'])}",
+        )
     for key in ("containers", "initContainers"):
         containers = fields.sequence(problems, spec.get(key), f"{where}.spec.{key}")
         if key == "containers" and containers == []:
@@ -178,6 +213,57 @@ def _validate_template(problems: Problems, raw: Any, where: str) -> None:
             fields.at_most(problems, requests, limits, f"{path}.resources.requests", f"{path}.resources.limits")
 
 
+def _validate_topology_policy(problems: Problems, task: Mapping[str, Any], where: str) -> None:
+    """NUMA placement pins whole CPUs, so every container must ask for an integer number of them."""
+    policy = task.get("topologyPolicy")
+    if policy in (None, "", "none"):
+        return
+    if policy not in TOPOLOGY_POLICIES:
+        add(problems, f"{where}.topologyPolicy", f"must be one of {', '.join(TOPOLOGY_POLICIES)}, got {quote(policy)}")
+        return
+    template = task.get("template") if isinstance(task.get("template"), Mapping) else {}
+    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key) if isinstance(spec.get(key), list) else []
+        for j, container in enumerate(containers):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            resources = resources if isinstance(resources, Mapping) else {}
+            source = "requests" if (resources.get("requests") or {}) else "limits"
+            raw = (resources.get(source) or {}) if isinstance(resources.get(source) or {}, Mapping) else {}
+            try:
+                cpu = parse_quantity(raw.get("cpu", 0))
+            except InputError:
+                continue  # reported by the template check
+            if cpu != cpu.to_integral_value() or cpu == 0:
+                add(
+                    problems,
+                    f"{where}.template.spec.{key}[{j}].resources.{source}.cpu",
+                    f"must be a whole number of CPUs (> 0) with topologyPolicy {quote(policy)}",
+                )
+
+
+def _validate_partitions(
+    problems: Problems, task: Mapping[str, Any], replicas: int | None, task_min: int | None, where: str
+) -> None:
+    partition = fields.mapping(problems, task.get("partitionPolicy"), f"{where}.partitionPolicy")
+    if not partition:
+        return
+    path = f"{where}.partitionPolicy"
+    total = fields.integer(problems, partition.get("totalPartitions"), f"{path}.totalPartitions", minimum=1)
+    size = fields.integer(problems, partition.get("partitionSize"), f"{path}.partitionSize", minimum=1)
+    minimum = fields.integer(problems, partition.get("minPartitions", 0), f"{path}.minPartitions")
+    if total is None or size is None:
+        return
+    if replicas is not None and replicas != total * size:
+        add(problems, f"{where}.replicas", f"{replicas} must equal totalPartitions x partitionSize ({total * size})")
+    if minimum is not None and minimum > total:
+        add(problems, f"{path}.minPartitions", f"{minimum} must be <= totalPartitions ({total})")
+    if minimum and task_min is not None and task_min != minimum * size:
+        add(
+            problems, f"{where}.minAvailable", f"{task_min} must equal minPartitions x partitionSize ({minimum * size})"
+        )
+
+
 def _validate_depends_on(problems: Problems, tasks: list[Any], names: dict[str, int]) -> None:
     graph: dict[str, list[str]] = {}
     for i, task in enumerate(tasks):
@@ -191,7 +277,11 @@ def _validate_depends_on(problems: Problems, tasks: list[Any], names: dict[str, 
             add(problems, f"{where}.iteration", f"must be 'any' or 'all', got {quote(depends['iteration'])}")
         for j, target in enumerate(fields.sequence(problems, depends.get("name"), f"{where}.name") or []):
             if not isinstance(target, str) or target not in names:
-                add(problems, f"{where}.name[{j}]", f"unknown task {quote(target)}: dependsOn must name tasks of this job")
+                add(
+                    problems,
+                    f"{where}.name[{j}]",
+                    f"unknown task {quote(target)}: dependsOn must name tasks of this job",
+                )
             else:
                 graph.setdefault(str(task.get("name")), []).append(target)
     cycle = _find_cycle(graph)
@@ -208,7 +298,7 @@ def _find_cycle(graph: dict[str, list[str]]) -> list[str]:
         path = path + [node]
         for nxt in graph.get(node, []):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 found = visit(nxt, path)
                 if found:
@@ -228,7 +318,11 @@ def _validate_plugins(problems: Problems, job: Mapping[str, Any], spec: Mapping[
     plugins = fields.mapping(problems, spec.get("plugins"), "spec.plugins")
     for name, args in (plugins or {}).items():
         if name not in PLUGINS:
-            add(problems, f"spec.plugins.{name}", f"unable to find job plugin {quote(name)}; known plugins: {', '.join(PLUGINS)}")
+            add(
+                problems,
+                f"spec.plugins.{name}",
+                f"unable to find job plugin {quote(name)}; known plugins: {', '.join(PLUGINS)}",
+            )
             continue
         if args is not None and not isinstance(args, list):
             add(problems, f"spec.plugins.{name}", "must be a list of arguments")
@@ -261,7 +355,11 @@ def _validate_volumes(problems: Problems, raw: Any) -> None:
         seen.add(str(path))
         has_claim, has_name = volume.get("volumeClaim") is not None, bool(volume.get("volumeClaimName"))
         if has_claim == has_name:
-            add(problems, where, "exactly one of volumeClaim (a new PVC) or volumeClaimName (an existing PVC) is required")
+            add(
+                problems,
+                where,
+                "exactly one of volumeClaim (a new PVC) or volumeClaimName (an existing PVC) is required",
+            )
         elif has_name:
             fields.dns_label(problems, volume["volumeClaimName"], f"{where}.volumeClaimName", max_length=253)
 
@@ -281,10 +379,18 @@ def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str)
     elif queue == ROOT:
         add(problems, where, "can not submit job to root queue")
     elif cluster.state(queue) != "Open":
-        add(problems, where, f"can only submit job to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}")
+        add(
+            problems,
+            where,
+            f"can only submit job to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}",
+        )
     elif cluster.children(queue):
-        add(problems, where, f"can only submit job to a leaf queue; queue {quote(queue)} has child queues "
-                             f"{', '.join(cluster.children(queue))}")
+        add(
+            problems,
+            where,
+            f"can only submit job to a leaf queue; queue {quote(queue)} has child queues "
+            f"{', '.join(cluster.children(queue))}",
+        )
 
 
 def _validate_update(problems: Problems, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
@@ -297,7 +403,7 @@ def _validate_update(problems: Problems, new: Mapping[str, Any], old: Mapping[st
     if len(new_tasks) != len(old_tasks):
         add(problems, "spec.tasks", f"tasks may not be added or removed on update ({UPDATABLE})")
         return
-    for i, (a, b) in enumerate(zip(new_tasks, old_tasks)):
+    for i, (a, b) in enumerate(zip(new_tasks, old_tasks, strict=True)):
         if not isinstance(a, Mapping) or not isinstance(b, Mapping):
             continue
         for key in sorted(set(a) | set(b)):

@@ -1,8 +1,8 @@
 """Admission of PodGroups (scheduling.volcano.sh/v1beta1) and of pods' disruption-budget annotations.
 
-    mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
-    validate_podgroup(podgroup, cluster) -> list     queue exists and is Open, counts and quantities valid
-    validate_pod(pod) -> list                        at most one JDB annotation, a count > 0 or 1%..99%
+mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
+validate_podgroup(podgroup, cluster) -> list     queue exists and is Open, counts and quantities valid
+validate_pod(pod) -> list                        at most one JDB annotation, a count > 0 or 1%..99%
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, 
     if not isinstance(spec, dict):
         return out
     if (spec.get("queue") or DEFAULT_QUEUE) == DEFAULT_QUEUE:
-        namespace = str((out.get("metadata") or {}).get("namespace") or "default")
+        meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+        namespace = str(meta.get("namespace") or "default")
         spec["queue"] = cluster.namespace_queue(namespace) or DEFAULT_QUEUE
     return out
 
@@ -46,16 +47,23 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
     fields.resources(problems, spec.get("minResources"), "spec.minResources")
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
     queue = spec.get("queue") or DEFAULT_QUEUE
-    if queue not in cluster.queues:
+    if not isinstance(queue, str):
+        add(problems, "spec.queue", f"must be a queue name, got {quote(queue)}")
+    elif queue not in cluster.queues:
         add(problems, "spec.queue", f"unable to find queue {quote(queue)}")
     elif cluster.state(queue) != "Open":
-        add(problems, "spec.queue", f"can only submit PodGroup to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}")
+        add(
+            problems,
+            "spec.queue",
+            f"can only submit PodGroup to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}",
+        )
     return problems
 
 
 def validate_pod(pod: Mapping[str, Any]) -> Problems:
     problems: Problems = []
-    annotations = ((pod.get("metadata") or {}).get("annotations")) or {}
+    meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
+    annotations = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
     present = [key for key in JDB_ANNOTATIONS if key in annotations]
     if len(present) > 1:
         add(problems, "metadata.annotations", f"must not set both {present[0]} and {present[1]}")
@@ -63,7 +71,13 @@ def validate_pod(pod: Mapping[str, Any]) -> Problems:
         value = str(annotations[key])
         percent = _PERCENT.match(value)
         if percent and not 1 <= int(percent[1]) <= 99:
-            add(problems, f"metadata.annotations[{key}]", f"a percentage must be between 1% and 99%, got {quote(value)}")
+            add(
+                problems, f"metadata.annotations[{key}]", f"a percentage must be between 1% and 99%, got {quote(value)}"
+            )
         elif not percent and not (value.isdigit() and int(value) > 0):
-            add(problems, f"metadata.annotations[{key}]", f"must be an integer > 0 or a percentage 1%..99%, got {quote(value)}")
+            add(
+                problems,
+                f"metadata.annotations[{key}]",
+                f"must be an integer > 0 or a percentage 1%..99%, got {quote(value)}",
+            )
     return problems

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from central.admission.fields import Problems, add, quote, integer, mapping, sequence
+from central.admission.fields import Problems, add, integer, mapping, quote, sequence
 from central.controllers import bus
 from central.errors import InputError
 
@@ -31,10 +31,18 @@ def validate_policies(problems: Problems, raw: Any, path: str) -> None:
             add(problems, where, "either event or exitCode must be specified")
         action = policy.get("action")
         if action not in bus.POLICY_ACTIONS:
-            add(problems, f"{where}.action", f"invalid policy action {quote(action)}; valid actions: {', '.join(bus.POLICY_ACTIONS)}")
+            add(
+                problems,
+                f"{where}.action",
+                f"invalid policy action {quote(action)}; valid actions: {', '.join(bus.POLICY_ACTIONS)}",
+            )
         for event_path, event in events:
             if event not in bus.POLICY_EVENTS:
-                add(problems, event_path, f"invalid policy event {quote(event)}; valid events: {', '.join(bus.POLICY_EVENTS)}")
+                add(
+                    problems,
+                    event_path,
+                    f"invalid policy event {quote(event)}; valid events: {', '.join(bus.POLICY_EVENTS)}",
+                )
             elif event in seen_events:
                 add(problems, event_path, f"duplicate event {quote(event)} across policies")
             else:

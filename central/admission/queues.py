@@ -37,7 +37,8 @@ def mutate_queue(queue: Mapping[str, Any]) -> dict[str, Any]:
         return out
     spec.setdefault("weight", 1)
     spec.setdefault("reclaimable", True)
-    if (out.get("metadata") or {}).get("name") != ROOT:
+    meta = out.get("metadata")
+    if not (isinstance(meta, dict) and meta.get("name") == ROOT):
         spec["parent"] = spec.get("parent") or ROOT
     return out
 
@@ -47,12 +48,20 @@ def quotas(queue: Mapping[str, Any], problems: Problems | None = None) -> dict[s
     sink: Problems = [] if problems is None else problems
     spec = queue.get("spec") if isinstance(queue.get("spec"), Mapping) else {}
     guarantee = spec.get("guarantee") if isinstance(spec.get("guarantee"), Mapping) else {}
-    raw = {"capability": spec.get("capability"), "deserved": spec.get("deserved"), "guarantee": guarantee.get("resource")}
+    raw = {
+        "capability": spec.get("capability"),
+        "deserved": spec.get("deserved"),
+        "guarantee": guarantee.get("resource"),
+    }
     return {key: fields.resources(sink, raw[key], path) for key, path in QUOTAS}
 
 
-def validate_queue(queue: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG,
-                   old: Mapping[str, Any] | None = None) -> Problems:
+def validate_queue(
+    queue: Mapping[str, Any],
+    cluster: Cluster,
+    config: AdmissionConfig = DEFAULT_CONFIG,
+    old: Mapping[str, Any] | None = None,
+) -> Problems:
     problems: Problems = []
     meta = fields.mapping(problems, queue.get("metadata"), "metadata") or {}
     name = fields.dns_label(problems, meta.get("name"), "metadata.name", max_length=253)
@@ -76,7 +85,9 @@ def validate_queue(queue: Mapping[str, Any], cluster: Cluster, config: Admission
             add(problems, "spec", "the quotas (capability, deserved, guarantee) of the root queue are immutable")
         return problems
     parent = spec.get("parent") or ROOT
-    if parent == name:
+    if not isinstance(parent, str):
+        add(problems, "spec.parent", f"must be a queue name, got {quote(parent)}")
+    elif parent == name:
         add(problems, "spec.parent", "a queue cannot be its own parent")
     elif parent not in cluster.queues:
         add(problems, "spec.parent", f"parent queue {quote(parent)} does not exist")
@@ -95,19 +106,37 @@ def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: Admi
         ancestors.append(current)
         current = cluster.parent(current) if current in cluster.queues else None
     if len(ancestors) > config.max_queue_depth:
-        add(problems, "spec.parent", f"queue depth {len(ancestors)} exceeds the maximum allowed depth {config.max_queue_depth}")
+        add(
+            problems,
+            "spec.parent",
+            f"queue depth {len(ancestors)} exceeds the maximum allowed depth {config.max_queue_depth}",
+        )
     parent = ancestors[0]
     if parent != ROOT and cluster.podgroups_in(parent):
-        add(problems, "spec.parent", f"parent queue {quote(parent)} already holds PodGroups; only leaf queues hold jobs")
+        add(
+            problems, "spec.parent", f"parent queue {quote(parent)} already holds PodGroups; only leaf queues hold jobs"
+        )
     own = quotas(cluster.queues[name])
     for ancestor in ancestors:
-        fields.at_most(problems, own["capability"], quotas(cluster.queues[ancestor])["capability"],
-                       "spec.capability", f"the capability of ancestor queue {quote(ancestor)}: spec.capability")
+        fields.at_most(
+            problems,
+            own["capability"],
+            quotas(cluster.queues[ancestor])["capability"],
+            "spec.capability",
+            f"ancestor queue {quote(ancestor)} spec.capability",
+        )
     _children_fit(problems, cluster, parent, f"the {{key}} of parent queue {quote(parent)}")
     _children_fit(problems, cluster, name, "this queue's {key}")
     for descendant in _descendants(cluster, name):
-        fields.at_most(problems, quotas(cluster.queues[descendant])["capability"], own["capability"],
-                       f"descendant queue {quote(descendant)}: spec.capability", "spec.capability")
+        theirs = quotas(cluster.queues[descendant])["capability"]
+        for res in sorted(theirs):
+            if res in own["capability"] and theirs[res] > own["capability"][res]:
+                add(
+                    problems,
+                    f"spec.capability.{res}",
+                    f"{fields.fmt(own['capability'][res], res)} is less than the capability "
+                    f"of descendant queue {quote(descendant)} ({fields.fmt(theirs[res], res)})",
+                )
 
 
 def _children_fit(problems: Problems, cluster: Cluster, parent: str, bound: str) -> None:
@@ -120,9 +149,13 @@ def _children_fit(problems: Problems, cluster: Cluster, parent: str, bound: str)
                 total[res] = total.get(res, Decimal(0)) + value
         for res in sorted(total):
             if res in limits[key] and total[res] > limits[key][res]:
-                add(problems, f"{path}.{res}", f"the child queues of {quote(parent)} together have {key} "
-                                               f"{fields.fmt(total[res])}, more than {bound.format(key=key)} "
-                                               f"({fields.fmt(limits[key][res])})")
+                add(
+                    problems,
+                    f"{path}.{res}",
+                    f"the child queues of {quote(parent)} together have {key} "
+                    f"{fields.fmt(total[res], res)}, more than {bound.format(key=key)} "
+                    f"({fields.fmt(limits[key][res], res)})",
+                )
 
 
 def _descendants(cluster: Cluster, name: str) -> list[str]:

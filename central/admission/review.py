@@ -20,7 +20,7 @@ from typing import Any
 from central.admission.cluster import Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.jobs import mutate_job, validate_job
-from central.admission.podgroups import mutate_podgroup, validate_podgroup, validate_pod
+from central.admission.podgroups import mutate_podgroup, validate_pod, validate_podgroup
 from central.admission.queues import mutate_queue, validate_queue, validate_queue_delete
 
 
@@ -42,8 +42,12 @@ def kind_of(obj: Mapping[str, Any]) -> str:
     return kind
 
 
-def admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG,
-          old: Mapping[str, Any] | None = None) -> Review:
+def admit(
+    obj: Mapping[str, Any],
+    cluster: Cluster,
+    config: AdmissionConfig = DEFAULT_CONFIG,
+    old: Mapping[str, Any] | None = None,
+) -> Review:
     kind = kind_of(obj)
     if kind == "Job":
         mutated = mutate_job(obj, config)

@@ -55,14 +55,22 @@ def command(action: str, target_kind: str, target_name: str, namespace: str = ""
     meta: dict[str, Any] = {"name": name or f"{target_name}-{action.lower()}"}
     if namespace:
         meta["namespace"] = namespace
-    return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": meta, "action": action,
-            "target": {"apiVersion": api, "kind": target_kind, "name": target_name}}
+    return {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": meta,
+        "action": action,
+        "target": {"apiVersion": api, "kind": target_kind, "name": target_name},
+    }
 
 
 def commands_for(commands: list[Mapping[str, Any]], kind: str, name: str) -> list[Mapping[str, Any]]:
     """The Commands that target object `kind`/`name`, oldest first."""
-    found = [c for c in commands
-             if (c.get("target") or {}).get("kind") == kind and (c.get("target") or {}).get("name") == name]
+    found = [
+        c
+        for c in commands
+        if (c.get("target") or {}).get("kind") == kind and (c.get("target") or {}).get("name") == name
+    ]
     return sorted(found, key=lambda c: str((c.get("metadata") or {}).get("creationTimestamp", "")))
 
 

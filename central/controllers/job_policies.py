@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from central.controllers import bus
@@ -55,11 +55,11 @@ def parse_time(text: Any) -> float | None:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def format_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:
@@ -103,7 +103,9 @@ def _exit_codes(pod: Mapping[str, Any]) -> list[int]:
 
 
 def _finished_at(pod: Mapping[str, Any]) -> float | None:
-    times = [parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt")) for c in _container_statuses(pod)]
+    times = [
+        parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt")) for c in _container_statuses(pod)
+    ]
     known = [t for t in times if t is not None]
     return max(known) if known else _created(pod)
 
@@ -116,7 +118,9 @@ def _evicted(pod: Mapping[str, Any]) -> bool:
     status = pod.get("status") or {}
     if pod_phase(pod) == "Failed" and status.get("reason") == "Evicted":
         return True
-    disrupted = any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or [])
+    disrupted = any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
     return is_terminating(pod) and disrupted
 
 
@@ -177,3 +181,13 @@ def triggers(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], version:
             finished = [t for t in (_finished_at(p) for p in done) if t is not None]
             consider(task, "", bus.TASK_COMPLETED, max(finished) if finished else None, [])
     return sorted(found, key=lambda t: (t.due, t.pod, t.task))
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    """Succeeded, or Running and Ready (a Running pod that reports no Ready condition counts)."""
+    phase = pod_phase(pod)
+    if phase == "Succeeded":
+        return True
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if c.get("type") == "Ready"]
+    return phase == "Running" and (not ready or ready[0].get("status") == "True")

@@ -5,14 +5,15 @@
 `job` is the Job as the API returns it (admission has applied the defaults), `podgroup` its
 PodGroup or None, `pods` the pods it owns, `now` epoch seconds, `commands` the bus Commands
 in its namespace (only those targeting this job are used). The loop applies the decision:
-create/delete the PodGroup, pods and plugin objects, write `status` when `status_changed`,
+create/delete/patch the PodGroup, create/delete pods and the job's objects (PVCs, plugin
+objects; an AlreadyExists on create is fine; `update_objects` are replaced), write `status` when `status_changed`,
 delete the consumed Commands, delete the job when `delete_job` (TTL), and call again after
 `requeue_after` seconds when set (a policy timeout or the TTL falls due then; 0 after a
 phase change, so the next step runs at once). Calling it again with the same inputs returns
 the same decision, so a lost write is simply redone.
 
 The state machine (Volcano's `job/state`): one step per call.
-- Pending: create the plugin objects and the PodGroup; once the PodGroup has left Pending
+- Pending: create the job's PVCs, plugin objects and PodGroup; once the PodGroup has left Pending
   (Inqueue), create the missing pods (a task with dependsOn waits until the tasks it names
   have minAvailable pods running or succeeded) and delete pods beyond `replicas`.
   -> Running when minAvailable <= running + succeeded + failed.
@@ -48,6 +49,7 @@ from central.controllers.job_policies import (
     JOB_VERSION,
     Trigger,
     format_time,
+    is_ready,
     is_terminating,
     parse_time,
     pod_index,
@@ -56,7 +58,8 @@ from central.controllers.job_policies import (
     pod_version,
     triggers,
 )
-from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects
+from central.controllers.job_volumes import claims_to_create, mount_claims
+from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects, updated_objects
 from central.errors import InputError
 from central.model.jobs import expand_job
 
@@ -68,6 +71,7 @@ KILLING = {ABORTING: ABORTED, COMPLETING: COMPLETED, TERMINATING: TERMINATED}
 KILL_ACTIONS = {bus.ABORT_JOB: ABORTING, bus.COMPLETE_JOB: COMPLETING, bus.TERMINATE_JOB: TERMINATING}
 RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD})
 DEFAULT_MAX_RETRY = 3
+MAX_CONDITIONS = 20
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
@@ -77,9 +81,13 @@ class JobDecision:
     status_changed: bool = False
     create_podgroup: dict[str, Any] | None = None
     delete_podgroup: str | None = None
+    update_podgroup: dict[str, Any] | None = None  # new spec fields (minMember, minTaskMember, minResources)
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[str] = field(default_factory=list)
-    create_objects: list[dict[str, Any]] = field(default_factory=list)  # plugin Services, ConfigMaps, Secrets, ...
+    create_objects: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # PVCs; plugin Services, ConfigMaps, Secrets, ...
+    update_objects: list[dict[str, Any]] = field(default_factory=list)  # to replace (svc hosts after a scale)
     delete_objects: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     delete_commands: list[str] = field(default_factory=list)
     delete_job: bool = False
@@ -87,9 +95,16 @@ class JobDecision:
     events: list[tuple[str, str]] = field(default_factory=list)  # (reason, message) for Kubernetes Events
 
 
-def reconcile(job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]],
-              now: float, commands: Iterable[Mapping[str, Any]] = ()) -> JobDecision:
+def reconcile(
+    job: Mapping[str, Any],
+    podgroup: Mapping[str, Any] | None,
+    pods: Iterable[Mapping[str, Any]],
+    now: float,
+    commands: Iterable[Mapping[str, Any]] = (),
+) -> JobDecision:
     step = _Step(job, podgroup, pods, now)
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return step.finish(job.get("status") or {})  # being deleted: the garbage collector removes what it owns
     mine = bus.commands_for(list(commands), "Job", step.name)
     command = mine[0] if mine else None
     if command is not None:
@@ -104,8 +119,9 @@ def reconcile(job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: 
 
 
 class _Step:
-    def __init__(self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None,
-                 pods: Iterable[Mapping[str, Any]], now: float):
+    def __init__(
+        self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], now: float
+    ):
         self.job = job
         self.spec: Mapping[str, Any] = job.get("spec") or {}
         self.name = str(job["metadata"]["name"])
@@ -181,17 +197,23 @@ class _Step:
             self._transition(PENDING, "Restarted", "old pods are gone")
 
     def _sync(self) -> None:
-        self._add_plugin_objects()
-        ready = self._podgroup_ready()
-        wanted = self._wanted_pods() if ready else {}
+        self._add_job_objects()
+        replicas = self._task_replicas()
         for name, pod in self.pods.items():
-            task, replicas = pod_task(pod), self._task_replicas()
-            if task not in replicas or pod_index(pod) >= replicas[task]:
+            if pod_task(pod) not in replicas or pod_index(pod) >= replicas[pod_task(pod)]:
                 self._delete_pod(name)  # scaled down, or a task that is gone
-        for name, pod in wanted.items():
-            if name not in self.pods and self._dependencies_met(pod_task(pod)):
-                self.created.append(pod)
+        missing = {
+            f"{self.name}-{task}-{i}": task
+            for task, count in replicas.items()
+            for i in range(count)
+            if f"{self.name}-{task}-{i}" not in self.pods
+        }
+        if self._podgroup_ready() and missing:
+            startable = {task for task in set(missing.values()) if self._dependencies_met(task)}
+            self.created = self._build_pods([n for n, task in missing.items() if task in startable])
         self.decision.create_pods = self.created
+        if self.deleting or (self.phase == RUNNING and self.created):
+            self.decision.update_objects = updated_objects(self.job)  # scaled: host lists change
         counts = self._counts()
         finished = counts["Succeeded"] + counts["Failed"]
         min_available, total = self._min_available(), self._replicas()
@@ -216,8 +238,9 @@ class _Step:
         if self._min_available() >= self._replicas():
             by_task = self._task_counts()
             for task in self.spec.get("tasks") or []:
-                if task.get("minAvailable") is not None and \
-                        by_task.get(str(task["name"]), {}).get("Succeeded", 0) < int(task["minAvailable"]):
+                if task.get("minAvailable") is not None and by_task.get(str(task["name"]), {}).get(
+                    "Succeeded", 0
+                ) < int(task["minAvailable"]):
                     return False
         return succeeded >= self._min_available()
 
@@ -239,7 +262,8 @@ class _Step:
             return
         when = format_time(self.now)
         self.status["state"] = {"phase": phase, "reason": reason, "message": message, "lastTransitionTime": when}
-        self.status["conditions"] = [*(self.status.get("conditions") or []), {"status": phase, "lastTransitionTime": when}]
+        history = [*(self.status.get("conditions") or []), {"status": phase, "lastTransitionTime": when}]
+        self.status["conditions"] = history[-MAX_CONDITIONS:]  # suspend/resume loops must not grow the object forever
         self.decision.events.append((reason, f"{self.phase} -> {phase}: {message}"))
         self.phase = phase
         self._requeue(0.0)
@@ -255,8 +279,11 @@ class _Step:
 
     def _kill(self, retain_finished: bool, task: str | None = None, pod: str | None = None) -> None:
         for name, p in self.pods.items():
-            if (task is None or pod_task(p) == task) and (pod is None or name == pod) \
-                    and not (retain_finished and pod_phase(p) in ("Succeeded", "Failed")):
+            if (
+                (task is None or pod_task(p) == task)
+                and (pod is None or name == pod)
+                and not (retain_finished and pod_phase(p) in ("Succeeded", "Failed"))
+            ):
                 self._delete_pod(name)
 
     def _cleanup(self) -> None:
@@ -274,12 +301,19 @@ class _Step:
             self.decision.delete_podgroup = str(self.podgroup["metadata"]["name"])
             self.podgroup = None
 
-    def _add_plugin_objects(self) -> None:
+    def _add_job_objects(self) -> None:
+        """Once per job (recorded in status.controlledResources, as Volcano does): PVCs and plugin objects."""
         controlled = dict(self.status.get("controlledResources") or {})
+        for claim in claims_to_create(self.job):
+            key = f"volume-pvc-{claim['metadata']['name']}"
+            if key not in controlled:
+                self.decision.create_objects.append(claim)
+                controlled[key] = claim["metadata"]["name"]
         missing = [p.name for p in build_plugins(self.job) if f"plugin-{p.name}" not in controlled]
         if missing:
-            self.decision.create_objects = job_objects(self.job, missing)
+            self.decision.create_objects += job_objects(self.job, missing)
             controlled.update({f"plugin-{name}": name for name in missing})
+        if controlled:
             self.status["controlledResources"] = controlled
 
     def _podgroup_ready(self) -> bool:
@@ -290,15 +324,38 @@ class _Step:
             if stamped is not None and str(stamped).isdigit() and int(stamped) < self.version:
                 self._drop_podgroup()  # left over from before a restart
                 return False
+            self._resize_podgroup(pg)
             return str((pg.get("status") or {}).get("phase") or PENDING) != PENDING
         created, _ = expand_job(self.job, self.version)
-        created["metadata"]["annotations"] = {**created["metadata"].get("annotations", {}), JOB_VERSION: str(self.version)}
+        created["metadata"]["annotations"] = {
+            **created["metadata"].get("annotations", {}),
+            JOB_VERSION: str(self.version),
+        }
         self.decision.create_podgroup = created
         return False
 
-    def _wanted_pods(self) -> dict[str, dict[str, Any]]:
+    def _resize_podgroup(self, pg: Mapping[str, Any]) -> None:
+        """After the job was scaled (admission lets minAvailable and replicas change), so is its PodGroup."""
+        spec = pg.get("spec") or {}
+        task_min = {
+            str(t.get("name")): int(t.get("minAvailable", t.get("replicas", 1))) for t in self.spec.get("tasks") or []
+        }
+        if spec.get("minMember") != self._min_available() or (spec.get("minTaskMember") or {}) != task_min:
+            wanted, _ = expand_job(self.job, self.version)
+            self.decision.update_podgroup = {
+                k: wanted["spec"][k] for k in ("minMember", "minTaskMember", "minResources")
+            }
+
+    def _build_pods(self, names: list[str]) -> list[dict[str, Any]]:
+        """The named pods as expand_job makes them, edited by the job's plugins."""
+        if not names:
+            return []
+        wanted = set(names)
         _, pods = expand_job(self.job, self.version)
-        return {p["metadata"]["name"]: p for p in apply_plugins(self.job, pods)}
+        built = apply_plugins(self.job, [p for p in pods if p["metadata"]["name"] in wanted])
+        for pod in built:
+            mount_claims(self.job, pod)
+        return built
 
     def _dependencies_met(self, task: str) -> bool:
         spec = next((t for t in self.spec.get("tasks") or [] if t.get("name") == task), {})
@@ -312,7 +369,7 @@ class _Step:
     def _task_ready(self, task: str) -> bool:
         spec = next((t for t in self.spec.get("tasks") or [] if t.get("name") == task), {})
         needed = int(spec.get("minAvailable", spec.get("replicas", 1)))
-        ready = sum(1 for p in self.pods.values() if pod_task(p) == task and not is_terminating(p) and _ready(p))
+        ready = sum(1 for p in self.pods.values() if pod_task(p) == task and not is_terminating(p) and is_ready(p))
         return ready >= needed
 
     # --- counting ------------------------------------------------------------------------
@@ -358,18 +415,10 @@ class _Step:
         self.status["minAvailable"] = self._min_available()
         self.status["version"] = self.version
         self.status.setdefault("retryCount", 0)
-        self.status["taskStatusCount"] = {task: {"phase": phases} for task, phases in sorted(self._task_counts().items())}
-        self.status.setdefault("state", {"phase": self.phase})
+        self.status["taskStatusCount"] = {
+            task: {"phase": phases} for task, phases in sorted(self._task_counts().items())
+        }
+        self.status.setdefault("state", {"phase": self.phase, "lastTransitionTime": format_time(self.now)})
         self.decision.status = self.status
         self.decision.status_changed = self.status != dict(old_status)
         return self.decision
-
-
-def _ready(pod: Mapping[str, Any]) -> bool:
-    """Succeeded, or Running and Ready (a Running pod that reports no Ready condition counts)."""
-    phase = pod_phase(pod)
-    if phase == "Succeeded":
-        return True
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    ready = [c for c in conditions if c.get("type") == "Ready"]
-    return phase == "Running" and (not ready or ready[0].get("status") == "True")

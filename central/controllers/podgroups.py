@@ -21,8 +21,13 @@ from typing import Any
 from central.api.resources import format_value
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME, pod_requests
 
-CARRIED_PREFIXES = ("volcano.sh/preemptable", "volcano.sh/jdb-", "volcano.sh/network-topology",
-                    "volcano.sh/revocable-zone", "volcano.sh/cooldown-time")
+CARRIED_PREFIXES = (
+    "volcano.sh/preemptable",
+    "volcano.sh/jdb-",
+    "volcano.sh/network-topology",
+    "volcano.sh/revocable-zone",
+    "volcano.sh/cooldown-time",
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +36,9 @@ class PodGroupDecision:
     pod_annotations: dict[str, str]  # to patch onto the pod
 
 
-def podgroup_for_pod(pod: Mapping[str, Any], owner: Mapping[str, Any] | None = None,
-                     scheduler_names: tuple[str, ...] = ("volcano",)) -> PodGroupDecision | None:
+def podgroup_for_pod(
+    pod: Mapping[str, Any], owner: Mapping[str, Any] | None = None, scheduler_names: tuple[str, ...] = ("volcano",)
+) -> PodGroupDecision | None:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
@@ -46,12 +52,27 @@ def podgroup_for_pod(pod: Mapping[str, Any], owner: Mapping[str, Any] | None = N
     podgroup = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": meta.get("namespace") or "default", "annotations": carried,
-                     "ownerReferences": [controller or {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"),
-                                                        "uid": meta.get("uid", ""), "controller": True}]},
-        "spec": {"minMember": min_member, "queue": str(annotations.get(QUEUE_NAME) or "default"),
-                 "minResources": {k: format_value(k, v * min_member) for k, v in sorted(requests.items())},
-                 **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {})},
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace") or "default",
+            "annotations": carried,
+            "ownerReferences": [
+                controller
+                or {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid", ""),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "minMember": min_member,
+            "queue": str(annotations.get(QUEUE_NAME) or "default"),
+            "minResources": {k: format_value(k, v * min_member) for k, v in sorted(requests.items())},
+            **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {}),
+        },
         "status": {"phase": "Pending"},
     }
     return PodGroupDecision(podgroup, {GROUP_NAME: name})

@@ -68,8 +68,9 @@ def _closed_by_parent(queue: Mapping[str, Any]) -> bool:
     return ((queue.get("metadata") or {}).get("annotations") or {}).get(CLOSED_BY_PARENT) == "true"
 
 
-def next_state(queue: Mapping[str, Any], parent_state: str, busy: bool,
-               action: str | None) -> tuple[str, dict[str, str | None]]:
+def next_state(
+    queue: Mapping[str, Any], parent_state: str, busy: bool, action: str | None
+) -> tuple[str, dict[str, str | None]]:
     """(new state, annotation edits) for one queue."""
     state = _state(queue)
     closed = CLOSING if busy else CLOSED
@@ -86,8 +87,12 @@ def next_state(queue: Mapping[str, Any], parent_state: str, busy: bool,
     return state, {}
 
 
-def reconcile_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]],
-                    podgroups: Iterable[Mapping[str, Any]], commands: Iterable[Mapping[str, Any]] = ()) -> QueueDecision:
+def reconcile_queue(
+    queue: Mapping[str, Any],
+    queues: Mapping[str, Mapping[str, Any]],
+    podgroups: Iterable[Mapping[str, Any]],
+    commands: Iterable[Mapping[str, Any]] = (),
+) -> QueueDecision:
     name = _name(queue)
     by_queue: dict[str, list[Mapping[str, Any]]] = {}
     for pg in podgroups:
@@ -97,8 +102,9 @@ def reconcile_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, 
     decision = QueueDecision(delete_commands=[str(command["metadata"]["name"])] if command else [])
     parent = _parent(queue)
     parent_state = _state(queues.get(parent)) if parent else OPEN
-    state, decision.annotations = next_state(queue, parent_state, _busy(by_queue.get(name, [])),
-                                             str(command.get("action")) if command else None)
+    state, decision.annotations = next_state(
+        queue, parent_state, _busy(by_queue.get(name, [])), str(command.get("action")) if command else None
+    )
     status = copy.deepcopy(dict(queue.get("status") or {}))
     status["state"] = state
     for phase in PODGROUP_PHASES:
@@ -111,8 +117,9 @@ def reconcile_queue(queue: Mapping[str, Any], queues: Mapping[str, Mapping[str, 
     return decision
 
 
-def _cascade(name: str, state: str, queues: Mapping[str, Mapping[str, Any]],
-             by_queue: Mapping[str, list[Mapping[str, Any]]]) -> list[QueueChange]:
+def _cascade(
+    name: str, state: str, queues: Mapping[str, Mapping[str, Any]], by_queue: Mapping[str, list[Mapping[str, Any]]]
+) -> list[QueueChange]:
     changes: list[QueueChange] = []
     pending = [(name, state)]
     while pending:

@@ -13,20 +13,32 @@ def container(name: str = "main", **resources: Any) -> dict[str, Any]:
 
 
 def task(name: str, replicas: int = 1, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "replicas": replicas,
-            "template": {"spec": {"containers": [container()],
-                                  "restartPolicy": "Never"}}, **extra}
+    return {
+        "name": name,
+        "replicas": replicas,
+        "template": {"spec": {"containers": [container()], "restartPolicy": "Never"}},
+        **extra,
+    }
 
 
-def job(name: str = "train", queue: str = "default", tasks: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-            "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"queue": queue, "tasks": tasks if tasks is not None else [task("ps"), task("worker", 2)], **spec}}
+def job(
+    name: str = "train", queue: str = "default", tasks: list[dict[str, Any]] | None = None, **spec: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"queue": queue, "tasks": tasks if tasks is not None else [task("ps"), task("worker", 2)], **spec},
+    }
 
 
 def queue(name: str, parent: str | None = None, state: str | None = None, **spec: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                           "metadata": {"name": name}, "spec": dict(spec)}
+    out: dict[str, Any] = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
     if parent:
         out["spec"]["parent"] = parent
     if state:
@@ -35,5 +47,9 @@ def queue(name: str, parent: str | None = None, state: str | None = None, **spec
 
 
 def podgroup(name: str = "pg", queue: str = "default", namespace: str = "ml", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"queue": queue, "minMember": 1, **spec}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"queue": queue, "minMember": 1, **spec},
+    }

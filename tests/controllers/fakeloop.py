@@ -39,8 +39,13 @@ class FakeCluster:
 
     def step(self, advance: float = 0.0) -> JobDecision:
         self.now += advance
-        decision = reconcile(copy.deepcopy(self.job), copy.deepcopy(self.podgroup), copy.deepcopy(list(self.pods.values())),
-                             self.now, copy.deepcopy(self.commands))
+        decision = reconcile(
+            copy.deepcopy(self.job),
+            copy.deepcopy(self.podgroup),
+            copy.deepcopy(list(self.pods.values())),
+            self.now,
+            copy.deepcopy(self.commands),
+        )
         self.apply(decision)
         self.last = decision
         return decision
@@ -90,8 +95,12 @@ class FakeCluster:
                 pod["status"]["reason"] = reason
             if exit_code is not None:
                 pod["status"]["containerStatuses"] = [
-                    {"name": "main", "restartCount": 0,
-                     "state": {"terminated": {"exitCode": exit_code, "finishedAt": format_time(self.now)}}}]
+                    {
+                        "name": "main",
+                        "restartCount": 0,
+                        "state": {"terminated": {"exitCode": exit_code, "finishedAt": format_time(self.now)}},
+                    }
+                ]
 
     def gone(self) -> None:
         """Graceful deletions complete."""

@@ -139,11 +139,14 @@ def test_max_retry_fails_the_job() -> None:
     assert c.status["state"]["reason"] == "MaxRetryReached"
 
 
-@pytest.mark.parametrize("action, transient, final", [
-    pytest.param("AbortJob", "Aborting", "Aborted", id="abort"),
-    pytest.param("CompleteJob", "Completing", "Completed", id="complete"),
-    pytest.param("TerminateJob", "Terminating", "Terminated", id="terminate"),
-])
+@pytest.mark.parametrize(
+    "action, transient, final",
+    [
+        pytest.param("AbortJob", "Aborting", "Aborted", id="abort"),
+        pytest.param("CompleteJob", "Completing", "Completed", id="complete"),
+        pytest.param("TerminateJob", "Terminating", "Terminated", id="terminate"),
+    ],
+)
 def test_stopping_actions(action: str, transient: str, final: str) -> None:
     c = cluster(graceful=True, policies=[{"event": "PodFailed", "action": action}])
     c.start()
@@ -182,10 +185,15 @@ def test_task_failed_after_container_restarts() -> None:
     assert c.phase == "Terminating"
 
 
-@pytest.mark.parametrize("status", [
-    pytest.param({"phase": "Failed", "reason": "Evicted"}, id="kubelet-eviction"),
-    pytest.param({"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}, id="eviction-api"),
-])
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param({"phase": "Failed", "reason": "Evicted"}, id="kubelet-eviction"),
+        pytest.param(
+            {"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}, id="eviction-api"
+        ),
+    ],
+)
 def test_pod_evicted(status: dict[str, Any]) -> None:
     c = cluster(policies=[{"event": "PodEvicted", "action": "RestartJob"}])
     c.start()
@@ -341,3 +349,54 @@ def test_decision_is_stable_when_nothing_changes() -> None:
     c.start()
     d = c.step()
     assert not d.status_changed and d.create_pods == [] and d.delete_pods == [] and d.requeue_after is None
+
+
+def test_a_job_being_deleted_is_left_to_the_garbage_collector() -> None:
+    c = cluster()
+    c.start()
+    c.job["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    c.set_phase("Failed", W1, exit_code=1)
+    d = c.step()
+    assert d.delete_pods == [] and d.create_pods == [] and d.delete_podgroup is None and c.phase == "Running"
+
+
+def test_scaling_the_job_resizes_its_podgroup() -> None:
+    c = cluster()
+    c.start()
+    assert c.step().update_podgroup is None
+    c.job["spec"]["tasks"][1].update(replicas=4, minAvailable=4)
+    c.job["spec"]["minAvailable"] = 5
+    d = c.step()
+    assert d.update_podgroup is not None
+    assert (d.update_podgroup["minMember"], d.update_podgroup["minTaskMember"]) == (5, {"ps": 1, "worker": 4})
+    assert sorted(p["metadata"]["name"] for p in d.create_pods) == ["train-worker-2", "train-worker-3"]
+
+
+def test_volumes_are_claimed_once_and_mounted() -> None:
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    c = cluster(
+        volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/ckpt", "volumeClaim": claim}]
+    )
+    d = c.step()
+    pvcs = [o for o in d.create_objects if o["kind"] == "PersistentVolumeClaim"]
+    assert [(p["metadata"]["name"], p["spec"]) for p in pvcs] == [("train-volume-1", claim)]
+    assert c.status["controlledResources"] == {"volume-pvc-train-volume-1": "train-volume-1"}
+    assert c.step().create_objects == []
+    c.enqueue()
+    c.step()
+    spec = c.pods[W0]["spec"]
+    assert {"name": "train-volume-1", "persistentVolumeClaim": {"claimName": "train-volume-1"}} in spec["volumes"]
+    assert {"name": "shared", "mountPath": "/data"} in spec["containers"][0]["volumeMounts"]
+    assert {"name": "train-volume-1", "mountPath": "/ckpt"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_scaling_a_running_job_refreshes_the_svc_host_lists() -> None:
+    c = cluster(plugins={"svc": []})
+    c.start()
+    assert c.step().update_objects == []
+    c.job["spec"]["tasks"][1]["replicas"] = 3
+    (config_map,) = c.step().update_objects
+    assert config_map["metadata"]["name"] == "train-svc" and config_map["data"]["VC_WORKER_NUM"] == "3"
+    c.job["spec"]["tasks"][1]["replicas"] = 1
+    c.job["spec"]["minAvailable"] = 2
+    assert c.step().update_objects[0]["data"]["worker.host"] == "train-worker-0.train"

@@ -17,7 +17,9 @@ from tests.admission.helpers import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 
-def pods_of(spec_plugins: dict[str, list[str]], tasks: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def pods_of(
+    spec_plugins: dict[str, list[str]], tasks: list[dict[str, Any]] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     j = mutate_job(job(tasks=tasks, plugins=spec_plugins))
     j["spec"]["tasks"][0]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "busybox"}]
     _, pods = expand_job(j)
@@ -41,8 +43,12 @@ def test_svc_plugin_pods() -> None:
     assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == ("train-worker-1", "train")
     assert {"name": "train-svc", "mountPath": "/etc/volcano"} in pod["spec"]["containers"][0]["volumeMounts"]
     assert {"name": "train-svc", "configMap": {"name": "train-svc"}} in pod["spec"]["volumes"]
-    assert env(pod) == {"VC_PS_HOSTS": "train-ps-0.train", "VC_PS_NUM": "1",
-                        "VC_WORKER_HOSTS": "train-worker-0.train,train-worker-1.train", "VC_WORKER_NUM": "2"}
+    assert env(pod) == {
+        "VC_PS_HOSTS": "train-ps-0.train",
+        "VC_PS_NUM": "1",
+        "VC_WORKER_HOSTS": "train-worker-0.train,train-worker-1.train",
+        "VC_WORKER_NUM": "2",
+    }
 
 
 def test_svc_plugin_objects() -> None:
@@ -56,12 +62,16 @@ def test_svc_plugin_objects() -> None:
     assert service["metadata"]["name"] == "train" and service["spec"]["clusterIP"] == "None"
     assert service["spec"]["selector"] == {"volcano.sh/job-name": "train", "volcano.sh/job-namespace": "ml"}
     assert service["spec"]["publishNotReadyAddresses"] is False
-    assert objects["NetworkPolicy"]["spec"]["ingress"] == [{"from": [{"podSelector": {"matchLabels": service["spec"]["selector"]}}]}]
+    assert objects["NetworkPolicy"]["spec"]["ingress"] == [
+        {"from": [{"podSelector": {"matchLabels": service["spec"]["selector"]}}]}
+    ]
     assert all(o["metadata"]["ownerReferences"][0]["uid"] == j["metadata"].get("uid", "") for o in objects.values())
 
 
 def test_svc_plugin_flags() -> None:
-    j, pods = pods_of({"svc": ["--publish-not-ready-addresses", "--disable-network-policy", "--inject-hosts-env=false"]})
+    j, pods = pods_of(
+        {"svc": ["--publish-not-ready-addresses", "--disable-network-policy", "--inject-hosts-env=false"]}
+    )
     kinds = {o["kind"]: o for o in job_objects(j)}
     assert "NetworkPolicy" not in kinds and kinds["Service"]["spec"]["publishNotReadyAddresses"] is True
     assert env(pods["train-ps-0"]) == {}
@@ -88,10 +98,14 @@ def test_ssh_plugin() -> None:
 
 
 def test_ssh_plugin_with_given_keys_and_path() -> None:
-    j, pods = pods_of({"ssh": ["--ssh-private-key=PRIVATE", "--ssh-public-key=PUBLIC", "--ssh-key-file-path=/home/mpi/.ssh"]})
+    j, pods = pods_of(
+        {"ssh": ["--ssh-private-key=PRIVATE", "--ssh-public-key=PUBLIC", "--ssh-key-file-path=/home/mpi/.ssh"]}
+    )
     data = job_objects(j)[0]["data"]
     assert base64.b64decode(data["id_rsa"]) == b"PRIVATE" and base64.b64decode(data["authorized_keys"]) == b"PUBLIC"
-    assert {"name": "train-ssh", "mountPath": "/home/mpi/.ssh"} in pods["train-ps-0"]["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "train-ssh", "mountPath": "/home/mpi/.ssh"} in pods["train-ps-0"]["spec"]["containers"][0][
+        "volumeMounts"
+    ]
 
 
 def test_pytorch_plugin() -> None:
@@ -100,18 +114,28 @@ def test_pytorch_plugin() -> None:
     assert env(pods["train-master-0"])["RANK"] == "0"
     worker = env(pods["train-worker-2"])
     assert {k: worker[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")} == {
-        "MASTER_ADDR": "train-master-0.train", "MASTER_PORT": "23456", "WORLD_SIZE": "4", "RANK": "3"}
-    assert {"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"} in pods["train-worker-0"]["spec"]["containers"][0]["ports"]
+        "MASTER_ADDR": "train-master-0.train",
+        "MASTER_PORT": "23456",
+        "WORLD_SIZE": "4",
+        "RANK": "3",
+    }
+    assert {"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"} in pods["train-worker-0"]["spec"][
+        "containers"
+    ][0]["ports"]
 
 
 def test_tensorflow_plugin() -> None:
     tasks = [task("ps"), task("worker", 2), task("chief")]
     _, pods = pods_of({"tensorflow": []}, tasks)
     config = json.loads(env(pods["train-worker-1"])["TF_CONFIG"])
-    assert config == {"cluster": {"ps": ["train-ps-0.train:2222"],
-                                  "worker": ["train-worker-0.train:2222", "train-worker-1.train:2222"],
-                                  "chief": ["train-chief-0.train:2222"]},
-                      "task": {"type": "worker", "index": 1}}
+    assert config == {
+        "cluster": {
+            "ps": ["train-ps-0.train:2222"],
+            "worker": ["train-worker-0.train:2222", "train-worker-1.train:2222"],
+            "chief": ["train-chief-0.train:2222"],
+        },
+        "task": {"type": "worker", "index": 1},
+    }
     assert json.loads(env(pods["train-chief-0"])["TF_CONFIG"])["task"] == {"type": "chief", "index": 0}
 
 
@@ -125,18 +149,23 @@ def test_mpi_plugin() -> None:
     _, pods = pods_of({"mpi": []}, tasks)
     assert env(pods["train-master-0"])["MPI_HOST"] == "train-worker-0.train,train-worker-1.train"
     assert "MPI_HOST" not in env(pods["train-worker-0"])
-    assert {"name": "mpijob-port", "containerPort": 22, "protocol": "TCP"} in pods["train-worker-1"]["spec"]["containers"][0]["ports"]
+    assert {"name": "mpijob-port", "containerPort": 22, "protocol": "TCP"} in pods["train-worker-1"]["spec"][
+        "containers"
+    ][0]["ports"]
     # the webhook added svc and ssh
     assert pods["train-worker-1"]["spec"]["subdomain"] == "train"
     assert any(v["name"] == "train-ssh" for v in pods["train-master-0"]["spec"]["volumes"])
 
 
-@pytest.mark.parametrize("plugins, message", [
-    pytest.param({"svc": ["--nope"]}, 'unknown flag "--nope"', id="unknown-flag"),
-    pytest.param({"svc": ["--disable-network-policy=maybe"]}, "expects true or false", id="bad-bool"),
-    pytest.param({"mpi": ["--port"]}, "flag --port needs a value", id="missing-value"),
-    pytest.param({"gloo": []}, 'unable to find job plugin "gloo"', id="unknown-plugin"),
-])
+@pytest.mark.parametrize(
+    "plugins, message",
+    [
+        pytest.param({"svc": ["--nope"]}, 'unknown flag "--nope"', id="unknown-flag"),
+        pytest.param({"svc": ["--disable-network-policy=maybe"]}, "expects true or false", id="bad-bool"),
+        pytest.param({"mpi": ["--port"]}, "flag --port needs a value", id="missing-value"),
+        pytest.param({"gloo": []}, 'unable to find job plugin "gloo"', id="unknown-plugin"),
+    ],
+)
 def test_bad_plugin_arguments_raise(plugins: dict[str, list[str]], message: str) -> None:
     with pytest.raises(InputError, match=message):
         apply_plugins({"metadata": {"name": "j"}, "spec": {"plugins": plugins, "tasks": []}}, [])

@@ -2,6 +2,7 @@
 
     apply_plugins(job, pods) -> list[dict]         pods with every plugin's edits (copies)
     job_objects(job, names=None) -> list[dict]     Services, ConfigMaps, Secrets, NetworkPolicies to create
+    updated_objects(job) -> list[dict]             objects to replace after the job was scaled (svc host lists)
     deleted_objects(job) -> list[tuple[str, str]]  (kind, name) to delete when the job is killed
     build_plugins(job) -> list[JobPlugin]          parsed from spec.plugins; InputError on a bad one
 
@@ -37,7 +38,9 @@ def build_plugins(job: Mapping[str, Any]) -> list[JobPlugin]:
     out = []
     for name in sorted(raw, key=lambda n: (list(PLUGINS).index(n) if n in PLUGINS else len(PLUGINS), n)):
         if name not in PLUGINS:
-            raise InputError(f"spec.plugins.{name}", f"unable to find job plugin {json.dumps(name)}; known: {', '.join(PLUGINS)}")
+            raise InputError(
+                f"spec.plugins.{name}", f"unable to find job plugin {json.dumps(name)}; known: {', '.join(PLUGINS)}"
+            )
         args = raw[name]
         if args is not None and not isinstance(args, list):
             raise InputError(f"spec.plugins.{name}", "expected a list of arguments")
@@ -60,6 +63,10 @@ def job_objects(job: Mapping[str, Any], names: Iterable[str] | None = None) -> l
     """Objects the plugins create for the job; only those of `names` when given."""
     wanted = None if names is None else set(names)
     return [obj for p in build_plugins(job) if wanted is None or p.name in wanted for obj in p.on_job_add(job)]
+
+
+def updated_objects(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [obj for p in build_plugins(job) for obj in p.on_job_update(job)]
 
 
 def deleted_objects(job: Mapping[str, Any], names: Iterable[str] | None = None) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ pod `<job>-<task>-<i>` is reachable as `<job>-<task>-<i>.<job>` inside the names
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from central.errors import InputError
@@ -31,6 +31,7 @@ class JobPlugin:
 
     def __init__(self, args: list[Any] | None = None):
         self.options: dict[str, str | bool] = dict(self.flags)
+        self._memo: dict[str, Any] = {}
         pending = [str(a) for a in (args or [])]
         while pending:
             arg = pending.pop(0)
@@ -40,7 +41,9 @@ class JobPlugin:
                 raise InputError(f"spec.plugins.{self.name}", f"unknown flag {json.dumps(arg)}; known flags: {known}")
             if isinstance(self.flags[key], bool):
                 if has_value and value.lower() not in ("true", "false", "1", "0"):
-                    raise InputError(f"spec.plugins.{self.name}", f"flag --{key} expects true or false, got {json.dumps(value)}")
+                    raise InputError(
+                        f"spec.plugins.{self.name}", f"flag --{key} expects true or false, got {json.dumps(value)}"
+                    )
                 self.options[key] = not has_value or value.lower() in ("true", "1")
             elif has_value:
                 self.options[key] = value
@@ -58,14 +61,27 @@ class JobPlugin:
     def int_option(self, key: str) -> int:
         value = self.option(key)
         if not value.isdigit() or not 0 < int(value) < 65536:
-            raise InputError(f"spec.plugins.{self.name}", f"flag --{key} must be a port number, got {json.dumps(value)}")
+            raise InputError(
+                f"spec.plugins.{self.name}", f"flag --{key} must be a port number, got {json.dumps(value)}"
+            )
         return int(value)
+
+    def once(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A per-job value (host lists, ...) computed on the first pod only: a plugin instance
+        serves one job, and recomputing it per pod would make a job's pods cost O(n^2)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def on_pod_create(self, job: Mapping[str, Any], pod: dict[str, Any]) -> None:
         """Edit `pod` (already a private copy) before it is created."""
 
     def on_job_add(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Objects to create once for the job (Services, ConfigMaps, Secrets, ...)."""
+        return []
+
+    def on_job_update(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Objects to replace after the job was scaled (host lists change)."""
         return []
 
     def on_job_delete(self, job: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -86,8 +102,10 @@ def job_namespace(job: Mapping[str, Any]) -> str:
 
 def tasks(job: Mapping[str, Any]) -> list[tuple[str, int]]:
     """(task name, replicas) in spec order."""
-    return [(str(t.get("name") or f"default{i}"), int(t.get("replicas", 1)))
-            for i, t in enumerate(job["spec"].get("tasks") or [])]
+    return [
+        (str(t.get("name") or f"default{i}"), int(t.get("replicas", 1)))
+        for i, t in enumerate(job["spec"].get("tasks") or [])
+    ]
 
 
 def pod_name(job: str, task: str, index: int) -> str:
@@ -111,13 +129,22 @@ def pod_task(pod: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def owner(job: Mapping[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job_name(job),
-            "uid": job["metadata"].get("uid", ""), "controller": True}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": job_name(job),
+        "uid": job["metadata"].get("uid", ""),
+        "controller": True,
+    }
 
 
 def object_meta(job: Mapping[str, Any], name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": job_namespace(job), "ownerReferences": [owner(job)],
-            "labels": {JOB_NAME: job_name(job), JOB_NAMESPACE: job_namespace(job)}}
+    return {
+        "name": name,
+        "namespace": job_namespace(job),
+        "ownerReferences": [owner(job)],
+        "labels": {JOB_NAME: job_name(job), JOB_NAMESPACE: job_namespace(job)},
+    }
 
 
 def containers(pod: dict[str, Any], init: bool = True) -> list[dict[str, Any]]:

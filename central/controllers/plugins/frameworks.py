@@ -32,8 +32,15 @@ class PytorchPlugin(JobPlugin):
         rank = index if task == master else masters + index
         port = self.int_option("port")
         name = job_name(job)
-        add_env(pod, {"MASTER_ADDR": f"{name}-{master}-0.{name}", "MASTER_PORT": str(port),
-                      "WORLD_SIZE": str(masters + replicas.get(worker, 0)), "RANK": str(rank)})
+        add_env(
+            pod,
+            {
+                "MASTER_ADDR": f"{name}-{master}-0.{name}",
+                "MASTER_PORT": str(port),
+                "WORLD_SIZE": str(masters + replicas.get(worker, 0)),
+                "RANK": str(rank),
+            },
+        )
         add_port(pod, "pytorchjob-port", port)
 
 
@@ -50,12 +57,19 @@ class TensorflowPlugin(JobPlugin):
         if task not in by_task:
             return
         port = self.int_option("port")
-        present = {t for t, _ in tasks(job)}
-        cluster = {role: [f"{h}:{port}" for h in task_hosts(job, self.option(role))]
-                   for role in self.roles if self.option(role) in present}
-        config = {"cluster": cluster, "task": {"type": by_task[task], "index": index}}
-        add_env(pod, {"TF_CONFIG": json.dumps(config, separators=(",", ":"))})
+        # The cluster part is the same for every pod: serialised once, not once per pod.
+        cluster = self.once("cluster", lambda: json.dumps(self._cluster(job, port), separators=(",", ":")))
+        own = json.dumps({"type": by_task[task], "index": index}, separators=(",", ":"))
+        add_env(pod, {"TF_CONFIG": f'{{"cluster":{cluster},"task":{own}}}'})
         add_port(pod, "tfjob-port", port)
+
+    def _cluster(self, job: Mapping[str, Any], port: int) -> dict[str, list[str]]:
+        present = {t for t, _ in tasks(job)}
+        return {
+            role: [f"{h}:{port}" for h in task_hosts(job, self.option(role))]
+            for role in self.roles
+            if self.option(role) in present
+        }
 
 
 class MpiPlugin(JobPlugin):
@@ -65,6 +79,6 @@ class MpiPlugin(JobPlugin):
     def on_pod_create(self, job: Mapping[str, Any], pod: dict[str, Any]) -> None:
         task, _ = pod_task(pod)
         if task == self.option("master"):
-            add_env(pod, {"MPI_HOST": ",".join(task_hosts(job, self.option("worker")))})
+            add_env(pod, {"MPI_HOST": self.once("hosts", lambda: ",".join(task_hosts(job, self.option("worker"))))})
         if task in (self.option("master"), self.option("worker")):
             add_port(pod, "mpijob-port", self.int_option("port"))

@@ -25,8 +25,9 @@ SECRET_MODE = 0o600
 def generate_key_pair() -> tuple[str, str]:
     """(private key in OpenSSH PEM, public key in authorized_keys format), RSA-2048."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption()).decode()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
     return private, public
 
@@ -48,9 +49,13 @@ class SshPlugin(JobPlugin):
         return "\n".join(lines) + "\n"
 
     def on_pod_create(self, job: Mapping[str, Any], pod: dict[str, Any]) -> None:
-        items = [{"key": k, "path": k, "mode": SECRET_MODE} for k in ("id_rsa", "id_rsa.pub", "authorized_keys", "config")]
-        volume = {"name": self.secret_name(job),
-                  "secret": {"secretName": self.secret_name(job), "defaultMode": SECRET_MODE, "items": items}}
+        items = [
+            {"key": k, "path": k, "mode": SECRET_MODE} for k in ("id_rsa", "id_rsa.pub", "authorized_keys", "config")
+        ]
+        volume = {
+            "name": self.secret_name(job),
+            "secret": {"secretName": self.secret_name(job), "defaultMode": SECRET_MODE, "items": items},
+        }
         add_volume(pod, volume, self.option("ssh-key-file-path"))
 
     def on_job_add(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -58,9 +63,15 @@ class SshPlugin(JobPlugin):
         if not (private and public):
             private, public = generate_key_pair()
         files = {"id_rsa": private, "id_rsa.pub": public, "authorized_keys": public, "config": self.ssh_config(job)}
-        return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                 "metadata": object_meta(job, self.secret_name(job)),
-                 "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()}}]
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": object_meta(job, self.secret_name(job)),
+                "data": {k: base64.b64encode(v.encode()).decode() for k, v in files.items()},
+            }
+        ]
 
     def on_job_delete(self, job: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("Secret", self.secret_name(job))]

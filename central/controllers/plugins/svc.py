@@ -54,22 +54,44 @@ class SvcPlugin(JobPlugin):
         spec.setdefault("subdomain", job_name(job))
         add_volume(pod, {"name": f"{job_name(job)}-svc", "configMap": {"name": f"{job_name(job)}-svc"}}, CONFIG_DIR)
         if self.options["inject-hosts-env"]:
-            data = hosts_data(job)
-            add_env(pod, {k: v for k, v in data.items() if k.startswith("VC_")})
+            add_env(pod, self.once("env", lambda: {k: v for k, v in hosts_data(job).items() if k.startswith("VC_")}))
 
     def on_job_add(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
         name = job_name(job)
         selector = {JOB_NAME: name, JOB_NAMESPACE: job_namespace(job)}
         objects: list[dict[str, Any]] = [
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": object_meta(job, f"{name}-svc"),
-             "data": hosts_data(job)},
-            {"apiVersion": "v1", "kind": "Service", "metadata": object_meta(job, name),
-             "spec": {"clusterIP": "None", "selector": selector, "ports": [dict(PLACEHOLDER_PORT)],
-                      "publishNotReadyAddresses": bool(self.options["publish-not-ready-addresses"])}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": object_meta(job, f"{name}-svc"),
+                "data": hosts_data(job),
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": object_meta(job, name),
+                "spec": {
+                    "clusterIP": "None",
+                    "selector": selector,
+                    "ports": [dict(PLACEHOLDER_PORT)],
+                    "publishNotReadyAddresses": bool(self.options["publish-not-ready-addresses"]),
+                },
+            },
         ]
         if not self.options["disable-network-policy"]:
             objects.append(
-                {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": object_meta(job, name),
-                 "spec": {"podSelector": {"matchLabels": selector}, "policyTypes": ["Ingress"],
-                          "ingress": [{"from": [{"podSelector": {"matchLabels": selector}}]}]}})
+                {
+                    "apiVersion": "networking.k8s.io/v1",
+                    "kind": "NetworkPolicy",
+                    "metadata": object_meta(job, name),
+                    "spec": {
+                        "podSelector": {"matchLabels": selector},
+                        "policyTypes": ["Ingress"],
+                        "ingress": [{"from": [{"podSelector": {"matchLabels": selector}}]}],
+                    },
+                }
+            )
         return objects
+
+    def on_job_update(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [obj for obj in self.on_job_add(job) if obj["kind"] == "ConfigMap"]
