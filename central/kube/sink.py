@@ -5,7 +5,11 @@
   failure the pod is read back from the API and handed to the cache as it is, releasing the
   node; a later cycle retries it. The API server is the fence against a double bind: a
   second Binding for a bound pod gets 409, and the read-back then shows the pod bound.
+- **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
+  its Binding, as Volcano's PreBind does; a failed write fails the bind.
 - **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured (429).
+- **nominate** and **publish_node_resources** are merge patches on pods/status
+  (`nominatedNodeName`) and nodes/status (extended resources such as kubernetes.io/batch-cpu).
 - **status**: PodGroup and Queue statuses are collected during the cycle and written by
   `flush()` at session close, each as a PUT on `/status` carrying the resourceVersion the
   reflector last saw; a 409 re-reads the object and tries again. Unchanged statuses are not
@@ -43,6 +47,7 @@ class KubeSink:
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
+        self._annotations: dict[str, dict[str, str]] = {}
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_failed": 0, "status": 0, "conflict": 0}
 
     def _count(self, what: str) -> None:
@@ -51,9 +56,21 @@ class KubeSink:
 
     # --- ClusterSink ----------------------------------------------------------------------------
 
+    def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
+        self._annotations[pod_key] = dict(annotations)  # written by the bind worker, before the Binding
+
     def bind(self, pod_key: str, node: str) -> None:
         self.feeder.assume(pod_key, node)
-        self._submit(self._bind, pod_key, node)
+        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None))
+
+    def nominate(self, pod_key: str, node: str) -> None:
+        namespace, name = pod_key.split("/", 1)
+        self._submit(self._patch, path(CORE, "pods", namespace, name, "status"),
+                     {"status": {"nominatedNodeName": node}})
+
+    def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
+        self._submit(self._patch, path(CORE, "nodes", None, node, "status"),
+                     {"status": {"capacity": resources, "allocatable": resources}})
 
     def evict(self, pod_key: str, reason: str) -> None:
         self._submit(self._evict, pod_key, reason)
@@ -104,9 +121,17 @@ class KubeSink:
         with self._lock:
             self._inflight.discard(future)
 
-    def _bind(self, pod_key: str, node: str) -> None:
+    def _patch(self, url: str, body: dict[str, Any]) -> None:
+        try:
+            self.client.merge_patch(url, body)
+        except ApiError as err:
+            log.warning("patch %s failed: %s", url, err)
+
+    def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None) -> None:
         namespace, name = pod_key.split("/", 1)
         try:
+            if annotations:  # Volcano's PreBind: what the plugins chose, on the pod before it runs
+                self.client.merge_patch(path(CORE, "pods", namespace, name), {"metadata": {"annotations": annotations}})
             self.client.create(path(CORE, "pods", namespace, name, "binding"), {
                 "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}})

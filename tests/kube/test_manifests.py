@@ -59,6 +59,14 @@ def test_names_are_unique_per_kind():
     assert len(seen) == len(set(seen))
 
 
+def test_every_component_runs_the_image_the_kustomization_sets():
+    [image] = yaml.safe_load((ROOT / "kustomization.yaml").read_text())["images"]
+    for doc in documents():
+        if doc["kind"] in ("Deployment", "DaemonSet"):
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                assert container["image"].rpartition(":")[0] == image["name"], doc["metadata"]["name"]
+
+
 def test_bindings_point_at_existing_roles_and_accounts():
     accounts = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in documents() if d["kind"] == "ServiceAccount"}
     roles = {(d["kind"], d["metadata"]["name"]) for d in documents() if d["kind"] in ("Role", "ClusterRole")}
@@ -116,13 +124,18 @@ def test_scheduler_rbac_covers_what_the_scheduler_does(api, kube):
         eventually(lambda: (api.store.get("podgroups", "default", "big").get("status") or {}).get("conditions"),
                    what="a status write")
         scheduler.sink.evict("default/p0", "test")
+        scheduler.sink.nominate("default/big-0", "n1")
+        scheduler.sink.publish_node_resources("n1", {"kubernetes.io/batch-cpu": "1000"})
+        scheduler.sink.annotate("default/big-0", {"volcano.sh/gpu-index": "0"})
+        scheduler.sink.bind("default/big-0", "n1")
         scheduler.sink.drain()
     finally:
         stop.set()
         thread.join(10)
     used = api.store.access
     for must in (("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "events", "create"),
-                 ("scheduling.volcano.sh", "podgroups/status", "update"), ("coordination.k8s.io", "leases", "update")):
+                 ("scheduling.volcano.sh", "podgroups/status", "update"), ("coordination.k8s.io", "leases", "update"),
+                 ("", "pods", "patch"), ("", "pods/status", "patch"), ("", "nodes/status", "patch")):
         assert must in used  # the run above really exercised it
     missing = used - allowed("caldera-scheduler")
     assert not missing, f"the scheduler's RBAC lacks {sorted(missing)}"

@@ -219,3 +219,36 @@ def test_a_failing_cycle_does_not_stop_scheduling(api, kube):
         stop.set()
         thread.join(10)
     assert scheduler.failed_cycles == 1
+
+
+def test_annotations_nomination_and_node_resources(api, kube):
+    api.put(node("n1"))
+    api.put(pod("a"))
+    api.put(pod("preemptor"))
+    done = []
+
+    def cycle(cache, conf, sink):
+        if not done:
+            done.append(1)
+            cache.apply(dict(cache.of("Pod")["default/a"], spec=dict(cache.of("Pod")["default/a"]["spec"], nodeName="n1")))
+            sink.annotate("default/a", {"volcano.sh/gpu-index": "1"})
+            sink.bind("default/a", "n1")
+            sink.nominate("default/preemptor", "n1")
+            sink.publish_node_resources("n1", {"kubernetes.io/batch-cpu": "3500"})
+        return result()
+
+    scheduler, stop, thread = start(kube, cycle=cycle)
+    try:
+        eventually(lambda: bound_to(api, "a"), what="the bind")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    bound = api.store.get("pods", "default", "a")
+    assert bound["metadata"]["annotations"]["volcano.sh/gpu-index"] == "1"
+    verbs = [v for v, r, _ in api.store.requests if r == "pods" and v in ("patch", "bind")]
+    assert verbs == ["patch", "bind"]  # annotated before it was bound
+    assert api.store.get("pods", "default", "preemptor")["status"]["nominatedNodeName"] == "n1"
+    status = api.store.get("nodes", "", "n1")["status"]
+    assert status["allocatable"]["kubernetes.io/batch-cpu"] == "3500" and status["allocatable"]["cpu"] == "8"
+    assert status["capacity"] == {"kubernetes.io/batch-cpu": "3500"}
