@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from central.api.resources import parse_resource_list
 from central.errors import InputError
 from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
@@ -147,6 +148,7 @@ class Scheduler:
         started = time.perf_counter()
         with self.feeder.lock:
             result = self.cycle(self.cache, conf, self.sink)
+            queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
         self.cycles += 1
@@ -154,13 +156,12 @@ class Scheduler:
             self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
                                        unschedulable=len(result.pending_reasons), evicted=len(result.evictions),
                                        steps_ms={step: s * 1000.0 for step, s in result.timings.items()})
-            self.metrics.observe_queues(self._queue_figures(result))
+            self.metrics.observe_queues(queues)
         return result
 
     def _queue_figures(self, result: Any) -> dict[str, dict[str, dict[str, float]]]:
-        """allocated (from the cycle's queue statuses), deserved and capability (from the cache)."""
-        from central.api.resources import parse_resource_list
-
+        """allocated (from the cycle's queue statuses), deserved and capability (from the cache,
+        read under the feeder's lock)."""
         figures = {}
         for name, queue in self.cache.queues.items():
             status = result.queues.get(name) or {}
