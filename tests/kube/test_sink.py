@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from central.kube.client import CORE, VOLCANO_SCHEDULING, path
+from central.kube.client import VOLCANO_SCHEDULING, path
 from central.kube.scheduler import ConfigFile, Scheduler
 from tests.kube.conftest import eventually
 from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod, result
