@@ -3,7 +3,8 @@
 - **bind**: the cycle already charged the node in the cache; the pod is marked assumed and a
   worker pool (bounded concurrency, the client's QPS limiter) posts `pods/binding`. On
   failure the pod is read back from the API and handed to the cache as it is, releasing the
-  node; a later cycle retries it. The API server is the fence against a double bind: a
+  node; a later cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
+  and a FailedScheduling Event saying why. The API server is the fence against a double bind: a
   second Binding for a bound pod gets 409, and the read-back then shows the pod bound.
 - **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
   its Binding, as Volcano's PreBind does; a failed write fails the bind.
@@ -33,6 +34,8 @@ from central.kube.feeder import CacheFeeder
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 3
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
 
 
 class KubeSink:
@@ -121,9 +124,9 @@ class KubeSink:
         with self._lock:
             self._inflight.discard(future)
 
-    def _patch(self, url: str, body: dict[str, Any]) -> None:
+    def _patch(self, url: str, body: dict[str, Any], content_type: str = MERGE) -> None:
         try:
-            self.client.merge_patch(url, body)
+            self.client.request("PATCH", url, body=body, content_type=content_type)
         except ApiError as err:
             log.warning("patch %s failed: %s", url, err)
 
@@ -142,7 +145,12 @@ class KubeSink:
             current = self._read_back(pod_key)
             self.feeder.forget(pod_key, current)
             if current is not None and not current.get("spec", {}).get("nodeName"):
-                self.events.emit(current, "Warning", "FailedScheduling", f"Binding rejected: {err.message or err}")
+                message = f"Binding rejected: {err.message or err}"
+                self.events.emit(current, "Warning", "FailedScheduling", message)
+                # as Volcano (vo#3547): the pod says why; a strategic merge keeps its other conditions
+                self._patch(path(CORE, "pods", namespace, name, "status"), {"status": {"conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": message}]}},
+                    STRATEGIC)
 
     def _read_back(self, pod_key: str) -> dict[str, Any] | None:
         """The pod as the API has it now; the reflector's copy if the API cannot say."""

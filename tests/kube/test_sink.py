@@ -58,6 +58,9 @@ def test_failed_bind_releases_the_node_for_the_next_pod(api, kube):
         stop.set()
         thread.join(10)
     assert api.store.count("bind", "pods") == 4
+    conditions = api.store.get("pods", "default", "a")["status"]["conditions"]
+    assert {"type": "PodScheduled", "status": "True"} in conditions  # set by the successful Binding
+    assert api.store.count("status", "pods") >= 1  # the SchedulerError condition written in between
     events = [e for e in api.store.objects["events"].values() if e["reason"] == "FailedScheduling"]
     assert events and events[0]["involvedObject"]["name"] == "a"
     assert events[0]["count"] >= 1
