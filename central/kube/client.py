@@ -20,7 +20,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import yaml
 from kubernetes import client, config
+
+from central.errors import InputError
 
 CORE = "/api/v1"
 VOLCANO_SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
@@ -87,13 +90,17 @@ class KubeClient:
         """From `kubeconfig` if given, else in-cluster, else ~/.kube/config; `host` overrides
         the server address (vcctl's --master)."""
         configuration = client.Configuration()
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-        else:
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=configuration)
+        try:
+            if kubeconfig:
+                config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            else:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except config.ConfigException:
+                    config.load_kube_config(client_configuration=configuration)
+        except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
+            where = f"--kubeconfig {kubeconfig}" if kubeconfig else "kubeconfig (in-cluster, then ~/.kube/config)"
+            raise InputError(where, "cannot configure the Kubernetes client: " + " ".join(str(err).split())) from None
         if host:
             configuration.host = host
             refresh = configuration.refresh_api_key_hook  # re-applies the kubeconfig's server

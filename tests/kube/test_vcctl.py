@@ -135,6 +135,21 @@ def test_unreachable_server_is_one_line(caldera):
     assert code == 1 and "cannot reach the API server" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("content", [
+    pytest.param(None, id="missing-file"),
+    pytest.param("{{{\n", id="not-yaml"),
+    pytest.param("apiVersion: v1\nkind: Config\n", id="no-context"),
+])
+def test_bad_kubeconfig_is_one_line_exit_2(tmp_path, capsys, content):
+    kubeconfig = tmp_path / "kubeconfig"
+    if content is not None:
+        kubeconfig.write_text(content)
+    assert main(["queue", "list", "--kubeconfig", str(kubeconfig)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"caldera queue: error: --kubeconfig {kubeconfig}: cannot configure")
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_version(capsys):
     assert main(["version"]) == 0
     assert "Version:" in capsys.readouterr().out
