@@ -59,9 +59,12 @@ class ConfigFile:
         self._stat: tuple[float, int] | None = None
         self.reloads = 0
         self.rejected = 0
-        if filename:
-            with open(filename) as f:  # an invalid file at start-up is fatal: InputError
-                text = f.read()
+        if filename:  # a missing or invalid file at start-up is fatal: InputError
+            try:
+                with open(filename) as f:
+                    text = f.read()
+            except OSError as err:
+                raise InputError(filename, err.strerror or str(err)) from None
             self.conf = loader(text, filename)
             self._digest = hashlib.sha256(text.encode()).hexdigest()
 

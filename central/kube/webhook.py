@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
+from central.errors import InputError
 from central.kube.client import CORE, VOLCANO_SCHEDULING, KubeClient, path
 from central.kube.informer import Reflector
 
@@ -98,7 +99,11 @@ class TLSContext:
         self._stamp: tuple[float, float] | None = None
         self._context: ssl.SSLContext | None = None
         self._lock = threading.Lock()
-        self.current()  # a bad certificate at start-up is fatal
+        try:
+            self.current()  # a bad certificate at start-up is fatal
+        except (OSError, ssl.SSLError) as err:
+            raise InputError(f"--tls-cert-file {cert} / --tls-key-file {key}",
+                             f"cannot load the certificate: {err.strerror or err}") from None
 
     def current(self) -> ssl.SSLContext:
         stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
@@ -194,8 +199,9 @@ def run(args: argparse.Namespace) -> int:
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
                              scheduler_name=args.scheduler_name)
+    tls = TLSContext(args.tls_cert_file, args.tls_key_file)
     view = ClusterView(KubeClient.connect(args.kubeconfig)).start()
-    server = WebhookServer(("0.0.0.0", args.port), TLSContext(args.tls_cert_file, args.tls_key_file), view, config)
+    server = WebhookServer(("0.0.0.0", args.port), tls, view, config)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()

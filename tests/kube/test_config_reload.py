@@ -42,3 +42,8 @@ def test_invalid_config_at_start_is_an_input_error(tmp_path):
     path.write_text('actions: "dance"\n')
     with pytest.raises(InputError, match="dance"):
         ConfigFile(str(path), load_config, None)
+
+
+def test_missing_config_at_start_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="No such file"):
+        ConfigFile(str(tmp_path / "nope.conf"), load_config, None)

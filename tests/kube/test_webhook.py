@@ -125,3 +125,10 @@ def test_health_and_refusal_before_sync(webhook, kube):
     cold = ClusterView(kube)  # never started: not synced
     response = review("/jobs/validate", admission(job([task("w")]))["request"], cold, DEFAULT_CONFIG)
     assert response["allowed"] is False and response["status"]["code"] == 503
+
+
+def test_missing_certificate_is_an_input_error(tmp_path):
+    from central.errors import InputError
+
+    with pytest.raises(InputError, match="cannot load the certificate"):
+        TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
