@@ -94,7 +94,8 @@ class ConfigFile:
 class Scheduler:
     def __init__(self, client: KubeClient, cache: Any, cycle: Callable[[Any, Any, Any], Any], config: ConfigFile, *,
                  scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
-                 metrics: Any = None, bind_workers: int = 16, watch_timeout: int = 300):
+                 metrics: Any = None, bind_workers: int = 16, watch_timeout: int = 300,
+                 bind_backoff: tuple[float, float] = (1.0, 10.0)):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -106,7 +107,8 @@ class Scheduler:
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
-        self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers)
+        self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers,
+                             bind_backoff)
         self.cycles = 0
         self.failed_cycles = 0
         self.ready = threading.Event()  # synced and leading: what the readiness probe reports
@@ -150,6 +152,7 @@ class Scheduler:
         conf = self.config.current()
         started = time.perf_counter()
         with self.feeder.lock:
+            self.feeder.unpark_due()
             result = self.cycle(self.cache, conf, self.sink)
             queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()

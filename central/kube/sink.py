@@ -40,7 +40,7 @@ STRATEGIC = "application/strategic-merge-patch+json"
 
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, objects: dict[str, dict[str, dict[str, Any]]],
-                 events: EventRecorder, bind_workers: int = 16):
+                 events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0)):
         self.client = client
         self.feeder = feeder
         self.objects = objects  # kind -> the reflector's latest objects by key
@@ -51,6 +51,8 @@ class KubeSink:
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._annotations: dict[str, dict[str, str]] = {}
+        self.bind_backoff = bind_backoff
+        self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_failed": 0, "status": 0, "conflict": 0}
 
     def _count(self, what: str) -> None:
@@ -139,11 +141,16 @@ class KubeSink:
                 "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
             self._count("bind")
+            with self._lock:
+                self._bind_failures.pop(pod_key, None)
         except ApiError as err:
             self._count("bind_failed")
-            log.warning("bind %s to %s failed: %s", pod_key, node, err)
+            with self._lock:
+                failures = self._bind_failures[pod_key] = self._bind_failures.get(pod_key, 0) + 1
+            log.warning("bind %s to %s failed (%d in a row): %s", pod_key, node, failures, err)
             current = self._read_back(pod_key)
-            self.feeder.forget(pod_key, current)
+            first, most = self.bind_backoff
+            self.feeder.forget(pod_key, current, min(first * 2 ** (failures - 1), most))
             if current is not None and not current.get("spec", {}).get("nodeName"):
                 message = f"Binding rejected: {err.message or err}"
                 self.events.emit(current, "Warning", "FailedScheduling", message)

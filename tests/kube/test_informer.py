@@ -109,3 +109,37 @@ def test_feeder_ignores_pending_pods_of_other_schedulers_but_counts_bound_ones()
     feeder.handler("Node")("ADDED", node("n1"))
     assert set(cache.of("Pod")) == {"default/mine", "default/bound"}
     assert set(cache.of("Node")) == {"n1"}
+
+
+def test_a_pod_whose_bind_failed_backs_off_before_it_is_seen_again():
+    now = [100.0]
+    cache = RecordingCache()
+    feeder = CacheFeeder(cache, "volcano", clock=lambda: now[0])
+    on_pod = feeder.handler("Pod")
+    on_pod("ADDED", pod("a"))
+    feeder.assume("default/a", "n1")
+    feeder.forget("default/a", pod("a"), backoff=2.0)
+    assert "default/a" not in cache.of("Pod")  # parked: no cycle can place it meanwhile
+    relabelled = pod("a")
+    relabelled["metadata"]["labels"] = {"v": "2"}
+    on_pod("MODIFIED", relabelled)  # updates while parked are kept, not shown
+    now[0] += 1.0
+    feeder.unpark_due()
+    assert "default/a" not in cache.of("Pod")
+    now[0] += 1.5
+    feeder.unpark_due()
+    assert cache.of("Pod")["default/a"]["metadata"]["labels"] == {"v": "2"}
+
+
+def test_a_parked_pod_that_gets_bound_or_deleted_leaves_the_backoff():
+    cache = RecordingCache()
+    feeder = CacheFeeder(cache, "volcano")
+    on_pod = feeder.handler("Pod")
+    for name in ("bound", "gone"):
+        feeder.forget(f"default/{name}", pod(name), backoff=60.0)
+    bound = pod("bound")
+    bound["spec"]["nodeName"] = "n2"  # bound after all (the reply had been lost)
+    on_pod("MODIFIED", bound)
+    on_pod("DELETED", pod("gone"))
+    assert feeder.parked == {}
+    assert cache.of("Pod")["default/bound"]["spec"]["nodeName"] == "n2"

@@ -31,7 +31,7 @@ def gang(api, name: str, size: int, cpu: str) -> list[str]:
 
 def run_scheduler(kube, stop: threading.Event) -> tuple[Scheduler, threading.Thread]:
     conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
-    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05)
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, bind_backoff=(0.01, 0.05))
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     thread.start()
     return scheduler, thread

@@ -13,6 +13,7 @@ from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod, result
 
 
 def start(kube, cycle=first_fit_cycle, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:
+    kw.setdefault("bind_backoff", (0.01, 0.05))
     scheduler = Scheduler(kube, RecordingCache(), cycle, ConfigFile(None, None, None), period=0.05, **kw)
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
