@@ -166,15 +166,20 @@ def test_unchanged_status_is_not_written_again(api, kube):
     assert api.store.count("status", "podgroups") == 1
 
 
-def test_evict_goes_through_the_eviction_api(api, kube):
+@pytest.mark.parametrize("refusals", [
+    pytest.param(0, id="evicted"),
+    pytest.param(1, id="disruption-budget-429-then-evicted"),
+])
+def test_evict_goes_through_the_eviction_api(api, kube, refusals):
     api.put(node("n1"))
     victim = pod("victim")
     victim["spec"]["nodeName"] = "n1"
     api.put(victim)
+    api.store.fail("evict", "pods", times=refusals, code=429)  # a PodDisruptionBudget says not now
     done = []
 
     def cycle(cache, conf, sink):
-        if not done:
+        if "default/victim" in cache.of("Pod") and len(done) <= refusals:  # the core decides again next cycle
             sink.evict("default/victim", "reclaim")
             done.append(1)
         return result()
@@ -186,7 +191,8 @@ def test_evict_goes_through_the_eviction_api(api, kube):
     finally:
         stop.set()
         thread.join(10)
-    assert api.store.count("evict", "pods") == 1
+    assert api.store.count("evict", "pods") == refusals + 1
+    assert scheduler.sink.counts["evict_failed"] == refusals
     assert not scheduler.feeder.cache.of("Pod")
 
 
