@@ -19,7 +19,7 @@ from central.kube.client import KubeClient
 from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector
-from central.kube.metrics import serve
+from central.kube.metrics import QueuePodGroupCounts, serve
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if args.leader_elect:
         elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name,
                                 f"{socket.gethostname()}_{os.getpid()}")
-    server = serve(CollectorRegistry(), args.listen_port, lambda: all(loop.synced() for loop in loops))
+    registry = CollectorRegistry()
+    queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
+    registry.register(QueuePodGroupCounts(queues))
+    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 PREFIX = "volcano"
 MS_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # Volcano: ExponentialBuckets(5, 2, 10)
@@ -85,6 +86,26 @@ class SchedulerMetrics:
             figure, unit = stale[0].split("/")
             self.queue[(figure, unit)].remove(*stale[1])
         self._queue_labels = seen
+
+
+class QueuePodGroupCounts:
+    """`volcano_queue_pod_group_<phase>_count{queue_name}` from the Queue controller's view,
+    read at scrape time (a custom collector: no state to go stale, one series per queue)."""
+
+    PHASES = ("inqueue", "pending", "running", "unknown", "completed")
+
+    def __init__(self, queues: Mapping[str, Mapping[str, Any]], prefix: str = PREFIX):
+        self.queues, self.prefix = queues, prefix
+
+    def collect(self) -> Any:
+        families = {phase: GaugeMetricFamily(f"{self.prefix}_queue_pod_group_{phase}_count",
+                                             f"The number of {phase} PodGroups in this queue", labels=["queue_name"])
+                    for phase in self.PHASES}
+        for name, queue in list(self.queues.items()):
+            status = queue.get("status") or {}
+            for phase, family in families.items():
+                family.add_metric([name], float(status.get(phase) or 0))
+        return list(families.values())
 
 
 def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool], host: str = "0.0.0.0") -> ThreadingHTTPServer:

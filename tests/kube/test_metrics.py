@@ -63,3 +63,17 @@ def test_cycle_metrics_under_volcano_names(api, kube):
         stop.set()
         thread.join(10)
         server.shutdown()
+
+
+def test_queue_podgroup_counts_are_read_at_scrape_time():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from central.kube.metrics import QueuePodGroupCounts
+
+    queues = {"team": {"metadata": {"name": "team"}, "status": {"state": "Open", "running": 2, "inqueue": 1}}}
+    registry = CollectorRegistry()
+    registry.register(QueuePodGroupCounts(queues))
+    text = generate_latest(registry).decode()
+    assert sample(text, 'volcano_queue_pod_group_running_count{queue_name="team"}') == 2
+    del queues["team"]  # a deleted queue has no series left
+    assert "team" not in generate_latest(registry).decode()
