@@ -7,7 +7,6 @@ object is refused the same way everywhere. Every problem comes back, each as
     review.admit(obj, cluster, config, old=None) -> Review(allowed, errors, object)
     review.admit_delete(obj, cluster) -> Review
     review.json_patch(before, after) -> list[dict]     the mutating webhook's patch
-    webhook.respond(admission_review, cluster, config, mutating) -> AdmissionReview response
     cluster.Cluster.from_objects(objects)              queues / PodGroups / namespaces to decide against
     config.AdmissionConfig                             operator limits (max tasks / replicas, queue depth)
 

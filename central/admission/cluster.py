@@ -2,7 +2,7 @@
 
 Queues `root` and `default` always exist (Open) even when not given, as the scheduler creates
 them at start. A queue's parent is `spec.parent`, or `root` for every queue but root itself;
-its state is `status.state`, Open when unset.
+its state is `status.state` (or `spec.state` in a hand-written manifest), Open when unset.
 """
 
 from __future__ import annotations
@@ -28,8 +28,14 @@ def implicit_queue(name: str) -> dict[str, Any]:
     }
 
 
+def _map(obj: Any, key: str) -> Mapping[str, Any]:
+    """obj[key] when both are maps, else {}: existing objects are read, never trusted to be well formed."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
 def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return str(_map(obj, "metadata").get("name") or "")
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,11 @@ class Cluster:
                 podgroups.append(obj)
             elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
                 # An existing Volcano Job stands for the PodGroup its controller made.
-                spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
                 podgroups.append(
                     {
                         "kind": "PodGroup",
-                        "metadata": obj.get("metadata") or {},
-                        "spec": {"queue": spec.get("queue") or DEFAULT_QUEUE},
+                        "metadata": _map(obj, "metadata"),
+                        "spec": {"queue": _map(obj, "spec").get("queue") or DEFAULT_QUEUE},
                     }
                 )
             elif kind == "Namespace":
@@ -75,20 +80,22 @@ class Cluster:
         return replace(self, podgroups=[*self.podgroups, podgroup])
 
     def state(self, name: str) -> str:
-        return str(((self.queues[name].get("status") or {}).get("state")) or "Open")
+        queue = self.queues[name]
+        # status.state is the real one; a hand-written manifest may put it in spec.state.
+        return str(_map(queue, "status").get("state") or _map(queue, "spec").get("state") or "Open")
 
     def parent(self, name: str) -> str | None:
         if name == ROOT:
             return None
-        spec = self.queues[name].get("spec") or {}
-        return str(spec.get("parent") or ROOT) if isinstance(spec, Mapping) else ROOT
+        return str(_map(self.queues[name], "spec").get("parent") or ROOT)
 
     def children(self, name: str) -> list[str]:
         return sorted(q for q in self.queues if q != name and self.parent(q) == name)
 
     def podgroups_in(self, queue: str) -> list[Mapping[str, Any]]:
-        return [pg for pg in self.podgroups if str((pg.get("spec") or {}).get("queue") or DEFAULT_QUEUE) == queue]
+        return [pg for pg in self.podgroups if str(_map(pg, "spec").get("queue") or DEFAULT_QUEUE) == queue]
 
     def namespace_queue(self, namespace: str) -> str | None:
-        annotations = ((self.namespaces.get(namespace) or {}).get("metadata") or {}).get("annotations") or {}
-        return annotations.get("scheduling.volcano.sh/queue-name")
+        annotations = _map(_map(self.namespaces.get(namespace), "metadata"), "annotations")
+        value = annotations.get("scheduling.volcano.sh/queue-name")
+        return value if isinstance(value, str) else None

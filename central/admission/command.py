@@ -5,8 +5,9 @@
 Every object in --manifests (a multi-document YAML file, or a directory of them) is checked
 as a create request against the objects in --cluster (queues and their states, PodGroups,
 namespaces), defaults first. Queues root and default always exist. The manifests are taken
-as one `kubectl apply`: their Queues are admitted first, and each allowed Queue (and
-PodGroup) is visible to the objects after it; a second object with the same key is refused.
+as one `kubectl apply`: their Queues are admitted first (parents before children), and each
+allowed Queue (and PodGroup) is visible to the objects after it; a second object with the
+same key is refused.
 
 Output (json): one object {"<Kind>/<namespace or empty>/<name>": {"allowed": bool, "errors":
 ["<field.path>: <message>", ...]}}. Exit 0 when all are allowed, 1 when any is denied, 2 when
@@ -18,17 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 
 from central.admission.cluster import Cluster
 from central.admission.config import AdmissionConfig
 from central.admission.review import Review, admit
-from central.errors import InputError
+from central.manifests import read_objects
 
-YAML_SUFFIXES = (".yaml", ".yml", ".json")
 CLUSTER_SCOPED = frozenset(
     {
         "Queue",
@@ -107,10 +105,9 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def validate_objects(
     objects: list[dict[str, Any]], cluster: Cluster, config: AdmissionConfig
 ) -> dict[str, dict[str, Any]]:
-    """{key: {"allowed", "errors"}} for each object, in the order they would be applied."""
-    ordered = [o for o in objects if o.get("kind") == "Queue"] + [o for o in objects if o.get("kind") != "Queue"]
+    """{key: {"allowed", "errors"}} for each object (in manifest order), admitted in apply order."""
     results: dict[str, dict[str, Any]] = {}
-    for obj in ordered:
+    for obj in apply_order(objects):
         key = object_key(obj)
         if key in results:
             review = Review(
@@ -126,6 +123,31 @@ def validate_objects(
     return {object_key(o): results[object_key(o)] for o in objects}
 
 
+def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Queues first, each parent named in the manifests before its children; then the rest in order."""
+    queues = [o for o in objects if o.get("kind") == "Queue"]
+    names = {_queue_name(q) for q in queues}
+    placed: set[str] = set()
+    ordered: list[dict[str, Any]] = []
+    while queues:
+        ready = [q for q in queues if _queue_parent(q) not in names - placed or _queue_parent(q) == _queue_name(q)]
+        ready = ready or queues  # a cycle: admission will say so
+        ordered += ready
+        placed |= {_queue_name(q) for q in ready}
+        queues = [q for q in queues if not any(q is r for r in ready)]
+    return ordered + [o for o in objects if o.get("kind") != "Queue"]
+
+
+def _queue_name(queue: Mapping[str, Any]) -> str:
+    meta = queue.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
+
+
+def _queue_parent(queue: Mapping[str, Any]) -> str:
+    spec = queue.get("spec")
+    return str(spec.get("parent") or "root") if isinstance(spec, Mapping) else "root"
+
+
 def render_table(results: dict[str, dict[str, Any]]) -> str:
     width = max([len("OBJECT"), *(len(k) for k in results)])
     lines = [f"{'OBJECT':<{width}}  {'ALLOWED':<7}  ERRORS"]
@@ -138,38 +160,3 @@ def render_table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
-    """(file, object) for every object in a YAML file or a directory tree of them; `List`s unpacked."""
-    path = Path(path_text)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
-        if not files:
-            raise InputError(str(path), "no .yaml, .yml or .json files in this directory")
-    elif path.exists():
-        files = [path]
-    else:
-        raise InputError(str(path), "no such file or directory")
-    out: list[tuple[str, dict[str, Any]]] = []
-    for file in files:
-        try:
-            docs = list(yaml.safe_load_all(file.read_text()))
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(str(file), f"cannot read: {getattr(err, 'strerror', None) or err}") from None
-        except yaml.YAMLError as err:
-            raise InputError(str(file), f"malformed YAML: {_yaml_problem(err)}") from None
-        for i, doc in enumerate(docs):
-            if doc is None:
-                continue
-            items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-            for item in items or []:
-                if not isinstance(item, dict) or not isinstance(item.get("kind"), str) or not item["kind"]:
-                    raise InputError(f"{file}: document {i + 1}", "expected a Kubernetes object (a map with a kind)")
-                out.append((str(file), item))
-    return out
-
-
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """PyYAML's multi-line message as one line: where, then what."""
-    mark = getattr(err, "problem_mark", None)
-    what = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return f"line {mark.line + 1}, column {mark.column + 1}: {what}" if mark else what

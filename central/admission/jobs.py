@@ -28,12 +28,11 @@ from central.admission.cluster import ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
 from central.admission.policies import validate_policies
-from central.api.quantity import parse_quantity
+from central.admission.templates import validate_template, validate_topology_policy
 from central.controllers.plugins import NEEDS, PLUGINS
 from central.errors import InputError
 
 DEFAULT_MAX_RETRY = 3
-TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 UPDATABLE = (
     "only spec.minAvailable, spec.tasks[*].replicas, spec.tasks[*].minAvailable and spec.priorityClassName may change"
 )
@@ -169,77 +168,13 @@ def _validate_tasks(
                     f"{where}.name",
                     f"pod name {quote(pod)} would be longer than {fields.DNS_LABEL_MAX} characters",
                 )
-        _validate_template(problems, task.get("template"), f"{where}.template")
-        _validate_topology_policy(problems, task, where)
+        validate_template(problems, task.get("template"), f"{where}.template")
+        validate_topology_policy(problems, task, where)
         _validate_partitions(problems, task, replicas, task_min, where)
         validate_policies(problems, task.get("policies"), f"{where}.policies")
         total = None if total is None or replicas is None else total + replicas
     _validate_depends_on(problems, tasks, names)
     return total
-
-
-def _validate_template(problems: Problems, raw: Any, where: str) -> None:
-    template = fields.mapping(problems, raw, where)
-    if template is None:
-        return
-    spec = fields.mapping(problems, template.get("spec"), f"{where}.spec")
-    if spec is None:
-        return
-    if spec.get("restartPolicy") not in (None, "Always", "OnFailure", "Never"):
-        add(
-            problems,
-            f"{where}.spec.restartPolicy",
-            f"must be Always, OnFailure or Never, got {quote(spec['restartPolicy'])}",
-        )
-    for key in ("containers", "initContainers"):
-        containers = fields.sequence(problems, spec.get(key), f"{where}.spec.{key}")
-        if key == "containers" and containers == []:
-            add(problems, f"{where}.spec.containers", "at least one container is required")
-        seen: set[str] = set()
-        for j, raw_container in enumerate(containers or []):
-            path = f"{where}.spec.{key}[{j}]"
-            container = fields.mapping(problems, raw_container, path)
-            if container is None:
-                continue
-            cname = fields.dns_label(problems, container.get("name"), f"{path}.name")
-            if cname in seen:
-                add(problems, f"{path}.name", f"duplicate container name {quote(cname)}")
-            seen.add(cname or "")
-            if not container.get("image"):
-                add(problems, f"{path}.image", "is required")
-            res = fields.mapping(problems, container.get("resources"), f"{path}.resources") or {}
-            requests = fields.resources(problems, res.get("requests"), f"{path}.resources.requests")
-            limits = fields.resources(problems, res.get("limits"), f"{path}.resources.limits")
-            fields.at_most(problems, requests, limits, f"{path}.resources.requests", f"{path}.resources.limits")
-
-
-def _validate_topology_policy(problems: Problems, task: Mapping[str, Any], where: str) -> None:
-    """NUMA placement pins whole CPUs, so every container must ask for an integer number of them."""
-    policy = task.get("topologyPolicy")
-    if policy in (None, "", "none"):
-        return
-    if policy not in TOPOLOGY_POLICIES:
-        add(problems, f"{where}.topologyPolicy", f"must be one of {', '.join(TOPOLOGY_POLICIES)}, got {quote(policy)}")
-        return
-    template = task.get("template") if isinstance(task.get("template"), Mapping) else {}
-    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
-    for key in ("containers", "initContainers"):
-        containers = spec.get(key) if isinstance(spec.get(key), list) else []
-        for j, container in enumerate(containers):
-            resources = container.get("resources") if isinstance(container, Mapping) else None
-            resources = resources if isinstance(resources, Mapping) else {}
-            source = "requests" if (resources.get("requests") or {}) else "limits"
-            raw = (resources.get(source) or {}) if isinstance(resources.get(source) or {}, Mapping) else {}
-            try:
-                cpu = parse_quantity(raw.get("cpu", 0))
-            except InputError:
-                continue  # reported by the template check
-            if cpu != cpu.to_integral_value() or cpu == 0:
-                add(
-                    problems,
-                    f"{where}.template.spec.{key}[{j}].resources.{source}.cpu",
-                    f"must be a whole number of CPUs (> 0) with topologyPolicy {quote(policy)}",
-                )
 
 
 def _validate_partitions(

@@ -5,16 +5,18 @@
 `job` is the Job as the API returns it (admission has applied the defaults), `podgroup` its
 PodGroup or None, `pods` the pods it owns, `now` epoch seconds, `commands` the bus Commands
 in its namespace (only those targeting this job are used). The loop applies the decision:
-create/delete/patch the PodGroup, create/delete pods and the job's objects (PVCs, plugin
-objects; an AlreadyExists on create is fine; `update_objects` are replaced), write `status` when `status_changed`,
-delete the consumed Commands, delete the job when `delete_job` (TTL), and call again after
-`requeue_after` seconds when set (a policy timeout or the TTL falls due then; 0 after a
-phase change, so the next step runs at once). Calling it again with the same inputs returns
-the same decision, so a lost write is simply redone.
+- `create_podgroup` / `delete_podgroup` / `update_podgroup` (a patch of spec after a scale);
+- `create_pods` / `delete_pods`; `create_objects` (PVCs, plugin Services, ConfigMaps, Secrets,
+  NetworkPolicies; AlreadyExists is fine), `update_objects` (replace), `delete_objects`;
+- `status` when `status_changed`; `delete_commands` (consumed); `delete_job` (TTL expired);
+- `events` as Kubernetes Events on the job; call again after `requeue_after` seconds when
+  set (a policy timeout or the TTL falls due then; 0 after a phase change).
+Calling it again with the same inputs returns the same decision (a new ssh key aside), so a
+lost write is simply redone.
 
 The state machine (Volcano's `job/state`): one step per call.
-- Pending: create the job's PVCs, plugin objects and PodGroup; once the PodGroup has left Pending
-  (Inqueue), create the missing pods (a task with dependsOn waits until the tasks it names
+- Pending: create the job's PVCs, plugin objects and PodGroup; once the PodGroup has left
+  Pending (Inqueue), create the missing pods (a task with dependsOn waits until the tasks it names
   have minAvailable pods running or succeeded) and delete pods beyond `replicas`.
   -> Running when minAvailable <= running + succeeded + failed.
 - Running: same sync. -> Completed once minSuccess pods succeeded; when every pod finished,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from central.admission import Cluster, admit, admit_delete
 from central.admission.podgroups import validate_pod
 from central.admission.queues import mutate_queue
-from tests.admission.helpers import podgroup, queue
+from tests.admission.helpers import job, podgroup, queue
 
 
 def tree(*queues: dict[str, Any], podgroups: tuple[dict[str, Any], ...] = ()) -> Cluster:
@@ -246,3 +246,14 @@ def test_queue_and_podgroup_admission_never_crash_on_junk(spec: dict[str, Any], 
     obj = queue("q", **spec) if kind == "Queue" else podgroup(**spec)
     review = admit(obj, CLUSTER)
     assert all(isinstance(e, str) and ": " in e for e in review.errors)
+
+
+@settings(deadline=None, max_examples=100)
+@given(
+    st.lists(st.fixed_dictionaries({"metadata": json_values, "spec": json_values, "status": json_values}), max_size=4)
+)
+def test_junk_existing_objects_never_crash_admission(existing: list[dict[str, Any]]) -> None:
+    objects = [{"kind": kind, **obj} for obj in existing for kind in ("Queue", "PodGroup", "Namespace")]
+    cluster = Cluster.from_objects(objects)
+    for obj in (queue("q", parent="x"), podgroup(), job(queue="x")):
+        admit(obj, cluster)

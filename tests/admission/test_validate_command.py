@@ -98,7 +98,7 @@ def test_a_queue_in_the_manifests_is_visible_to_later_objects(
 @pytest.mark.parametrize(
     "content, message",
     [
-        pytest.param("kind: Job\nspec: [", "malformed YAML: line", id="malformed-yaml"),
+        pytest.param("kind: Job\nspec: [", "malformed YAML at line", id="malformed-yaml"),
         pytest.param("- just\n- a list\n", "document 1: expected a Kubernetes object", id="not-an-object"),
         pytest.param("metadata: {name: x}\n", "document 1: expected a Kubernetes object", id="no-kind"),
     ],
@@ -155,3 +155,28 @@ def test_golden_bad_objects(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 1
     assert result == json.loads((data / "expected.json").read_text())
+
+
+def test_parents_in_the_manifests_are_admitted_before_their_children(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests = write(
+        tmp_path / "m.yaml",
+        queue("grandchild", parent="child"),
+        queue("child", parent="top", deserved={"cpu": "2"}),
+        queue("top", deserved={"cpu": "4"}),
+        job(queue="grandchild"),
+    )
+    code, result = validate(capsys, "--manifests", str(manifests))
+    assert code == 0, result
+    assert list(result) == ["Queue//grandchild", "Queue//child", "Queue//top", "Job/ml/train"]  # manifest order
+
+
+def test_queue_state_in_spec_counts_in_the_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    closed = queue("old")
+    closed["spec"]["state"] = "Closed"
+    cluster = write(tmp_path / "c.yaml", closed)
+    code, result = validate(
+        capsys, "--manifests", str(write(tmp_path / "m.yaml", job(queue="old"))), "--cluster", str(cluster)
+    )
+    assert code == 1 and "is Closed" in result["Job/ml/train"]["errors"][0]
