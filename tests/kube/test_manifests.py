@@ -202,3 +202,52 @@ def test_webhooks_point_at_the_admission_service():
                 assert (service["namespace"], service["name"]) in services
                 assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
                 assert all(g != "" for rule in hook["rules"] for g in rule["apiGroups"])  # never core pods
+
+
+def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
+    from central.admission.jobs import mutate_job
+    from central.cli import main
+    from central.kube.client import VOLCANO_SCHEDULING, path
+    from central.kube.controllers_cli import build, run_controllers
+
+    job = mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                      "metadata": {"name": "mpi", "namespace": "default"},
+                      "spec": {"plugins": {"ssh": [], "svc": [], "env": []}, "tasks": [
+                          {"name": "w", "replicas": 2, "template": {"spec": {"containers": [
+                              {"name": "c", "image": "busybox"}]}}}]}})
+    api.put(job)
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
+             "spec": {"weight": 1}})
+    api.put(pod("plain"))
+    stop = threading.Event()
+    elector = LeaderElector(kube, "caldera-system", "vc-controller-manager", "c", lease_duration=2,
+                            renew_deadline=1.5, retry_period=0.1)
+    thread = threading.Thread(target=run_controllers, args=(build(kube, 2, ("volcano",)), stop, elector), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: api.store.get("podgroups", "default", "mpi"), what="the job's PodGroup")
+        kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "mpi", "status"),
+                         {"status": {"phase": "Inqueue"}})  # as the scheduler's enqueue would
+        eventually(lambda: api.store.get("pods", "default", "mpi-w-1"), what="the job's pods")
+        eventually(lambda: (api.store.get("pods", "default", "plain")["metadata"].get("annotations") or {}).get(
+            "scheduling.k8s.io/group-name"), what="the plain pod's PodGroup")
+        assert main(["job", "suspend", "-N", "mpi", "--kubeconfig", kubeconfig]) == 0
+        assert main(["queue", "operate", "-n", "team", "-a", "close", "--kubeconfig", kubeconfig]) == 0
+        eventually(lambda: (api.store.get("queues", "", "team").get("status") or {}).get("state") == "Closed",
+                   what="the queue closed")
+        eventually(lambda: api.store.get("pods", "default", "mpi-w-0") is None, what="the job's pods deleted")
+    finally:
+        stop.set()
+        thread.join(10)
+    used = api.store.access - CLI_ACCESS
+    for must in (("", "pods", "create"), ("", "pods", "delete"), ("", "secrets", "create"), ("", "services", "create"),
+                 ("scheduling.volcano.sh", "podgroups", "create"), ("batch.volcano.sh", "jobs/status", "update"),
+                 ("scheduling.volcano.sh", "queues/status", "update"), ("bus.volcano.sh", "commands", "delete")):
+        assert must in used
+    missing = used - allowed("caldera-controllers")
+    assert not missing, f"the controllers' RBAC lacks {sorted(missing)}"
+
+
+# what the test's own `caldera job/queue` calls and direct edits use (a user's rights, not the controllers')
+CLI_ACCESS = {("batch.volcano.sh", "jobs", "get"), ("bus.volcano.sh", "commands", "create"),
+              ("scheduling.volcano.sh", "queues", "get"), ("scheduling.volcano.sh", "podgroups/status", "patch")}
