@@ -132,3 +132,11 @@ def test_missing_certificate_is_an_input_error(tmp_path):
 
     with pytest.raises(InputError, match="cannot load the certificate"):
         TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+
+
+def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
+    from tests.kube.test_manifests import allowed
+
+    webhook("/jobs/validate", admission(job([task("w")])))
+    missing = api.store.access - allowed("caldera-admission")
+    assert api.store.access and not missing, f"the webhook's RBAC lacks {sorted(missing)}"
