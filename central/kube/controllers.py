@@ -198,7 +198,9 @@ class JobController(ControllerLoop):
     def _apply(self, job: dict[str, Any], d: Any) -> None:
         namespace = job["metadata"]["namespace"]
         for reason, message in d.events:
-            self.events.emit(job, "Normal", reason, message)
+            # abnormal outcomes are Warnings, as `kubectl get events --field-selector type=Warning` expects
+            bad = reason == "InvalidJob" or any(f" -> {phase}:" in message for phase in ("Failed", "Aborted"))
+            self.events.emit(job, "Warning" if bad else "Normal", reason, message)
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             self.create(obj)

@@ -89,6 +89,13 @@ def test_suspend_and_resume_through_the_cli(api, kube, kubeconfig, cluster, caps
     assert main(["job", "suspend", "-N", "train", "--kubeconfig", kubeconfig]) == 0
     eventually(lambda: cluster("train") == "Aborted", what="Aborted")
     assert not pods_of(api, "train") and not api.store.objects["commands"]  # pods gone, Command consumed
+
+    def event_types() -> dict[str, str]:  # Events are written by their own worker: wait for them
+        return {e["message"].split(":")[0]: e["type"] for e in list(api.store.objects["events"].values())
+                if e["involvedObject"]["kind"] == "Job"}
+
+    eventually(lambda: event_types().get("Aborting -> Aborted") == "Warning", what="a Warning for the abort")
+    assert event_types().get("Pending -> Running") == "Normal"
     assert main(["job", "resume", "-N", "train", "--kubeconfig", kubeconfig]) == 0
     eventually(lambda: len(pods_of(api, "train")) == 2, what="pods again after resume")
     assert cluster("train") in ("Restarting", "Pending", "Running")
