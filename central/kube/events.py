@@ -80,7 +80,8 @@ class EventRecorder:
         meta = obj["metadata"]
         try:
             if count > 1:
-                self.client.merge_patch(path(CORE, "events", namespace, name), {"count": count, "lastTimestamp": _now()})
+                self.client.merge_patch(path(CORE, "events", namespace, name),
+                                        {"count": count, "lastTimestamp": _now()})
                 return
             self.client.create(path(CORE, "events", namespace), {
                 "apiVersion": "v1", "kind": "Event",

@@ -108,7 +108,8 @@ class QueuePodGroupCounts:
         return list(families.values())
 
 
-def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool], host: str = "0.0.0.0") -> ThreadingHTTPServer:
+def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool],
+          host: str = "0.0.0.0") -> ThreadingHTTPServer:
     """/metrics, /healthz (the process answers) and /readyz (`ready()`) on one port, in a thread."""
 
     class Handler(BaseHTTPRequestHandler):

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     url = path(CORE, "pods", None if args.all_namespaces else args.namespace)
     items = client.request("GET", url, {"labelSelector": selector}).get("items") or []
     if args.queue:
-        items = [p for p in items if args.queue in {(p["metadata"].get("annotations") or {}).get(k) for k in QUEUE_KEYS}]
+        items = [p for p in items
+                 if args.queue in {(p["metadata"].get("annotations") or {}).get(k) for k in QUEUE_KEYS}]
     if args.output == "table" and not items:
         print("No resources found")
         return 0

@@ -61,7 +61,8 @@ class Handler(BaseHTTPRequestHandler):
         resource = ROUTES.get((group, parts[0] if parts else ""))
         if resource is None:
             raise ApiError(404, "NotFound", f"the server could not find the requested resource {resource!r}")
-        return resource, namespace, (parts[1] if len(parts) > 1 else None), (parts[2] if len(parts) > 2 else None), query
+        name, sub = (parts[1:3] + [None, None])[:2]
+        return resource, namespace, name, sub, query
 
     def _handle(self, method: str) -> None:
         try:
@@ -96,7 +97,8 @@ class Handler(BaseHTTPRequestHandler):
         elif sub == "status" and verb in ("update", "patch"):
             verb = "status"
         group, plural = next(route for route, name in ROUTES.items() if name == resource)
-        rbac_verb = {"bind": "create", "evict": "create", "status": "update" if method == "PUT" else "patch"}.get(verb, verb)
+        rbac_verb = {"bind": "create", "evict": "create",
+                     "status": "update" if method == "PUT" else "patch"}.get(verb, verb)
         with store.lock:
             store.access.add((group, f"{plural}/{sub}" if sub else plural, rbac_verb))
             store.check_fault(verb, resource, "/".join(key))
@@ -186,7 +188,8 @@ class Handler(BaseHTTPRequestHandler):
                     position = store.rv
                     send()
                 elif position < store.log_floor:
-                    emit("ERROR", ApiError(410, "Expired", f"too old resource version: {position} ({store.log_floor})").status())
+                    gone = ApiError(410, "Expired", f"too old resource version: {position} ({store.log_floor})")
+                    emit("ERROR", gone.status())
                     send()
                     return
             while True:

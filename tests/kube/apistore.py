@@ -180,7 +180,8 @@ class Store:
         codes = self.faults.get((verb, resource))
         if codes:
             code = codes.pop(0)
-            raise ApiError(code, "InternalError" if code >= 500 else "Injected", f"injected {code} on {verb} {resource}")
+            raise ApiError(code, "InternalError" if code >= 500 else "Injected",
+                           f"injected {code} on {verb} {resource}")
 
     def check_late_fault(self, verb: str, resource: str) -> None:
         codes = self.late_faults.get((verb, resource))
@@ -205,7 +206,8 @@ class Store:
         meta = obj.setdefault("metadata", {})
         if namespaced:
             if meta.get("namespace", namespace) != namespace:
-                raise ApiError(400, "BadRequest", "the namespace of the object does not match the namespace on the request")
+                raise ApiError(400, "BadRequest",
+                               "the namespace of the object does not match the namespace on the request")
             meta["namespace"] = namespace
         if not meta.get("name"):
             if not meta.get("generateName"):
@@ -225,7 +227,8 @@ class Store:
         self._record(resource, "ADDED", None, obj)
         return obj
 
-    def replace(self, resource: str, key: tuple[str, str], new: dict[str, Any], status_only: bool | None) -> dict[str, Any]:
+    def replace(self, resource: str, key: tuple[str, str], new: dict[str, Any],
+                status_only: bool | None) -> dict[str, Any]:
         """Store `new` over the object at `key`. `status_only` True/False isolates the status
         subresource (only status / everything but status changes); None replaces it all."""
         old = self.objects[resource].get(key)
@@ -233,8 +236,8 @@ class Store:
             raise ApiError(404, "NotFound", f'{resource} "{key[1]}" not found')
         wanted = (new.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{key[1]}": '
-                           "the object has been modified; please apply your changes to the latest version and try again")
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{key[1]}": the object '
+                           "has been modified; please apply your changes to the latest version and try again")
         if status_only is True:
             merged = dict(copy.deepcopy(old), status=new.get("status", {}))
         else:

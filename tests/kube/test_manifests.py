@@ -68,7 +68,8 @@ def test_every_component_runs_the_image_the_kustomization_sets():
 
 
 def test_bindings_point_at_existing_roles_and_accounts():
-    accounts = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in documents() if d["kind"] == "ServiceAccount"}
+    accounts = {(d["metadata"]["namespace"], d["metadata"]["name"])
+                for d in documents() if d["kind"] == "ServiceAccount"}
     roles = {(d["kind"], d["metadata"]["name"]) for d in documents() if d["kind"] in ("Role", "ClusterRole")}
     for binding in documents():
         if binding["kind"] in ("RoleBinding", "ClusterRoleBinding"):

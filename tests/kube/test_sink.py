@@ -240,7 +240,8 @@ def test_annotations_nomination_and_node_resources(api, kube):
     def cycle(cache, conf, sink):
         if not done:
             done.append(1)
-            cache.apply(dict(cache.of("Pod")["default/a"], spec=dict(cache.of("Pod")["default/a"]["spec"], nodeName="n1")))
+            a = cache.of("Pod")["default/a"]
+            cache.apply(dict(a, spec=dict(a["spec"], nodeName="n1")))
             sink.annotate("default/a", {"volcano.sh/gpu-index": "1"})
             sink.bind("default/a", "n1")
             sink.nominate("default/preemptor", "n1")
