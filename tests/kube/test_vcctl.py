@@ -153,3 +153,18 @@ def test_bad_kubeconfig_is_one_line_exit_2(tmp_path, capsys, content):
 def test_version(capsys):
     assert main(["version"]) == 0
     assert "Version:" in capsys.readouterr().out
+
+
+def test_job_list_across_namespaces_and_by_queue(api, caldera):
+    for namespace, queue in (("a", "default"), ("b", "research")):
+        api.put({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                 "metadata": {"name": "j", "namespace": namespace},
+                 "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "t", "replicas": 2}]},
+                 "status": {"state": {"phase": "Running"}, "running": 2}})
+    code, out, _ = caldera("job", "list", "--all-namespaces")
+    header, *rows = out.splitlines()
+    assert header.split()[:2] == ["Namespace", "Name"]
+    assert [r.split()[:2] + r.split()[3:4] for r in rows] == [["a", "j", "Running"], ["b", "j", "Running"]]
+    code, out, _ = caldera("job", "list", "--all-namespaces", "-q", "research", "-o", "json")
+    assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]] == ["b"]
+    assert caldera("job", "list", "-n", "empty")[1].strip() == "No resources found"
