@@ -24,6 +24,10 @@ Votes and checks:
                                             reclaim now (above its deserved share)? Checked
                                             before each eviction, whatever the tiers voted
 Placement, vectorised over node rows (numpy int arrays of candidate rows):
+    static_predicate(template) -> list[(ok_mask, reason)]  filters that depend only on the pod
+                                                       template and the nodes (selectors, taints):
+                                                       masks over all rows, computed once per
+                                                       template per session
     predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
     node_order(task, rows) -> float array              a row's score may depend only on that node's
                                                        state and the pod's template: the session

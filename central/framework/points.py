@@ -31,6 +31,7 @@ POINT_FLAGS: dict[str, str | None] = {
     "reclaimable": "enableReclaimable",
     "can_give_up": None,
     "predicate": "enablePredicate",
+    "static_predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
     "batch_node_order": "enableNodeOrder",
     "on_allocate": None,
