@@ -6,7 +6,8 @@ Order of start-up, each step a guard from Volcano's bug history:
 3. the replica takes the Lease (vo#2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
 4. the leader creates the `root` and `default` queues if they are missing;
-5. every period: the cycle runs under the feeder's lock on the live cache and hands its
+5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
+   the cache, then the cycle runs under the feeder's lock on the live cache and hands its
    decisions to the `KubeSink`; statuses are written at session close.
 Losing the Lease stops scheduling at once (`run` returns 1 and the process exits, as Volcano
 does); a clean stop drains the binds and releases the Lease.
@@ -95,7 +96,8 @@ class Scheduler:
     def __init__(self, client: KubeClient, cache: Any, cycle: Callable[[Any, Any, Any], Any], config: ConfigFile, *,
                  scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
                  metrics: Any = None, bind_workers: int = 16, watch_timeout: int = 300,
-                 bind_backoff: tuple[float, float] = (1.0, 10.0)):
+                 bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: Any = None,
+                 on_leading: Callable[[bool], None] | None = None):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -103,6 +105,8 @@ class Scheduler:
         self.period = period
         self.elector = elector
         self.metrics = metrics
+        self.node_feed = node_feed  # the agents' reports (central.agents.feed.NodeDataFeed), if any
+        self.on_leading = on_leading  # told True once leading, False when stopping
         self.feeder = CacheFeeder(cache, scheduler_name)
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
@@ -126,6 +130,8 @@ class Scheduler:
             log.info("caches synced")
             if self.elector is not None and not self.elector.acquire(stop):
                 return 0
+            if self.on_leading is not None:
+                self.on_leading(True)
             self._ensure_queues()
             self.ready.set()
             while not stop.is_set():
@@ -141,6 +147,8 @@ class Scheduler:
                 stop.wait(max(0.0, self.period - (time.monotonic() - started)))
             return 0
         finally:
+            if self.ready.is_set() and self.on_leading is not None:
+                self.on_leading(False)
             self.ready.clear()
             for reflector in self.reflectors.values():
                 reflector.stop()
@@ -153,6 +161,8 @@ class Scheduler:
         started = time.perf_counter()
         with self.feeder.lock:
             self.feeder.unpark_due()
+            if self.node_feed is not None:
+                self.node_feed.sync(self.cache)
             result = self.cycle(self.cache, conf, self.sink)
             queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()

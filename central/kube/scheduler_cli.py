@@ -8,11 +8,16 @@ import os
 import signal
 import socket
 import threading
+from pathlib import Path
+from typing import Any
 
-from central.kube.client import KubeClient
+from central.errors import InputError
+from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector
 from central.kube.metrics import SchedulerMetrics, serve
 from central.kube.scheduler import ConfigFile, Scheduler
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +38,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kube-api-burst", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
     parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
+    parser.add_argument("--agent-address", default="",
+                        help="serve the node agents' report streams here (e.g. 0.0.0.0:7070); off when empty")
+    parser.add_argument("--agent-tls-dir", default="",
+                        help="ca.crt (signs the agents' client certificates), tls.crt and tls.key for mTLS")
+    parser.add_argument("--agent-insecure", action="store_true",
+                        help="accept agent streams without TLS (tests and trusted networks only)")
+
+
+def agent_receiver(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(receiver, feed) for the agents' reports, or (None, None) when not asked for."""
+    if not args.agent_address:
+        return None, None
+    from central.agents.feed import NodeDataFeed
+    from central.agents.server import ReceiverServer, ServerTls
+    from central.agents.store import NodeReportStore
+
+    if not args.agent_tls_dir and not args.agent_insecure:
+        raise InputError("--agent-address", "needs --agent-tls-dir (mTLS), or --agent-insecure to accept plaintext")
+    tls = None
+    if args.agent_tls_dir:
+        folder = Path(args.agent_tls_dir)
+        tls = ServerTls(folder / "ca.crt", folder / "tls.crt", folder / "tls.key")
+        for file in (tls.ca_file, tls.cert_file, tls.key_file):
+            if not file.is_file():
+                raise InputError("--agent-tls-dir", f"{file} is missing")
+    store = NodeReportStore()
+    return ReceiverServer(store, args.agent_address, tls=tls), NodeDataFeed(store)
+
+
+LEADER_LABEL = "caldera.io/leader"
+
+
+def leader_label(client: KubeClient) -> Any:
+    """Marks this replica's pod `caldera.io/leader: "true"` while it leads, so the Service the
+    agents stream to selects the leader only. Needs POD_NAME/POD_NAMESPACE (downward API)."""
+    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+    if not name or not namespace:
+        return None
+
+    def mark(leading: bool) -> None:
+        try:
+            client.merge_patch(path(CORE, "pods", namespace, name),
+                               {"metadata": {"labels": {LEADER_LABEL: "true" if leading else "false"}}})
+        except ApiError as err:
+            log.warning("cannot label this pod %s: %s", "leader" if leading else "standby", err)
+
+    mark(False)  # a restarted container starts as a standby
+    return mark
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,11 +103,15 @@ def run(args: argparse.Namespace) -> int:
                                 lease_duration=args.leader_elect_lease_duration,
                                 renew_deadline=args.leader_elect_renew_deadline,
                                 retry_period=args.leader_elect_retry_period)
+    receiver, feed = agent_receiver(args)
     metrics = SchedulerMetrics()
     scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
-                          metrics=metrics, bind_workers=args.bind_workers)
+                          metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
+                          on_leading=leader_label(client) if elector is not None else None)
     server = serve(metrics.registry, args.listen_port, scheduler.synced)  # a warm standby is ready too
+    if receiver is not None:
+        receiver.start()  # standbys take reports too: their node view is warm at hand-over
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -62,3 +119,5 @@ def run(args: argparse.Namespace) -> int:
         return scheduler.run(stop)
     finally:
         server.shutdown()
+        if receiver is not None:
+            receiver.stop()

@@ -252,3 +252,20 @@ def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
 # what the test's own `caldera job/queue` calls and direct edits use (a user's rights, not the controllers')
 CLI_ACCESS = {("batch.volcano.sh", "jobs", "get"), ("bus.volcano.sh", "commands", "create"),
               ("scheduling.volcano.sh", "queues", "get"), ("scheduling.volcano.sh", "podgroups/status", "patch")}
+
+
+def test_agents_stream_to_the_scheduler_service():
+    agent_conf = yaml.safe_load(by_kind("ConfigMap")["caldera-nodeagent-config"]["data"]["agent.yaml"])
+    host, _, port = agent_conf["stream"]["server"].rpartition(":")
+    service_name, namespace, _ = host.split(".", 2)
+    service = by_kind("Service")[service_name]
+    assert service["metadata"]["namespace"] == namespace
+    [stream] = [p for p in service["spec"]["ports"] if p["port"] == int(port)]
+    scheduler = by_kind("Deployment")["caldera-scheduler"]
+    [container] = scheduler["spec"]["template"]["spec"]["containers"]
+    assert stream["targetPort"] in {p["name"] for p in container["ports"]}
+    assert any(a.endswith(f":{next(p['containerPort'] for p in container['ports'] if p['name'] == stream['targetPort'])}")
+               for a in container["args"] if a.startswith("--agent-address="))
+    labels = scheduler["spec"]["template"]["metadata"]["labels"]
+    selector = service["spec"]["selector"]
+    assert {k: v for k, v in selector.items() if k != "caldera.io/leader"}.items() <= labels.items()

@@ -35,8 +35,9 @@ def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(api, kubeconf
     api.put(pod("p0"))
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')
+    api.put(pod("sched-0", namespace="caldera-system", scheduler="default-scheduler"))  # its own pod
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), POD_NAME="sched-0", POD_NAMESPACE="caldera-system")
     proc = subprocess.Popen(
         [sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig, "--scheduler-conf", str(conf),
          "--schedule-period", "0.1", "--listen-port", str(port), "--leader-elect-retry-period", "0.2"],
@@ -46,6 +47,7 @@ def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(api, kubeconf
                    timeout=30, what="the process binding the pod")
         assert answers(f"http://127.0.0.1:{port}/readyz")
         assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
+        assert own_label(api) == "true"  # the agents' Service now selects this pod
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
     finally:
@@ -53,6 +55,19 @@ def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(api, kubeconf
             proc.kill()
     assert proc.returncode == 0, output
     assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"] == ""
+    assert own_label(api) == "false"
+
+
+def own_label(api) -> str | None:
+    return (api.store.get("pods", "caldera-system", "sched-0")["metadata"].get("labels") or {}).get(
+        "caldera.io/leader")
+
+
+def test_agent_stream_without_tls_must_be_asked_for(kubeconfig):
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+                             "--agent-address", "127.0.0.1:0"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--agent-tls-dir" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_invalid_config_at_start_is_one_line_exit_2(kubeconfig, tmp_path):

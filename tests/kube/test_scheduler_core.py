@@ -61,3 +61,40 @@ def test_gangs_are_bound_whole_or_reported_pending(api, kube):
     condition = api.store.get("podgroups", "default", "big")["status"]["conditions"][0]
     assert condition["type"] == "Unschedulable"
     assert {name for _, name in api.store.objects["queues"]} == {"root", "default"}
+
+
+def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
+    import grpc
+
+    from central.agents.feed import NodeDataFeed
+    from central.agents.server import ReceiverServer
+    from central.agents.store import NodeReportStore
+    from nodeagent.api.v1 import agent_pb2 as pb
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    api.put(node("n1"))
+    store = NodeReportStore()
+    receiver = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = receiver.start()
+    leading: list[bool] = []
+    conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, node_feed=NodeDataFeed(store),
+                          on_leading=leading.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        report = pb.NodeReport(node_name="n1", agent_epoch="e", sequence=1, full=True,
+                               resources=pb.Resources(batch_cpu_millicores=3500, batch_memory_bytes=2 << 30))
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            [ack] = list(pb_grpc.NodeReportServiceStub(channel).Report(iter([report])))
+        assert ack.accepted
+        eventually(lambda: (api.store.get("nodes", "", "n1")["status"].get("capacity") or {}).get(
+            "kubernetes.io/batch-cpu") == "3500", what="the batch resources published on the Node")
+        assert leading == [True]
+    finally:
+        stop.set()
+        thread.join(10)
+        receiver.stop()
+    assert leading == [True, False]
+    assert api.store.get("nodes", "", "n1")["status"]["allocatable"]["kubernetes.io/batch-memory"] == str(2 << 30)
