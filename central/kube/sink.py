@@ -14,8 +14,8 @@
 - **status**: PodGroup and Queue statuses are collected during the cycle and written by
   `flush()` at session close, each as a PUT on `/status` carrying the resourceVersion the
   reflector last saw; a 409 re-reads the object and tries again. Unchanged statuses are not
-  written, and fields the cycle does not report (a Queue's `state`, set by the Queue
-  controller) are kept. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
+  written, and fields the cycle does not report are kept. Of a Queue's status the scheduler
+  writes `allocated`; the state and PodGroup counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
 - **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
   for in `kubectl describe pod`), rate-limited by the EventRecorder.
 """
@@ -34,6 +34,7 @@ from central.kube.feeder import CacheFeeder
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 3
+QUEUE_CONTROLLER_FIELDS = frozenset({"state", "pending", "inqueue", "running", "unknown", "completed"})
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
@@ -84,7 +85,9 @@ class KubeSink:
         self._podgroups[podgroup_key] = status
 
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
-        self._queues[queue_name] = status
+        # the Queue controller owns the state and the PodGroup counts; two writers of one field
+        # would fight every cycle (Volcano vo#3597), so the scheduler writes the rest (allocated)
+        self._queues[queue_name] = {k: v for k, v in status.items() if k not in QUEUE_CONTROLLER_FIELDS}
 
     def pending(self, reasons: dict[str, str]) -> None:
         """Why-pending reasons of this cycle become FailedScheduling Events on the pods."""
