@@ -2,7 +2,7 @@
 
 1. Agent: runs `python -m nodeagent` on this machine's real /sys, /proc and cgroups at the
    default 1 s period, streaming to a local receiver and scraped every 10 s, and reports its
-   CPU (% of one core) and RSS after a warm-up.
+   start-up time (to /readyz), CPU (% of one core) and RSS after a warm-up.
 2. Receiver: runs the central receiver in its own process, drives it with concurrent agent
    streams from this process, and reports the receiver's CPU per 1,000 reports/s, for small
    delta reports and for full reports with 30 pods.
@@ -34,7 +34,7 @@ SERVE = """
 import sys, time
 sys.path.insert(0, {repo!r})
 from central.agents import NodeReportStore, ReceiverServer
-server = ReceiverServer(NodeReportStore(), "127.0.0.1:0", tls=None)
+server = ReceiverServer(NodeReportStore(), "127.0.0.1:0", tls=None, max_reports_per_s=1e9)
 print(server.start(), flush=True)
 sys.stdin.read()
 """
@@ -54,9 +54,17 @@ def bench_agent(seconds: float) -> None:
          "--exporter.address", "127.0.0.1", "--exporter.port", str(metrics_port), "--log-level", "ERROR",
          "--collect.gpu", "true"],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    started = time.monotonic()
     try:
         proc = psutil.Process(agent.pid)
-        time.sleep(5)  # start-up and imports are not the steady state
+        while True:  # start-up: until /readyz answers 200 (first sample taken)
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/readyz", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.02)
+        print(f"agent: ready {time.monotonic() - started:.2f} s after start")
+        time.sleep(4)  # start-up and imports are not the steady state
         cpu0, t0 = sum(proc.cpu_times()[:2]), time.monotonic()
         peak_rss = 0
         next_scrape = t0

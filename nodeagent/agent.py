@@ -18,6 +18,7 @@ from typing import Any
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
 from nodeagent.collect.gpu import NullGpuCollector, open_gpu_collector
+from nodeagent.collect.kubelet import KubeletCpuState, read_kubelet_cpu_state
 from nodeagent.collect.node_usage import NodeUsageCollector
 from nodeagent.collect.paths import HostPaths
 from nodeagent.collect.pod_usage import PodUsageCollector
@@ -26,7 +27,8 @@ from nodeagent.config import AgentConfig
 from nodeagent.health import Health
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
-from nodeagent.qos.manager import QosManager
+from nodeagent.oversubscription import BatchEstimator
+from nodeagent.qos.manager import QosManager, online_usage
 from nodeagent.report import NodeSnapshot, QosState, sections
 from nodeagent.stream import ReportStream, TlsFiles
 
@@ -70,14 +72,15 @@ class Agent:
         self.health = health or Health()
         self.node_name = cfg.node.name or os.environ.get("NODE_NAME") or socket.gethostname()
         p = cfg.paths
-        self.paths = HostPaths(Path(p.sys_root), Path(p.proc_root), Path(p.cgroup_root))
+        self.paths = HostPaths(Path(p.sys_root), Path(p.proc_root), Path(p.cgroup_root), Path(p.kubelet_root))
         self.layout = detect_layout(self.paths.cgroup_root, p.cgroup_version or None, p.cgroup_driver or None)
         self.writer = CgroupWriter(self.health)
         self.driver = open_driver(self.layout, self.writer)
         window = max(1, round(cfg.collect.window_s / cfg.collect.period_s))
         self.node_usage = NodeUsageCollector(self.paths, self.health, window)
         self.pod_usage = PodUsageCollector(self.driver, window)
-        self.gpu = open_gpu_collector(self.paths, self.health, nvml) if cfg.collect.gpu else NullGpuCollector()
+        self.gpu = (open_gpu_collector(self.paths, self.health, nvml, cfg.collect.gpu_xid_recovery_s)
+                    if cfg.collect.gpu else NullGpuCollector())
         self.pod_source = pod_source or _pod_source(cfg, self.node_name)
         kube = kube or _kube(cfg, self.node_name)
         self.qos = QosManager(cfg.qos, self.driver, self.writer, kube, kube)
@@ -86,6 +89,8 @@ class Agent:
         self.last_tick = time.monotonic()
         self._pods: list[PodInfo] = []
         self._topology = Topology()
+        self._kubelet = KubeletCpuState()
+        self._batch = BatchEstimator(cfg.qos.batch_ratio_percent, cfg.qos.batch_samples)
         self._topology_at = float("-inf")
 
     def _stream(self) -> ReportStream:
@@ -109,6 +114,7 @@ class Agent:
         self.pod_usage.sample(self._current_pods(), now)
         if now - self._topology_at >= self.cfg.collect.topology_period_s:
             self._topology, self._topology_at = read_topology(self.paths, self.health), now
+            self._kubelet = read_kubelet_cpu_state(self.paths.kubelet_root, self.health)
         usage = self.node_usage.usage()
         capacity = float(len(self._topology.online_cpus) or os.cpu_count() or 1)
         alloc_cpu = max(0.0, capacity - self.cfg.node.reserved_cpu_cores)
@@ -117,8 +123,9 @@ class Agent:
         qos = QosState(dry_run=self.cfg.qos.eviction.dry_run)
         if enforce and self.cfg.qos.enabled:
             qos = self.qos.run(alloc_cpu, alloc_mem, usage, pods)
+        batch_cpu, batch_mem = self._batch.update(alloc_cpu, alloc_mem, *online_usage(usage, pods, lambda s: s.avg))
         self.snapshot = NodeSnapshot(capacity, alloc_cpu, alloc_mem, usage, self._topology,
-                                     self.gpu.collect(), pods, qos)
+                                     self.gpu.collect(), pods, qos, self._kubelet, batch_cpu, batch_mem)
         self.last_tick = time.monotonic()
         if self.stream is not None:
             self.stream.offer(sections(self.snapshot))
@@ -148,6 +155,7 @@ class Agent:
                 stop.wait(max(0.0, period - (time.monotonic() - started)))
         finally:
             stop.set()
+            self.qos.release()
             for thread in threads:
                 thread.join(timeout=5)
             if server is not None:

@@ -37,6 +37,7 @@ class PathsConfig:
     sys_root: str = "/sys"
     proc_root: str = "/proc"
     cgroup_root: str = "/sys/fs/cgroup"
+    kubelet_root: str = "/var/lib/kubelet"
     cgroup_version: int = 0  # 0 = detect
     cgroup_driver: str = ""  # "" = detect; systemd | cgroupfs
 
@@ -47,6 +48,7 @@ class CollectConfig:
     window_s: float = 60.0
     topology_period_s: float = 60.0
     gpu: bool = True
+    gpu_xid_recovery_s: float = 300.0  # a GPU with a hardware Xid stays unhealthy this long
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ _BY_KEY: dict[str, tuple[Callable[[Any], bool], str]] = {
     "qos.memory_protect.min_bytes": (_positive, "must be above 0"),
     "qos.memory_protect.hysteresis_percent": (lambda v: 0 <= v < 100, "must be at least 0 and below 100"),
     "qos.eviction.consecutive_samples": (lambda v: v >= 1, "must be at least 1"),
+    "qos.batch_samples": (lambda v: v >= 1, "must be at least 1"),
     "qos.eviction.max_per_round": (lambda v: v >= 1, "must be at least 1"),
     "qos.eviction.cooldown_s": (lambda v: v >= 0, "must not be negative"),
     "stream.max_in_flight": (lambda v: v >= 1, "must be at least 1"),

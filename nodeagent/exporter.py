@@ -14,8 +14,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Iterator
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from nodeagent.report import numa_cpu_usage
 
 if TYPE_CHECKING:
     from nodeagent.agent import Agent
@@ -66,11 +68,13 @@ class AgentCollector:
         numa_free = _gauge("numa_memory_free_bytes", "Free memory of a NUMA node (free + file + reclaimable).",
                            ["node", "numa"])
         numa_cpus = _gauge("numa_cpus", "Online CPUs of a NUMA node.", ["node", "numa"])
+        numa_used = _gauge("numa_cpu_usage_cores", "CPU in use on a NUMA node (last sample).", ["node", "numa"])
         for n in snap.topology.numa_nodes:
+            numa_used.add_metric([node, str(n.id)], numa_cpu_usage(snap, n.cpus))
             numa_cap.add_metric([node, str(n.id)], n.memory_total_bytes)
             numa_free.add_metric([node, str(n.id)], n.memory_free_bytes)
             numa_cpus.add_metric([node, str(n.id)], len(n.cpus))
-        yield from (numa_cap, numa_free, numa_cpus)
+        yield from (numa_cap, numa_free, numa_cpus, numa_used)
         yield from self._gpus(node, snap)
         yield from self._pods(node, snap)
 
@@ -81,6 +85,9 @@ class AgentCollector:
         used = _gauge("gpu_memory_used_bytes", "GPU memory in use.", labels)
         util = _gauge("gpu_utilization_ratio", "GPU busy ratio (0-1); absent on MIG GPUs (unknown).", labels)
         healthy = _gauge("gpu_healthy", "1 when NVML answered for the GPU.", labels)
+        pod_mem = _gauge("gpu_pod_memory_used_bytes", "GPU memory used by a pod's processes.",
+                         [*labels, "namespace", "pod"])
+        pods = {u.pod.uid: u.pod for u in snap.pods}
         for g in snap.gpus.gpus:
             key = [node, str(g.index), g.uuid]
             info.add_metric([*key, g.model, str(g.numa_node), str(g.mig_enabled).lower()], 1)
@@ -89,7 +96,16 @@ class AgentCollector:
             healthy.add_metric(key, float(g.healthy))
             if g.utilization_ratio is not None:
                 util.add_metric(key, g.utilization_ratio)
-        yield from (info, total, used, util, healthy)
+            per_pod: dict[str, int] = {}
+            for p in g.processes:
+                if p.pod_uid in pods:
+                    per_pod[p.pod_uid] = per_pod.get(p.pod_uid, 0) + p.used_memory_bytes
+            for uid, used_bytes in sorted(per_pod.items()):
+                pod_mem.add_metric([*key, pods[uid].namespace, pods[uid].name], used_bytes)
+        xids = _counter("gpu_xid_errors", "Critical Xid events by GPU and Xid code.", ["node", "uuid", "xid"])
+        for (uuid, xid), n in sorted(getattr(self.agent.gpu, "xid_errors", {}).items()):
+            xids.add_metric([node, uuid, str(xid)], n)
+        yield from (info, total, used, util, healthy, pod_mem, xids)
 
     def _pods(self, node: str, snap) -> Iterator[Metric]:
         labels = ["node", "namespace", "pod", "qos_level"]
@@ -147,6 +163,7 @@ class MetricsServer:
     def __init__(self, agent: "Agent", address: str, port: int, max_pod_series: int) -> None:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(AgentCollector(agent, max_pod_series))
+        ProcessCollector(registry=registry)  # the agent's own process_* figures
         stale_after = max(10.0, 5 * agent.cfg.collect.period_s)
 
         class Handler(BaseHTTPRequestHandler):

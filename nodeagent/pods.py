@@ -8,6 +8,7 @@ Without a pod source the agent still reports node-level data.
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import urllib.request
 from dataclasses import dataclass
@@ -17,6 +18,17 @@ from typing import Any, Protocol
 QOS_ANNOTATION = "volcano.sh/qos-level"
 ONLINE_LEVELS = ("LC", "HLS", "LS")
 QOS_LEVELS = (*ONLINE_LEVELS, "BE")
+_QUANTITY = re.compile(r"^([0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def parse_quantity(text: object) -> float:
+    """A Kubernetes quantity ("500m", "2Gi", "1.5") as a number; raises ValueError."""
+    match = _QUANTITY.match(str(text).strip())
+    if not match:
+        raise ValueError(f"not a quantity: {text!r}")
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,8 @@ class PodInfo:
     qos_class: str = "BestEffort"
     qos_level: str = "LS"
     priority: int = 0
+    cpu_request_cores: float = 0.0
+    memory_request_bytes: int = 0
 
     @property
     def online(self) -> bool:
@@ -55,6 +69,7 @@ def pods_from_pod_list(doc: dict[str, Any], default_level: str) -> list[PodInfo]
         if not meta.get("uid") or status.get("phase") not in ("Running", "Pending"):
             continue
         level = (meta.get("annotations") or {}).get(QOS_ANNOTATION, default_level)
+        cpu, memory = _requests(item.get("spec") or {})
         pods.append(PodInfo(
             namespace=meta.get("namespace", "default"),
             name=meta.get("name", ""),
@@ -62,8 +77,23 @@ def pods_from_pod_list(doc: dict[str, Any], default_level: str) -> list[PodInfo]
             qos_class=status.get("qosClass", "BestEffort"),
             qos_level=level if level in QOS_LEVELS else default_level,
             priority=int((item.get("spec") or {}).get("priority") or 0),
+            cpu_request_cores=cpu,
+            memory_request_bytes=int(memory),
         ))
     return pods
+
+
+def _requests(spec: dict[str, Any]) -> tuple[float, float]:
+    """Summed container requests; an unparsable quantity counts as 0 (the pod still runs)."""
+    cpu = memory = 0.0
+    for container in spec.get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        try:
+            cpu += parse_quantity(requests.get("cpu", 0))
+            memory += parse_quantity(requests.get("memory", 0))
+        except ValueError:
+            continue
+    return cpu, memory
 
 
 class HttpPodSource:

@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.collect.gpu import GpuReport
+from nodeagent.collect.kubelet import KubeletCpuState
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.topology import Topology
@@ -40,6 +41,9 @@ class NodeSnapshot:
     gpus: GpuReport
     pods: list[PodUsage] = field(default_factory=list)
     qos: QosState = field(default_factory=QosState)
+    kubelet: KubeletCpuState = field(default_factory=KubeletCpuState)
+    batch_cpu_millicores: int = 0
+    batch_memory_bytes: int = 0
 
 
 def _cores(stat: Stat) -> pb.WindowStat:
@@ -51,8 +55,12 @@ def _bytes(stat: Stat) -> pb.WindowStat:
                             (("last", stat.last), ("avg", stat.avg), ("p95", stat.p95))})
 
 
+def numa_cpu_usage(snap: NodeSnapshot, cpus: list[int]) -> float:
+    return sum(snap.usage.per_cpu_cores.get(c, 0.0) for c in cpus)
+
+
 def sections(snap: NodeSnapshot) -> dict[str, Message]:
-    topo = snap.topology
+    topo, kubelet = snap.topology, snap.kubelet
     return {
         "resources": pb.Resources(
             cpu_capacity_cores=snap.cpu_capacity_cores,
@@ -61,13 +69,21 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             memory_capacity_bytes=snap.usage.memory_total_bytes,
             memory_allocatable_bytes=snap.memory_allocatable_bytes,
             memory_usage_bytes=_bytes(snap.usage.memory_bytes),
+            batch_cpu_millicores=snap.batch_cpu_millicores,
+            batch_memory_bytes=snap.batch_memory_bytes // 1024 * 1024,
+            numa=[pb.NumaUsage(id=n.id, cpu_usage_cores=round(numa_cpu_usage(snap, n.cpus), 3))
+                  for n in topo.numa_nodes],
         ),
         "topology": pb.Topology(
             sockets=topo.sockets, cores=topo.cores, threads=topo.threads,
             online_cpus=topo.online_cpus, offline_cpus=topo.offline_cpus,
             numa_nodes=[pb.NumaNode(id=n.id, cpus=n.cpus, memory_total_bytes=n.memory_total_bytes,
                                     memory_free_bytes=n.memory_free_bytes // 1024 * 1024,
-                                    distances=n.distances) for n in topo.numa_nodes],
+                                    distances=n.distances, free_cpus=kubelet.free_cpus(n.cpus),
+                                    free_cpus_known=kubelet.shared_cpus is not None)
+                        for n in topo.numa_nodes],
+            cpu_manager_policy=snap.kubelet.cpu_manager_policy,
+            topology_manager_policy=snap.kubelet.topology_manager_policy,
         ),
         "gpus": pb.Gpus(status=snap.gpus.status, gpus=[
             pb.Gpu(index=g.index, uuid=g.uuid, model=g.model, memory_total_bytes=g.memory_total_bytes,
@@ -81,7 +97,9 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
         ]),
         "pods": pb.Pods(pods=[
             pb.PodUsage(namespace=u.pod.namespace, name=u.pod.name, uid=u.pod.uid, qos_level=u.pod.qos_level,
-                        cpu_usage_cores=_cores(u.cpu_cores), memory_working_set_bytes=_bytes(u.memory_bytes))
+                        cpu_usage_cores=_cores(u.cpu_cores), memory_working_set_bytes=_bytes(u.memory_bytes),
+                        cpu_request_cores=u.pod.cpu_request_cores, memory_request_bytes=u.pod.memory_request_bytes,
+                        priority=u.pod.priority)
             for u in snap.pods
         ]),
         "qos": pb.QosState(

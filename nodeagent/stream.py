@@ -91,6 +91,8 @@ class ReportStream:
                 code = exc.code() if hasattr(exc, "code") else None
                 log.warning("report stream to %s broke: %s %s", self.target, code,
                             exc.details() if hasattr(exc, "details") else exc)
+            except (OSError, ValueError) as exc:  # unreadable TLS files, a bad target: retried too
+                log.warning("report stream to %s cannot start: %s", self.target, exc)
             finally:
                 self.stats.connected = False
             if stop.is_set():
@@ -109,6 +111,8 @@ class ReportStream:
 
     def _session(self, stop: threading.Event) -> None:
         ended = threading.Event()
+        with self._cond:  # reports in flight on a dead stream will never be acked
+            self._acked_sequence = self._sequence
         with self._channel() as channel:
             call = pb_grpc.NodeReportServiceStub(channel).Report(self._reports(stop, ended))
             watcher = threading.Thread(target=self._cancel_on_stop, args=(call, stop, ended), daemon=True)

@@ -1,7 +1,8 @@
 """The scheduler's receiving end of the node agents' report stream.
 
 `NodeReportStore` keeps the latest merged report per node and knows which are fresh;
-`ReceiverServer` is the gRPC server feeding it. Only `nodeagent.api` (the contract) is imported
+`ReceiverServer` is the gRPC server feeding it; `nodedata` turns reports into the scheduling
+core's `NodeData` and `feed` puts the changed ones into the scheduler's cache. Only `nodeagent.api` (the contract) is imported
 from the agent side.
 """
 

@@ -21,7 +21,8 @@ from nodeagent.api.v1 import agent_pb2 as pb
 def to_node_data(report: pb.NodeReport) -> NodeData:
     topology, resources = report.topology, report.resources
     numa = tuple(
-        NumaCell(id=cell.id, cpus=frozenset(cell.cpus), free_cpus=frozenset(cell.free_cpus if cell.free_cpus else cell.cpus),
+        NumaCell(id=cell.id, cpus=frozenset(cell.cpus),
+                 free_cpus=frozenset(cell.free_cpus if cell.free_cpus_known else cell.cpus),
                  memory_total=float(cell.memory_total_bytes), memory_free=float(cell.memory_free_bytes))
         for cell in topology.numa_nodes)
     gpus = tuple(

@@ -4,7 +4,9 @@ Entitlement, NodeRestriction-style: with mTLS a stream may only report about the
 its client certificate (CN or a SAN); in plaintext mode (only when explicitly configured) a
 stream is bound to the first node it reports about. Either violation aborts the stream with
 PERMISSION_DENIED, so a lying agent can only hurt its own node. A delta the store cannot merge
-is refused with `resync` set and the agent sends a full report next. Messages are capped in size.
+is refused with `resync` set and the agent sends a full report next. Messages are capped in size
+and each stream in rate (a token bucket: `max_reports_per_s`, bursts of twice that); a report
+over the rate is refused unapplied, with `resync` so the agent's next report is complete.
 `ReceiverServer` runs the loop on its own thread so a synchronous scheduler can embed it.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator
@@ -42,16 +45,34 @@ def peer_names(context: grpc.aio.ServicerContext) -> set[str] | None:
     return {n.decode() for n in names}
 
 
+class TokenBucket:
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = burst, time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
 class ReportService(pb_grpc.NodeReportServiceServicer):
-    def __init__(self, store: NodeReportStore) -> None:
+    def __init__(self, store: NodeReportStore, max_reports_per_s: float = 20.0) -> None:
         self.store = store
+        self.max_reports_per_s = max_reports_per_s
         self.accepted = 0
         self.denied = 0
+        self.rate_limited = 0
 
     async def Report(self, requests: AsyncIterator[pb.NodeReport],
                      context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Ack]:
         names = peer_names(context)
         bound: str | None = None
+        bucket = TokenBucket(self.max_reports_per_s, 2 * self.max_reports_per_s)
         async for report in requests:
             node = report.node_name
             if not node or (names is not None and node not in names) or bound not in (None, node):
@@ -60,6 +81,10 @@ class ReportService(pb_grpc.NodeReportServiceServicer):
                 await context.abort(grpc.StatusCode.PERMISSION_DENIED,
                                     f"this stream is not entitled to report node {node!r}")
             bound = node
+            if not bucket.take():
+                self.rate_limited += 1
+                yield pb.Ack(sequence=report.sequence, accepted=False, resync=True, reason="rate limit exceeded")
+                continue
             try:
                 self.store.apply(report)
             except StaleDelta:
@@ -74,10 +99,10 @@ class ReceiverServer:
     """Owns a grpc.aio server on a private event loop thread."""
 
     def __init__(self, store: NodeReportStore, address: str, *, tls: ServerTls | None,
-                 max_message_bytes: int = 4 << 20) -> None:
+                 max_message_bytes: int = 4 << 20, max_reports_per_s: float = 20.0) -> None:
         self.store, self.address, self.tls = store, address, tls
         self.max_message_bytes = max_message_bytes
-        self.service = ReportService(store)
+        self.service = ReportService(store, max_reports_per_s)
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="agent-receiver", daemon=True)

@@ -69,17 +69,17 @@ class NodeReportStore:
             return copy
 
     def reports_since(self, seen: dict[str, tuple[str, int]]) -> list[pb.NodeReport]:
-        """Copies of the merged reports whose (agent epoch, sequence) differ from `seen`:
-        what changed since a reader last looked, stale ones included."""
+        """Copies of the reports whose (agent epoch, sequence) differ from `seen`: what changed
+        (a heartbeat included) since the caller last looked."""
         with self._lock:
-            changed = [e.report for name, e in self._entries.items()
-                       if seen.get(name) != (e.report.agent_epoch, e.report.sequence)]
-            out = []
+            changed = [e.report for node, e in self._entries.items()
+                       if seen.get(node) != (e.epoch, e.report.sequence)]
+            copies = []
             for report in changed:
                 copy = pb.NodeReport()
                 copy.CopyFrom(report)
-                out.append(copy)
-            return out
+                copies.append(copy)
+            return copies
 
     def fresh_nodes(self) -> list[str]:
         now = self._clock()

@@ -1,0 +1,1 @@
+"""The agent-to-scheduler contract: stubs generated from proto/ (see generate.py)."""

@@ -6,18 +6,25 @@ reported unhealthy with the error instead of being dropped or taking the others 
 On a MIG-enabled GPU NVML cannot measure utilisation, so it is reported unknown (None), not 0;
 MIG instances are listed with their memory. Each GPU's NUMA node comes from its PCI device in
 sysfs; each process is mapped to its pod through /proc/<pid>/cgroup.
+Health: critical Xid events are drained (without blocking) every sample; a GPU with a
+hardware Xid is unhealthy until `xid_recovery_s` passes without another one (koordlet never
+recovers). Xids caused by applications (13, 31, 43, 45, 68, 109) are ignored.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from nodeagent.collect.paths import HostPaths, read_int
 from nodeagent.health import Health
 
 NAME = "gpu"
+IGNORED_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+MAX_EVENTS_PER_SAMPLE = 64
 _POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 
 
@@ -78,11 +85,51 @@ class NullGpuCollector:
 
 
 class NvmlGpuCollector:
-    def __init__(self, nvml: Any, paths: HostPaths, health: Health) -> None:
+    def __init__(self, nvml: Any, paths: HostPaths, health: Health, xid_recovery_s: float = 300.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._nvml, self._paths, self._health = nvml, paths, health
+        self._xid_recovery_s, self._clock = xid_recovery_s, clock
+        self.xid_errors: Counter[tuple[str, int]] = Counter()  # (uuid, xid)
+        self._last_xid: dict[str, tuple[float, int]] = {}
+        self._events = self._register_xid_events()
+
+    def _register_xid_events(self) -> Any:
+        nvml = self._nvml
+        try:
+            events = nvml.nvmlEventSetCreate()
+            count = nvml.nvmlDeviceGetCount()
+        except nvml.NVMLError as exc:
+            self._health.error(NAME, "xid_events_unsupported", exc)
+            return None
+        for index in range(count):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, events)
+            except nvml.NVMLError as exc:  # a GPU too old for events, or one already failing
+                self._health.error(NAME, "xid_events_unsupported", f"gpu {index}: {exc}")
+        return events
+
+    def _drain_xid_events(self) -> None:
+        nvml = self._nvml
+        for _ in range(MAX_EVENTS_PER_SAMPLE):
+            try:
+                event = nvml.nvmlEventSetWait_v2(self._events, 0)
+                xid = int(event.eventData)
+                if xid in IGNORED_XIDS:
+                    continue
+                uuid = _text(nvml.nvmlDeviceGetUUID(event.device))
+            except nvml.NVMLError_Timeout:
+                return
+            except nvml.NVMLError as exc:
+                self._health.error(NAME, "xid_events_failed", exc)
+                return
+            self.xid_errors[(uuid, xid)] += 1
+            self._last_xid[uuid] = (self._clock(), xid)
 
     def collect(self) -> GpuReport:
         nvml = self._nvml
+        if self._events is not None:
+            self._drain_xid_events()
         try:
             count = nvml.nvmlDeviceGetCount()
         except nvml.NVMLError as exc:
@@ -110,6 +157,9 @@ class NvmlGpuCollector:
                 for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
             ]
             gpu.numa_node = self._numa_node(_text(nvml.nvmlDeviceGetPciInfo(handle).busId))
+            last_xid = self._last_xid.get(gpu.uuid)
+            if last_xid is not None and self._clock() - last_xid[0] < self._xid_recovery_s:
+                gpu.healthy, gpu.error = False, f"Xid {last_xid[1]}"
         except nvml.NVMLError as exc:
             self._health.error(NAME, "device_error", f"gpu {index}: {exc}")
             gpu.healthy, gpu.error = False, str(exc)
@@ -141,7 +191,8 @@ class NvmlGpuCollector:
         return -1 if node is None or node < 0 else node
 
 
-def open_gpu_collector(paths: HostPaths, health: Health, nvml: Any = None) -> NvmlGpuCollector | NullGpuCollector:
+def open_gpu_collector(paths: HostPaths, health: Health, nvml: Any = None,
+                       xid_recovery_s: float = 300.0) -> NvmlGpuCollector | NullGpuCollector:
     try:
         if nvml is None:
             import pynvml as nvml
@@ -149,4 +200,4 @@ def open_gpu_collector(paths: HostPaths, health: Health, nvml: Any = None) -> Nv
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, or no module at all
         health.error(NAME, "nvml_unavailable", exc)
         return NullGpuCollector()
-    return NvmlGpuCollector(nvml, paths, health)
+    return NvmlGpuCollector(nvml, paths, health, xid_recovery_s)

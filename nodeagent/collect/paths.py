@@ -1,4 +1,4 @@
-"""Where the host's /sys, /proc and cgroup tree are mounted, plus tolerant file readers.
+"""Where the host's /sys, /proc, cgroup tree and kubelet state are mounted, plus tolerant file readers.
 
 In the DaemonSet the host's trees are mounted under /host; on a node in host mode or in tests
 they are anything else. Readers return None on a missing, unreadable or garbled file and count
@@ -18,6 +18,7 @@ class HostPaths:
     sys_root: Path = Path("/sys")
     proc_root: Path = Path("/proc")
     cgroup_root: Path = Path("/sys/fs/cgroup")
+    kubelet_root: Path = Path("/var/lib/kubelet")
 
 
 def read_text(path: Path, health: Health, collector: str) -> str | None:

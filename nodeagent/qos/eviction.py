@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from nodeagent.collect.pod_usage import PodUsage
+from nodeagent.health import Health
 
 log = logging.getLogger("nodeagent.qos")
 
@@ -43,8 +44,9 @@ class Tainter(Protocol):
 
 class WatermarkEviction:
     def __init__(self, cfg: EvictionConfig, evictor: Evictor, tainter: Tainter,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, health: Health | None = None) -> None:
         self.cfg, self._evictor, self._tainter, self._clock = cfg, evictor, tainter, clock
+        self._health = health or Health()  # failures repeat every sample: warn once, count all
         self.over_count = 0
         self.tainted = False
         self.results: Counter[tuple[str, str]] = Counter()  # (resource, ok|failed|dry_run)
@@ -87,7 +89,7 @@ class WatermarkEviction:
         try:
             self._evictor.evict(pod.namespace, pod.name)
         except Exception as exc:  # API errors, PDB refusals (429), network: counted, retried later
-            log.warning("evicting %s/%s failed: %s", pod.namespace, pod.name, exc)
+            self._health.error("eviction", "evict_failed", f"{pod.namespace}/{pod.name}: {exc}")
             self.results[(resource, "failed")] += 1
             return
         log.info("evicted %s/%s for %s pressure", pod.namespace, pod.name, resource)
@@ -101,6 +103,6 @@ class WatermarkEviction:
         try:
             self._tainter.set_taint(self.cfg.taint_key, "NoSchedule", present)
         except Exception as exc:
-            log.warning("updating taint %s failed: %s", self.cfg.taint_key, exc)
+            self._health.error("eviction", "taint_failed", f"{self.cfg.taint_key}: {exc}")
             return
         self.tainted = present

@@ -8,10 +8,12 @@ writer's guard before any strategy runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from nodeagent.cgroup.driver import CgroupDriver, CgroupWriter
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
+from nodeagent.collect.window import Stat
 from nodeagent.qos.eviction import EvictionConfig, Evictor, Tainter, WatermarkEviction
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 from nodeagent.report import QosState
@@ -21,10 +23,20 @@ from nodeagent.report import QosState
 class QosConfig:
     enabled: bool = True
     default_level: str = "LS"  # for pods without the volcano.sh/qos-level annotation
+    batch_ratio_percent: float = 60.0  # share of what online pods leave that is offered as batch-*
+    batch_samples: int = 5  # samples the batch figure is smoothed over
     offline_cgroup: str = ""  # relative to each controller root; "" = the kubelet's besteffort cgroup
     cpu_suppress: CpuSuppressConfig = field(default_factory=CpuSuppressConfig)
     memory_protect: MemoryProtectConfig = field(default_factory=MemoryProtectConfig)
     eviction: EvictionConfig = field(default_factory=EvictionConfig)
+
+
+def online_usage(node: NodeUsage, pods: list[PodUsage], pick: Callable[[Stat], float]) -> tuple[float, float]:
+    """(cores, bytes) used by everything but offline pods, by the picked statistic."""
+    offline = [u for u in pods if not u.pod.online]
+    cpu = max(0.0, pick(node.cpu_cores) - sum(pick(u.cpu_cores) for u in offline))
+    memory = max(0.0, pick(node.memory_bytes) - sum(pick(u.memory_bytes) for u in offline))
+    return cpu, memory
 
 
 class QosManager:
@@ -34,7 +46,14 @@ class QosManager:
         self.offline_rel = cfg.offline_cgroup or driver.layout.qos_dir("BestEffort")
         self.cpu = CpuSuppression(cfg.cpu_suppress, driver, self.offline_rel)
         self.memory = MemoryProtection(cfg.memory_protect, driver, self.offline_rel)
-        self.eviction = WatermarkEviction(cfg.eviction, evictor, tainter)
+        self.eviction = WatermarkEviction(cfg.eviction, evictor, tainter, health=writer.health)
+
+    def release(self) -> None:
+        """Lifts what the strategies imposed, so a removed agent leaves no offline pods throttled."""
+        if self.cpu.quota_cores is not None and self._driver.set_cpu_quota(self.offline_rel, None):
+            self.cpu.quota_cores = None
+        if self.memory.limit_bytes is not None and self._driver.set_memory_cap(self.offline_rel, None):
+            self.memory.limit_bytes = None
 
     def run(self, allocatable_cores: float, allocatable_bytes: int, node: NodeUsage,
             pods: list[PodUsage]) -> QosState:
@@ -44,10 +63,9 @@ class QosManager:
             for u in pods if u.pod.online for c in ("cpu", "memory")
         ])
         offline = [u for u in pods if not u.pod.online]
-        online_cpu = max(0.0, node.cpu_cores.last - sum(u.cpu_cores.last for u in offline))
-        online_mem = max(0, int(node.memory_bytes.last - sum(u.memory_bytes.last for u in offline)))
+        online_cpu, online_mem = online_usage(node, pods, lambda s: s.last)
         quota = self.cpu.apply(allocatable_cores, online_cpu) if offline else None
-        limit = self.memory.apply(allocatable_bytes, online_mem)
+        limit = self.memory.apply(allocatable_bytes, int(online_mem))
         cpu_percent = 100 * node.cpu_cores.last / allocatable_cores if allocatable_cores else 0.0
         mem_percent = 100 * node.memory_bytes.last / allocatable_bytes if allocatable_bytes else 0.0
         self.eviction.observe(cpu_percent, mem_percent, offline)

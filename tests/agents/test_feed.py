@@ -17,7 +17,7 @@ def report(node: str, sequence: int, full: bool = True) -> pb.NodeReport:
         msg.resources.CopyFrom(pb.Resources(cpu_usage_cores=pb.WindowStat(avg=2.5), memory_usage_bytes=pb.WindowStat(avg=2**30),
                                             batch_cpu_millicores=3000, batch_memory_bytes=2**31))
         msg.topology.CopyFrom(pb.Topology(cpu_manager_policy="static", topology_manager_policy="single-numa-node", numa_nodes=[
-            pb.NumaNode(id=0, cpus=list(range(8)), free_cpus=[6, 7], memory_total_bytes=2**34),
+            pb.NumaNode(id=0, cpus=list(range(8)), free_cpus=[6, 7], free_cpus_known=True, memory_total_bytes=2**34),
             pb.NumaNode(id=1, cpus=list(range(8, 16)), memory_total_bytes=2**34)]))
         msg.gpus.CopyFrom(pb.Gpus(status="ok", gpus=[pb.Gpu(index=0, memory_total_bytes=2**34, healthy=True),
                                                      pb.Gpu(index=1, memory_total_bytes=2**34, healthy=False)]))

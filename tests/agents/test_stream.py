@@ -231,8 +231,9 @@ def test_a_plaintext_stream_is_bound_to_its_first_node() -> None:
         server.stop()
 
 
-def test_unacknowledged_reports_are_bounded(agent_runner) -> None:
-    """A receiver that reads but never acks: the agent stops at max_in_flight and coalesces."""
+def test_unacknowledged_reports_are_bounded_and_forgotten_on_reconnect(agent_runner) -> None:
+    """A receiver that reads but never acks: the agent stops at max_in_flight and coalesces;
+    after that receiver dies, a healthy one on the same port gets reports again."""
     from concurrent import futures
 
     import grpc
@@ -240,28 +241,74 @@ def test_unacknowledged_reports_are_bounded(agent_runner) -> None:
     from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
 
     received: list[int] = []
-    release = threading.Event()
 
     class Silent(pb_grpc.NodeReportServiceServicer):
         def Report(self, requests, context):
             for report in requests:
                 received.append(report.sequence)
-            release.wait(5)
             return iter(())
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_NodeReportServiceServicer_to_server(Silent(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    port = free_port()
+    silent = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_NodeReportServiceServicer_to_server(Silent(), silent)
+    silent.add_insecure_port(f"127.0.0.1:{port}")
+    silent.start()
+    stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.01, max_in_flight=3,
+                          backoff_base_s=0.05, backoff_max_s=0.2)
+    agent_runner(stream)
+    for i in range(50):
+        stream.offer(sections(snapshot(float(i))))
+        time.sleep(0.005)
+    wait_for(lambda: len(received) >= 3)
+    time.sleep(0.3)
+    assert len(received) == 3 and stream.stats.sent == 3
+    silent.stop(0)
+    store = NodeReportStore()
+    healthy = ReceiverServer(store, f"127.0.0.1:{port}", tls=None)
+    healthy.start()
     try:
-        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.01, max_in_flight=3)
-        agent_runner(stream)
-        for i in range(50):
-            stream.offer(sections(snapshot(float(i))))
-            time.sleep(0.005)
-        wait_for(lambda: len(received) >= 3)
-        time.sleep(0.3)
-        assert len(received) == 3 and stream.stats.sent == 3
+        wait_for(lambda: store.latest("node-a") is not None)
     finally:
-        release.set()
-        server.stop(0)
+        healthy.stop()
+
+
+def _raw_stream(port: int, reports: list[pb.NodeReport]) -> list[pb.Ack]:
+    import grpc
+
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return list(pb_grpc.NodeReportServiceStub(channel).Report(iter(reports)))
+
+
+def test_a_flooding_stream_is_rate_limited() -> None:
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None, max_reports_per_s=5)
+    port = server.start()
+    try:
+        flood = [pb.NodeReport(node_name="node-a", agent_epoch="e", sequence=i, full=True) for i in range(1, 41)]
+        acks = _raw_stream(port, flood)
+        accepted = [a for a in acks if a.accepted]
+        refused = [a for a in acks if not a.accepted]
+        assert len(acks) == 40 and 10 <= len(accepted) < 20  # a burst of 10, then ~5/s
+        assert all(a.resync and "rate" in a.reason for a in refused)
+        assert server.service.rate_limited == len(refused)
+    finally:
+        server.stop()
+
+
+def test_oversized_report_is_refused() -> None:
+    import grpc
+
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None, max_message_bytes=1024)
+    port = server.start()
+    try:
+        huge = pb.NodeReport(node_name="node-a", agent_epoch="e", sequence=1, full=True)
+        huge.pods.pods.extend(pb.PodUsage(namespace="ns", name=f"pod-{i}") for i in range(200))
+        with pytest.raises(grpc.RpcError) as err:
+            _raw_stream(port, [huge])
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert store.latest("node-a") is None
+    finally:
+        server.stop()

@@ -51,7 +51,8 @@ SwapFree:              0 kB
 
 def fake_proc(root: Path, busy_ticks: int = 0, idle_ticks: int = 0) -> Path:
     """/proc/stat with all busy time as user ticks (USER_HZ = 100) and a fixed meminfo."""
-    write(root, "stat", f"cpu  {busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0\ncpu0 {busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0\n")
+    busy = f"{busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0"
+    write(root, "stat", f"cpu  {busy}\ncpu0 {busy}\ncpu3 0 0 0 100 0 0 0 0 0 0\ncpu7 garbage\nintr 1 2 3\n")
     write(root, "meminfo", MEMINFO)
     return root
 
@@ -77,6 +78,10 @@ class NVMLError(Exception):
     pass
 
 
+class NVMLError_Timeout(NVMLError):  # noqa: N801 (pynvml's name)
+    pass
+
+
 @dataclass
 class FakeDevice:
     uuid: str
@@ -91,9 +96,28 @@ class FakeNvml:
     """Just the pynvml calls the collector makes, backed by FakeDevice records."""
 
     NVMLError = NVMLError
+    NVMLError_Timeout = NVMLError_Timeout
+    nvmlEventTypeXidCriticalError = 8
 
     def __init__(self, devices: list[FakeDevice], init_error: bool = False) -> None:
         self.devices, self.init_error = devices, init_error
+        self.events: list[SimpleNamespace] = []  # pending Xid events
+        self.registered: list[str] = []
+
+    def nvmlEventSetCreate(self) -> list[SimpleNamespace]:
+        return self.events
+
+    def nvmlDeviceRegisterEvents(self, dev: FakeDevice, types: int, events: object) -> None:
+        self._check(dev)
+        self.registered.append(dev.uuid)
+
+    def nvmlEventSetWait_v2(self, events: list[SimpleNamespace], timeout_ms: int) -> SimpleNamespace:
+        if not events:
+            raise NVMLError_Timeout("Timeout")
+        return events.pop(0)
+
+    def xid(self, index: int, code: int) -> None:
+        self.events.append(SimpleNamespace(device=self.devices[index], eventData=code, eventType=8))
 
     def nvmlInit(self) -> None:
         if self.init_error:

@@ -36,7 +36,10 @@ def build_agent(tmp_path: Path, **overrides: object) -> Agent:
         "collect.period_s": 0.05, "collect.window_s": 1.0, "exporter.address": "127.0.0.1", "exporter.port": 0,
         **overrides,
     })
-    nvml = FakeNvml([FakeDevice("GPU-0", "00000000:3B:00.0", util=50), FakeDevice("GPU-1", "0:86:00.0", mig=True)])
+    write(tmp_path / "proc", "4242/cgroup", f"0::/kubepods.slice/kubepods-burstable.slice/"
+          f"kubepods-burstable-pod{ONLINE.uid.replace('-', '_')}.slice/cri-containerd-1.scope\n")
+    nvml = FakeNvml([FakeDevice("GPU-0", "00000000:3B:00.0", util=50, processes=((4242, 3 << 30), (999, 1))),
+                     FakeDevice("GPU-1", "0:86:00.0", mig=True)])
     return Agent(cfg, pod_source=StaticPodSource([ONLINE, OFFLINE]), nvml=nvml)
 
 
@@ -70,9 +73,11 @@ def test_scrape_metrics_over_http(tmp_path: Path) -> None:
         status, text = scrape(port)
         assert status == 200 and scrape(port, "/readyz")[0] == 200 and scrape(port, "/healthz")[0] == 200
         families = {f.name: f for f in text_string_to_metric_families(text)}
-        assert all(name.startswith("nodeagent_") for name in families)
+        assert all(name.startswith(("nodeagent_", "process_")) for name in families)
+        assert "process_resident_memory_bytes" in families
         for name in ("nodeagent_node_cpu_usage_cores", "nodeagent_node_memory_working_set_bytes",
-                     "nodeagent_numa_memory_capacity_bytes", "nodeagent_gpu_memory_used_bytes",
+                     "nodeagent_numa_memory_capacity_bytes", "nodeagent_numa_cpu_usage_cores",
+                     "nodeagent_gpu_memory_used_bytes",
                      "nodeagent_pod_cpu_usage_cores", "nodeagent_be_cpu_quota_cores", "nodeagent_cgroup_writes",
                      "nodeagent_collector_errors", "nodeagent_evictions", "nodeagent_build_info"):
             assert name in families, name
@@ -80,6 +85,8 @@ def test_scrape_metrics_over_http(tmp_path: Path) -> None:
         assert sorted(s.labels["numa"] for s in numa) == ["0", "1"] and numa[0].labels["node"] == "node-1"
         util = families["nodeagent_gpu_utilization_ratio"].samples
         assert [(s.labels["gpu"], s.value) for s in util] == [("0", 0.5)]  # MIG GPU: absent, not 0
+        [gpu_pod] = families["nodeagent_gpu_pod_memory_used_bytes"].samples
+        assert (gpu_pod.labels["pod"], gpu_pod.labels["gpu"], gpu_pod.value) == ("web-0", "0", 3 << 30)
         pods = families["nodeagent_pod_cpu_usage_cores"].samples
         assert len(pods) == 1 and set(pods[0].labels) == {"node", "namespace", "pod", "qos_level"}  # capped
         writes = {(s.labels["file"], s.labels["result"]): s.value
@@ -105,11 +112,15 @@ def test_run_streams_to_the_receiver_and_stops(tmp_path: Path) -> None:
         assert report.gpus.status == "ok" and len(report.gpus.gpus) == 2
         assert not report.gpus.gpus[1].HasField("utilization_ratio")
         assert report.topology.threads == 7 and report.qos.offline_cpu_quota_cores > 0
+        assert [n.id for n in report.resources.numa] == [0, 1]
     finally:
         stop.set()
         thread.join(timeout=10)
         receiver.stop()
     assert not thread.is_alive()
+    # A stopped agent leaves the offline pods unthrottled.
+    offline_parent = tmp_path / "cg/kubepods.slice/kubepods-besteffort.slice/cpu.max"
+    assert offline_parent.read_text() == "max 100000"
 
 
 @pytest.mark.parametrize("source_error", [OSError("connection refused"), ValueError("bad JSON")])

@@ -16,7 +16,8 @@ def test_defaults_without_a_file() -> None:
 
 def test_file_and_flags_merge(tmp_path: Path) -> None:
     path = tmp_path / "agent.yaml"
-    path.write_text("qos:\n  cpu_suppress:\n    threshold_percent: 70\n    min_cores: 2\n  eviction:\n    dry_run: true\n")
+    path.write_text("qos:\n  cpu_suppress:\n    threshold_percent: 70\n    min_cores: 2\n"
+                    "  eviction:\n    dry_run: true\n")
     cfg = load_config(path, {"qos.cpu_suppress.min_cores": 0.5, "exporter.port": 9999})
     assert cfg.qos.cpu_suppress.threshold_percent == 70.0 and cfg.qos.cpu_suppress.min_cores == 0.5
     assert cfg.qos.eviction.dry_run is True and cfg.exporter.port == 9999
@@ -80,3 +81,40 @@ def test_caldera_dispatches_agent() -> None:
     with pytest.raises(SystemExit) as done:
         caldera_main(["agent", "--help"])
     assert done.value.code == 0
+
+
+def test_agent_process_serves_then_stops_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "nodeagent", "--node.name", "n1", "--paths.sys_root", str(fake_sys(tmp_path / "s")),
+         "--paths.proc_root", str(fake_proc(tmp_path / "p")), "--paths.cgroup_root", str(tmp_path / "cg"),
+         "--collect.period_s", "0.1", "--collect.gpu", "false", "--exporter.address", "127.0.0.1",
+         "--exporter.port", str(port)],
+        cwd=Path(__file__).resolve().parents[2], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as answer:
+                    assert answer.status == 200
+                    break
+            except OSError:
+                assert agent.poll() is None, agent.stderr.read()
+                assert time.monotonic() < deadline, "agent never became ready"
+                time.sleep(0.05)
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=10) == 0
+        assert "Traceback" not in agent.stderr.read()
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()

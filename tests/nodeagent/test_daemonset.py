@@ -88,7 +88,7 @@ def test_config_map_holds_every_key_and_loads(docs, pod, container, config) -> N
     config_mount = next(p for p, n in mounts.items() if "configMap" in volumes[n])
     assert volumes[mounts[config_mount]]["configMap"]["name"] == docs["ConfigMap"]["metadata"]["name"]
     assert container["command"][-2:] == ["--config", f"{config_mount}/agent.yaml"]
-    for root in (cfg.paths.sys_root, cfg.paths.proc_root, cfg.paths.cgroup_root):
+    for root in (cfg.paths.sys_root, cfg.paths.proc_root, cfg.paths.cgroup_root, cfg.paths.kubelet_root):
         assert root in mounts, f"{root} is not mounted"
     tls_mount = next(p for p in mounts if p.endswith("/tls"))
     assert all(Path(f).parent == Path(tls_mount) for f in (cfg.stream.ca_file, cfg.stream.cert_file,

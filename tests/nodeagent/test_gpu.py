@@ -53,3 +53,20 @@ def test_real_pynvml_without_a_driver_degrades() -> None:
     # This machine has no GPU: the real library must yield the null collector, never raise.
     collector = open_gpu_collector(HostPaths(), Health())
     assert collector.collect().status in ("none", "ok")
+
+
+def test_xid_marks_a_gpu_unhealthy_until_it_recovers(tmp_path: Path) -> None:
+    nvml, health, now = four_gpus(), Health(), [0.0]
+    collector = NvmlGpuCollector(nvml, HostPaths(sys_root=tmp_path), health, xid_recovery_s=300,
+                                 clock=lambda: now[0])
+    assert nvml.registered == ["GPU-0", "GPU-1", "GPU-3"]  # the failing GPU cannot register
+    assert health.errors[("gpu", "xid_events_unsupported")] == 1
+    nvml.xid(3, 79)  # fallen off the bus: hardware
+    nvml.xid(0, 13)  # an application's fault: ignored
+    gpus = collector.collect().gpus
+    assert not gpus[3].healthy and gpus[3].error == "Xid 79" and gpus[0].healthy
+    assert collector.xid_errors == {("GPU-3", 79): 1}
+    now[0] = 299
+    assert not collector.collect().gpus[3].healthy
+    now[0] = 301
+    assert collector.collect().gpus[3].healthy

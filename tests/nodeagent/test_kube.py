@@ -18,7 +18,11 @@ class ApiStandIn(BaseHTTPRequestHandler):
     pod_list = {"kind": "PodList", "items": [
         {"metadata": {"namespace": "shop", "name": "web", "uid": "u1",
                       "annotations": {"volcano.sh/qos-level": "LC"}},
-         "spec": {"priority": 1000}, "status": {"phase": "Running", "qosClass": "Burstable"}},
+         "spec": {"priority": 1000, "containers": [
+             {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+             {"name": "b", "resources": {"requests": {"cpu": "1.5"}}},
+             {"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+         "status": {"phase": "Running", "qosClass": "Burstable"}},
         {"metadata": {"namespace": "batch", "name": "job", "uid": "u2"}, "status": {"phase": "Running"}},
         {"metadata": {"namespace": "batch", "name": "odd", "uid": "u3",
                       "annotations": {"volcano.sh/qos-level": "GOLD"}}, "status": {"phase": "Pending"}},
@@ -110,8 +114,26 @@ def test_pods_from_the_api_server(api: KubeApi, tmp_path: Path) -> None:
     token = tmp_path / "token"
     source = HttpPodSource(f"{api.base_url}/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", token, "BE")
     assert source.pods() == [
-        PodInfo("shop", "web", "u1", "Burstable", "LC", 1000),
+        PodInfo("shop", "web", "u1", "Burstable", "LC", 1000, 2.0, 1 << 30),
         PodInfo("batch", "job", "u2", "BestEffort", "BE", 0),  # no annotation: the configured default
         PodInfo("batch", "odd", "u3", "BestEffort", "BE", 0),  # unknown level: the default too
     ]
     assert ApiStandIn.requests[0][1] == "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1"
+
+
+@pytest.mark.parametrize("text, value", [
+    pytest.param("500m", 0.5, id="milli"), pytest.param("2Gi", 2 * 2**30, id="binary"),
+    pytest.param("1G", 1e9, id="decimal"), pytest.param(3, 3.0, id="plain-int"),
+])
+def test_parse_quantity(text: object, value: float) -> None:
+    from nodeagent.pods import parse_quantity
+
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "1Qi", "-1", "abc"])
+def test_parse_quantity_rejects(text: str) -> None:
+    from nodeagent.pods import parse_quantity
+
+    with pytest.raises(ValueError):
+        parse_quantity(text)

@@ -161,10 +161,24 @@ def test_dry_run_only_counts() -> None:
 
 
 def test_failed_eviction_is_counted() -> None:
-    api = Recorder(fail=True)
-    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1), api, api, Clock())
+    api, health = Recorder(fail=True), Health()
+    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1), api, api, Clock(), health)
     eviction.observe(99, 0, PODS)
     assert eviction.results == {("cpu", "failed"): 1}
+    assert health.errors[("eviction", "evict_failed")] == 1
+
+
+def test_failing_taint_is_counted_and_retried() -> None:
+    class NoTaint(Recorder):
+        def set_taint(self, key: str, effect: str, present: bool) -> None:
+            raise OSError("403 Forbidden")
+
+    api, health = NoTaint(), Health()
+    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1, cooldown_s=0), api, api, Clock(), health)
+    for _ in range(3):
+        eviction.observe(99, 0, PODS)
+    assert not eviction.tainted and health.errors[("eviction", "taint_failed")] == 3
+    assert len(api.calls) == 3  # evictions still proceed
 
 
 def test_manager_never_writes_online_pod_cgroups(tmp_path: Path) -> None:

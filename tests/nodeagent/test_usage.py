@@ -40,6 +40,7 @@ def test_node_usage_from_fake_proc(tmp_path: Path) -> None:
     collector.sample(now=101.0)
     usage = collector.usage()
     assert usage.cpu_cores.last == pytest.approx(1.5)
+    assert usage.per_cpu_cores == {0: pytest.approx(1.5), 3: pytest.approx(0.0)}
     assert usage.memory_total_bytes == 16_000_000 * 1024
     assert usage.memory_bytes.last == (16_000_000 - 10_000_000) * 1024
     assert health.error_count() == 0

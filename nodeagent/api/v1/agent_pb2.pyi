@@ -17,7 +17,7 @@ class WindowStat(_message.Message):
     def __init__(self, last: _Optional[float] = ..., avg: _Optional[float] = ..., p95: _Optional[float] = ...) -> None: ...
 
 class Resources(_message.Message):
-    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_millicores", "batch_memory_bytes")
+    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_millicores", "batch_memory_bytes", "numa")
     CPU_CAPACITY_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_ALLOCATABLE_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
@@ -26,6 +26,7 @@ class Resources(_message.Message):
     MEMORY_USAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     BATCH_CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
     BATCH_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NUMA_FIELD_NUMBER: _ClassVar[int]
     cpu_capacity_cores: float
     cpu_allocatable_cores: float
     cpu_usage_cores: WindowStat
@@ -34,23 +35,34 @@ class Resources(_message.Message):
     memory_usage_bytes: WindowStat
     batch_cpu_millicores: int
     batch_memory_bytes: int
-    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_millicores: _Optional[int] = ..., batch_memory_bytes: _Optional[int] = ...) -> None: ...
+    numa: _containers.RepeatedCompositeFieldContainer[NumaUsage]
+    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_millicores: _Optional[int] = ..., batch_memory_bytes: _Optional[int] = ..., numa: _Optional[_Iterable[_Union[NumaUsage, _Mapping]]] = ...) -> None: ...
+
+class NumaUsage(_message.Message):
+    __slots__ = ("id", "cpu_usage_cores")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    cpu_usage_cores: float
+    def __init__(self, id: _Optional[int] = ..., cpu_usage_cores: _Optional[float] = ...) -> None: ...
 
 class NumaNode(_message.Message):
-    __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances", "free_cpus")
+    __slots__ = ("id", "cpus", "memory_total_bytes", "memory_free_bytes", "distances", "free_cpus", "free_cpus_known")
     ID_FIELD_NUMBER: _ClassVar[int]
     CPUS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     DISTANCES_FIELD_NUMBER: _ClassVar[int]
     FREE_CPUS_FIELD_NUMBER: _ClassVar[int]
+    FREE_CPUS_KNOWN_FIELD_NUMBER: _ClassVar[int]
     id: int
     cpus: _containers.RepeatedScalarFieldContainer[int]
     memory_total_bytes: int
     memory_free_bytes: int
     distances: _containers.RepeatedScalarFieldContainer[int]
     free_cpus: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ..., free_cpus: _Optional[_Iterable[int]] = ...) -> None: ...
+    free_cpus_known: bool
+    def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ..., free_cpus: _Optional[_Iterable[int]] = ..., free_cpus_known: _Optional[bool] = ...) -> None: ...
 
 class Topology(_message.Message):
     __slots__ = ("sockets", "cores", "threads", "online_cpus", "offline_cpus", "numa_nodes", "cpu_manager_policy", "topology_manager_policy")
@@ -131,20 +143,26 @@ class Gpus(_message.Message):
     def __init__(self, status: _Optional[str] = ..., gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ...) -> None: ...
 
 class PodUsage(_message.Message):
-    __slots__ = ("namespace", "name", "uid", "qos_level", "cpu_usage_cores", "memory_working_set_bytes")
+    __slots__ = ("namespace", "name", "uid", "qos_level", "cpu_usage_cores", "memory_working_set_bytes", "cpu_request_cores", "memory_request_bytes", "priority")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     QOS_LEVEL_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_WORKING_SET_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CPU_REQUEST_CORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     uid: str
     qos_level: str
     cpu_usage_cores: WindowStat
     memory_working_set_bytes: WindowStat
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., qos_level: _Optional[str] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_working_set_bytes: _Optional[_Union[WindowStat, _Mapping]] = ...) -> None: ...
+    cpu_request_cores: float
+    memory_request_bytes: int
+    priority: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., qos_level: _Optional[str] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_working_set_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., cpu_request_cores: _Optional[float] = ..., memory_request_bytes: _Optional[int] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class Pods(_message.Message):
     __slots__ = ("pods",)
