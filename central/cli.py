@@ -19,6 +19,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("central.sim.command", "dry-run scheduling cycles on manifests, print what would happen"),
     "bench": ("central.sim.bench", "scale benchmark of a scheduling session on a synthetic cluster"),
     "validate": ("central.admission.command", "check manifests as the admission webhook would, against a cluster"),
+    "scheduler": ("central.kube.scheduler_cli", "run the scheduler on a cluster (leader-elected, watches the API)"),
+    "controllers": ("central.kube.controllers_cli", "run the Job, Queue and PodGroup controllers on a cluster (leader-elected)"),
+    "webhook": ("central.kube.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
+    "job": ("central.vcctl.job", "vcctl job: run, list, view, suspend, resume, delete Volcano Jobs"),
+    "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
+    "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
+    "version": ("central.vcctl.version", "print the Caldera version"),
 }
 
 

@@ -1,0 +1,197 @@
+"""The one way Caldera talks to the Kubernetes API: `KubeClient.request`.
+
+It is built on the official client's `ApiClient` (kubeconfig or in-cluster configuration,
+TLS, bearer tokens, urllib3 connection pool) but asks for raw JSON instead of the generated
+pydantic models:
+- the scheduler cache takes objects exactly as the API returns them, so decoding every watch
+  event into a model and back would cost more than the rest of the event handling;
+- Volcano's CRDs are dicts through `CustomObjectsApi` anyway;
+- the generated `create_namespaced_pod_binding` fails while decoding its own response
+  (kubernetes-client/python #825).
+A token bucket caps requests per second (the `--kube-api-qps` / `--kube-api-burst` of
+Volcano); errors become `ApiError` with the HTTP status, so callers branch on 404/409/410.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+
+from central.errors import InputError
+
+CORE = "/api/v1"
+VOLCANO_SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
+VOLCANO_BATCH = "/apis/batch.volcano.sh/v1alpha1"
+VOLCANO_BUS = "/apis/bus.volcano.sh/v1alpha1"
+COORDINATION = "/apis/coordination.k8s.io/v1"
+SCHEDULING = "/apis/scheduling.k8s.io/v1"
+POLICY = "/apis/policy/v1"
+BATCH = "/apis/batch/v1"
+
+
+class ApiError(Exception):
+    """A non-2xx answer. `code` is the HTTP status; `reason` the Status reason (Conflict, ...)."""
+
+    def __init__(self, code: int, reason: str, message: str):
+        super().__init__(f"{code} {reason}: {message}")
+        self.code, self.reason, self.message = code, reason, message
+
+
+class RateLimiter:
+    """Token bucket: `qps` tokens a second, at most `burst` saved up. Thread-safe."""
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.qps, self.burst = qps, burst
+        self.clock, self.sleep = clock, sleep
+        self._tokens = float(burst)
+        self._stamp = clock()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        with self._lock:
+            now = self.clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+            self._stamp = now
+            self._tokens -= 1
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait:
+            self.sleep(wait)
+
+
+def path(group: str, resource: str, namespace: str | None = None, name: str | None = None,
+         sub: str | None = None) -> str:
+    """`/api/v1/namespaces/ns/pods/name/binding` and the like."""
+    parts = [group]
+    if namespace:
+        parts += ["namespaces", namespace]
+    parts.append(resource)
+    if name:
+        parts.append(name)
+    if sub:
+        parts.append(sub)
+    return "/".join(parts)
+
+
+class KubeClient:
+    def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100):
+        self.api = api_client
+        self.limiter = RateLimiter(qps, burst)
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100,
+                host: str | None = None) -> "KubeClient":
+        """From `kubeconfig` if given, else in-cluster, else ~/.kube/config; `host` overrides
+        the server address (vcctl's --master)."""
+        configuration = client.Configuration()
+        try:
+            if kubeconfig:
+                config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            else:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except config.ConfigException:
+                    config.load_kube_config(client_configuration=configuration)
+        except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
+            where = f"--kubeconfig {kubeconfig}" if kubeconfig else "kubeconfig (in-cluster, then ~/.kube/config)"
+            raise InputError(where, "cannot configure the Kubernetes client: " + " ".join(str(err).split())) from None
+        if host:
+            configuration.host = host
+            refresh = configuration.refresh_api_key_hook  # re-applies the kubeconfig's server
+            if refresh is not None:
+                def keep_host(conf: client.Configuration) -> None:
+                    refresh(conf)
+                    conf.host = host
+                configuration.refresh_api_key_hook = keep_host
+        configuration.connection_pool_maxsize = 32
+        return cls(client.ApiClient(configuration), qps, burst)
+
+    def _call(self, method: str, url: str, query: dict[str, Any] | None, body: Any,
+              content_type: str | None, timeout: float | tuple[float, float] | None) -> Any:
+        self.limiter.acquire()
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        _, full_url, headers, body, _ = self.api.param_serialize(
+            method, url, query_params=query_params, header_params=headers, body=body,
+            auth_settings=["BearerToken"])
+        try:
+            response = self.api.call_api(method, full_url, header_params=headers, body=body,
+                                         _request_timeout=timeout)
+        except client.ApiException as err:  # transport-level failures the client raises itself
+            raise ApiError(err.status or 0, err.reason or "Error", str(err.body or err)) from None
+        if not 200 <= response.status < 300:
+            raise _error(response.status, response.read())
+        return response
+
+    def request(self, method: str, url: str, query: dict[str, Any] | None = None, body: Any = None,
+                content_type: str | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        response = self._call(method, url, query, body, content_type, timeout)
+        data = response.read()
+        return json.loads(data) if data else {}
+
+    def stream(self, url: str, query: dict[str, Any], timeout: float) -> "WatchStream":
+        """A watch: iterate for one decoded event per line until the server ends the stream."""
+        return WatchStream(self._call("GET", url, dict(query, watch="true"), None, None, (10.0, timeout)).response)
+
+    # --- the few verbs everything uses -------------------------------------------------------
+
+    def get(self, url: str) -> dict[str, Any]:
+        return self.request("GET", url)
+
+    def get_or_none(self, url: str) -> dict[str, Any] | None:
+        try:
+            return self.request("GET", url)
+        except ApiError as err:
+            if err.code == 404:
+                return None
+            raise
+
+    def create(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.request("POST", url, body=body)
+
+    def merge_patch(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.request("PATCH", url, body=body, content_type="application/merge-patch+json")
+
+    def delete(self, url: str) -> dict[str, Any]:
+        return self.request("DELETE", url)
+
+
+class WatchStream:
+    """The events of one watch response; `close()` from another thread ends the iteration."""
+
+    def __init__(self, raw: Any):
+        self.raw = raw
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        buffer = b""
+        try:
+            for chunk in self.raw.stream(amt=None, decode_content=False):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line:
+                        yield json.loads(line)
+        finally:
+            self.raw.release_conn()
+
+    def close(self) -> None:
+        try:
+            self.raw.shutdown()
+        except (AttributeError, OSError):
+            self.raw.close()
+
+
+def _error(status: int, data: bytes) -> ApiError:
+    try:
+        body = json.loads(data)
+        return ApiError(status, body.get("reason") or "Error", body.get("message") or "")
+    except (ValueError, AttributeError):
+        return ApiError(status, "Error", data.decode(errors="replace")[:200])

@@ -1,0 +1,123 @@
+"""`caldera scheduler`: the scheduler process on a cluster (flags as Volcano's vc-scheduler)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from central.errors import InputError
+from central.kube.client import CORE, ApiError, KubeClient, path
+from central.kube.leader import LeaderElector
+from central.kube.metrics import SchedulerMetrics, serve
+from central.kube.scheduler import ConfigFile, Scheduler
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--scheduler-name", default="volcano", help="schedule pods with this spec.schedulerName")
+    parser.add_argument("--scheduler-conf", "--config", dest="config",
+                        help="volcano-scheduler.conf; re-read when it changes, the last good one kept")
+    parser.add_argument("--schedule-period", "--period", dest="period", type=float, default=1.0,
+                        help="seconds between scheduling cycles (default 1)")
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                        help="elect a leader on a Lease before scheduling (default on)")
+    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
+    parser.add_argument("--lock-object-name", default="vc-scheduler", help="name of the Lease")
+    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
+    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
+    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0)
+    parser.add_argument("--kube-api-qps", type=float, default=2000.0)
+    parser.add_argument("--kube-api-burst", type=int, default=2000)
+    parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
+    parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
+    parser.add_argument("--agent-address", default="",
+                        help="serve the node agents' report streams here (e.g. 0.0.0.0:7070); off when empty")
+    parser.add_argument("--agent-tls-dir", default="",
+                        help="ca.crt (signs the agents' client certificates), tls.crt and tls.key for mTLS")
+    parser.add_argument("--agent-insecure", action="store_true",
+                        help="accept agent streams without TLS (tests and trusted networks only)")
+
+
+def agent_receiver(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(receiver, feed) for the agents' reports, or (None, None) when not asked for."""
+    if not args.agent_address:
+        return None, None
+    from central.agents.feed import NodeDataFeed
+    from central.agents.server import ReceiverServer, ServerTls
+    from central.agents.store import NodeReportStore
+
+    if not args.agent_tls_dir and not args.agent_insecure:
+        raise InputError("--agent-address", "needs --agent-tls-dir (mTLS), or --agent-insecure to accept plaintext")
+    tls = None
+    if args.agent_tls_dir:
+        folder = Path(args.agent_tls_dir)
+        tls = ServerTls(folder / "ca.crt", folder / "tls.crt", folder / "tls.key")
+        for file in (tls.ca_file, tls.cert_file, tls.key_file):
+            if not file.is_file():
+                raise InputError("--agent-tls-dir", f"{file} is missing")
+    store = NodeReportStore()
+    return ReceiverServer(store, args.agent_address, tls=tls), NodeDataFeed(store)
+
+
+LEADER_LABEL = "caldera.io/leader"
+
+
+def leader_label(client: KubeClient) -> Any:
+    """Marks this replica's pod `caldera.io/leader: "true"` while it leads, so the Service the
+    agents stream to selects the leader only. Needs POD_NAME/POD_NAMESPACE (downward API)."""
+    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+    if not name or not namespace:
+        return None
+
+    def mark(leading: bool) -> None:
+        try:
+            client.merge_patch(path(CORE, "pods", namespace, name),
+                               {"metadata": {"labels": {LEADER_LABEL: "true" if leading else "false"}}})
+        except ApiError as err:
+            log.warning("cannot label this pod %s: %s", "leader" if leading else "standby", err)
+
+    mark(False)  # a restarted container starts as a standby
+    return mark
+
+
+def run(args: argparse.Namespace) -> int:
+    from central.framework.conf import DEFAULT_CONF_YAML, load_config
+    from central.model.cache import ClusterCache
+    from central.scheduler.cycle import run_cycle
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
+    config = ConfigFile(args.config, load_config, load_config(DEFAULT_CONF_YAML, "built-in default"))
+    elector = None
+    if args.leader_elect:
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name, identity,
+                                lease_duration=args.leader_elect_lease_duration,
+                                renew_deadline=args.leader_elect_renew_deadline,
+                                retry_period=args.leader_elect_retry_period)
+    receiver, feed = agent_receiver(args)
+    metrics = SchedulerMetrics()
+    scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
+                          scheduler_name=args.scheduler_name, period=args.period, elector=elector,
+                          metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
+                          on_leading=leader_label(client) if elector is not None else None)
+    server = serve(metrics.registry, args.listen_port, scheduler.synced)  # a warm standby is ready too
+    if receiver is not None:
+        receiver.start()  # standbys take reports too: their node view is warm at hand-over
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        return scheduler.run(stop)
+    finally:
+        server.shutdown()
+        if receiver is not None:
+            receiver.stop()

@@ -1,0 +1,211 @@
+"""`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
+
+Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`);
+each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
+as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
+`caldera validate` runs, so a bad object is refused with the same field-path messages
+everywhere. Queue DELETE requests go through `admit_delete`.
+
+The existing objects a decision needs (queues, PodGroups, namespaces) come from reflectors;
+until they have synced the webhook refuses (and `/healthz` says not ready), which with
+`failurePolicy: Fail` is the safe side. TLS: 1.2 or newer, the certificate re-read when its
+files change (a renewed Secret), handshakes in the request threads so a slow client cannot
+stall the accept loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import os
+import signal
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
+from central.errors import InputError
+from central.kube.client import CORE, VOLCANO_SCHEDULING, KubeClient, path
+from central.kube.informer import Reflector
+
+log = logging.getLogger(__name__)
+
+ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
+MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
+
+
+class ClusterView:
+    """The objects admission decides against, kept current by reflectors."""
+
+    def __init__(self, client: KubeClient):
+        self.reflectors = [Reflector(client, url, lambda *_: None) for url in (
+            path(VOLCANO_SCHEDULING, "queues"), path(VOLCANO_SCHEDULING, "podgroups"), path(CORE, "namespaces"))]
+
+    def start(self) -> "ClusterView":
+        for reflector in self.reflectors:
+            reflector.start()
+        return self
+
+    def stop(self) -> None:
+        for reflector in self.reflectors:
+            reflector.stop()
+
+    def synced(self) -> bool:
+        return all(r.synced.is_set() for r in self.reflectors)
+
+    def cluster(self) -> Cluster:
+        kinds = ("Queue", "PodGroup", "Namespace")
+        return Cluster.from_objects(dict(obj, kind=kind) for reflector, kind in zip(self.reflectors, kinds)
+                                    for obj in list(reflector.objects.values()))
+
+
+def review(route: str, request: dict[str, Any], view: ClusterView, config: AdmissionConfig) -> dict[str, Any]:
+    """The AdmissionReview response for one request."""
+    uid = request.get("uid", "")
+    if not view.synced():
+        return _deny(uid, 503, "admission is starting: its caches have not synced yet")
+    obj = request.get("object") or {}
+    old = request.get("oldObject") or None
+    cluster = view.cluster()
+    if request.get("operation") == "DELETE":
+        decision = admit_delete(old or {}, cluster)
+    else:
+        decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None)
+    if route.endswith("/mutate"):
+        patch = json_patch(obj, decision.object) if request.get("operation") == "CREATE" else []
+        response: dict[str, Any] = {"uid": uid, "allowed": True}
+        if patch:
+            response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps(patch).encode()).decode())
+        return response
+    if decision.allowed:
+        return {"uid": uid, "allowed": True}
+    return _deny(uid, 400, "; ".join(decision.errors))
+
+
+def _deny(uid: str, code: int, message: str) -> dict[str, Any]:
+    return {"uid": uid, "allowed": False, "status": {"code": code, "message": message,
+                                                     "reason": "Invalid" if code == 400 else "ServiceUnavailable"}}
+
+
+class TLSContext:
+    """An SSL context for the certificate files, rebuilt when they change."""
+
+    def __init__(self, cert: str, key: str):
+        self.cert, self.key = cert, key
+        self._stamp: tuple[float, float] | None = None
+        self._context: ssl.SSLContext | None = None
+        self._lock = threading.Lock()
+        try:
+            self.current()  # a bad certificate at start-up is fatal
+        except (OSError, ssl.SSLError) as err:
+            raise InputError(f"--tls-cert-file {cert} / --tls-key-file {key}",
+                             f"cannot load the certificate: {err.strerror or err}") from None
+
+    def current(self) -> ssl.SSLContext:
+        stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+        with self._lock:
+            if stamp != self._stamp:
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.minimum_version = ssl.TLSVersion.TLSv1_2
+                context.load_cert_chain(self.cert, self.key)
+                self._context, self._stamp = context, stamp
+            return self._context
+
+
+class WebhookServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig):
+        self.tls, self.view, self.config = tls, view, config
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.info("connection from %s failed", client_address[0], exc_info=True)  # e.g. a bad TLS handshake
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = self.socket.accept()
+        try:
+            context = self.tls.current()
+        except (OSError, ssl.SSLError) as err:  # a half-written renewal: keep serving the old one
+            log.error("certificate reload failed: %s", err)
+            context = self.tls._context
+        return context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: WebhookServer
+    timeout = 15  # seconds a client may take per read, the handshake included
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.do_handshake()
+
+    def do_GET(self) -> None:
+        if self.path == "/healthz":
+            ready = self.server.view.synced()
+            self._send(200 if ready else 503, {"status": "ok" if ready else "caches not synced"})
+        else:
+            self._send(404, {"message": "not found"})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if self.path not in ROUTES:
+            return self._send(404, {"message": f"no admission route {self.path}"})
+        if not 0 < length <= MAX_BODY:
+            return self._send(413, {"message": "request body missing or too large"})
+        try:
+            body = json.loads(self.rfile.read(length))
+            request = body["request"]
+        except (ValueError, KeyError, TypeError):
+            return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
+        try:
+            response = review(self.path, request, self.server.view, self.server.config)
+        except Exception:  # a bug must answer (and be logged), not hang the API server's call
+            log.exception("admission %s failed", self.path)
+            response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
+        self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--tls-cert-file", required=True)
+    parser.add_argument("--tls-key-file", required=True)
+    parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
+                        help="the schedulerName Jobs get by default")
+    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job)
+    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task)
+    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job)
+    parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
+                             max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
+                             scheduler_name=args.scheduler_name)
+    tls = TLSContext(args.tls_cert_file, args.tls_key_file)
+    view = ClusterView(KubeClient.connect(args.kubeconfig)).start()
+    server = WebhookServer(("0.0.0.0", args.port), tls, view, config)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    try:
+        server.serve_forever()
+    finally:
+        view.stop()
+        server.server_close()
+    return 0

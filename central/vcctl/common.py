@@ -1,0 +1,116 @@
+"""What every vcctl command shares: connection flags, output formats, API errors as one line.
+
+Tables follow vcctl's column names so scripts written against vcctl keep working; `-o yaml`
+and `-o json` print the objects as the API returned them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import yaml
+
+from central.errors import InputError
+
+Column = tuple[str, Callable[[dict[str, Any]], Any]]
+
+
+def add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-k", "--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("-s", "--master", help="the address of the Kubernetes API server (overrides kubeconfig)")
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table",
+                        help="output format (default table)")
+
+
+def connect(args: argparse.Namespace) -> Any:
+    from central.kube.client import KubeClient
+
+    return KubeClient.connect(args.kubeconfig, host=args.master)
+
+
+def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """Turn API and connection failures into one line on stderr and exit 1 (never a traceback);
+    a 404 is the user's mistake and becomes an InputError (exit 2)."""
+    def wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @functools.wraps(fn)
+        def run(args: argparse.Namespace) -> int:
+            from urllib3.exceptions import HTTPError
+
+            from central.kube.client import ApiError
+
+            try:
+                return fn(args)
+            except ApiError as err:
+                if err.code == 404:
+                    raise InputError("", err.message or "not found") from None
+                print(f"caldera {command}: error: {err}", file=sys.stderr)
+            except (HTTPError, OSError) as err:
+                print(f"caldera {command}: error: cannot reach the API server: {err}", file=sys.stderr)
+            return 1
+        return run
+    return wrap
+
+
+def age(obj: dict[str, Any]) -> str:
+    stamp = obj.get("metadata", {}).get("creationTimestamp")
+    if not stamp:
+        return "<unknown>"
+    seconds = int((datetime.now(timezone.utc) - datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=timezone.utc)).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def show(objects: Sequence[dict[str, Any]], output: str, columns: Sequence[Column], single: bool = False) -> None:
+    if output == "json":
+        print(json.dumps(objects[0] if single else {"apiVersion": "v1", "kind": "List", "items": list(objects)},
+                         indent=2))
+    elif output == "yaml":
+        print(yaml.safe_dump(objects[0] if single else {"apiVersion": "v1", "kind": "List", "items": list(objects)},
+                             sort_keys=False), end="")
+    else:
+        rows = [[str(fn(obj)) for _, fn in columns] for obj in objects]
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(columns)]
+        for row in [[h for h, _ in columns]] + rows:
+            print("   ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+def parse_resources(text: str, where: str) -> dict[str, str]:
+    """vcctl's "cpu=1000m,memory=100Mi" resource lists."""
+    from central.api.quantity import parse_quantity
+
+    result = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise InputError(where, f"expected name=quantity pairs like cpu=1000m,memory=100Mi, got {item!r}")
+        try:
+            parse_quantity(value)
+        except (InputError, ValueError) as err:
+            raise InputError(where, f"{name}: invalid quantity {value!r}: {err}") from None
+        result[name] = value
+    return result
+
+
+def admitted(client: Any, obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """`obj` defaulted and checked as the admission webhook would, against the cluster's queues;
+    InputError listing every problem (with its field path) if it would be refused."""
+    from central.admission import Cluster, admit
+    from central.kube.client import VOLCANO_SCHEDULING, path
+
+    queues = client.get(path(VOLCANO_SCHEDULING, "queues")).get("items") or []
+    review = admit(obj, Cluster.from_objects(dict(q, kind="Queue") for q in queues))
+    if not review.allowed:
+        raise InputError(where, "; ".join(review.errors))
+    return review.object

@@ -1,0 +1,176 @@
+"""`caldera job run|list|view|suspend|resume|delete`, as `vcctl job`.
+
+suspend and resume do not change the Job: like vcctl they create a bus.volcano.sh Command
+(AbortJob / ResumeJob) owned by the Job, which the Job controller consumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import yaml
+
+from central.errors import InputError
+from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
+from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
+from central.model.jobs import JOB_NAMESPACE as JOB_NAMESPACE_LABEL
+from central.vcctl.common import (Column, add_connection, add_output, admitted, api_errors, connect, parse_resources,
+                                  show)
+
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    run = sub.add_parser("run", help="run a job from flags or a YAML file")
+    run.add_argument("-N", "--name", default="", help="the name of the job")
+    run.add_argument("-n", "--namespace", default="default", help="the namespace of the job")
+    run.add_argument("-i", "--image", default="busybox", help="the container image of the job")
+    run.add_argument("-m", "--min", type=int, default=1, help="the minimal available tasks of the job")
+    run.add_argument("-r", "--replicas", type=int, default=1, help="the total tasks of the job")
+    run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="the resource requests of a task")
+    run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="the resource limits of a task")
+    run.add_argument("-S", "--scheduler", default="volcano", help="the scheduler of the job")
+    run.add_argument("-f", "--filename", default="", help="a YAML file with the job")
+    for name, help_text in (("list", "list jobs"), ("view", "show one job"), ("suspend", "abort a job"),
+                            ("resume", "resume a suspended job"), ("delete", "delete a job")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("-n", "--namespace", default="default", help="the namespace of the job")
+        if name == "list":
+            p.add_argument("-S", "--scheduler", default="", help="only jobs of this scheduler")
+            p.add_argument("-q", "--queue", default="", help="only jobs in this queue")
+            p.add_argument("--all-namespaces", action="store_true", help="jobs of every namespace")
+            p.add_argument("--selector", default="", help="label selector, e.g. app=train")
+        else:
+            p.add_argument("-N", "--name", required=True, help="the name of the job")
+        add_connection(p)
+        if name in ("list", "view"):
+            add_output(p)
+    add_connection(run)
+    add_output(run)
+
+
+@api_errors("job")
+def run(args: argparse.Namespace) -> int:
+    client = connect(args)
+    if args.action == "run":
+        job = _job_from_file(args) if args.filename else _job_from_flags(args)
+        namespace = job["metadata"].setdefault("namespace", args.namespace)
+        job = admitted(client, job, f"Job {namespace}/{job['metadata']['name']}")
+        created = client.create(path(VOLCANO_BATCH, "jobs", namespace), job)
+        if args.output == "table":
+            print(f"run job {created['metadata']['name']} successfully")
+        else:
+            show([created], args.output, COLUMNS, single=True)
+    elif args.action == "list":
+        url = path(VOLCANO_BATCH, "jobs", None if args.all_namespaces else args.namespace)
+        items = client.request("GET", url, {"labelSelector": args.selector or None}).get("items") or []
+        items = [j for j in items if (not args.scheduler or j["spec"].get("schedulerName") == args.scheduler)
+                 and (not args.queue or j["spec"].get("queue") == args.queue)]
+        if args.output == "table" and not items:
+            print("No resources found")
+            return 0
+        columns = ([("Namespace", lambda j: j["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
+        show(sorted(items, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"])), args.output, columns)
+    elif args.action == "view":
+        job = client.get(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
+        if args.output == "table":
+            print(_describe(job), end="")
+        else:
+            show([job], args.output, COLUMNS, single=True)
+    elif args.action in ("suspend", "resume"):
+        job = client.get(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
+        command = "AbortJob" if args.action == "suspend" else "ResumeJob"
+        client.create(path(VOLCANO_BUS, "commands", args.namespace), job_command(job, command))
+        print(f"{args.action} job {args.name} successfully")
+    else:
+        client.delete(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
+        print(f"delete job {args.name} successfully")
+    return 0
+
+
+def job_command(job: dict[str, Any], action: str) -> dict[str, Any]:
+    """A Command targeting `job`, shaped as vcctl creates it (owner reference = target)."""
+    ref = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job["metadata"]["name"],
+           "uid": job["metadata"].get("uid"), "controller": True, "blockOwnerDeletion": True}
+    return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+            "metadata": {"generateName": f"{job['metadata']['name']}-{action.lower()}-",
+                         "namespace": job["metadata"]["namespace"], "ownerReferences": [ref]},
+            "target": ref, "action": action}
+
+
+def _job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.name:
+        raise InputError("--name", "a job name is required (or give --filename)")
+    if args.replicas < 1 or not 0 < args.min <= args.replicas:
+        raise InputError("--min", f"must be between 1 and --replicas ({args.replicas}), got {args.min}")
+    resources = {"requests": parse_resources(args.requests, "--requests"),
+                 "limits": parse_resources(args.limits, "--limits")}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "metadata": {"name": args.name, "namespace": args.namespace},
+        "spec": {"minAvailable": args.min, "schedulerName": args.scheduler, "tasks": [{
+            "name": args.name, "replicas": args.replicas,
+            "template": {"metadata": {"name": args.name, "labels": {JOB_NAME_LABEL: args.name,
+                                                                    JOB_NAMESPACE_LABEL: args.namespace}},
+                         "spec": {"restartPolicy": "OnFailure", "containers": [{
+                             "name": args.name, "image": args.image, "imagePullPolicy": "IfNotPresent",
+                             "resources": resources}]}}}]},
+    }
+
+
+def _job_from_file(args: argparse.Namespace) -> dict[str, Any]:
+    try:
+        with open(args.filename) as f:
+            job = yaml.safe_load(f)
+    except OSError as err:
+        raise InputError(args.filename, err.strerror or str(err)) from None
+    except yaml.YAMLError as err:
+        raise InputError(args.filename, f"not valid YAML: {err}") from None
+    if not isinstance(job, dict) or job.get("kind") != "Job" or not str(job.get("apiVersion", "")).startswith(
+            "batch.volcano.sh/"):
+        raise InputError(args.filename, "expected one batch.volcano.sh Job")
+    if not (job.get("metadata") or {}).get("name"):
+        raise InputError(args.filename, "metadata.name: required")
+    return job
+
+
+def _count(job: dict[str, Any], field: str) -> int:
+    return int((job.get("status") or {}).get(field) or 0)
+
+
+COLUMNS: list[Column] = [
+    ("Name", lambda j: j["metadata"]["name"]),
+    ("Creation", lambda j: (j["metadata"].get("creationTimestamp") or "")[:10]),
+    ("Phase", lambda j: ((j.get("status") or {}).get("state") or {}).get("phase", "")),
+    ("JobType", lambda j: "Batch"),
+    ("Replicas", lambda j: sum(int(t.get("replicas") or 0) for t in j["spec"].get("tasks") or [])),
+    ("Min", lambda j: j["spec"].get("minAvailable", 0)),
+    ("Pending", lambda j: _count(j, "pending")),
+    ("Running", lambda j: _count(j, "running")),
+    ("Succeeded", lambda j: _count(j, "succeeded")),
+    ("Failed", lambda j: _count(j, "failed")),
+    ("Unknown", lambda j: _count(j, "unknown")),
+    ("RetryCount", lambda j: _count(j, "retryCount")),
+]
+
+
+def _describe(job: dict[str, Any]) -> str:
+    meta, spec, status = job["metadata"], job["spec"], job.get("status") or {}
+    lines = [f"Name:       \t{meta['name']}", f"Namespace:  \t{meta['namespace']}",
+             f"Labels:     \t{meta.get('labels') or {}}", f"Annotations:\t{meta.get('annotations') or {}}",
+             f"API Version:\t{job['apiVersion']}", f"Kind:       \tJob",
+             f"Creation:   \t{meta.get('creationTimestamp', '')}", "Spec:",
+             f"  Min Available:  \t{spec.get('minAvailable', 0)}", f"  Queue:          \t{spec.get('queue', '')}",
+             f"  Scheduler Name: \t{spec.get('schedulerName', '')}", f"  Max Retry:      \t{spec.get('maxRetry', '')}",
+             f"  Plugins:        \t{spec.get('plugins') or {}}", "  Tasks:"]
+    for task in spec.get("tasks") or []:
+        lines.append(f"    Name:    \t{task.get('name', '')}")
+        lines.append(f"    Replicas:\t{task.get('replicas', 0)}")
+    lines.append("Status:")
+    lines.append(f"  State:   \t{(status.get('state') or {}).get('phase', '')}")
+    for field in ("minAvailable", "pending", "running", "succeeded", "failed", "terminating", "unknown",
+                  "retryCount", "version"):
+        if field in status:
+            lines.append(f"  {field}:\t{status[field]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,54 @@
+"""`caldera pod list`, as `vcctl pod list`: pods of Volcano Jobs, by job or queue."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from central.kube.client import CORE, path
+from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
+from central.model.parse import QUEUE_NAME
+from central.vcctl.common import Column, add_connection, add_output, age, api_errors, connect, show
+
+QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job controller's
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    lst = sub.add_parser("list", help="list the pods of Volcano Jobs")
+    lst.add_argument("-n", "--namespace", default="default", help="the namespace of the pods")
+    lst.add_argument("-j", "--job", default="", help="only the pods of this job")
+    lst.add_argument("-q", "--queue", default="", help="only the pods in this queue")
+    lst.add_argument("--all-namespaces", action="store_true", help="pods of every namespace")
+    add_connection(lst)
+    add_output(lst)
+
+
+@api_errors("pod")
+def run(args: argparse.Namespace) -> int:
+    client = connect(args)
+    selector = f"{JOB_NAME_LABEL}={args.job}" if args.job else JOB_NAME_LABEL
+    url = path(CORE, "pods", None if args.all_namespaces else args.namespace)
+    items = client.request("GET", url, {"labelSelector": selector}).get("items") or []
+    if args.queue:
+        items = [p for p in items
+                 if args.queue in {(p["metadata"].get("annotations") or {}).get(k) for k in QUEUE_KEYS}]
+    if args.output == "table" and not items:
+        print("No resources found")
+        return 0
+    columns = ([("Namespace", lambda p: p["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
+    show(sorted(items, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])), args.output, columns)
+    return 0
+
+
+def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return (pod.get("status") or {}).get("containerStatuses") or []
+
+
+COLUMNS: list[Column] = [
+    ("Name", lambda p: p["metadata"]["name"]),
+    ("Ready", lambda p: f"{sum(1 for c in _containers(p) if c.get('ready'))}/{len(p['spec'].get('containers') or [])}"),
+    ("Status", lambda p: (p.get("status") or {}).get("phase", "Unknown")),
+    ("Restart", lambda p: sum(int(c.get("restartCount") or 0) for c in _containers(p))),
+    ("Age", age),
+]

@@ -1,0 +1,73 @@
+"""Test doubles at the adapter's boundary: a cache that records, and a first-fit cycle.
+
+They stand in for the scheduling core only in tests of the adapter itself (what reaches the
+cache, what the sink sends); `test_scheduler_core.py` runs the real core end to end.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+
+class RecordingCache:
+    """Keeps the latest object per (kind, key), as `ClusterCache.apply/delete` would see them."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.applied = 0
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        self.objects[(obj["kind"], key)] = obj
+        self.applied += 1
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> None:
+        self.objects.pop((kind, f"{namespace}/{name}" if namespace else name), None)
+
+    def of(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {key: obj for (k, key), obj in self.objects.items() if k == kind}
+
+
+def result(binds: dict[str, str] | None = None, pending: dict[str, str] | None = None) -> SimpleNamespace:
+    """The parts of the core's CycleResult the adapter reads."""
+    return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {}, evictions={}, timings={})
+
+
+def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamespace:
+    """Bind each unbound pod to the first node with a free pod slot, charging the cache first
+    (the core's contract with the sink)."""
+    used: dict[str, int] = {}
+    for pod in cache.of("Pod").values():
+        node = pod["spec"].get("nodeName")
+        if node:
+            used[node] = used.get(node, 0) + 1
+    binds, pending = {}, {}
+    nodes = sorted(cache.of("Node").items())
+    for key, pod in sorted(cache.of("Pod").items()):
+        if pod["spec"].get("nodeName"):
+            continue
+        for name, node in nodes:
+            if used.get(name, 0) < int(node["status"]["allocatable"]["pods"]):
+                used[name] = used.get(name, 0) + 1
+                cache.apply(dict(pod, spec=dict(pod["spec"], nodeName=name)))
+                sink.bind(key, name)
+                binds[key] = name
+                break
+        else:
+            pending[key] = f"0/{len(nodes)} nodes are available: {len(nodes)} Too many pods."
+    return result(binds, pending)
+
+
+def node(name: str, pods: int = 10) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": str(pods)}}}
+
+
+def pod(name: str, namespace: str = "default", scheduler: str = "volcano", group: str | None = None) -> dict[str, Any]:
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+            "spec": {"schedulerName": scheduler,
+                     "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}

@@ -1,0 +1,36 @@
+"""The client's rate limiter and error mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from central.kube.client import CORE, ApiError, RateLimiter, path
+
+
+def test_rate_limiter_allows_a_burst_then_spaces_requests():
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 6))
+        now[0] += seconds
+
+    limiter = RateLimiter(qps=10, burst=3, clock=lambda: now[0], sleep=sleep)
+    for _ in range(5):
+        limiter.acquire()
+    assert slept == [0.1, 0.1]  # three at once, then one every 1/qps seconds
+    now[0] += 10  # idle: the bucket refills up to the burst, no more
+    for _ in range(4):
+        limiter.acquire()
+    assert slept == [0.1, 0.1, 0.1]
+
+
+def test_errors_carry_the_status_code_reason_and_message(api, kube):
+    with pytest.raises(ApiError) as err:
+        kube.get(path(CORE, "pods", "default", "x"))
+    assert (err.value.code, err.value.reason, err.value.message) == (404, "NotFound", 'pods "x" not found')
+    api.store.fail("get", "pods", times=1, code=503)
+    with pytest.raises(ApiError) as err:
+        kube.get(path(CORE, "pods", "default", "x"))
+    assert (err.value.code, err.value.reason) == (503, "InternalError")
+    assert kube.get_or_none(path(CORE, "pods", "default", "x")) is None

@@ -1,0 +1,118 @@
+"""Leader election on a Lease: one leader at a time, hand-over on release and on expiry."""
+
+from __future__ import annotations
+
+import threading
+
+from central.kube.leader import LeaderElector
+from central.kube.scheduler import ConfigFile, Scheduler
+from tests.kube.conftest import eventually
+from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod
+
+FAST = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.1}
+
+
+def elector(kube, identity: str) -> LeaderElector:
+    return LeaderElector(kube, "caldera-system", "vc-scheduler", identity, **FAST)
+
+
+def contend(candidate: LeaderElector, stop: threading.Event) -> threading.Thread:
+    thread = threading.Thread(target=candidate.acquire, args=(stop,), daemon=True)
+    thread.start()
+    return thread
+
+
+def holder(api) -> str:
+    return api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
+
+
+def test_release_hands_over_without_waiting_for_expiry(api, kube):
+    stop_a, stop_b = threading.Event(), threading.Event()
+    a, b = elector(kube, "a"), elector(kube, "b")
+    assert a.acquire(stop_a)
+    contend(b, stop_b)
+    try:
+        eventually(lambda: api.store.count("get", "leases") >= 4, what="b trying")
+        assert not b.leading.is_set() and holder(api) == "a"
+        a.release()
+        eventually(b.leading.is_set, timeout=1.5, what="b leading before a's lease could expire")
+        assert holder(api) == "b"
+        assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["leaseTransitions"] == 1
+    finally:
+        stop_a.set()
+        stop_b.set()
+
+
+def test_expired_lease_is_taken_over_and_old_leader_notices(api, kube):
+    stop_a, stop_b = threading.Event(), threading.Event()
+    a, b = elector(kube, "a"), elector(kube, "b")
+    assert a.acquire(stop_a)
+    api.store.fail("update", "leases", times=1000, code=500)  # a cannot renew any more...
+    contend(b, stop_b)
+    try:
+        eventually(a.lost.is_set, what="a giving up after its renew deadline")
+        api.store.faults.clear()  # ...and b can write once the lease is stale
+        eventually(b.leading.is_set, what="b taking the expired lease")
+        assert holder(api) == "b"
+    finally:
+        stop_a.set()
+        stop_b.set()
+
+
+def test_two_schedulers_never_both_bind(api, kube):
+    api.put(node("n1", pods=100))
+    runs = []
+    for identity in ("a", "b"):
+        scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
+                              period=0.05, elector=elector(kube, identity))
+        stop = threading.Event()
+        thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+        thread.start()
+        runs.append((scheduler, stop, thread))
+    (first, stop_first, thread_first), (second, stop_second, thread_second) = runs
+    try:
+        leader = eventually(lambda: next((s for s, _, _ in runs if s.ready.is_set()), None), what="a leader")
+        for i in range(5):
+            api.put(pod(f"p{i}"))
+        eventually(lambda: all(api.store.get("pods", "default", f"p{i}")["spec"].get("nodeName") for i in range(5)),
+                   what="first pods bound")
+        leader_run = next(r for r in runs if r[0] is leader)
+        standby = next(r for r in runs if r[0] is not leader)
+        leader_run[1].set()  # clean stop: drains binds, releases the lease
+        leader_run[2].join(10)
+        eventually(standby[0].ready.is_set, what="the standby taking over")
+        for i in range(5, 10):
+            api.put(pod(f"p{i}"))
+        eventually(lambda: all(api.store.get("pods", "default", f"p{i}")["spec"].get("nodeName") for i in range(10)),
+                   what="later pods bound")
+        standby[0].sink.drain()
+    finally:
+        stop_first.set()
+        stop_second.set()
+        thread_first.join(10)
+        thread_second.join(10)
+    assert api.store.count("bind", "pods") == 10  # one Binding per pod, no 409
+    assert leader.cycles > 0 and standby[0].cycles > 0
+
+
+def test_a_leader_whose_lease_is_taken_stops_scheduling(api, kube):
+    api.put(node("n1", pods=100))
+    scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
+                          period=0.05, elector=elector(kube, "a"))
+    stop = threading.Event()
+    outcome: list[int] = []
+    thread = threading.Thread(target=lambda: outcome.append(scheduler.run(stop)), daemon=True)
+    thread.start()
+    try:
+        eventually(scheduler.ready.is_set, what="a leading")
+        lease = api.store.get("leases", "caldera-system", "vc-scheduler")
+        lease["spec"]["holderIdentity"] = "intruder"  # split brain: someone else wrote the Lease
+        with api.store.lock:
+            api.store.replace("leases", ("caldera-system", "vc-scheduler"), lease, None)
+        thread.join(10)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert outcome == [1]  # run() returns 1: the process exits, as Volcano's does
+    assert scheduler.elector.lost.is_set()
+    assert holder(api) == "intruder"  # shutting down did not "release" a Lease it no longer holds

@@ -1,0 +1,271 @@
+"""The install manifests parse, hang together, and grant exactly what the code uses.
+
+The scheduler's RBAC is checked against real traffic: the scheduler runs against the API
+stand-in (binds, an eviction, status writes, Events, the Lease, queue creation) and every
+(group, resource, verb) the server saw must be allowed by the scheduler's roles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from central.framework.conf import load_config
+from central.kube.leader import LeaderElector
+from central.kube.scheduler import ConfigFile, Scheduler
+from central.model.cache import ClusterCache
+from central.scheduler.cycle import run_cycle
+from tests.kube.conftest import eventually
+from tests.kube.fakes import node, pod
+
+ROOT = Path(__file__).resolve().parents[2] / "daemonset"
+
+
+def documents() -> list[dict[str, Any]]:
+    kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
+    docs = []
+    for name in kustomization["resources"]:
+        docs += [d for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
+    return docs
+
+
+def by_kind(kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in documents() if d["kind"] == kind}
+
+
+def test_kustomization_lists_every_manifest():
+    listed = set(yaml.safe_load((ROOT / "kustomization.yaml").read_text())["resources"])
+    present = {p.name for p in ROOT.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed <= present, f"kustomization.yaml lists missing files: {sorted(listed - present)}"
+    # the agent's DaemonSet (daemonset/nodeagent*.yaml, from the node agent's branch) belongs
+    # in the same one-command install: once it is here it must be listed too
+    assert present <= listed, f"add {sorted(present - listed)} to daemonset/kustomization.yaml resources"
+
+
+def test_one_namespace_for_every_component():
+    namespaces = {d["metadata"]["namespace"] for d in documents() if "namespace" in d["metadata"]}
+    assert namespaces == {"caldera-system"}
+    assert by_kind("Namespace").keys() == {"caldera-system"}
+
+
+def test_names_are_unique_per_kind():
+    seen = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in documents()]
+    assert len(seen) == len(set(seen))
+
+
+def test_every_component_runs_the_image_the_kustomization_sets():
+    [image] = yaml.safe_load((ROOT / "kustomization.yaml").read_text())["images"]
+    for doc in documents():
+        if doc["kind"] in ("Deployment", "DaemonSet"):
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                assert container["image"].rpartition(":")[0] == image["name"], doc["metadata"]["name"]
+
+
+def test_bindings_point_at_existing_roles_and_accounts():
+    accounts = {(d["metadata"]["namespace"], d["metadata"]["name"])
+                for d in documents() if d["kind"] == "ServiceAccount"}
+    roles = {(d["kind"], d["metadata"]["name"]) for d in documents() if d["kind"] in ("Role", "ClusterRole")}
+    for binding in documents():
+        if binding["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in roles
+            for subject in binding["subjects"]:
+                assert (subject["namespace"], subject["name"]) in accounts
+    for deployment in by_kind("Deployment").values():
+        spec = deployment["spec"]["template"]["spec"]
+        assert (deployment["metadata"]["namespace"], spec["serviceAccountName"]) in accounts
+
+
+def test_no_wildcards_and_no_secrets_for_the_scheduler():
+    for role in documents():
+        if role["kind"] in ("Role", "ClusterRole"):
+            for rule in role["rules"]:
+                for field in ("apiGroups", "resources", "verbs"):
+                    assert "*" not in rule[field], f"{role['metadata']['name']}: wildcard {field}"
+    scheduler = by_kind("ClusterRole")["caldera-scheduler"]
+    resources = {r for rule in scheduler["rules"] for r in rule["resources"]}
+    assert "secrets" not in resources and "configmaps" not in resources
+    assert not {v for rule in scheduler["rules"] for v in rule["verbs"]} & {"delete", "deletecollection"}
+
+
+def allowed(account: str) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) granted to the service account by every role bound to it."""
+    roles = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d["kind"] in ("Role", "ClusterRole")}
+    grants = set()
+    for binding in documents():
+        if binding["kind"] in ("RoleBinding", "ClusterRoleBinding") and any(
+                s["name"] == account for s in binding["subjects"]):
+            for rule in roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]["rules"]:
+                grants |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    return grants
+
+
+def test_scheduler_rbac_covers_what_the_scheduler_does(api, kube):
+    api.put(node("n1"))
+    for i in range(2):
+        api.put(pod(f"p{i}"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "big", "namespace": "default"}, "spec": {"minMember": 50, "queue": "default"}})
+    api.put(dict(pod("big-0", group="big")))
+    conf = by_kind("ConfigMap")["volcano-scheduler-configmap"]["data"]["volcano-scheduler.conf"]
+    elector = LeaderElector(kube, "caldera-system", "vc-scheduler", "a", lease_duration=2, renew_deadline=1.5,
+                            retry_period=0.1)
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, ConfigFile(None, load_config, load_config(conf, "cm")),
+                          period=0.05, elector=elector)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: api.store.get("pods", "default", "p1")["spec"].get("nodeName"), what="binds")
+        eventually(lambda: (api.store.get("podgroups", "default", "big").get("status") or {}).get("conditions"),
+                   what="a status write")
+        scheduler.sink.evict("default/p0", "test")
+        scheduler.sink.nominate("default/big-0", "n1")
+        scheduler.sink.publish_node_resources("n1", {"kubernetes.io/batch-cpu": "1000"})
+        scheduler.sink.annotate("default/big-0", {"volcano.sh/gpu-index": "0"})
+        scheduler.sink.bind("default/big-0", "n1")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    used = api.store.access
+    for must in (("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "events", "create"),
+                 ("scheduling.volcano.sh", "podgroups/status", "update"), ("coordination.k8s.io", "leases", "update"),
+                 ("", "pods", "patch"), ("", "pods/status", "patch"), ("", "nodes/status", "patch")):
+        assert must in used  # the run above really exercised it
+    missing = used - allowed("caldera-scheduler")
+    assert not missing, f"the scheduler's RBAC lacks {sorted(missing)}"
+
+
+COMMANDS = {"caldera-scheduler": "central.kube.scheduler_cli", "caldera-controllers": "central.kube.controllers_cli",
+            "caldera-admission": "central.kube.webhook"}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_deployment_args_are_flags_the_command_knows(name):
+    deployment = by_kind("Deployment")[name]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    try:
+        module = importlib.import_module(COMMANDS[name])
+    except ModuleNotFoundError:
+        pytest.skip(f"{COMMANDS[name]} is not part of this build")
+    assert container["command"][0] == "caldera"
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    module.add_arguments(parser)
+    parser.parse_args(container.get("args") or [])
+    ports = {p["name"] for p in container["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["port"] in ports
+    assert deployment["spec"]["replicas"] >= 2
+    if name != "caldera-admission":  # the webhook is stateless; the others must elect a leader
+        assert "--leader-elect" in container["args"]
+
+
+def test_scheduler_reads_its_configmap_which_is_valid():
+    deployment = by_kind("Deployment")["caldera-scheduler"]
+    pod_spec = deployment["spec"]["template"]["spec"]
+    [container] = pod_spec["containers"]
+    conf_path = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--scheduler-conf="))
+    mount = next(m for m in container["volumeMounts"] if conf_path.startswith(m["mountPath"] + "/"))
+    volume = next(v for v in pod_spec["volumes"] if v["name"] == mount["name"])
+    configmap = by_kind("ConfigMap")[volume["configMap"]["name"]]
+    key = conf_path[len(mount["mountPath"]) + 1:]
+    assert load_config(configmap["data"][key], key).actions
+
+
+def test_crds_serve_what_the_clients_call():
+    crds = by_kind("CustomResourceDefinition")
+    expected = {"queues.scheduling.volcano.sh": ("Cluster", "v1beta1", True),
+                "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", True),
+                "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False)}
+    assert set(crds) == set(expected)
+    for name, (scope, version, status) in expected.items():
+        crd = crds[name]
+        [served] = crd["spec"]["versions"]
+        assert (crd["spec"]["scope"], served["name"]) == (scope, version)
+        assert ("status" in (served.get("subresources") or {})) == status
+        assert served["additionalPrinterColumns"]
+        assert name == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
+
+
+def test_webhooks_point_at_the_admission_service():
+    services = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in documents() if d["kind"] == "Service"}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for config in by_kind(kind).values():
+            for hook in config["webhooks"]:
+                service = hook["clientConfig"]["service"]
+                assert (service["namespace"], service["name"]) in services
+                assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
+                assert all(g != "" for rule in hook["rules"] for g in rule["apiGroups"])  # never core pods
+
+
+def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
+    from central.admission.jobs import mutate_job
+    from central.cli import main
+    from central.kube.client import VOLCANO_SCHEDULING, path
+    from central.kube.controllers_cli import build, run_controllers
+
+    job = mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                      "metadata": {"name": "mpi", "namespace": "default"},
+                      "spec": {"plugins": {"ssh": [], "svc": [], "env": []}, "tasks": [
+                          {"name": "w", "replicas": 2, "template": {"spec": {"containers": [
+                              {"name": "c", "image": "busybox"}]}}}]}})
+    api.put(job)
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
+             "spec": {"weight": 1}})
+    api.put(pod("plain"))
+    stop = threading.Event()
+    elector = LeaderElector(kube, "caldera-system", "vc-controller-manager", "c", lease_duration=2,
+                            renew_deadline=1.5, retry_period=0.1)
+    thread = threading.Thread(target=run_controllers, args=(build(kube, 2, ("volcano",)), stop, elector), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: api.store.get("podgroups", "default", "mpi"), what="the job's PodGroup")
+        kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "mpi", "status"),
+                         {"status": {"phase": "Inqueue"}})  # as the scheduler's enqueue would
+        eventually(lambda: api.store.get("pods", "default", "mpi-w-1"), what="the job's pods")
+        eventually(lambda: (api.store.get("pods", "default", "plain")["metadata"].get("annotations") or {}).get(
+            "scheduling.k8s.io/group-name"), what="the plain pod's PodGroup")
+        assert main(["job", "suspend", "-N", "mpi", "--kubeconfig", kubeconfig]) == 0
+        assert main(["queue", "operate", "-n", "team", "-a", "close", "--kubeconfig", kubeconfig]) == 0
+        eventually(lambda: (api.store.get("queues", "", "team").get("status") or {}).get("state") == "Closed",
+                   what="the queue closed")
+        eventually(lambda: api.store.get("pods", "default", "mpi-w-0") is None, what="the job's pods deleted")
+    finally:
+        stop.set()
+        thread.join(10)
+    used = api.store.access - CLI_ACCESS
+    for must in (("", "pods", "create"), ("", "pods", "delete"), ("", "secrets", "create"), ("", "services", "create"),
+                 ("scheduling.volcano.sh", "podgroups", "create"), ("batch.volcano.sh", "jobs/status", "update"),
+                 ("scheduling.volcano.sh", "queues/status", "update"), ("bus.volcano.sh", "commands", "delete")):
+        assert must in used
+    missing = used - allowed("caldera-controllers")
+    assert not missing, f"the controllers' RBAC lacks {sorted(missing)}"
+
+
+# what the test's own `caldera job/queue` calls and direct edits use (a user's rights, not the controllers')
+CLI_ACCESS = {("batch.volcano.sh", "jobs", "get"), ("bus.volcano.sh", "commands", "create"),
+              ("scheduling.volcano.sh", "queues", "get"), ("scheduling.volcano.sh", "podgroups/status", "patch")}
+
+
+def test_agents_stream_to_the_scheduler_service():
+    agent_conf = yaml.safe_load(by_kind("ConfigMap")["caldera-nodeagent-config"]["data"]["agent.yaml"])
+    host, _, port = agent_conf["stream"]["server"].rpartition(":")
+    service_name, namespace, _ = host.split(".", 2)
+    service = by_kind("Service")[service_name]
+    assert service["metadata"]["namespace"] == namespace
+    [stream] = [p for p in service["spec"]["ports"] if p["port"] == int(port)]
+    scheduler = by_kind("Deployment")["caldera-scheduler"]
+    [container] = scheduler["spec"]["template"]["spec"]["containers"]
+    assert stream["targetPort"] in {p["name"] for p in container["ports"]}
+    assert any(a.endswith(f":{next(p['containerPort'] for p in container['ports'] if p['name'] == stream['targetPort'])}")
+               for a in container["args"] if a.startswith("--agent-address="))
+    labels = scheduler["spec"]["template"]["metadata"]["labels"]
+    selector = service["spec"]["selector"]
+    assert {k: v for k, v in selector.items() if k != "caldera.io/leader"}.items() <= labels.items()

@@ -1,0 +1,79 @@
+"""Scheduler metrics: Volcano's names, served over HTTP, bounded queue series."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+
+from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.kube.client import VOLCANO_SCHEDULING, path
+from central.kube.metrics import SchedulerMetrics, serve
+from central.kube.scheduler import ConfigFile, Scheduler
+from central.model.cache import ClusterCache
+from central.scheduler.cycle import run_cycle
+from tests.kube.conftest import eventually
+from tests.kube.fakes import node, pod
+
+
+def scrape(port: int, what: str = "/metrics") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{what}") as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+
+
+def sample(text: str, name: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_cycle_metrics_under_volcano_names(api, kube):
+    api.put(node("n1"))
+    api.put(pod("p0"))
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
+             "spec": {"weight": 1, "capability": {"cpu": "4", "memory": "8Gi"}}})
+    metrics = SchedulerMetrics()
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle,
+                          ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default")),
+                          period=0.05, metrics=metrics)
+    server = serve(metrics.registry, 0, scheduler.synced, host="127.0.0.1")
+    port = server.server_address[1]
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    try:
+        assert scrape(port, "/readyz")[0] == 503  # not synced yet
+        thread.start()
+        eventually(lambda: api.store.get("pods", "default", "p0")["spec"].get("nodeName"), what="the bind")
+        eventually(lambda: scheduler.cycles >= 3, what="cycles")
+        assert scrape(port, "/readyz")[0] == 200 and scrape(port, "/healthz")[0] == 200
+        _, text = scrape(port)
+        assert sample(text, "volcano_e2e_scheduling_latency_milliseconds_count") >= 3
+        assert sample(text, 'volcano_schedule_attempts_total{result="scheduled"}') == 1
+        assert sample(text, 'volcano_action_scheduling_latency_milliseconds_count{action="allocate"}') >= 3
+        assert sample(text, "volcano_open_session_duration_milliseconds_count") >= 3
+        assert sample(text, 'volcano_queue_capacity_milli_cpu{queue_name="team"}') == 4000
+        assert sample(text, 'volcano_queue_allocated_milli_cpu{queue_name="default"}') == 1000
+        # a deleted queue's series go away
+        kube.delete(path(VOLCANO_SCHEDULING, "queues", None, "team"))
+        eventually(lambda: 'queue_name="team"' not in scrape(port)[1], what="the team series removed")
+    finally:
+        stop.set()
+        thread.join(10)
+        server.shutdown()
+
+
+def test_queue_podgroup_counts_are_read_at_scrape_time():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from central.kube.metrics import QueuePodGroupCounts
+
+    queues = {"team": {"metadata": {"name": "team"}, "status": {"state": "Open", "running": 2, "inqueue": 1}}}
+    registry = CollectorRegistry()
+    registry.register(QueuePodGroupCounts(queues))
+    text = generate_latest(registry).decode()
+    assert sample(text, 'volcano_queue_pod_group_running_count{queue_name="team"}') == 2
+    del queues["team"]  # a deleted queue has no series left
+    assert "team" not in generate_latest(registry).decode()

@@ -1,0 +1,102 @@
+"""`caldera scheduler` as a process: schedules, serves probes, releases its Lease on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from tests.kube.conftest import eventually
+from tests.kube.fakes import node, pod
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(api, kubeconfig, tmp_path):
+    api.put(node("n1"))
+    api.put(pod("p0"))
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')
+    api.put(pod("sched-0", namespace="caldera-system", scheduler="default-scheduler"))  # its own pod
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), POD_NAME="sched-0", POD_NAMESPACE="caldera-system")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig, "--scheduler-conf", str(conf),
+         "--schedule-period", "0.1", "--listen-port", str(port), "--leader-elect-retry-period", "0.2"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        eventually(lambda: (api.store.get("pods", "default", "p0") or {}).get("spec", {}).get("nodeName"),
+                   timeout=30, what="the process binding the pod")
+        assert answers(f"http://127.0.0.1:{port}/readyz")
+        assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
+        assert own_label(api) == "true"  # the agents' Service now selects this pod
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"] == ""
+    assert own_label(api) == "false"
+
+
+def own_label(api) -> str | None:
+    return (api.store.get("pods", "caldera-system", "sched-0")["metadata"].get("labels") or {}).get(
+        "caldera.io/leader")
+
+
+def test_agent_stream_without_tls_must_be_asked_for(kubeconfig):
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+                             "--agent-address", "127.0.0.1:0"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--agent-tls-dir" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_invalid_config_at_start_is_one_line_exit_2(kubeconfig, tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text('actions: "allocate, dance"\n')
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+                             "--scheduler-conf", str(conf)], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "dance" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(api, kubeconfig):
+    from central.admission.jobs import mutate_job
+
+    api.put(mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                        "metadata": {"name": "train", "namespace": "default"},
+                        "spec": {"tasks": [{"name": "w", "replicas": 1, "template": {
+                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "caldera", "controllers", "--kubeconfig", kubeconfig, "--listen-port",
+         str(free_port())], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        eventually(lambda: api.store.get("podgroups", "default", "train"), timeout=30, what="the PodGroup")
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    assert api.store.get("leases", "caldera-system", "vc-controller-manager")["spec"]["holderIdentity"] == ""

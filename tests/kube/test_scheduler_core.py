@@ -1,0 +1,100 @@
+"""The real scheduling core behind the adapter: ClusterCache + run_cycle against the stand-in."""
+
+from __future__ import annotations
+
+import threading
+
+from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.kube.scheduler import ConfigFile, Scheduler
+from central.model.cache import ClusterCache
+from central.scheduler.cycle import run_cycle
+from tests.kube.conftest import eventually
+from tests.kube.fakes import node, pod
+
+
+def podgroup(name: str, min_member: int) -> dict:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": min_member, "queue": "default"}}
+
+
+def gang(api, name: str, size: int, cpu: str) -> list[str]:
+    api.put(podgroup(name, size))
+    names = []
+    for i in range(size):
+        p = pod(f"{name}-{i}", group=name)
+        p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+        api.put(p)
+        names.append(f"{name}-{i}")
+    return names
+
+
+def run_scheduler(kube, stop: threading.Event) -> tuple[Scheduler, threading.Thread]:
+    conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, bind_backoff=(0.01, 0.05))
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    return scheduler, thread
+
+
+def test_gangs_are_bound_whole_or_reported_pending(api, kube):
+    for name in ("n1", "n2"):
+        api.put(node(name))
+    fits = gang(api, "small", 3, "2")
+    too_big = gang(api, "big", 5, "4")
+    api.store.fail("bind", "pods", times=1, code=500)  # one refused bind on the way
+    stop = threading.Event()
+    scheduler, thread = run_scheduler(kube, stop)
+    try:
+        eventually(lambda: all(api.store.get("pods", "default", n)["spec"].get("nodeName") for n in fits),
+                   what="the small gang bound")
+        eventually(lambda: (api.store.get("podgroups", "default", "big").get("status") or {}).get("conditions"),
+                   what="the big gang's condition")
+        eventually(lambda: any(e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "big-0"
+                               for e in api.store.objects["events"].values()), what="a why-pending event")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not any(api.store.get("pods", "default", n)["spec"].get("nodeName") for n in too_big)
+    assert api.store.count("bind", "pods") == len(fits) + 1  # the refused one was retried once
+    condition = api.store.get("podgroups", "default", "big")["status"]["conditions"][0]
+    assert condition["type"] == "Unschedulable"
+    assert {name for _, name in api.store.objects["queues"]} == {"root", "default"}
+
+
+def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
+    import grpc
+
+    from central.agents.feed import NodeDataFeed
+    from central.agents.server import ReceiverServer
+    from central.agents.store import NodeReportStore
+    from nodeagent.api.v1 import agent_pb2 as pb
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    api.put(node("n1"))
+    store = NodeReportStore()
+    receiver = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = receiver.start()
+    leading: list[bool] = []
+    conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, node_feed=NodeDataFeed(store),
+                          on_leading=leading.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        report = pb.NodeReport(node_name="n1", agent_epoch="e", sequence=1, full=True,
+                               resources=pb.Resources(batch_cpu_millicores=3500, batch_memory_bytes=2 << 30))
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            [ack] = list(pb_grpc.NodeReportServiceStub(channel).Report(iter([report])))
+        assert ack.accepted
+        eventually(lambda: (api.store.get("nodes", "", "n1")["status"].get("capacity") or {}).get(
+            "kubernetes.io/batch-cpu") == "3500", what="the batch resources published on the Node")
+        assert leading == [True]
+    finally:
+        stop.set()
+        thread.join(10)
+        receiver.stop()
+    assert leading == [True, False]
+    assert api.store.get("nodes", "", "n1")["status"]["allocatable"]["kubernetes.io/batch-memory"] == str(2 << 30)

@@ -1,0 +1,170 @@
+"""vcctl-compatible commands through `caldera ...` against the stand-in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from central.cli import main
+from tests.kube.fakes import pod
+
+
+@pytest.fixture
+def caldera(kubeconfig, capsys):
+    def call(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--kubeconfig", kubeconfig])
+        out, err = capsys.readouterr()
+        return code, out, err
+    return call
+
+
+def commands(api) -> list[dict]:
+    return sorted(api.store.objects["commands"].values(), key=lambda c: int(c["metadata"]["resourceVersion"]))
+
+
+def test_queue_lifecycle(api, caldera):
+    assert caldera("queue", "create", "-n", "research", "-w", "3")[0] == 0
+    code, out, _ = caldera("queue", "list")
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split() == ["Name", "Weight", "State", "Inqueue", "Pending", "Running", "Unknown", "Completed"]
+    assert row.split()[:3] == ["research", "3", "Open"]
+    assert caldera("queue", "operate", "-n", "research", "-a", "update", "-w", "5")[0] == 0
+    code, out, _ = caldera("queue", "get", "-n", "research", "-o", "json")
+    assert json.loads(out)["spec"]["weight"] == 5
+    assert caldera("queue", "delete", "-n", "research")[0] == 0
+    assert api.store.get("queues", "", "research") is None
+
+
+def test_queue_close_creates_a_command_for_the_controller(api, caldera):
+    caldera("queue", "create", "-n", "research")
+    code, out, _ = caldera("queue", "operate", "-n", "research", "-a", "close")
+    assert (code, out.strip()) == (0, "close queue research successfully")
+    [command] = commands(api)
+    queue = api.store.get("queues", "", "research")
+    assert command["action"] == "CloseQueue"
+    assert command["target"]["kind"] == "Queue" and command["target"]["uid"] == queue["metadata"]["uid"]
+    assert command["metadata"]["name"].startswith("research-closequeue-")
+
+
+@pytest.mark.parametrize("argv, where", [
+    pytest.param(("queue", "get", "-n", "missing"), 'queues "missing" not found', id="missing-queue"),
+    pytest.param(("job", "run", "-N", "j", "-R", "cpu=lots"), "--requests", id="bad-quantity"),
+    pytest.param(("job", "run", "-N", "j", "-R", "cpu"), "--requests", id="not-a-pair"),
+    pytest.param(("job", "run", "-N", "j", "-m", "3", "-r", "2"), "--min", id="min-above-replicas"),
+    pytest.param(("job", "suspend", "-N", "nope"), 'jobs "nope" not found', id="missing-job"),
+    pytest.param(("queue", "create", "-n", "q", "-w", "0"), "--weight", id="zero-weight"),
+    pytest.param(("queue", "create", "-n", "q", "-p", "nosuch"), "spec.parent", id="unknown-parent-queue"),
+    pytest.param(("job", "run", "-N", "Bad_Name"), "Job default/Bad_Name", id="invalid-job-name"),
+])
+def test_bad_input_is_one_line_exit_2(api, caldera, argv, where):
+    code, out, err = caldera(*argv)
+    assert code == 2
+    assert where in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_job_run_list_view_suspend_resume_delete(api, caldera):
+    code, out, _ = caldera("job", "run", "-N", "train", "-r", "3", "-m", "2", "-i", "nginx", "-R", "cpu=500m")
+    assert (code, out.strip()) == (0, "run job train successfully")
+    job = api.store.get("vcjobs", "default", "train")
+    [task] = job["spec"]["tasks"]
+    assert (job["spec"]["minAvailable"], job["spec"]["schedulerName"], task["replicas"]) == (2, "volcano", 3)
+    assert task["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
+    assert task["template"]["spec"]["containers"][0]["image"] == "nginx"
+
+    code, out, _ = caldera("job", "list")
+    header, row = out.splitlines()
+    assert header.split()[:6] == ["Name", "Creation", "Phase", "JobType", "Replicas", "Min"]
+    assert row.split()[0] == "train" and row.split()[3:5] == ["3", "2"]
+    code, out, _ = caldera("job", "view", "-N", "train", "-o", "yaml")
+    assert yaml.safe_load(out)["metadata"]["name"] == "train"
+    code, out, _ = caldera("job", "view", "-N", "train")
+    assert "Min Available:" in out
+
+    assert caldera("job", "suspend", "-N", "train")[0] == 0
+    assert caldera("job", "resume", "-N", "train")[0] == 0
+    assert [c["action"] for c in commands(api)] == ["AbortJob", "ResumeJob"]
+    assert all(c["target"]["uid"] == job["metadata"]["uid"] for c in commands(api))
+    assert caldera("job", "delete", "-N", "train")[0] == 0
+    assert api.store.get("vcjobs", "default", "train") is None
+
+
+def test_job_run_refuses_a_closed_queue_as_admission_would(api, caldera, tmp_path):
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "shut"},
+             "spec": {"weight": 1}, "status": {"state": "Closed"}})
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                        "metadata": {"name": "j"}, "spec": {"queue": "shut", "tasks": [
+                                            {"name": "t", "replicas": 1, "template": {"spec": {"containers": [
+                                                {"name": "c", "image": "busybox"}]}}}]}}))
+    code, _, err = caldera("job", "run", "-f", str(manifest))
+    assert code == 2 and 'spec.queue: can only submit job to queue with state Open; queue "shut" is Closed' in err
+    assert not api.store.objects["vcjobs"]
+
+
+def test_job_run_from_file(api, caldera, tmp_path):
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                        "metadata": {"name": "from-file"},
+                                        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": {
+                                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
+    assert caldera("job", "run", "-f", str(manifest), "-n", "team")[0] == 0
+    created = api.store.get("vcjobs", "team", "from-file")
+    assert created["spec"]["tasks"][0]["name"] == "t"
+    assert created["spec"]["queue"] == "default"  # defaulted as the webhook does
+
+
+def test_pod_list_by_job(api, caldera):
+    for name, job in (("train-worker-0", "train"), ("other-0", "other")):
+        p = pod(name)
+        p["metadata"]["labels"] = {"volcano.sh/job-name": job}
+        api.put(p)
+    api.put(pod("plain"))
+    code, out, _ = caldera("pod", "list", "-j", "train")
+    header, *rows = out.splitlines()
+    assert header.split() == ["Name", "Ready", "Status", "Restart", "Age"]
+    assert [r.split()[:3] for r in rows] == [["train-worker-0", "0/1", "Pending"]]
+    code, out, _ = caldera("pod", "list", "-o", "json")
+    assert sorted(p["metadata"]["name"] for p in json.loads(out)["items"]) == ["other-0", "train-worker-0"]
+
+
+def test_unreachable_server_is_one_line(caldera):
+    code, out, err = caldera("queue", "list", "-s", "http://127.0.0.1:9")
+    assert code == 1 and "cannot reach the API server" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param(None, id="missing-file"),
+    pytest.param("{{{\n", id="not-yaml"),
+    pytest.param("apiVersion: v1\nkind: Config\n", id="no-context"),
+])
+def test_bad_kubeconfig_is_one_line_exit_2(tmp_path, capsys, content):
+    kubeconfig = tmp_path / "kubeconfig"
+    if content is not None:
+        kubeconfig.write_text(content)
+    assert main(["queue", "list", "--kubeconfig", str(kubeconfig)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"caldera queue: error: --kubeconfig {kubeconfig}: cannot configure")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_version(capsys):
+    assert main(["version"]) == 0
+    assert "Version:" in capsys.readouterr().out
+
+
+def test_job_list_across_namespaces_and_by_queue(api, caldera):
+    for namespace, queue in (("a", "default"), ("b", "research")):
+        api.put({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                 "metadata": {"name": "j", "namespace": namespace},
+                 "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "t", "replicas": 2}]},
+                 "status": {"state": {"phase": "Running"}, "running": 2}})
+    code, out, _ = caldera("job", "list", "--all-namespaces")
+    header, *rows = out.splitlines()
+    assert header.split()[:2] == ["Namespace", "Name"]
+    assert [r.split()[:2] + r.split()[3:4] for r in rows] == [["a", "j", "Running"], ["b", "j", "Running"]]
+    code, out, _ = caldera("job", "list", "--all-namespaces", "-q", "research", "-o", "json")
+    assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]] == ["b"]
+    assert caldera("job", "list", "-n", "empty")[1].strip() == "No resources found"

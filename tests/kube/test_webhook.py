@@ -1,0 +1,142 @@
+"""The admission webhook over real HTTPS, deciding against objects watched from the stand-in."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import ssl
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from central.admission import DEFAULT_CONFIG
+from central.kube.webhook import ClusterView, TLSContext, WebhookServer, review
+from tests.kube.conftest import eventually
+
+
+def self_signed(tmp_path) -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@pytest.fixture
+def webhook(api, kube, tmp_path):
+    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "closed"},
+             "spec": {"weight": 1}, "status": {"state": "Closed"}})
+    cert, key = self_signed(tmp_path)
+    view = ClusterView(kube).start()
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    context = ssl.create_default_context(cafile=cert)
+
+    def call(route: str, body: dict | None = None) -> tuple[int, dict]:
+        url = f"https://localhost:{server.server_address[1]}{route}"
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read() or b"{}")
+
+    eventually(view.synced, what="the webhook's caches")
+    yield call
+    server.shutdown()
+    server.server_close()
+    view.stop()
+
+
+def job(tasks: list[dict], queue: str | None = None) -> dict:
+    spec = {"minAvailable": 1, "tasks": tasks}
+    if queue:
+        spec["queue"] = queue
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": "default"}, "spec": spec}
+
+
+def task(name: str, replicas: int = 1) -> dict:
+    return {"name": name, "replicas": replicas,
+            "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+
+
+def admission(obj: dict, operation: str = "CREATE", old: dict | None = None) -> dict:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-1", "operation": operation, "object": obj, "oldObject": old}}
+
+
+def test_mutate_returns_the_defaults_as_a_json_patch(webhook):
+    code, body = webhook("/jobs/mutate", admission(job([task("worker")])))
+    response = body["response"]
+    assert (code, response["uid"], response["allowed"], response["patchType"]) == (200, "u-1", True, "JSONPatch")
+    patch = json.loads(base64.b64decode(response["patch"]))
+    spec = next(op["value"] for op in patch if op["path"] == "/spec")
+    assert spec["queue"] == "default" and spec["schedulerName"] == "volcano"
+
+
+@pytest.mark.parametrize("route, request_body, field", [
+    pytest.param("/jobs/validate", admission(job([task("w"), task("w")])), "spec.tasks[1].name", id="duplicate-task"),
+    pytest.param("/jobs/validate", admission(job([task("w")], queue="closed")), "spec.queue", id="closed-queue"),
+    pytest.param("/jobs/validate", admission(job([task("w")], queue="nosuch")), "spec.queue", id="missing-queue"),
+    pytest.param("/queues/validate", admission(None, "DELETE", {"apiVersion": "scheduling.volcano.sh/v1beta1",
+                                                                "kind": "Queue", "metadata": {"name": "default"}}),
+                 "", id="delete-default-queue"),
+])
+def test_validate_denies_with_the_field_path(webhook, route, request_body, field):
+    code, body = webhook(route, request_body)
+    response = body["response"]
+    assert code == 200 and response["allowed"] is False
+    assert field in response["status"]["message"]
+
+
+def test_a_good_job_is_allowed(webhook):
+    code, body = webhook("/jobs/validate", admission(job([task("ps"), task("worker", 2)])))
+    assert body["response"] == {"uid": "u-1", "allowed": True}
+
+
+@pytest.mark.parametrize("route, body, code", [
+    pytest.param("/jobs/validate", {"no": "request"}, 400, id="not-a-review"),
+    pytest.param("/pods/mutate", admission({}), 404, id="unknown-route"),
+])
+def test_malformed_requests_get_http_errors(webhook, route, body, code):
+    assert webhook(route, body)[0] == code
+
+
+def test_health_and_refusal_before_sync(webhook, kube):
+    assert webhook("/healthz")[0] == 200
+    cold = ClusterView(kube)  # never started: not synced
+    response = review("/jobs/validate", admission(job([task("w")]))["request"], cold, DEFAULT_CONFIG)
+    assert response["allowed"] is False and response["status"]["code"] == 503
+
+
+def test_missing_certificate_is_an_input_error(tmp_path):
+    from central.errors import InputError
+
+    with pytest.raises(InputError, match="cannot load the certificate"):
+        TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+
+
+def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
+    from tests.kube.test_manifests import allowed
+
+    webhook("/jobs/validate", admission(job([task("w")])))
+    missing = api.store.access - allowed("caldera-admission")
+    assert api.store.access and not missing, f"the webhook's RBAC lacks {sorted(missing)}"
