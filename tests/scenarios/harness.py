@@ -14,7 +14,8 @@ an optional `config:` (volcano-scheduler.conf text; default: Volcano's default),
 pods' creation),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
 map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
-`conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`.
+`conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`,
+`annotations` ({pod: {key: value}}, what plugins wrote on bound pods).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from central.model.parse import parse_time
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 
-RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "volcano.sh/gpu-memory", "example.com/fpga")
+RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "volcano.sh/gpu-memory", "volcano.sh/gpu-number",
+                 "example.com/fpga")
 
 
 def load_cases(path: Path) -> list[dict[str, Any]]:
@@ -42,7 +44,8 @@ def objects_of(case: dict[str, Any]) -> list[dict[str, Any]]:
     for name, spec in (case.get("nodes") or {}).items():
         spec = dict(spec)
         alloc = {k: str(spec.pop(k)) for k in RESOURCE_KEYS if k in spec}
-        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": spec.pop("labels", {})},
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": spec.pop("labels", {}), "annotations": spec.pop("annotations", {})},
                 "spec": {k: spec.pop(k) for k in ("taints", "unschedulable") if k in spec},
                 "status": {"allocatable": alloc}}
         assert not spec, f"unknown node shorthand keys {list(spec)}"
@@ -104,6 +107,8 @@ def check(case: dict[str, Any], result: SimulationResult) -> None:
         assert result.binds == (expect["binds"] or {})
     if "bound_count" in expect:
         assert len(result.binds) == expect["bound_count"]
+    for pod, notes in (expect.get("annotations") or {}).items():
+        assert result.annotations.get(pod) == notes, f"{pod}: {result.annotations.get(pod)}"
     if "evictions" in expect:
         assert sorted(result.evictions) == sorted(expect["evictions"] or [])
     if "pipelined" in expect:
