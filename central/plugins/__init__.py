@@ -13,10 +13,11 @@ from central.plugins.predicates import Predicates
 from central.plugins.priority import Priority
 from central.plugins.sla import Sla
 from central.plugins.tasktopology import TaskTopology
+from central.plugins.tdm import Tdm
 from central.plugins.proportion import Proportion
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
-                DeviceShare)
+                DeviceShare, Tdm)
 }
