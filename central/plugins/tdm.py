@@ -130,6 +130,7 @@ class Tdm(Plugin):
         self.zone_of_row = zones
         self.revocable_rows = np.array([z is not None for z in zones], dtype=bool)
         self.open_rows = np.array([z in self.open_zones for z in zones], dtype=bool)
+        self.any_revocable = bool(self.revocable_rows.any())
         for job in session.jobs.values():  # a malformed budget is reported now, not mid-cycle
             for key in (MAX_UNAVAILABLE, MIN_AVAILABLE):
                 if key in job.annotations:
@@ -138,7 +139,7 @@ class Tdm(Plugin):
     # --- placement ------------------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
-        if not self.revocable_rows.any():
+        if not self.any_revocable:
             return []
         if revocable(task):
             return [(~self.revocable_rows[rows] | self.open_rows[rows],
