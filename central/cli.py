@@ -18,6 +18,7 @@ from central.errors import InputError
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("central.sim.command", "dry-run scheduling cycles on manifests, print what would happen"),
     "bench": ("central.sim.bench", "scale benchmark of a scheduling session on a synthetic cluster"),
+    "validate": ("central.admission.command", "check manifests as the admission webhook would, against a cluster"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
 }
 

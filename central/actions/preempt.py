@@ -29,7 +29,7 @@ def preempt(ssn: Session) -> None:
         if job.pending_phase or ssn.job_valid(job) or not ssn.job_starving(job):
             continue
         starving.setdefault(job.queue, PriorityQueue(ssn.job_less)).push(job)
-    for queue_name, jobs in starving.items():
+    for jobs in starving.values():
         under_request = []
         while jobs:
             job = jobs.pop()

@@ -13,7 +13,8 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from central.api.resources import format_value
 from central.framework.conf import SchedulerConf
@@ -30,6 +31,10 @@ from central.model.objects import (
     TaskStatus,
 )
 
+if TYPE_CHECKING:
+    from central.plugins.agentview import AgentView
+    from central.plugins.nodeindex import NodeIndex
+
 _session_ids = itertools.count(1)
 
 
@@ -41,6 +46,7 @@ class CycleResult:
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
     evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
+    nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
     changed_podgroups: set[str] = field(default_factory=set)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -73,7 +79,6 @@ class Session:
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
-        self.points = Points([])  # plugins may fire events while they are built
         self.tiers: list[list[Plugin]] = [[PLUGINS[opt.name](opt, self) for opt in tier] for tier in conf.tiers]
         self.points = Points(self.tiers)
 
@@ -155,6 +160,20 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.points.all_true("preemptive", queue, task)
 
+    @cached_property
+    def node_index(self) -> "NodeIndex":
+        """Label and taint lookups over node rows, shared by the plugins of this session."""
+        from central.plugins.nodeindex import NodeIndex
+
+        return NodeIndex(self.nodes)
+
+    @cached_property
+    def agents(self) -> "AgentView":
+        """The agents' latest reports over node rows (fresh ones only), shared by plugins."""
+        from central.plugins.agentview import AgentView
+
+        return AgentView(self)
+
     def statement(self) -> Statement:
         return Statement(self)
 
@@ -190,7 +209,7 @@ class Session:
             statement.discard()
         for task in self.committed_pipelines:
             if task.status == TaskStatus.PIPELINED:
-                task.nominated_node = task.node
+                task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = self._queue_statuses()
         return result

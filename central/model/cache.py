@@ -13,13 +13,15 @@ task set and the job's counters in step.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
-from central.api.resources import Dimensions
+from central.api.resources import Dimensions, canonical
 from central.errors import InputError
 from central.model import parse
+from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
     ALLOCATED_STATUSES,
@@ -33,6 +35,8 @@ from central.model.objects import (
 )
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
+BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
 
 def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
@@ -72,6 +76,8 @@ class ClusterCache:
         self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
         self._vectors: dict[tuple, np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
+        self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
+        self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.version = 0  # bumped on every change; sessions use it to reuse what they built
 
     # --- feeding ----------------------------------------------------------------------------
@@ -122,7 +128,7 @@ class ClusterCache:
         if grew or node.index >= self.table.size:
             self._rebuild_table()
         else:
-            self._fill_row(node)
+            self._refresh_node(node)
 
     def _apply_pod(self, obj: Mapping[str, Any]) -> None:
         if len(self._templates) > 100_000:  # bounded: a memo, not a record
@@ -168,6 +174,39 @@ class ClusterCache:
         name, value, global_default = parse.parse_priority_class(obj)
         self.priority_classes[name] = (value, global_default)
         self._resolve_priorities()
+
+    def set_node_data(self, data: NodeData) -> None:
+        """The latest agent report for a node (kept even before the Node object arrives).
+
+        Batch (oversubscribed) resources it reports extend the node's allocatable as
+        kubernetes.io/batch-cpu and kubernetes.io/batch-memory, which offline pods request.
+        """
+        old = self.node_data.get(data.node)
+        self.node_data[data.node] = data
+        if old is None or (old.batch_cpu, old.batch_memory) != (data.batch_cpu, data.batch_memory):
+            self.batch_changed.add(data.node)
+            node = self.nodes.get(data.node)
+            if node is not None:
+                self._refresh_node(node)
+        self.version += 1
+
+    def take_batch_changes(self) -> dict[str, dict[str, str]]:
+        """Nodes whose batch resources changed since last taken, as the Node status should
+        show them (Volcano's agent publishes millicores and bytes as plain integers)."""
+        changed, self.batch_changed = self.batch_changed, set()
+        out = {}
+        for name in sorted(changed):
+            data = self.node_data[name]
+            out[name] = {BATCH_CPU: str(int(data.batch_cpu)), BATCH_MEMORY: str(int(data.batch_memory))}
+        return out
+
+    def batch_resources(self, name: str) -> dict[str, float]:
+        """The batch resources last reported for a node, in canonical units."""
+        data = self.node_data.get(name)
+        if data is None or not (data.batch_cpu or data.batch_memory):
+            return {}
+        return {BATCH_CPU: canonical(BATCH_CPU, Decimal(repr(data.batch_cpu))),
+                BATCH_MEMORY: canonical(BATCH_MEMORY, Decimal(repr(data.batch_memory)))}
 
     # --- queries ----------------------------------------------------------------------------
 
@@ -264,9 +303,15 @@ class ClusterCache:
             self._vectors[items] = vec
         return vec
 
+    def _refresh_node(self, node: NodeInfo) -> None:
+        if any(self.dims.add(name) for name in self.batch_resources(node.name)):
+            self._rebuild_table()
+        else:
+            self._fill_row(node)
+
     def _fill_row(self, node: NodeInfo) -> None:
         t, row = self.table, node.index
-        t.alloc[row] = self.dims.vector(node.allocatable)
+        t.alloc[row] = self.dims.vector({**node.allocatable, **self.batch_resources(node.name)})
         t.used[row] = 0
         t.releasing[row] = 0
         t.pipelined[row] = 0

@@ -149,6 +149,7 @@ class PodTemplate:
     preferred_pod_affinity: tuple[PodAffinityTerm, ...]
     preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...]
     spread: tuple[SpreadConstraint, ...]
+    guaranteed: bool = False  # Guaranteed QoS: every container's cpu and memory requests equal its limits
 
     @property
     def label_map(self) -> dict[str, str]:

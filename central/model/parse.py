@@ -264,6 +264,18 @@ def _spread(spec: Mapping[str, Any]) -> tuple[SpreadConstraint, ...]:
     return tuple(out)
 
 
+def _guaranteed(spec: Mapping[str, Any]) -> bool:
+    """Kubernetes' Guaranteed QoS class: cpu and memory limits set, and requests equal to them."""
+    containers = [*_list(spec, "containers"), *_list(spec, "initContainers")]
+    for c in containers:
+        resources = (c or {}).get("resources") or {}
+        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+        for name in ("cpu", "memory"):
+            if name not in limits or str(requests.get(name, limits[name])) != str(limits[name]):
+                return False
+    return bool(containers)
+
+
 def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]) -> PodTemplate:
     resreq, init = pod_requests(spec)
     affinity = _typed(spec.get("affinity") or {}, Mapping, "spec.affinity")
@@ -295,6 +307,7 @@ def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]
         preferred_pod_affinity=_pod_terms(pa.get(pref_key), f"spec.affinity.podAffinity.{pref_key}", True),
         preferred_pod_anti_affinity=_pod_terms(paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}", True),
         spread=_spread(spec),
+        guaranteed=_guaranteed(spec),
     )
 
 

@@ -19,6 +19,9 @@ class ClusterSink(Protocol):
     def bind(self, pod_key: str, node: str) -> None:
         """Bind the pod to the node. The cache already charged the node."""
 
+    def nominate(self, pod_key: str, node: str) -> None:
+        """Set the pod's status.nominatedNodeName: room is being made for it there."""
+
     def evict(self, pod_key: str, reason: str) -> None:
         """Evict the pod (the Eviction API in a cluster); `reason` is for the pod's condition."""
 
@@ -27,3 +30,7 @@ class ClusterSink(Protocol):
 
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         """Write a Queue's `status` (allocated and the per-phase PodGroup counts)."""
+
+    def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
+        """Set extended resources on the Node's status capacity and allocatable
+        (kubernetes.io/batch-cpu and -memory for co-location)."""

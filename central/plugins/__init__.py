@@ -8,16 +8,18 @@ from central.plugins.deviceshare import DeviceShare
 from central.plugins.drf import Drf
 from central.plugins.gang import Gang
 from central.plugins.nodeorder import NodeOrder
+from central.plugins.numaaware import NumaAware
 from central.plugins.overcommit import Overcommit
 from central.plugins.predicates import Predicates
 from central.plugins.priority import Priority
 from central.plugins.sla import Sla
 from central.plugins.tasktopology import TaskTopology
 from central.plugins.tdm import Tdm
+from central.plugins.usage import Usage
 from central.plugins.proportion import Proportion
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
-                DeviceShare, Tdm)
+                NumaAware, Usage, DeviceShare, Tdm)
 }

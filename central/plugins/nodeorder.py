@@ -17,7 +17,7 @@ import numpy as np
 from central.api.resources import EPSILON
 from central.framework.plugin import Plugin
 from central.model.objects import PodTemplate, TaskInfo
-from central.plugins.nodeindex import NodeIndex, domain_counts, placed_tasks, term_rows, untolerated
+from central.plugins.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 
 MAX_SCORE = 100
 WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,
@@ -76,7 +76,7 @@ class NodeOrder(Plugin):
     def __init__(self, option, session):
         super().__init__(option, session)
         self.weights = {k: self.argument(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
-        self.index = NodeIndex(session.nodes)
+        self.index = session.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}
 

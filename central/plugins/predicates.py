@@ -44,7 +44,7 @@ class Predicates(Plugin):
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.index = NodeIndex(session.nodes)
+        self.index = session.node_index
         self.enabled = {name: self.argument(f"predicate.{name}Enable", True, bool)
                         for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
         self._static: dict[PodTemplate, list[Check]] = {}

@@ -33,6 +33,8 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
     if sink is not None:
         for pod, reason in result.evictions.items():
             sink.evict(pod, reason)
+        for pod, node in result.nominated.items():
+            sink.nominate(pod, node)
         for pod, node in result.binds.items():
             if pod in result.annotations:
                 sink.annotate(pod, result.annotations[pod])
@@ -41,4 +43,6 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
             sink.update_podgroup_status(podgroup, result.podgroups[podgroup])
         for queue, status in result.queues.items():
             sink.update_queue_status(queue, status)
+        for node, resources in cache.take_batch_changes().items():
+            sink.publish_node_resources(node, resources)
     return result

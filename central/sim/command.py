@@ -1,7 +1,7 @@
 """`caldera simulate`: what the scheduler would do with a cluster, without a cluster.
 
     caldera simulate --manifests PATH [--manifests PATH ...] [--config FILE] [--cycles N]
-                     [--output json|table]
+                     [--output json|table] [--node-reports PATH ...] [--now TIME]
 
 Without --manifests it runs on the example cluster shipped with Caldera.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 from central.errors import InputError
@@ -33,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
     parser.add_argument("--output", choices=("json", "table"), default="table")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
+    parser.add_argument("--node-reports", action="append", metavar="PATH",
+                        help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
+                             "per node or a directory of them; taken as current at the first cycle")
     parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
                                                      "matters for waiting times (sla)")
 
@@ -46,7 +51,13 @@ def run(args: argparse.Namespace) -> int:
     cache = ClusterCache(scheduler_name=args.scheduler_name)
     load_into(cache, manifests)
     check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    result = simulate(cache, conf, args.cycles, parse_time(args.now, "--now") if args.now else None)
+    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
+    if args.node_reports:
+        from central.agents.nodedata import read_node_reports  # only dry runs with reports need protobuf
+
+        for data in read_node_reports(args.node_reports):
+            cache.set_node_data(replace(data, reported_at=start))
+    result = simulate(cache, conf, args.cycles, start)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -8,19 +8,16 @@ Kinds the scheduler has no use for (Services, ConfigMaps, ...) are counted and s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from central.errors import InputError
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
-from central.model.parse import object_ref, yaml_problem
+from central.manifests import read_objects
+from central.model.parse import object_ref
 
 # The order objects enter the cache: what others refer to comes first.
 APPLY_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
-YAML_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass
@@ -32,40 +29,9 @@ class Manifests:
 def read_manifests(paths: list[str]) -> Manifests:
     out = Manifests()
     for path in paths:
-        for file in _files(Path(path)):
-            _read_file(file, out)
+        for source, obj in read_objects(path):
+            _add(source, obj, out)
     return out
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
-        if not files:
-            raise InputError(str(path), "no .yaml or .yml files in this directory")
-        return files
-    if not path.exists():
-        raise InputError(str(path), "no such file or directory")
-    return [path]
-
-
-def _read_file(file: Path, out: Manifests) -> None:
-    try:
-        docs = list(yaml.safe_load_all(file.read_text()))
-    except OSError as err:
-        raise InputError(str(file), f"cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise InputError(str(file), yaml_problem(err)) from None
-    for i, doc in enumerate(docs):
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise InputError(f"{file}: document {i + 1}", "expected a Kubernetes object (a map)")
-        if doc.get("kind") == "List":
-            items = doc.get("items") or []
-        else:
-            items = [doc]
-        for item in items:
-            _add(str(file), item, out)
 
 
 def _add(source: str, obj: dict[str, Any], out: Manifests) -> None:

@@ -1,0 +1,126 @@
+"""Field checks shared by the validators.
+
+Validators collect every problem instead of stopping at the first: each check appends
+`"<field.path>: <message>"` to a `Problems` list and returns the value when it is usable
+(or None), so later checks can go on with what is valid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from central.api.quantity import parse_quantity
+from central.errors import InputError
+
+Problems = list[str]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL_MAX = 63
+BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
+
+
+def add(problems: Problems, path: str, message: str) -> None:
+    problems.append(f"{path}: {message}" if path else message)
+
+
+def integer(
+    problems: Problems, value: Any, path: str, minimum: int | None = 0, maximum: int | None = None
+) -> int | None:
+    """`value` if it is an int within [minimum, maximum], else a problem and None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        add(problems, path, f"must be an integer, got {quote(value)}")
+        return None
+    if minimum is not None and value < minimum:
+        add(problems, path, f"must be >= {minimum}, got {value}")
+        return None
+    if maximum is not None and value > maximum:
+        add(problems, path, f"must be <= {maximum}, got {value}")
+        return None
+    return value
+
+
+def mapping(problems: Problems, value: Any, path: str) -> Mapping[str, Any] | None:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        add(problems, path, f"must be a map, got {type(value).__name__}")
+        return None
+    return value
+
+
+def sequence(problems: Problems, value: Any, path: str) -> list[Any] | None:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        add(problems, path, f"must be a list, got {type(value).__name__}")
+        return None
+    return value
+
+
+def dns_label(problems: Problems, value: Any, path: str, max_length: int = DNS_LABEL_MAX) -> str | None:
+    if not isinstance(value, str) or not value:
+        add(problems, path, "is required")
+        return None
+    if len(value) > max_length:
+        add(problems, path, f"must be no more than {max_length} characters, got {len(value)}")
+        return None
+    if not _DNS_LABEL.match(value):
+        add(
+            problems,
+            path,
+            f"{quote(value)} is not a valid name: lower case letters, digits and '-', "
+            "starting and ending with a letter or digit",
+        )
+        return None
+    return value
+
+
+def resources(problems: Problems, value: Any, path: str) -> dict[str, Decimal]:
+    """A ResourceList as exact quantities; each bad or negative quantity is a problem."""
+    raw = mapping(problems, value, path)
+    out: dict[str, Decimal] = {}
+    for name, text in (raw or {}).items():
+        try:
+            quantity = parse_quantity(text)
+        except InputError as err:
+            add(problems, f"{path}.{name}", err.message)
+            continue
+        if quantity < 0:
+            add(problems, f"{path}.{name}", f"must not be negative, got {quote(text)}")
+            continue
+        out[str(name)] = quantity
+    return out
+
+
+def at_most(
+    problems: Problems, small: Mapping[str, Decimal], big: Mapping[str, Decimal], small_path: str, big_path: str
+) -> None:
+    """small <= big on every dimension both name (an unset bound is unlimited)."""
+    for name in sorted(small):
+        if name in big and small[name] > big[name]:
+            add(
+                problems,
+                f"{small_path}.{name}",
+                f"{fmt(small[name], name)} must be <= {big_path}.{name} ({fmt(big[name], name)})",
+            )
+
+
+def fmt(value: Decimal, resource: str = "") -> str:
+    """A quantity for people: bytes with a binary suffix (`20Gi`), anything else as a plain number."""
+    if resource in BYTE_RESOURCES or resource.startswith("hugepages-"):
+        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value >= size and value % size == 0:
+                return f"{value // size}{suffix}"
+    return format(value.normalize(), "f")
+
+
+def quote(value: Any) -> str:
+    """A value as it appears in messages: JSON-like, so strings are in double quotes."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))

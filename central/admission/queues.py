@@ -1,0 +1,180 @@
+"""Admission of Queues (scheduling.volcano.sh/v1beta1, cluster-scoped).
+
+    mutate_queue(queue) -> dict                                  weight 1, reclaimable true, parent root
+    validate_queue(queue, cluster, config, old) -> list          every problem as "<field.path>: <message>"
+    validate_queue_delete(name, cluster) -> list                 why the queue may not be deleted
+
+Rules (Volcano's queue webhook plus its hierarchy checks): state Open or Closed; weight in
+1..65535; guarantee <= deserved <= capability per dimension; the parent exists and is not the
+queue itself, the hierarchy has no cycle and is at most `max_queue_depth` deep; a parent holds
+no PodGroups; a queue's capability is within every ancestor's; the children's guarantee and
+deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
+once read an unset parent guarantee as 0, vo#5634). The tree checks run on the cluster as it
+would be after the change, so an update that shrinks a parent below its children is refused
+too. root's quotas are immutable; root and default cannot be deleted.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from central.admission import fields
+from central.admission.cluster import DEFAULT_QUEUE, ROOT, Cluster
+from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
+from central.admission.fields import Problems, add, quote
+
+QUOTAS = (("capability", "spec.capability"), ("deserved", "spec.deserved"), ("guarantee", "spec.guarantee.resource"))
+MAX_WEIGHT = 65535
+
+
+def mutate_queue(queue: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(queue))
+    spec = out.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return out
+    spec.setdefault("weight", 1)
+    spec.setdefault("reclaimable", True)
+    meta = out.get("metadata")
+    if not (isinstance(meta, dict) and meta.get("name") == ROOT):
+        spec["parent"] = spec.get("parent") or ROOT
+    return out
+
+
+def quotas(queue: Mapping[str, Any], problems: Problems | None = None) -> dict[str, dict[str, Decimal]]:
+    """{"capability"|"deserved"|"guarantee": {resource: quantity}}; bad quantities go to problems."""
+    sink: Problems = [] if problems is None else problems
+    spec = queue.get("spec") if isinstance(queue.get("spec"), Mapping) else {}
+    guarantee = spec.get("guarantee") if isinstance(spec.get("guarantee"), Mapping) else {}
+    raw = {
+        "capability": spec.get("capability"),
+        "deserved": spec.get("deserved"),
+        "guarantee": guarantee.get("resource"),
+    }
+    return {key: fields.resources(sink, raw[key], path) for key, path in QUOTAS}
+
+
+def validate_queue(
+    queue: Mapping[str, Any],
+    cluster: Cluster,
+    config: AdmissionConfig = DEFAULT_CONFIG,
+    old: Mapping[str, Any] | None = None,
+) -> Problems:
+    problems: Problems = []
+    meta = fields.mapping(problems, queue.get("metadata"), "metadata") or {}
+    name = fields.dns_label(problems, meta.get("name"), "metadata.name", max_length=253)
+    spec = fields.mapping(problems, queue.get("spec"), "spec")
+    if spec is None or name is None:
+        return problems
+    fields.integer(problems, spec.get("weight", 1), "spec.weight", minimum=1, maximum=MAX_WEIGHT)
+    fields.integer(problems, spec.get("priority", 0), "spec.priority", minimum=None)
+    if not isinstance(spec.get("reclaimable", True), bool):
+        add(problems, "spec.reclaimable", f"must be true or false, got {quote(spec['reclaimable'])}")
+    for path, state in (("status.state", (queue.get("status") or {}).get("state")), ("spec.state", spec.get("state"))):
+        if state is not None and state not in ("Open", "Closed"):
+            add(problems, path, f"queue state must be in [Open, Closed], got {quote(state)}")
+    own = quotas(queue, problems)
+    fields.at_most(problems, own["guarantee"], own["deserved"], "spec.guarantee.resource", "spec.deserved")
+    fields.at_most(problems, own["deserved"], own["capability"], "spec.deserved", "spec.capability")
+    fields.at_most(problems, own["guarantee"], own["capability"], "spec.guarantee.resource", "spec.capability")
+    if name == ROOT:
+        current = quotas(cluster.queues[ROOT])
+        if own != current:
+            add(problems, "spec", "the quotas (capability, deserved, guarantee) of the root queue are immutable")
+        return problems
+    parent = spec.get("parent") or ROOT
+    if not isinstance(parent, str):
+        add(problems, "spec.parent", f"must be a queue name, got {quote(parent)}")
+    elif parent == name:
+        add(problems, "spec.parent", "a queue cannot be its own parent")
+    elif parent not in cluster.queues:
+        add(problems, "spec.parent", f"parent queue {quote(parent)} does not exist")
+    else:
+        _validate_tree(problems, cluster.with_queue(queue), name, config)
+    return problems
+
+
+def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: AdmissionConfig) -> None:
+    ancestors: list[str] = []
+    current = cluster.parent(name)
+    while current is not None:
+        if current == name or current in ancestors:
+            add(problems, "spec.parent", f"the queue hierarchy has a cycle: {' -> '.join([name, *ancestors, current])}")
+            return
+        ancestors.append(current)
+        current = cluster.parent(current) if current in cluster.queues else None
+    if len(ancestors) > config.max_queue_depth:
+        add(
+            problems,
+            "spec.parent",
+            f"queue depth {len(ancestors)} exceeds the maximum allowed depth {config.max_queue_depth}",
+        )
+    parent = ancestors[0]
+    if parent != ROOT and cluster.podgroups_in(parent):
+        add(
+            problems, "spec.parent", f"parent queue {quote(parent)} already holds PodGroups; only leaf queues hold jobs"
+        )
+    own = quotas(cluster.queues[name])
+    for ancestor in ancestors:
+        fields.at_most(
+            problems,
+            own["capability"],
+            quotas(cluster.queues[ancestor])["capability"],
+            "spec.capability",
+            f"ancestor queue {quote(ancestor)} spec.capability",
+        )
+    _children_fit(problems, cluster, parent, f"the {{key}} of parent queue {quote(parent)}")
+    _children_fit(problems, cluster, name, "this queue's {key}")
+    for descendant in _descendants(cluster, name):
+        theirs = quotas(cluster.queues[descendant])["capability"]
+        for res in sorted(theirs):
+            if res in own["capability"] and theirs[res] > own["capability"][res]:
+                add(
+                    problems,
+                    f"spec.capability.{res}",
+                    f"{fields.fmt(own['capability'][res], res)} is less than the capability "
+                    f"of descendant queue {quote(descendant)} ({fields.fmt(theirs[res], res)})",
+                )
+
+
+def _children_fit(problems: Problems, cluster: Cluster, parent: str, bound: str) -> None:
+    """Σ children's guarantee and deserved <= the parent's, per dimension the parent sets."""
+    limits = quotas(cluster.queues[parent])
+    for key, path in QUOTAS[1:]:
+        total: dict[str, Decimal] = {}
+        for child in cluster.children(parent):
+            for res, value in quotas(cluster.queues[child])[key].items():
+                total[res] = total.get(res, Decimal(0)) + value
+        for res in sorted(total):
+            if res in limits[key] and total[res] > limits[key][res]:
+                add(
+                    problems,
+                    f"{path}.{res}",
+                    f"the child queues of {quote(parent)} together have {key} "
+                    f"{fields.fmt(total[res], res)}, more than {bound.format(key=key)} "
+                    f"({fields.fmt(limits[key][res], res)})",
+                )
+
+
+def _descendants(cluster: Cluster, name: str) -> list[str]:
+    out: list[str] = []
+    stack = cluster.children(name)
+    while stack:
+        child = stack.pop()
+        if child not in out and child != name:
+            out.append(child)
+            stack.extend(cluster.children(child))
+    return out
+
+
+def validate_queue_delete(name: str, cluster: Cluster) -> Problems:
+    problems: Problems = []
+    if name in (ROOT, DEFAULT_QUEUE):
+        add(problems, "metadata.name", f"queue {quote(name)} can not be deleted")
+    if name in cluster.queues and cluster.children(name):
+        add(problems, "metadata.name", f"queue {quote(name)} has child queues {', '.join(cluster.children(name))}")
+    if cluster.podgroups_in(name):
+        add(problems, "metadata.name", f"queue {quote(name)} still has {len(cluster.podgroups_in(name))} PodGroup(s)")
+    return problems

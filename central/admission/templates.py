@@ -1,0 +1,82 @@
+"""Checks of a task's pod template, the part of Kubernetes' own pod validation jobs need.
+
+validate_template(problems, template, where)          containers, images, names, quantities,
+                                                      requests <= limits, restartPolicy
+validate_topology_policy(problems, task, where)       NUMA policies need whole CPUs
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from central.admission import fields
+from central.admission.fields import Problems, add, quote
+from central.api.quantity import parse_quantity
+from central.errors import InputError
+
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+
+
+def validate_template(problems: Problems, raw: Any, where: str) -> None:
+    template = fields.mapping(problems, raw, where)
+    if template is None:
+        return
+    spec = fields.mapping(problems, template.get("spec"), f"{where}.spec")
+    if spec is None:
+        return
+    if spec.get("restartPolicy") not in (None, "Always", "OnFailure", "Never"):
+        add(
+            problems,
+            f"{where}.spec.restartPolicy",
+            f"must be Always, OnFailure or Never, got {quote(spec['restartPolicy'])}",
+        )
+    for key in ("containers", "initContainers"):
+        containers = fields.sequence(problems, spec.get(key), f"{where}.spec.{key}")
+        if key == "containers" and containers == []:
+            add(problems, f"{where}.spec.containers", "at least one container is required")
+        seen: set[str] = set()
+        for j, raw_container in enumerate(containers or []):
+            path = f"{where}.spec.{key}[{j}]"
+            container = fields.mapping(problems, raw_container, path)
+            if container is None:
+                continue
+            cname = fields.dns_label(problems, container.get("name"), f"{path}.name")
+            if cname in seen:
+                add(problems, f"{path}.name", f"duplicate container name {quote(cname)}")
+            seen.add(cname or "")
+            if not container.get("image"):
+                add(problems, f"{path}.image", "is required")
+            res = fields.mapping(problems, container.get("resources"), f"{path}.resources") or {}
+            requests = fields.resources(problems, res.get("requests"), f"{path}.resources.requests")
+            limits = fields.resources(problems, res.get("limits"), f"{path}.resources.limits")
+            fields.at_most(problems, requests, limits, f"{path}.resources.requests", f"{path}.resources.limits")
+
+
+def validate_topology_policy(problems: Problems, task: Mapping[str, Any], where: str) -> None:
+    """NUMA placement pins whole CPUs, so every container must ask for an integer number of them."""
+    policy = task.get("topologyPolicy")
+    if policy in (None, "", "none"):
+        return
+    if policy not in TOPOLOGY_POLICIES:
+        add(problems, f"{where}.topologyPolicy", f"must be one of {', '.join(TOPOLOGY_POLICIES)}, got {quote(policy)}")
+        return
+    template = task.get("template") if isinstance(task.get("template"), Mapping) else {}
+    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key) if isinstance(spec.get(key), list) else []
+        for j, container in enumerate(containers):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            resources = resources if isinstance(resources, Mapping) else {}
+            source = "requests" if (resources.get("requests") or {}) else "limits"
+            raw = (resources.get(source) or {}) if isinstance(resources.get(source) or {}, Mapping) else {}
+            try:
+                cpu = parse_quantity(raw.get("cpu", 0))
+            except InputError:
+                continue  # reported by the template check
+            if cpu != cpu.to_integral_value() or cpu == 0:
+                add(
+                    problems,
+                    f"{where}.template.spec.{key}[{j}].resources.{source}.cpu",
+                    f"must be a whole number of CPUs (> 0) with topologyPolicy {quote(policy)}",
+                )

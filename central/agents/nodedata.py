@@ -1,0 +1,71 @@
+"""Agent reports (protobuf, or the JSON `caldera agent --once` prints) as the scheduler's NodeData.
+
+This is the one place that knows both the wire contract and the scheduling model, so the
+scheduling core stays free of protobuf and gRPC.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from central.errors import InputError
+from central.model.nodedata import GpuCard, NodeData, NumaCell
+from nodeagent.api.v1 import agent_pb2 as pb
+
+
+def to_node_data(report: pb.NodeReport) -> NodeData:
+    topology, resources = report.topology, report.resources
+    numa = tuple(
+        NumaCell(id=cell.id, cpus=frozenset(cell.cpus), free_cpus=frozenset(cell.free_cpus if cell.free_cpus else cell.cpus),
+                 memory_total=float(cell.memory_total_bytes), memory_free=float(cell.memory_free_bytes))
+        for cell in topology.numa_nodes)
+    gpus = tuple(
+        GpuCard(index=g.index, memory_total=float(g.memory_total_bytes), memory_used=float(g.memory_used_bytes),
+                healthy=g.healthy, mig_slices=tuple(float(m.memory_total_bytes) for m in g.mig_devices))
+        for g in report.gpus.gpus)
+    has_cpu = report.HasField("resources") and resources.HasField("cpu_usage_cores")
+    has_memory = report.HasField("resources") and resources.HasField("memory_usage_bytes")
+    return NodeData(
+        node=report.node_name,
+        reported_at=datetime.fromtimestamp(report.timestamp_unix_ms / 1000, tz=timezone.utc),
+        cpu_manager_policy=topology.cpu_manager_policy,
+        topology_manager_policy=topology.topology_manager_policy,
+        numa=numa, gpus=gpus, gpu_status=report.gpus.status or "none",
+        cpu_usage=resources.cpu_usage_cores.avg * 1000 if has_cpu else None,
+        memory_usage=resources.memory_usage_bytes.avg if has_memory else None,
+        batch_cpu=float(resources.batch_cpu_millicores), batch_memory=float(resources.batch_memory_bytes),
+    )
+
+
+def read_node_reports(paths: Iterable[str]) -> list[NodeData]:
+    """Reports from JSON files (one report each) or directories of them."""
+    out = []
+    for path in paths:
+        root = Path(path)
+        files = sorted(root.glob("*.json")) if root.is_dir() else [root]
+        if not files:
+            raise InputError(path, "no .json node reports in this directory")
+        for file in files:
+            out.append(to_node_data(_parse(file)))
+    return out
+
+
+def _parse(file: Path) -> pb.NodeReport:
+    try:
+        raw = json.loads(file.read_text())
+    except OSError as err:
+        raise InputError(str(file), f"cannot read: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise InputError(str(file), f"malformed JSON at line {err.lineno}: {err.msg}") from None
+    try:
+        report = json_format.ParseDict(raw, pb.NodeReport())
+    except json_format.ParseError as err:
+        raise InputError(str(file), f"not a node report: {err}") from None
+    if not report.node_name:
+        raise InputError(f"{file}: node_name", "is required")
+    return report

@@ -1,0 +1,14 @@
+"""Volcano's controllers as pure functions of objects (plain dicts as the API returns them).
+
+No Kubernetes client here: a loop (central/kube) lists and watches the objects, calls these
+functions and applies what they return.
+
+- `jobs.reconcile(job, podgroup, pods, now, commands=()) -> JobDecision`: the vcjob state
+  machine, lifecycle policies, dependsOn, TTL, suspend/resume (see central/controllers/jobs.py).
+- `plugins.apply_plugins(job, pods)` / `plugins.job_objects(job)`: job plugins env, svc, ssh,
+  pytorch, tensorflow, mpi.
+- `queues.reconcile_queue(queue, queues, podgroups, commands=()) -> QueueDecision`: Open /
+  Closing / Closed with the cascade to child queues and per-phase PodGroup counts.
+- `podgroups.podgroup_for_pod(pod, owner) -> dict | None`: PodGroups for plain pods.
+- `bus`: the event, action and Command vocabulary shared with admission.
+"""

@@ -1,0 +1,83 @@
+"""The PodGroup controller as a pure function: a PodGroup for each plain pod of our scheduler.
+
+    podgroup_for_pod(pod, owner=None, scheduler_names=("volcano",)) -> PodGroupDecision | None
+
+A pod scheduled by us without the `scheduling.k8s.io/group-name` annotation (a Deployment's,
+a StatefulSet's, a bare pod) gets PodGroup `podgroup-<owner UID>` (its controller owner, so
+all replicas of a ReplicaSet share one) or `podgroup-<pod UID>`, and the pod is annotated
+with that name. minMember is 1, or the owner's `scheduling.volcano.sh/group-min-member`;
+minResources = the pod's requests x minMember; the queue comes from the pod's
+`scheduling.volcano.sh/queue-name` (default `default`); priorityClassName and the
+preemptable, disruption-budget and network-topology annotations are carried over.
+None means nothing to do (another scheduler's pod, or one already in a group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from central.api.resources import format_value
+from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME, pod_requests
+
+CARRIED_PREFIXES = (
+    "volcano.sh/preemptable",
+    "volcano.sh/jdb-",
+    "volcano.sh/network-topology",
+    "volcano.sh/revocable-zone",
+    "volcano.sh/cooldown-time",
+)
+
+
+@dataclass(frozen=True)
+class PodGroupDecision:
+    podgroup: dict[str, Any]  # to create (an AlreadyExists from a sibling pod is fine)
+    pod_annotations: dict[str, str]  # to patch onto the pod
+
+
+def podgroup_for_pod(
+    pod: Mapping[str, Any], owner: Mapping[str, Any] | None = None, scheduler_names: tuple[str, ...] = ("volcano",)
+) -> PodGroupDecision | None:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    if spec.get("schedulerName") not in scheduler_names or annotations.get(GROUP_NAME):
+        return None
+    controller = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+    name = f"podgroup-{controller['uid'] if controller else meta.get('uid', '')}"
+    min_member = _min_member(owner)
+    requests, _ = pod_requests(spec)
+    carried = {k: str(v) for k, v in annotations.items() if k.startswith(CARRIED_PREFIXES)}
+    podgroup = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace") or "default",
+            "annotations": carried,
+            "ownerReferences": [
+                controller
+                or {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid", ""),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "minMember": min_member,
+            "queue": str(annotations.get(QUEUE_NAME) or "default"),
+            "minResources": {k: format_value(k, v * min_member) for k, v in sorted(requests.items())},
+            **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {}),
+        },
+        "status": {"phase": "Pending"},
+    }
+    return PodGroupDecision(podgroup, {GROUP_NAME: name})
+
+
+def _min_member(owner: Mapping[str, Any] | None) -> int:
+    value = str((((owner or {}).get("metadata") or {}).get("annotations") or {}).get(GROUP_MIN_MEMBER, "1"))
+    return int(value) if value.isdigit() and int(value) > 0 else 1

@@ -1,0 +1,157 @@
+"""numa-aware: CPUs of one NUMA node (or as few as possible) for Guaranteed pods that ask.
+
+A pod takes part when it is Guaranteed, asks for whole CPUs, and names a policy in
+annotation `volcano.sh/numa-topology-policy` (none, best-effort, restricted,
+single-numa-node). As in Volcano, the node qualifies only when its kubelet runs the static
+CPU manager with the same topology-manager policy (from the node's agent report). Then:
+- single-numa-node: one NUMA node must have the CPUs free;
+- restricted: the fewest NUMA nodes that could ever hold the request must have them free now;
+- best-effort: any NUMA nodes with enough free CPUs in total, the fewest preferred.
+Score: 100 x (NUMA nodes - used + 1) / NUMA nodes, times argument `weight` (1).
+The chosen CPUs and NUMA nodes are written on the pod (annotations `caldera.sh/cpuset`,
+`caldera.sh/numa-nodes`); the agent pins the pod's cpuset when the kubelet does not.
+
+Without a fresh report a node cannot prove a NUMA fit: pods with single-numa-node or
+restricted skip it (the reason names the silent agent); best-effort and other pods pass.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from central.framework.plugin import Plugin
+from central.model.nodedata import NodeData, NumaCell
+from central.model.objects import TaskInfo
+
+POLICY = "volcano.sh/numa-topology-policy"
+CPUSET = "caldera.sh/cpuset"
+NUMA_NODES = "caldera.sh/numa-nodes"
+POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+STRICT = ("restricted", "single-numa-node")
+MAX_SCORE = 100
+
+
+def cpu_list(cpus: set[int] | frozenset[int]) -> str:
+    """Linux cpuset notation: 0-3,8,10-11."""
+    out, ordered = [], sorted(cpus)
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def choose_cells(cells: list[tuple[NumaCell, set[int]]], want: int, policy: str) -> list[int] | None:
+    """Positions of the NUMA cells to take `want` CPUs from, or None if the policy forbids.
+
+    The fewest cells that hold the CPUs free now; ties go to the lowest ids, as the kubelet."""
+    fewest_ever = next((k for k in range(1, len(cells) + 1)
+                        if any(sum(len(cells[i][0].cpus) for i in combo) >= want
+                               for combo in combinations(range(len(cells)), k))), None)
+    for k in range(1, len(cells) + 1):
+        if policy == "single-numa-node" and k > 1 or policy == "restricted" and k > (fewest_ever or 0):
+            return None
+        for combo in combinations(range(len(cells)), k):
+            if sum(len(cells[i][1]) for i in combo) >= want:
+                return list(combo)
+    return None
+
+
+class NumaAware(Plugin):
+    name = "numa-aware"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.weight = self.argument("weight", 1, int)
+        self.taken: dict[int, set[int]] = {}  # row -> CPUs given out since the node's report
+        self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
+        for node in session.nodes:
+            for task in node.tasks.values():
+                if CPUSET in task.annotations and task.status.name in ("BINDING", "BOUND", "ALLOCATED"):
+                    self.taken.setdefault(node.index, set()).update(parse_cpus(task.annotations[CPUSET]))
+
+    def _wants(self, task: TaskInfo) -> tuple[str, int] | None:
+        policy = task.annotations.get(POLICY, "none")
+        cpu = float(task.resreq[0])
+        if policy not in POLICIES or policy == "none" or not task.template.guaranteed or cpu % 1000:
+            return None
+        return policy, int(cpu // 1000)
+
+    def _cells(self, row: int, data: NodeData) -> list[tuple[NumaCell, set[int]]]:
+        taken = self.taken.get(row, set())
+        return [(cell, set(cell.free_cpus) - taken) for cell in data.numa]
+
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        wants = self._wants(task)
+        if wants is None:
+            return []
+        policy, cpus = wants
+        view = self.session.agents
+        ok = np.zeros(len(rows), dtype=bool)
+        for i, row in enumerate(rows):
+            data = view.data[row]
+            if data is None:
+                ok[i] = policy not in STRICT
+            elif data.cpu_manager_policy == "static" and data.topology_manager_policy == policy:
+                ok[i] = choose_cells(self._cells(int(row), data), cpus, policy) is not None
+        silent = view.silent[rows] & ~ok
+        return [(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
+                (~silent, "node(s) whose agent stopped reporting (no fresh NUMA data)")]
+
+    def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        wants = self._wants(task)
+        if wants is None or not self.weight:
+            return None
+        policy, cpus = wants
+        scores = np.zeros(len(rows))
+        for i, row in enumerate(rows):
+            data = self.session.agents.data[row]
+            if data is not None and data.numa:
+                cells = choose_cells(self._cells(int(row), data), cpus, "best-effort")
+                if cells is not None:
+                    n = len(data.numa)
+                    scores[i] = MAX_SCORE * (n - len(cells) + 1) / n
+        return scores * self.weight
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        wants = self._wants(task)
+        node = self.session.cache.nodes.get(task.node or "")
+        data = self.session.agents.data[node.index] if node is not None else None
+        if wants is None or data is None or not data.numa:
+            return
+        policy, want = wants
+        cells = self._cells(node.index, data)
+        chosen = choose_cells(cells, want, "best-effort" if policy == "none" else policy)
+        if chosen is None:
+            return
+        cpus: set[int] = set()
+        for i in chosen:
+            cpus.update(sorted(cells[i][1])[: want - len(cpus)])
+        self.taken.setdefault(node.index, set()).update(cpus)
+        self.choice[task.uid] = (node.index, chosen, cpus)
+        self.session.annotate(task, CPUSET, cpu_list(cpus))
+        self.session.annotate(task, NUMA_NODES, ",".join(str(cells[i][0].id) for i in chosen))
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        choice = self.choice.pop(task.uid, None)
+        if choice is not None:
+            row, _, cpus = choice
+            self.taken[row] -= cpus
+            self.session.annotate(task, CPUSET, None)
+            self.session.annotate(task, NUMA_NODES, None)
+
+
+def parse_cpus(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in text.split(","):
+        if "-" in part:
+            low, high = part.split("-")
+            out.update(range(int(low), int(high) + 1))
+        elif part.strip():
+            out.add(int(part))
+    return out

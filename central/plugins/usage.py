@@ -1,0 +1,84 @@
+"""usage: load-aware placement from what the agents measure, not what pods request.
+
+Arguments (Volcano's): `usage.weight` (5), `cpu.weight` (1), `memory.weight` (1),
+`thresholds: {cpu: 80, mem: 80}` (percent). A node whose measured usage, plus an estimate
+for the pods placed on it since its report, is above a threshold is filtered out; among the
+rest, the less loaded score higher:
+    load_r = min(1, (usage_r + estimate_r) / allocatable_r)
+    score  = ((1 - load_cpu) * cpu.weight + (1 - load_mem) * memory.weight)
+             / (cpu.weight + memory.weight) * 100 * usage.weight
+The estimate counts pods bound or placed but not yet running (their usage is not in the
+report yet) at `estimator.request_ratio` (0.7) of their request, so a burst of binds does not
+pile onto the node that looked idlest. Without a fresh report, a node's requests stand in for
+its usage (the estimate covers all its pods at their full request): it is neither favoured
+nor filtered for being unknown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from central.errors import InputError
+from central.framework.plugin import Plugin
+from central.model.objects import TaskInfo, TaskStatus
+
+NOT_YET_RUNNING = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING, TaskStatus.BOUND)
+
+
+class Usage(Plugin):
+    name = "usage"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.weight = self.argument("usage.weight", 5, float)
+        self.cpu_weight = self.argument("cpu.weight", 1, float)
+        self.memory_weight = self.argument("memory.weight", 1, float)
+        thresholds = self.argument("thresholds", {}, dict)
+        estimator = self.argument("estimator", {}, dict)
+        try:
+            self.cpu_limit = float(thresholds.get("cpu", 80)) / 100
+            self.memory_limit = float(thresholds.get("mem", 80)) / 100
+            self.ratio = float(estimator.get("request_ratio", 0.7))
+        except (TypeError, ValueError):
+            raise InputError("plugin usage: arguments.thresholds / estimator", "values must be numbers") from None
+        self.view = session.agents
+        # Per row: usage not yet in the report (pods not running yet, or every pod of a node
+        # without a fresh report), kept current by the allocate/deallocate events.
+        self.estimate = np.zeros((len(session.nodes), 2))
+        self.added: dict[str, tuple[int, np.ndarray]] = {}
+        for node in session.nodes:
+            known = self.view.has_usage[node.index]
+            for task in node.tasks.values():
+                if not known or task.status in NOT_YET_RUNNING:
+                    self.estimate[node.index] += (self.ratio if known else 1.0) * task.resreq[:2]
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        node = self.session.cache.nodes.get(task.node or "")
+        if node is not None and task.uid not in self.added:
+            amount = (self.ratio if self.view.has_usage[node.index] else 1.0) * task.resreq[:2]
+            self.estimate[node.index] += amount
+            self.added[task.uid] = (node.index, amount)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        if task.status == TaskStatus.PENDING and task.uid in self.added:  # an allocation undone
+            row, amount = self.added.pop(task.uid)
+            self.estimate[row] -= amount
+
+    def _load(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cpu load, memory load) as fractions of allocatable, measured plus estimated."""
+        measured = np.stack([self.view.cpu_usage[rows], self.view.memory_usage[rows]], axis=1)
+        alloc = self.session.cache.table.alloc[rows][:, :2]
+        load = np.divide(measured + self.estimate[rows], alloc, out=np.ones_like(measured), where=alloc > 0)
+        return np.minimum(load[:, 0], 1.0), np.minimum(load[:, 1], 1.0)
+
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        cpu, memory = self._load(rows)
+        return [(cpu <= self.cpu_limit, "node(s) cpu usage above the usage plugin's threshold"),
+                (memory <= self.memory_limit, "node(s) memory usage above the usage plugin's threshold")]
+
+    def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        cpu, memory = self._load(rows)
+        total = self.cpu_weight + self.memory_weight
+        if not total:
+            return np.zeros(len(rows))
+        return ((1 - cpu) * self.cpu_weight + (1 - memory) * self.memory_weight) / total * 100 * self.weight

@@ -1,0 +1,36 @@
+"""Fakes for tests of code that uses the scheduler core (as httpx ships MockTransport)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RecordingSink:
+    """A ClusterSink that records every call, in order, as (method, key, value)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+
+    def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
+        self.calls.append(("annotate", pod_key, dict(annotations)))
+
+    def bind(self, pod_key: str, node: str) -> None:
+        self.calls.append(("bind", pod_key, node))
+
+    def nominate(self, pod_key: str, node: str) -> None:
+        self.calls.append(("nominate", pod_key, node))
+
+    def evict(self, pod_key: str, reason: str) -> None:
+        self.calls.append(("evict", pod_key, reason))
+
+    def update_podgroup_status(self, podgroup_key: str, status: dict[str, Any]) -> None:
+        self.calls.append(("podgroup", podgroup_key, status))
+
+    def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
+        self.calls.append(("queue", queue_name, status))
+
+    def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
+        self.calls.append(("node_resources", node, dict(resources)))
+
+    def of(self, method: str) -> list[tuple[str, Any]]:
+        return [(key, value) for m, key, value in self.calls if m == method]

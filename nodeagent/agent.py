@@ -1,0 +1,154 @@
+"""The agent loop: sample, enforce QoS, publish (stream and /metrics) once per period.
+
+Everything runs on one thread except the report stream (its own thread, fed through the
+stream's single pending slot) and the metrics server (reads the latest snapshot). A failing
+collector or pod source degrades that part of the report; the loop itself never stops on one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from nodeagent.cgroup.driver import CgroupWriter, open_driver
+from nodeagent.cgroup.layout import detect_layout
+from nodeagent.collect.gpu import NullGpuCollector, open_gpu_collector
+from nodeagent.collect.node_usage import NodeUsageCollector
+from nodeagent.collect.paths import HostPaths
+from nodeagent.collect.pod_usage import PodUsageCollector
+from nodeagent.collect.topology import Topology, read_topology
+from nodeagent.config import AgentConfig
+from nodeagent.health import Health
+from nodeagent.kube import KubeApi
+from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
+from nodeagent.qos.manager import QosManager
+from nodeagent.report import NodeSnapshot, QosState, sections
+from nodeagent.stream import ReportStream, TlsFiles
+
+log = logging.getLogger("nodeagent")
+
+
+class NoKubeApi:
+    """Stands in when no API server is configured: the eviction strategy counts the failures."""
+
+    def evict(self, namespace: str, name: str) -> None:
+        raise RuntimeError("no API server configured (kube.api_url)")
+
+    def set_taint(self, key: str, effect: str, present: bool) -> None:
+        raise RuntimeError("no API server configured (kube.api_url)")
+
+
+def _existing(path: str) -> Path | None:
+    return Path(path) if path and Path(path).exists() else None
+
+
+def _pod_source(cfg: AgentConfig, node_name: str) -> PodSource:
+    level = cfg.qos.default_level
+    if cfg.pods.source == "kubelet":
+        return HttpPodSource(cfg.pods.kubelet_url, _existing(cfg.kube.token_file), level)
+    if cfg.pods.source == "apiserver":
+        url = f"{cfg.kube.api_url.rstrip('/')}/api/v1/pods?fieldSelector=spec.nodeName%3D{node_name}"
+        return HttpPodSource(url, _existing(cfg.kube.token_file), level, _existing(cfg.kube.ca_file))
+    return StaticPodSource()
+
+
+def _kube(cfg: AgentConfig, node_name: str) -> Any:
+    if not cfg.kube.api_url:
+        return NoKubeApi()
+    return KubeApi(cfg.kube.api_url, node_name, _existing(cfg.kube.token_file), _existing(cfg.kube.ca_file))
+
+
+class Agent:
+    def __init__(self, cfg: AgentConfig, *, pod_source: PodSource | None = None, nvml: Any = None,
+                 kube: Any = None, health: Health | None = None) -> None:
+        self.cfg = cfg
+        self.health = health or Health()
+        self.node_name = cfg.node.name or os.environ.get("NODE_NAME") or socket.gethostname()
+        p = cfg.paths
+        self.paths = HostPaths(Path(p.sys_root), Path(p.proc_root), Path(p.cgroup_root))
+        self.layout = detect_layout(self.paths.cgroup_root, p.cgroup_version or None, p.cgroup_driver or None)
+        self.writer = CgroupWriter(self.health)
+        self.driver = open_driver(self.layout, self.writer)
+        window = max(1, round(cfg.collect.window_s / cfg.collect.period_s))
+        self.node_usage = NodeUsageCollector(self.paths, self.health, window)
+        self.pod_usage = PodUsageCollector(self.driver, window)
+        self.gpu = open_gpu_collector(self.paths, self.health, nvml) if cfg.collect.gpu else NullGpuCollector()
+        self.pod_source = pod_source or _pod_source(cfg, self.node_name)
+        kube = kube or _kube(cfg, self.node_name)
+        self.qos = QosManager(cfg.qos, self.driver, self.writer, kube, kube)
+        self.stream = self._stream() if cfg.stream.server else None
+        self.snapshot: NodeSnapshot | None = None
+        self.last_tick = time.monotonic()
+        self._pods: list[PodInfo] = []
+        self._topology = Topology()
+        self._topology_at = float("-inf")
+
+    def _stream(self) -> ReportStream:
+        s = self.cfg.stream
+        tls = None if s.insecure else TlsFiles(Path(s.ca_file), Path(s.cert_file), Path(s.key_file), s.server_name)
+        return ReportStream(s.server, self.node_name, tls=tls, heartbeat_s=s.heartbeat_s,
+                            backoff_base_s=s.backoff_base_s, backoff_max_s=s.backoff_max_s,
+                            max_in_flight=s.max_in_flight)
+
+    def _current_pods(self) -> list[PodInfo]:
+        try:
+            self._pods = self.pod_source.pods()
+            self.health.ok("pods")
+        except Exception as exc:  # kubelet down, bad JSON, token missing: keep the last list
+            self.health.error("pods", "source_failed", exc)
+        return self._pods
+
+    def tick(self, enforce: bool = True) -> NodeSnapshot:
+        now = time.monotonic()
+        self.node_usage.sample(now)
+        self.pod_usage.sample(self._current_pods(), now)
+        if now - self._topology_at >= self.cfg.collect.topology_period_s:
+            self._topology, self._topology_at = read_topology(self.paths, self.health), now
+        usage = self.node_usage.usage()
+        capacity = float(len(self._topology.online_cpus) or os.cpu_count() or 1)
+        alloc_cpu = max(0.0, capacity - self.cfg.node.reserved_cpu_cores)
+        alloc_mem = max(0, usage.memory_total_bytes - self.cfg.node.reserved_memory_bytes)
+        pods = self.pod_usage.usage()
+        qos = QosState(dry_run=self.cfg.qos.eviction.dry_run)
+        if enforce and self.cfg.qos.enabled:
+            qos = self.qos.run(alloc_cpu, alloc_mem, usage, pods)
+        self.snapshot = NodeSnapshot(capacity, alloc_cpu, alloc_mem, usage, self._topology,
+                                     self.gpu.collect(), pods, qos)
+        self.last_tick = time.monotonic()
+        if self.stream is not None:
+            self.stream.offer(sections(self.snapshot))
+        return self.snapshot
+
+    def run(self, stop: threading.Event) -> None:
+        from nodeagent.exporter import MetricsServer
+
+        threads = []
+        server = None
+        if self.cfg.exporter.enabled:
+            server = MetricsServer(self, self.cfg.exporter.address, self.cfg.exporter.port,
+                                   self.cfg.exporter.max_pod_series)
+            log.info("metrics on %s:%d", self.cfg.exporter.address, server.start())
+        if self.stream is not None:
+            threads.append(threading.Thread(target=self.stream.run, args=(stop,), name="report-stream", daemon=True))
+            threads[-1].start()
+        period = self.cfg.collect.period_s
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    self.tick()
+                except Exception:  # a bug in one tick must not kill the DaemonSet pod's loop
+                    log.exception("agent tick failed")
+                    self.health.error("agent", "tick_failed")
+                stop.wait(max(0.0, period - (time.monotonic() - started)))
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=5)
+            if server is not None:
+                server.stop()

@@ -1,0 +1,57 @@
+"""Where the host's /sys, /proc and cgroup tree are mounted, plus tolerant file readers.
+
+In the DaemonSet the host's trees are mounted under /host; on a node in host mode or in tests
+they are anything else. Readers return None on a missing, unreadable or garbled file and count
+the failure in `Health`: one bad file never takes a whole collector down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodeagent.health import Health
+
+
+@dataclass(frozen=True)
+class HostPaths:
+    sys_root: Path = Path("/sys")
+    proc_root: Path = Path("/proc")
+    cgroup_root: Path = Path("/sys/fs/cgroup")
+
+
+def read_text(path: Path, health: Health, collector: str) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError as exc:
+        health.error(collector, "missing_file", exc)
+    except OSError as exc:
+        health.error(collector, "unreadable_file", exc)
+    except UnicodeDecodeError as exc:
+        health.error(collector, "garbled_file", f"{path}: {exc}")
+    return None
+
+
+def read_int(path: Path, health: Health, collector: str) -> int | None:
+    text = read_text(path, health, collector)
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        health.error(collector, "garbled_file", f"{path}: {text[:40]!r}")
+        return None
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if first < 0 or last < first:
+            raise ValueError(f"bad cpu range {part!r}")
+        cpus.extend(range(first, last + 1))
+    return cpus

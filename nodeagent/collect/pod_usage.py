@@ -1,0 +1,61 @@
+"""Per-pod CPU and memory from the pod cgroups, summarised over the sampling window.
+
+CPU is the cgroup's usage counter delta over the elapsed time, in cores (the first sample of
+a pod only primes it); memory is the working set. Pods that disappear are dropped, so state is
+bounded by the pods on the node.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from nodeagent.cgroup.driver import CgroupDriver
+from nodeagent.collect.window import Stat, Window
+from nodeagent.pods import PodInfo
+
+NAME = "pod_usage"
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    pod: PodInfo
+    cpu_cores: Stat
+    memory_bytes: Stat
+
+
+class _PodState:
+    def __init__(self, window: int) -> None:
+        self.cpu, self.mem = Window(window), Window(window)
+        self.prev: tuple[float, int] | None = None
+
+
+class PodUsageCollector:
+    def __init__(self, driver: CgroupDriver, window: int) -> None:
+        self._driver, self._window = driver, window
+        self._state: dict[str, _PodState] = {}
+        self._pods: dict[str, PodInfo] = {}
+
+    def sample(self, pods: list[PodInfo], now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        self._pods = {p.uid: p for p in pods}
+        for uid in set(self._state) - set(self._pods):
+            del self._state[uid]
+        for pod in pods:
+            state = self._state.setdefault(pod.uid, _PodState(self._window))
+            rel = self._driver.layout.pod_dir(pod.uid, pod.qos_class)
+            usage = self._driver.cpu_usage_ns(rel)
+            if usage is not None:
+                if state.prev is not None and now > state.prev[0]:
+                    state.cpu.add(max(0.0, (usage - state.prev[1]) / 1e9 / (now - state.prev[0])))
+                state.prev = (now, usage)
+            memory = self._driver.memory_working_set(rel)
+            if memory is not None:
+                state.mem.add(float(memory))
+
+    def usage(self) -> list[PodUsage]:
+        return [
+            PodUsage(self._pods[uid], s.cpu.stat(), s.mem.stat())
+            for uid, s in sorted(self._state.items())
+            if uid in self._pods
+        ]

@@ -1,0 +1,267 @@
+"""Agent stream -> central receiver over real loopback gRPC."""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from central.agents import NodeReportStore, ReceiverServer, ServerTls
+from nodeagent.api.v1 import agent_pb2 as pb
+from nodeagent.collect.gpu import GpuReport
+from nodeagent.collect.node_usage import NodeUsage
+from nodeagent.collect.topology import NumaNode, Topology
+from nodeagent.collect.window import Stat
+from nodeagent.report import NodeSnapshot, sections
+from nodeagent.stream import ReportStream, TlsFiles
+from tests.agents.certs import CertAuthority
+
+
+def snapshot(cpu: float) -> NodeSnapshot:
+    return NodeSnapshot(
+        cpu_capacity_cores=8, cpu_allocatable_cores=7.5, memory_allocatable_bytes=30 << 30,
+        usage=NodeUsage(Stat(cpu, cpu, cpu), Stat(1 << 30, 1 << 30, 1 << 30), 32 << 30),
+        topology=Topology(1, 4, 8, list(range(8)), [], [NumaNode(0, list(range(8)), 32 << 30, 16 << 30, [10])]),
+        gpus=GpuReport("none"),
+    )
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def agent_runner() -> Iterator[Callable[[ReportStream], threading.Thread]]:
+    stops: list[tuple[threading.Event, threading.Thread]] = []
+
+    def start(stream: ReportStream) -> threading.Thread:
+        stop = threading.Event()
+        thread = threading.Thread(target=stream.run, args=(stop,), daemon=True)
+        thread.start()
+        stops.append((stop, thread))
+        return thread
+
+    yield start
+    for stop, thread in stops:
+        stop.set()
+        thread.join(timeout=5)
+        assert not thread.is_alive(), "agent stream did not stop"
+
+
+def test_full_then_deltas_then_heartbeat(agent_runner) -> None:
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.3)
+        stream.offer(sections(snapshot(1.0)))
+        agent_runner(stream)
+        wait_for(lambda: store.latest("node-a") is not None)
+        first = store.latest("node-a")
+        assert first.full and first.HasField("topology") and first.resources.cpu_usage_cores.last == 1.0
+        stream.offer(sections(snapshot(2.5)))
+        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 2.5)
+        merged = store.latest("node-a")
+        assert merged.topology.threads == 8  # kept from the full report
+        heartbeats = stream.stats.heartbeats
+        wait_for(lambda: stream.stats.heartbeats > heartbeats)
+        wait_for(lambda: stream.stats.acked == stream.stats.sent)
+        assert stream.stats.rejected == 0 and stream.stats.connected
+        assert store.fresh_nodes() == ["node-a"]
+    finally:
+        server.stop()
+
+
+def test_reconnects_after_server_restart(agent_runner) -> None:
+    port = free_port()
+    store = NodeReportStore()
+    server = ReceiverServer(store, f"127.0.0.1:{port}", tls=None)
+    server.start()
+    stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.2,
+                          backoff_base_s=0.05, backoff_max_s=0.3, rng=random.Random(7))
+    stream.offer(sections(snapshot(1.0)))
+    agent_runner(stream)
+    wait_for(lambda: store.latest("node-a") is not None)
+    server.stop()
+    wait_for(lambda: stream.stats.reconnects >= 2)
+    restarted_store = NodeReportStore()  # the scheduler restarted and lost its state
+    restarted = ReceiverServer(restarted_store, f"127.0.0.1:{port}", tls=None)
+    restarted.start()
+    try:
+        wait_for(lambda: restarted_store.latest("node-a") is not None)
+        report = restarted_store.latest("node-a")
+        assert report.full and report.HasField("topology")  # a new stream starts with a full report
+    finally:
+        restarted.stop()
+
+
+@pytest.mark.parametrize("attempt, low, high", [
+    pytest.param(0, 0.25, 0.5, id="first"),
+    pytest.param(3, 2.0, 4.0, id="doubling"),
+    pytest.param(20, 15.0, 30.0, id="capped"),
+])
+def test_backoff_has_jitter_within_bounds(attempt: int, low: float, high: float) -> None:
+    stream = ReportStream("x", "n", tls=None, backoff_base_s=0.5, backoff_max_s=30, rng=random.Random(1))
+    delays = {stream.backoff_delay(attempt) for _ in range(20)}
+    assert all(low <= d <= high for d in delays) and len(delays) > 1
+
+
+def test_staleness_with_an_injected_clock() -> None:
+    clock = Clock()
+    store = NodeReportStore(stale_after_s=30, clock=clock)
+    store.apply(pb.NodeReport(node_name="n1", agent_epoch="e", sequence=1, full=True))
+    store.apply(pb.NodeReport(node_name="n2", agent_epoch="e", sequence=1, full=True))
+    clock.now += 20
+    store.apply(pb.NodeReport(node_name="n2", agent_epoch="e", sequence=2))  # heartbeat
+    clock.now += 15
+    assert store.fresh_nodes() == ["n2"] and store.stale_nodes() == ["n1"]
+    assert store.latest("n1") is None and store.latest("n1", include_stale=True).sequence == 1
+    assert store.latest("n2").sequence == 2
+
+
+def test_delta_without_full_report_asks_for_resync(agent_runner) -> None:
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.1)
+        stream.offer(sections(snapshot(1.0)))
+        agent_runner(stream)
+        wait_for(lambda: store.latest("node-a") is not None)
+        store.forget("node-a")  # as if the scheduler lost the node's state
+        stream.offer(sections(snapshot(3.0)))
+        wait_for(lambda: stream.stats.rejected >= 1)
+        wait_for(lambda: (r := store.latest("node-a")) is not None and r.full)
+    finally:
+        server.stop()
+
+
+def _tls_pair(tmp_path: Path, node_cert: str) -> tuple[ServerTls, TlsFiles]:
+    ca = CertAuthority(tmp_path)
+    server_cert, server_key = ca.issue("caldera-scheduler", ["localhost"], ip=True)
+    client_cert, client_key = ca.issue(node_cert, [node_cert])
+    return (ServerTls(ca.ca_file, server_cert, server_key),
+            TlsFiles(ca.ca_file, client_cert, client_key, server_name="localhost"))
+
+
+def test_mtls_accepts_the_node_named_by_the_certificate(tmp_path: Path, agent_runner) -> None:
+    server_tls, client_tls = _tls_pair(tmp_path, "node-a")
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=server_tls)
+    port = server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=client_tls)
+        stream.offer(sections(snapshot(1.0)))
+        agent_runner(stream)
+        wait_for(lambda: store.latest("node-a") is not None)
+    finally:
+        server.stop()
+
+
+def test_mtls_rejects_a_report_about_another_node(tmp_path: Path, agent_runner) -> None:
+    server_tls, client_tls = _tls_pair(tmp_path, "node-b")
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=server_tls)
+    port = server.start()
+    try:
+        liar = ReportStream(f"127.0.0.1:{port}", "node-a", tls=client_tls, backoff_base_s=0.05, backoff_max_s=0.1)
+        liar.offer(sections(snapshot(1.0)))
+        agent_runner(liar)
+        wait_for(lambda: server.service.denied >= 2 and liar.stats.reconnects >= 2)
+        assert store.latest("node-a") is None and liar.stats.acked == 0
+    finally:
+        server.stop()
+
+
+def test_plaintext_client_cannot_reach_an_mtls_server(tmp_path: Path, agent_runner) -> None:
+    server_tls, _ = _tls_pair(tmp_path, "node-a")
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=server_tls)
+    port = server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, backoff_base_s=0.05, backoff_max_s=0.1)
+        stream.offer(sections(snapshot(1.0)))
+        agent_runner(stream)
+        wait_for(lambda: stream.stats.reconnects >= 2)
+        assert store.latest("node-a") is None
+    finally:
+        server.stop()
+
+
+def test_a_plaintext_stream_is_bound_to_its_first_node() -> None:
+    import grpc
+
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            reports = [pb.NodeReport(node_name="node-a", agent_epoch="e", sequence=1, full=True),
+                       pb.NodeReport(node_name="node-b", agent_epoch="e", sequence=2, full=True)]
+            acks = pb_grpc.NodeReportServiceStub(channel).Report(iter(reports))
+            with pytest.raises(grpc.RpcError) as denied:
+                list(acks)
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert store.latest("node-a") is not None and store.latest("node-b") is None
+    finally:
+        server.stop()
+
+
+def test_unacknowledged_reports_are_bounded(agent_runner) -> None:
+    """A receiver that reads but never acks: the agent stops at max_in_flight and coalesces."""
+    from concurrent import futures
+
+    import grpc
+
+    from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+
+    received: list[int] = []
+    release = threading.Event()
+
+    class Silent(pb_grpc.NodeReportServiceServicer):
+        def Report(self, requests, context):
+            for report in requests:
+                received.append(report.sequence)
+            release.wait(5)
+            return iter(())
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_NodeReportServiceServicer_to_server(Silent(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.01, max_in_flight=3)
+        agent_runner(stream)
+        for i in range(50):
+            stream.offer(sections(snapshot(float(i))))
+            time.sleep(0.005)
+        wait_for(lambda: len(received) >= 3)
+        time.sleep(0.3)
+        assert len(received) == 3 and stream.stats.sent == 3
+    finally:
+        release.set()
+        server.stop(0)

@@ -1,0 +1,402 @@
+"""The job state machine, step by step, for every action and policy path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from central.controllers.bus import command
+from tests.admission.helpers import job, task
+from tests.controllers.fakeloop import FakeCluster
+
+PS, W0, W1 = "train-ps-0", "train-worker-0", "train-worker-1"
+
+
+def cluster(graceful: bool = False, tasks: list[dict[str, Any]] | None = None, **spec: Any) -> FakeCluster:
+    return FakeCluster(job(tasks=tasks, **spec), graceful=graceful)
+
+
+def test_pods_wait_for_the_podgroup_to_be_inqueue() -> None:
+    c = cluster()
+    d = c.step()
+    assert d.create_podgroup is not None and d.create_pods == []
+    assert d.create_podgroup["spec"]["minMember"] == 3 and d.create_podgroup["metadata"]["name"] == "train"
+    assert c.phase == "Pending"
+    assert c.step().create_pods == []  # PodGroup still Pending
+    c.enqueue()
+    d = c.step()
+    assert sorted(p["metadata"]["name"] for p in d.create_pods) == [PS, W0, W1]
+    annotations = c.pods[W1]["metadata"]["annotations"]
+    assert annotations["volcano.sh/task-spec"] == "worker" and annotations["volcano.sh/task-index"] == "1"
+    assert annotations["scheduling.k8s.io/group-name"] == "train" and annotations["volcano.sh/job-version"] == "0"
+    assert c.status["pending"] == 3 and c.phase == "Pending"
+    assert c.step().create_pods == []  # nothing created twice
+
+
+def test_running_then_completed_then_cleaned_up() -> None:
+    c = cluster()
+    c.start()
+    assert c.phase == "Running" and c.status["running"] == 3
+    c.set_phase("Succeeded")
+    c.step()
+    assert c.phase == "Completed"
+    d = c.step()
+    assert d.delete_podgroup == "train" and d.delete_pods == []  # succeeded pods are kept
+
+
+def test_all_finished_with_a_failure_fails_the_job() -> None:
+    c = cluster()
+    c.start()
+    c.set_phase("Succeeded", PS, W0)
+    c.set_phase("Failed", W1, exit_code=1)
+    c.step()
+    assert c.phase == "Failed" and c.status["failed"] == 1
+
+
+def test_enough_succeeded_completes_when_min_available_is_lower() -> None:
+    c = cluster(minAvailable=2)
+    c.start()
+    c.set_phase("Succeeded", PS, W0)
+    c.set_phase("Failed", W1, exit_code=1)
+    c.step()
+    assert c.phase == "Completed"
+
+
+def test_min_success_completes_early_and_stops_the_rest() -> None:
+    c = cluster(minSuccess=2)
+    c.start()
+    c.set_phase("Succeeded", W0, W1)
+    c.step()
+    assert c.phase == "Completed"
+    assert c.step().delete_pods == [PS]
+
+
+def test_gang_broken_goes_back_to_pending() -> None:
+    c = cluster()
+    c.start()
+    c.set_phase("Pending", W1)
+    c.step()
+    assert c.phase == "Pending"
+
+
+RESTARTS = [
+    pytest.param({"policies": [{"event": "PodFailed", "action": "RestartJob"}]}, {PS, W0, W1}, True, id="restart-job"),
+    pytest.param({"policies": [{"event": "PodFailed", "action": "RestartTask"}]}, {W0, W1}, False, id="restart-task"),
+    pytest.param({"policies": [{"event": "PodFailed", "action": "RestartPod"}]}, {W1}, False, id="restart-pod"),
+    pytest.param({"policies": [{"exitCode": 137, "action": "RestartJob"}]}, {PS, W0, W1}, True, id="exit-code"),
+    pytest.param({"policies": [{"event": "*", "action": "RestartJob"}]}, {PS, W0, W1}, True, id="any-event"),
+]
+
+
+@pytest.mark.parametrize("spec, deleted, new_version", RESTARTS)
+def test_restart_actions(spec: dict[str, Any], deleted: set[str], new_version: bool) -> None:
+    c = cluster(graceful=True, **spec)
+    c.start()
+    c.set_phase("Failed", W1, exit_code=137)
+    d = c.step()
+    assert c.phase == "Restarting" and c.status["retryCount"] == 1
+    assert set(d.delete_pods) == deleted
+    assert (d.delete_podgroup == "train") is new_version
+    assert c.status["version"] == (1 if new_version else 0)
+    c.step()
+    assert c.phase == "Restarting"  # old pods still terminating
+    c.gone()
+    c.settle()
+    assert c.phase == "Pending"
+    if new_version:
+        assert c.podgroup is not None and c.podgroup["metadata"]["annotations"]["volcano.sh/job-version"] == "1"
+        c.enqueue()
+        c.step()
+    assert set(n for n in c.pods if n in deleted) == deleted  # recreated
+    assert all(c.pods[n]["status"]["phase"] == "Pending" for n in deleted)
+    c.set_phase("Running")
+    c.step()
+    assert c.phase == "Running"
+
+
+def test_unmatched_exit_code_does_nothing() -> None:
+    c = cluster(policies=[{"exitCode": 137, "action": "RestartJob"}])
+    c.start()
+    c.set_phase("Failed", W1, exit_code=1)
+    d = c.step()
+    assert c.phase == "Running" and d.delete_pods == []
+
+
+def test_max_retry_fails_the_job() -> None:
+    c = cluster(maxRetry=2, policies=[{"event": "PodFailed", "action": "RestartJob"}])
+    c.start()
+    c.set_phase("Failed", W1, exit_code=1)
+    c.settle()
+    assert c.phase == "Pending" and c.status["retryCount"] == 1
+    c.enqueue()
+    c.step()
+    c.set_phase("Running")
+    c.step()
+    c.set_phase("Failed", W0, exit_code=1)
+    c.settle()
+    assert c.phase == "Failed" and c.status["retryCount"] == 2
+    assert c.status["state"]["reason"] == "MaxRetryReached"
+
+
+@pytest.mark.parametrize(
+    "action, transient, final",
+    [
+        pytest.param("AbortJob", "Aborting", "Aborted", id="abort"),
+        pytest.param("CompleteJob", "Completing", "Completed", id="complete"),
+        pytest.param("TerminateJob", "Terminating", "Terminated", id="terminate"),
+    ],
+)
+def test_stopping_actions(action: str, transient: str, final: str) -> None:
+    c = cluster(graceful=True, policies=[{"event": "PodFailed", "action": action}])
+    c.start()
+    c.set_phase("Succeeded", PS)
+    c.set_phase("Failed", W1, exit_code=2)
+    d = c.step()
+    assert c.phase == transient
+    assert d.delete_pods == [W0] and d.delete_podgroup == "train"  # finished pods are kept for their logs
+    c.step()
+    assert c.phase == transient
+    c.gone()
+    c.step()
+    assert c.phase == final and set(c.pods) == {PS, W1}
+
+
+def test_task_policy_before_job_policy() -> None:
+    """The classic TF pattern: when the workers complete, complete the job (and stop the ps)."""
+    tasks = [task("ps"), task("worker", 2, policies=[{"event": "TaskCompleted", "action": "CompleteJob"}])]
+    c = cluster(tasks=tasks, policies=[{"event": "TaskCompleted", "action": "AbortJob"}])
+    c.start()
+    c.set_phase("Succeeded", W0, W1)
+    d = c.step()
+    assert c.phase == "Completing" and d.delete_pods == [PS]
+    c.step()
+    assert c.phase == "Completed"
+
+
+def test_task_failed_after_container_restarts() -> None:
+    tasks = [task("ps"), task("worker", 2, maxRetry=2, policies=[{"event": "TaskFailed", "action": "TerminateJob"}])]
+    c = cluster(tasks=tasks)
+    c.start()
+    c.pods[W0]["status"]["containerStatuses"] = [{"name": "main", "restartCount": 1}]
+    assert c.step().delete_pods == []
+    c.pods[W0]["status"]["containerStatuses"] = [{"name": "main", "restartCount": 2}]
+    c.step()
+    assert c.phase == "Terminating"
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param({"phase": "Failed", "reason": "Evicted"}, id="kubelet-eviction"),
+        pytest.param(
+            {"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}, id="eviction-api"
+        ),
+    ],
+)
+def test_pod_evicted(status: dict[str, Any]) -> None:
+    c = cluster(policies=[{"event": "PodEvicted", "action": "RestartJob"}])
+    c.start()
+    c.pods[W0]["status"] = status
+    if status["phase"] == "Running":
+        c.pods[W0]["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    c.step()
+    assert c.phase == "Restarting"
+
+
+def test_own_deletes_are_not_evictions() -> None:
+    c = cluster(policies=[{"event": "PodEvicted", "action": "AbortJob"}])
+    c.start()
+    c.pods[W0]["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    c.step()
+    assert c.phase != "Aborting"
+
+
+def test_unknown_pod_event() -> None:
+    c = cluster(policies=[{"event": "Unknown", "action": "AbortJob"}])
+    c.start()
+    c.set_phase("Unknown", PS)
+    c.step()
+    assert c.phase == "Aborting"
+
+
+def test_pod_pending_timeout_acts_at_its_time() -> None:
+    c = cluster(policies=[{"event": "PodPending", "action": "RestartJob", "timeout": "10m"}])
+    c.step()
+    c.enqueue()
+    c.step()
+    d = c.step(advance=60)
+    assert c.phase == "Pending" and d.requeue_after == pytest.approx(540)
+    c.set_phase("Running", PS, W0)
+    c.step(advance=600)
+    assert c.phase == "Restarting"
+
+
+def test_pod_pending_without_timeout_is_ignored() -> None:
+    c = cluster(policies=[{"event": "PodPending", "action": "AbortJob"}])
+    c.step()
+    c.enqueue()
+    c.step(advance=3600)
+    assert c.phase == "Pending"
+
+
+def test_failure_timeout_delays_the_action() -> None:
+    c = cluster(policies=[{"event": "PodFailed", "action": "AbortJob", "timeout": "30s"}])
+    c.start()
+    c.set_phase("Failed", W1, exit_code=1)
+    d = c.step()
+    assert c.phase == "Running" and d.requeue_after == pytest.approx(30)
+    c.step(advance=30)
+    assert c.phase == "Aborting"
+
+
+def test_pods_of_an_older_version_do_not_trigger_policies() -> None:
+    c = cluster(policies=[{"event": "PodFailed", "action": "RestartTask"}])
+    c.start()
+    c.job["status"]["version"] = 1  # as after a restart whose old pod lingers
+    c.set_phase("Failed", W1, exit_code=1)
+    assert c.step().delete_pods == []
+
+
+def test_suspend_and_resume_by_command() -> None:
+    c = cluster(graceful=True)
+    c.start()
+    c.set_phase("Succeeded", PS)
+    for round_ in range(3):  # suspending and resuming is not a failure: it never uses up retries
+        c.commands.append(command("AbortJob", "Job", "train", "ml"))
+        d = c.step()
+        assert c.phase == "Aborting" and d.delete_commands == ["train-abortjob"] and c.commands == []
+        c.gone()
+        c.step()
+        assert c.phase == "Aborted"
+        c.commands.append(command("ResumeJob", "Job", "train", "ml"))
+        c.step()
+        assert c.phase == "Restarting" and c.status["version"] == round_ + 1 and c.status["retryCount"] == 0
+        c.step()  # the finished pods of the previous run go too
+        c.gone()
+        c.settle()
+        assert c.phase == "Pending" and c.pods == {}
+        c.enqueue()
+        c.step()
+        c.set_phase("Running")
+        c.step()
+        assert c.phase == "Running"
+        assert all(p["metadata"]["annotations"]["volcano.sh/job-version"] == str(round_ + 1) for p in c.pods.values())
+
+
+def test_commands_for_other_jobs_are_left_alone() -> None:
+    c = cluster()
+    c.start()
+    c.commands.append(command("AbortJob", "Job", "other", "ml"))
+    d = c.step()
+    assert c.phase == "Running" and d.delete_commands == []
+
+
+def test_depends_on_waits_for_the_named_tasks() -> None:
+    tasks = [task("ps"), task("worker", 2, dependsOn={"name": ["ps"]})]
+    c = cluster(tasks=tasks)
+    c.step()
+    c.enqueue()
+    assert [p["metadata"]["name"] for p in c.step().create_pods] == [PS]
+    assert c.step().create_pods == []
+    c.set_phase("Running", PS)
+    c.pods[PS]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    assert c.step().create_pods == []
+    c.pods[PS]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert sorted(p["metadata"]["name"] for p in c.step().create_pods) == [W0, W1]
+
+
+def test_depends_on_any() -> None:
+    tasks = [task("a"), task("b"), task("c", dependsOn={"name": ["a", "b"], "iteration": "any"})]
+    c = cluster(tasks=tasks)
+    c.step()
+    c.enqueue()
+    c.step()
+    c.set_phase("Succeeded", "train-b-0")
+    assert [p["metadata"]["name"] for p in c.step().create_pods] == ["train-c-0"]
+
+
+def test_scale_down_deletes_pods_beyond_replicas() -> None:
+    c = cluster()
+    c.start()
+    c.job["spec"]["tasks"][1]["replicas"] = 1
+    c.job["spec"]["minAvailable"] = 2
+    assert c.step().delete_pods == [W1]
+
+
+def test_stale_podgroup_is_replaced() -> None:
+    c = cluster()
+    c.start()
+    c.job["status"]["version"] = 2
+    c.podgroup["metadata"]["annotations"]["volcano.sh/job-version"] = "1"
+    d = c.step()
+    assert d.delete_podgroup == "train" and d.create_pods == []
+
+
+def test_ttl_after_finished() -> None:
+    c = cluster(ttlSecondsAfterFinished=60)
+    c.start()
+    c.set_phase("Succeeded")
+    c.step()
+    assert c.phase == "Completed"
+    d = c.step(advance=20)
+    assert d.requeue_after == pytest.approx(40) and not d.delete_job
+    assert c.step(advance=40).delete_job
+
+
+def test_decision_is_stable_when_nothing_changes() -> None:
+    c = cluster()
+    c.start()
+    d = c.step()
+    assert not d.status_changed and d.create_pods == [] and d.delete_pods == [] and d.requeue_after is None
+
+
+def test_a_job_being_deleted_is_left_to_the_garbage_collector() -> None:
+    c = cluster()
+    c.start()
+    c.job["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    c.set_phase("Failed", W1, exit_code=1)
+    d = c.step()
+    assert d.delete_pods == [] and d.create_pods == [] and d.delete_podgroup is None and c.phase == "Running"
+
+
+def test_scaling_the_job_resizes_its_podgroup() -> None:
+    c = cluster()
+    c.start()
+    assert c.step().update_podgroup is None
+    c.job["spec"]["tasks"][1].update(replicas=4, minAvailable=4)
+    c.job["spec"]["minAvailable"] = 5
+    d = c.step()
+    assert d.update_podgroup is not None
+    assert (d.update_podgroup["minMember"], d.update_podgroup["minTaskMember"]) == (5, {"ps": 1, "worker": 4})
+    assert sorted(p["metadata"]["name"] for p in d.create_pods) == ["train-worker-2", "train-worker-3"]
+
+
+def test_volumes_are_claimed_once_and_mounted() -> None:
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    c = cluster(
+        volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/ckpt", "volumeClaim": claim}]
+    )
+    d = c.step()
+    pvcs = [o for o in d.create_objects if o["kind"] == "PersistentVolumeClaim"]
+    assert [(p["metadata"]["name"], p["spec"]) for p in pvcs] == [("train-volume-1", claim)]
+    assert c.status["controlledResources"] == {"volume-pvc-train-volume-1": "train-volume-1"}
+    assert c.step().create_objects == []
+    c.enqueue()
+    c.step()
+    spec = c.pods[W0]["spec"]
+    assert {"name": "train-volume-1", "persistentVolumeClaim": {"claimName": "train-volume-1"}} in spec["volumes"]
+    assert {"name": "shared", "mountPath": "/data"} in spec["containers"][0]["volumeMounts"]
+    assert {"name": "train-volume-1", "mountPath": "/ckpt"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_scaling_a_running_job_refreshes_the_svc_host_lists() -> None:
+    c = cluster(plugins={"svc": []})
+    c.start()
+    assert c.step().update_objects == []
+    c.job["spec"]["tasks"][1]["replicas"] = 3
+    (config_map,) = c.step().update_objects
+    assert config_map["metadata"]["name"] == "train-svc" and config_map["data"]["VC_WORKER_NUM"] == "3"
+    c.job["spec"]["tasks"][1]["replicas"] = 1
+    c.job["spec"]["minAvailable"] = 2
+    assert c.step().update_objects[0]["data"]["worker.host"] == "train-worker-0.train"

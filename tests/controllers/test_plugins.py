@@ -1,0 +1,185 @@
+"""Job plugins: what each injects into pods, and the objects it creates."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from central.admission.jobs import mutate_job
+from central.controllers.plugins import apply_plugins, deleted_objects, job_objects
+from central.errors import InputError
+from central.model.jobs import expand_job
+from tests.admission.helpers import job, task
+from tests.controllers.fakeloop import FakeCluster
+
+
+def pods_of(
+    spec_plugins: dict[str, list[str]], tasks: list[dict[str, Any]] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    j = mutate_job(job(tasks=tasks, plugins=spec_plugins))
+    j["spec"]["tasks"][0]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "busybox"}]
+    _, pods = expand_job(j)
+    return j, {p["metadata"]["name"]: p for p in apply_plugins(j, pods)}
+
+
+def env(pod: dict[str, Any], container: int = 0, init: bool = False) -> dict[str, str]:
+    c = pod["spec"]["initContainers" if init else "containers"][container]
+    return {e["name"]: e["value"] for e in c.get("env") or []}
+
+
+def test_env_plugin_sets_the_task_index_everywhere() -> None:
+    _, pods = pods_of({"env": []})
+    assert env(pods["train-worker-1"]) == {"VK_TASK_INDEX": "1", "VC_TASK_INDEX": "1"}
+    assert env(pods["train-ps-0"], init=True) == {"VK_TASK_INDEX": "0", "VC_TASK_INDEX": "0"}
+
+
+def test_svc_plugin_pods() -> None:
+    _, pods = pods_of({"svc": []})
+    pod = pods["train-worker-1"]
+    assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == ("train-worker-1", "train")
+    assert {"name": "train-svc", "mountPath": "/etc/volcano"} in pod["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "train-svc", "configMap": {"name": "train-svc"}} in pod["spec"]["volumes"]
+    assert env(pod) == {
+        "VC_PS_HOSTS": "train-ps-0.train",
+        "VC_PS_NUM": "1",
+        "VC_WORKER_HOSTS": "train-worker-0.train,train-worker-1.train",
+        "VC_WORKER_NUM": "2",
+    }
+
+
+def test_svc_plugin_objects() -> None:
+    j, _ = pods_of({"svc": []})
+    objects = {o["kind"]: o for o in job_objects(j)}
+    assert set(objects) == {"ConfigMap", "Service", "NetworkPolicy"}
+    assert objects["ConfigMap"]["metadata"]["name"] == "train-svc"
+    assert objects["ConfigMap"]["data"]["worker.host"] == "train-worker-0.train\ntrain-worker-1.train"
+    assert objects["ConfigMap"]["data"]["VC_WORKER_NUM"] == "2"
+    service = objects["Service"]
+    assert service["metadata"]["name"] == "train" and service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == {"volcano.sh/job-name": "train", "volcano.sh/job-namespace": "ml"}
+    assert service["spec"]["publishNotReadyAddresses"] is False
+    assert objects["NetworkPolicy"]["spec"]["ingress"] == [
+        {"from": [{"podSelector": {"matchLabels": service["spec"]["selector"]}}]}
+    ]
+    assert all(o["metadata"]["ownerReferences"][0]["uid"] == j["metadata"].get("uid", "") for o in objects.values())
+
+
+def test_svc_plugin_flags() -> None:
+    j, pods = pods_of(
+        {"svc": ["--publish-not-ready-addresses", "--disable-network-policy", "--inject-hosts-env=false"]}
+    )
+    kinds = {o["kind"]: o for o in job_objects(j)}
+    assert "NetworkPolicy" not in kinds and kinds["Service"]["spec"]["publishNotReadyAddresses"] is True
+    assert env(pods["train-ps-0"]) == {}
+
+
+def test_ssh_plugin() -> None:
+    j, pods = pods_of({"ssh": []})
+    (secret,) = job_objects(j)
+    assert secret["kind"] == "Secret" and secret["metadata"]["name"] == "train-ssh"
+    files = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    key = serialization.load_ssh_private_key(files["id_rsa"].encode(), password=None)
+    assert key.key_size == 2048
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    assert files["id_rsa.pub"] == files["authorized_keys"] == public
+    assert "StrictHostKeyChecking no" in files["config"]
+    assert "Host train-worker-1\n  HostName train-worker-1.train\n  Port 22" in files["config"]
+    pod = pods["train-ps-0"]
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "train-ssh")
+    assert volume["secret"]["secretName"] == "train-ssh" and volume["secret"]["defaultMode"] == 0o600
+    assert all(item["mode"] == 0o600 for item in volume["secret"]["items"])
+    for c in pod["spec"]["containers"] + pod["spec"]["initContainers"]:
+        assert {"name": "train-ssh", "mountPath": "/root/.ssh"} in c["volumeMounts"]
+    assert deleted_objects(j) == [("Secret", "train-ssh")]
+
+
+def test_ssh_plugin_with_given_keys_and_path() -> None:
+    j, pods = pods_of(
+        {"ssh": ["--ssh-private-key=PRIVATE", "--ssh-public-key=PUBLIC", "--ssh-key-file-path=/home/mpi/.ssh"]}
+    )
+    data = job_objects(j)[0]["data"]
+    assert base64.b64decode(data["id_rsa"]) == b"PRIVATE" and base64.b64decode(data["authorized_keys"]) == b"PUBLIC"
+    assert {"name": "train-ssh", "mountPath": "/home/mpi/.ssh"} in pods["train-ps-0"]["spec"]["containers"][0][
+        "volumeMounts"
+    ]
+
+
+def test_pytorch_plugin() -> None:
+    tasks = [task("master"), task("worker", 3)]
+    _, pods = pods_of({"pytorch": ["--port=23456"]}, tasks)
+    assert env(pods["train-master-0"])["RANK"] == "0"
+    worker = env(pods["train-worker-2"])
+    assert {k: worker[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")} == {
+        "MASTER_ADDR": "train-master-0.train",
+        "MASTER_PORT": "23456",
+        "WORLD_SIZE": "4",
+        "RANK": "3",
+    }
+    assert {"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"} in pods["train-worker-0"]["spec"][
+        "containers"
+    ][0]["ports"]
+
+
+def test_tensorflow_plugin() -> None:
+    tasks = [task("ps"), task("worker", 2), task("chief")]
+    _, pods = pods_of({"tensorflow": []}, tasks)
+    config = json.loads(env(pods["train-worker-1"])["TF_CONFIG"])
+    assert config == {
+        "cluster": {
+            "ps": ["train-ps-0.train:2222"],
+            "worker": ["train-worker-0.train:2222", "train-worker-1.train:2222"],
+            "chief": ["train-chief-0.train:2222"],
+        },
+        "task": {"type": "worker", "index": 1},
+    }
+    assert json.loads(env(pods["train-chief-0"])["TF_CONFIG"])["task"] == {"type": "chief", "index": 0}
+
+
+def test_tensorflow_plugin_skips_a_single_pod() -> None:
+    _, pods = pods_of({"tensorflow": []}, [task("worker")])
+    assert "TF_CONFIG" not in env(pods["train-worker-0"])
+
+
+def test_mpi_plugin() -> None:
+    tasks = [task("master"), task("worker", 2)]
+    _, pods = pods_of({"mpi": []}, tasks)
+    assert env(pods["train-master-0"])["MPI_HOST"] == "train-worker-0.train,train-worker-1.train"
+    assert "MPI_HOST" not in env(pods["train-worker-0"])
+    assert {"name": "mpijob-port", "containerPort": 22, "protocol": "TCP"} in pods["train-worker-1"]["spec"][
+        "containers"
+    ][0]["ports"]
+    # the webhook added svc and ssh
+    assert pods["train-worker-1"]["spec"]["subdomain"] == "train"
+    assert any(v["name"] == "train-ssh" for v in pods["train-master-0"]["spec"]["volumes"])
+
+
+@pytest.mark.parametrize(
+    "plugins, message",
+    [
+        pytest.param({"svc": ["--nope"]}, 'unknown flag "--nope"', id="unknown-flag"),
+        pytest.param({"svc": ["--disable-network-policy=maybe"]}, "expects true or false", id="bad-bool"),
+        pytest.param({"mpi": ["--port"]}, "flag --port needs a value", id="missing-value"),
+        pytest.param({"gloo": []}, 'unable to find job plugin "gloo"', id="unknown-plugin"),
+    ],
+)
+def test_bad_plugin_arguments_raise(plugins: dict[str, list[str]], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        apply_plugins({"metadata": {"name": "j"}, "spec": {"plugins": plugins, "tasks": []}}, [])
+
+
+def test_controller_creates_plugin_objects_once_and_deletes_them_when_stopping() -> None:
+    c = FakeCluster(job(tasks=[task("master"), task("worker", 2)], plugins={"mpi": []}))
+    first = c.step()
+    assert sorted(o["kind"] for o in first.create_objects) == ["ConfigMap", "NetworkPolicy", "Secret", "Service"]
+    assert c.status["controlledResources"] == {"plugin-mpi": "mpi", "plugin-ssh": "ssh", "plugin-svc": "svc"}
+    assert c.step().create_objects == []  # the ssh key is generated once
+    c.enqueue()
+    c.step()
+    assert c.pods["train-master-0"]["spec"]["subdomain"] == "train"
+    c.set_phase("Succeeded")
+    c.settle()
+    assert c.phase == "Completed" and c.objects == {}

@@ -1,0 +1,126 @@
+"""The whole agent on fake host trees: QoS writes, the exporter scraped over HTTP, the stream."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from central.agents import NodeReportStore, ReceiverServer
+from nodeagent.agent import Agent
+from nodeagent.cgroup.layout import CgroupLayout
+from nodeagent.config import load_config
+from nodeagent.exporter import MetricsServer
+from nodeagent.pods import PodInfo, StaticPodSource
+from tests.nodeagent.fakes import FakeDevice, FakeNvml, fake_pod_cgroup, fake_proc, fake_sys, write
+
+ONLINE = PodInfo("shop", "web-0", "11111111-1111-1111-1111-111111111111", "Burstable", "LC", 1000)
+OFFLINE = PodInfo("batch", "train-0", "22222222-2222-2222-2222-222222222222", "BestEffort", "BE", 0)
+
+
+def build_agent(tmp_path: Path, **overrides: object) -> Agent:
+    cg = tmp_path / "cg"
+    write(cg, "cgroup.controllers", "cpu memory\n")
+    layout = CgroupLayout(cg, 2, "systemd")
+    fake_pod_cgroup(layout, layout.qos_dir("BestEffort"), 0, 0, 0)
+    for pod in (ONLINE, OFFLINE):
+        fake_pod_cgroup(layout, layout.pod_dir(pod.uid, pod.qos_class), 10**9, 300 << 20, 0)
+    cfg = load_config(None, {
+        "node.name": "node-1", "paths.sys_root": str(fake_sys(tmp_path / "sys")),
+        "paths.proc_root": str(fake_proc(tmp_path / "proc")), "paths.cgroup_root": str(cg),
+        "collect.period_s": 0.05, "collect.window_s": 1.0, "exporter.address": "127.0.0.1", "exporter.port": 0,
+        **overrides,
+    })
+    nvml = FakeNvml([FakeDevice("GPU-0", "00000000:3B:00.0", util=50), FakeDevice("GPU-1", "0:86:00.0", mig=True)])
+    return Agent(cfg, pod_source=StaticPodSource([ONLINE, OFFLINE]), nvml=nvml)
+
+
+def scrape(port: int, path: str = "/metrics") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_tick_suppresses_offline_parent_only(tmp_path: Path) -> None:
+    agent = build_agent(tmp_path)
+    agent.tick()
+    snap = agent.tick()
+    offline_parent = tmp_path / "cg/kubepods.slice/kubepods-besteffort.slice/cpu.max"
+    online_pod = tmp_path / "cg" / agent.layout.pod_dir(ONLINE.uid, "Burstable") / "cpu.max"
+    assert snap.qos.offline_cpu_quota_cores > 0 and offline_parent.read_text().endswith(" 100000")
+    assert online_pod.read_text() == "max 100000\n"
+    assert {u.pod.name for u in snap.pods} == {"web-0", "train-0"}
+
+
+def test_scrape_metrics_over_http(tmp_path: Path) -> None:
+    agent = build_agent(tmp_path)
+    server = MetricsServer(agent, "127.0.0.1", 0, max_pod_series=1)
+    port = server.start()
+    try:
+        assert scrape(port, "/readyz")[0] == 503
+        agent.tick()
+        agent.tick()
+        status, text = scrape(port)
+        assert status == 200 and scrape(port, "/readyz")[0] == 200 and scrape(port, "/healthz")[0] == 200
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert all(name.startswith("nodeagent_") for name in families)
+        for name in ("nodeagent_node_cpu_usage_cores", "nodeagent_node_memory_working_set_bytes",
+                     "nodeagent_numa_memory_capacity_bytes", "nodeagent_gpu_memory_used_bytes",
+                     "nodeagent_pod_cpu_usage_cores", "nodeagent_be_cpu_quota_cores", "nodeagent_cgroup_writes",
+                     "nodeagent_collector_errors", "nodeagent_evictions", "nodeagent_build_info"):
+            assert name in families, name
+        numa = families["nodeagent_numa_memory_capacity_bytes"].samples
+        assert sorted(s.labels["numa"] for s in numa) == ["0", "1"] and numa[0].labels["node"] == "node-1"
+        util = families["nodeagent_gpu_utilization_ratio"].samples
+        assert [(s.labels["gpu"], s.value) for s in util] == [("0", 0.5)]  # MIG GPU: absent, not 0
+        pods = families["nodeagent_pod_cpu_usage_cores"].samples
+        assert len(pods) == 1 and set(pods[0].labels) == {"node", "namespace", "pod", "qos_level"}  # capped
+        writes = {(s.labels["file"], s.labels["result"]): s.value
+                  for s in families["nodeagent_cgroup_writes"].samples if s.name.endswith("_total")}
+        assert writes[("cpu.max", "ok")] >= 1
+    finally:
+        server.stop()
+
+
+def test_run_streams_to_the_receiver_and_stops(tmp_path: Path) -> None:
+    store = NodeReportStore()
+    receiver = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = receiver.start()
+    agent = build_agent(tmp_path, **{"stream.server": f"127.0.0.1:{port}", "stream.insecure": True})
+    stop = threading.Event()
+    thread = threading.Thread(target=agent.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while (report := store.latest("node-1")) is None or not report.pods.pods:
+            assert time.monotonic() < deadline, "no report with pods arrived"
+            time.sleep(0.05)
+        assert report.gpus.status == "ok" and len(report.gpus.gpus) == 2
+        assert not report.gpus.gpus[1].HasField("utilization_ratio")
+        assert report.topology.threads == 7 and report.qos.offline_cpu_quota_cores > 0
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        receiver.stop()
+    assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("source_error", [OSError("connection refused"), ValueError("bad JSON")])
+def test_failing_pod_source_keeps_the_last_list(tmp_path: Path, source_error: Exception) -> None:
+    agent = build_agent(tmp_path)
+    agent.tick()
+
+    class Broken:
+        def pods(self) -> list[PodInfo]:
+            raise source_error
+
+    agent.pod_source = Broken()
+    snap = agent.tick()
+    assert len(snap.pods) == 2 and agent.health.errors[("pods", "source_failed")] == 1

@@ -1,0 +1,114 @@
+"""daemonset/nodeagent.yaml parses and its parts agree with each other and with the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodeagent.config import leaves, load_config
+
+MANIFEST = Path(__file__).resolve().parents[2] / "daemonset" / "nodeagent.yaml"
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict[str, dict[str, Any]]:
+    parsed = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
+    by_kind = {d["kind"]: d for d in parsed}
+    assert len(by_kind) == len(parsed), "one object per kind expected"
+    return by_kind
+
+
+@pytest.fixture(scope="module")
+def pod(docs) -> dict[str, Any]:
+    return docs["DaemonSet"]["spec"]["template"]
+
+
+@pytest.fixture(scope="module")
+def container(pod) -> dict[str, Any]:
+    [agent] = pod["spec"]["containers"]
+    return agent
+
+
+@pytest.fixture(scope="module")
+def config(docs, tmp_path_factory):
+    path = tmp_path_factory.mktemp("cm") / "agent.yaml"
+    path.write_text(docs["ConfigMap"]["data"]["agent.yaml"])
+    return path
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> set[str]:
+    keys = set()
+    for key, value in data.items():
+        keys |= _flatten(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key}
+    return keys
+
+
+def test_kinds(docs) -> None:
+    assert set(docs) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}
+
+
+def test_selector_matches_template_labels(docs, pod) -> None:
+    selector = docs["DaemonSet"]["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod["metadata"]["labels"].items()
+
+
+def test_service_account_and_rbac_bind_together(docs, pod) -> None:
+    sa = docs["ServiceAccount"]["metadata"]
+    assert pod["spec"]["serviceAccountName"] == sa["name"]
+    assert sa["namespace"] == docs["DaemonSet"]["metadata"]["namespace"]
+    binding = docs["ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == docs["ClusterRole"]["metadata"]["name"]
+    assert {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]} in binding["subjects"]
+
+
+def test_rbac_is_least_privilege(docs) -> None:
+    grants = {(r, v) for rule in docs["ClusterRole"]["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods", "get"), ("pods", "list"),
+                      ("pods/eviction", "create")}
+    assert all(rule["apiGroups"] == [""] for rule in docs["ClusterRole"]["rules"])
+
+
+def test_mounts_match_volumes(pod, container) -> None:
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert set(mounts) == set(volumes)
+    writable = {n for n, m in mounts.items() if not m.get("readOnly") and "hostPath" in volumes[n]}
+    assert writable == {"host-cgroup"}  # host paths are read-only except the cgroup tree
+
+
+def test_config_map_holds_every_key_and_loads(docs, pod, container, config) -> None:
+    data = yaml.safe_load(config.read_text())
+    assert _flatten(data) == {key for key, _, _ in leaves()}
+    cfg = load_config(config)
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    config_mount = next(p for p, n in mounts.items() if "configMap" in volumes[n])
+    assert volumes[mounts[config_mount]]["configMap"]["name"] == docs["ConfigMap"]["metadata"]["name"]
+    assert container["command"][-2:] == ["--config", f"{config_mount}/agent.yaml"]
+    for root in (cfg.paths.sys_root, cfg.paths.proc_root, cfg.paths.cgroup_root):
+        assert root in mounts, f"{root} is not mounted"
+    tls_mount = next(p for p in mounts if p.endswith("/tls"))
+    assert all(Path(f).parent == Path(tls_mount) for f in (cfg.stream.ca_file, cfg.stream.cert_file,
+                                                            cfg.stream.key_file))
+
+
+def test_probes_and_scrape_use_the_metrics_port(pod, container, config) -> None:
+    port = load_config(config).exporter.port
+    assert container["ports"][0]["containerPort"] == port
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true" and annotations["prometheus.io/port"] == str(port)
+
+
+def test_not_privileged_and_bounded(container) -> None:
+    security = container["securityContext"]
+    assert security["privileged"] is False and security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
+    assert {"cpu", "memory"} <= container["resources"]["limits"].keys()
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"

@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from nodeagent.cgroup.driver import CgroupWriter, open_driver
+from nodeagent.cgroup.layout import CgroupLayout
+from nodeagent.collect.node_usage import NodeUsage
+from nodeagent.collect.pod_usage import PodUsage
+from nodeagent.collect.window import Stat
+from nodeagent.health import Health
+from nodeagent.pods import PodInfo
+from nodeagent.qos.eviction import EvictionConfig, WatermarkEviction
+from nodeagent.qos.manager import QosConfig, QosManager
+from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
+from tests.nodeagent.fakes import fake_pod_cgroup
+
+OFFLINE = "kubepods/besteffort"
+
+
+def layout_with_offline_parent(tmp_path: Path, version: int) -> CgroupLayout:
+    layout = CgroupLayout(tmp_path, version, "cgroupfs")
+    fake_pod_cgroup(layout, OFFLINE, cpu_ns=0, memory=0, inactive=0)
+    return layout
+
+
+@pytest.mark.parametrize("allocatable, threshold, online, floor, budget", [
+    pytest.param(8.0, 65, 2.0, 1.0, 3.2, id="room-left"),
+    pytest.param(8.0, 65, 6.0, 1.0, 1.0, id="floor"),
+    pytest.param(16.0, 100, 0.0, 0.5, 16.0, id="idle-node"),
+])
+def test_cpu_budget(allocatable: float, threshold: float, online: float, floor: float, budget: float) -> None:
+    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=threshold, min_cores=floor), None, OFFLINE)
+    assert strategy.budget(allocatable, online) == pytest.approx(budget)
+
+
+@settings(deadline=None, max_examples=40)
+@given(allocatable=st.floats(0, 256), online=st.floats(0, 512), threshold=st.floats(1, 100),
+       floor=st.floats(0.01, 8))
+def test_cpu_budget_never_below_the_floor_nor_above_the_threshold(
+        allocatable: float, online: float, threshold: float, floor: float) -> None:
+    budget = CpuSuppression(CpuSuppressConfig(threshold_percent=threshold, min_cores=floor), None, OFFLINE).budget(
+        allocatable, online)
+    assert budget >= floor
+    assert budget <= max(floor, allocatable * threshold / 100) + 1e-9
+
+
+@pytest.mark.parametrize("version, file, expected", [
+    pytest.param(1, "cpu/kubepods/besteffort/cpu.cfs_quota_us", "320000", id="v1"),
+    pytest.param(2, "kubepods/besteffort/cpu.max", "320000 100000", id="v2"),
+])
+def test_cpu_suppression_writes_the_offline_parent(tmp_path: Path, version: int, file: str, expected: str) -> None:
+    writer = CgroupWriter(Health())
+    driver = open_driver(layout_with_offline_parent(tmp_path, version), writer)
+    strategy = CpuSuppression(CpuSuppressConfig(), driver, OFFLINE)
+    assert strategy.apply(8.0, 2.0) == pytest.approx(3.2)
+    assert (tmp_path / file).read_text() == expected
+    assert driver.cpu_quota_cores(OFFLINE) == pytest.approx(3.2)
+    strategy.apply(8.0, 2.01)  # under 1 % change: no write
+    assert writer.results == {(Path(file).name, "ok"): 1}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_zero_quota_is_refused_before_the_kernel(tmp_path: Path, version: int) -> None:
+    health = Health()
+    writer = CgroupWriter(health)
+    driver = open_driver(layout_with_offline_parent(tmp_path, version), writer)
+    assert not driver.set_cpu_quota(OFFLINE, 0.0)
+    assert not driver.set_memory_cap(OFFLINE, 0)
+    assert sum(n for (_, r), n in writer.results.items() if r == "invalid") == 2
+    assert driver.cpu_quota_cores(OFFLINE) is None and driver.memory_cap(OFFLINE) is None
+
+
+def test_refused_write_is_counted_not_fatal(tmp_path: Path) -> None:
+    health = Health()
+    writer = CgroupWriter(health)
+    driver = open_driver(CgroupLayout(tmp_path, 2, "cgroupfs"), writer)
+    assert not driver.set_cpu_quota("no/such/cgroup", 2.0)
+    assert writer.results[("cpu.max", "failed")] == 1 and health.errors[("cgroup", "write_failed")] == 1
+
+
+def test_memory_protection_caps_then_lifts(tmp_path: Path) -> None:
+    writer = CgroupWriter(Health())
+    driver = open_driver(layout_with_offline_parent(tmp_path, 2), writer)
+    strategy = MemoryProtection(MemoryProtectConfig(online_threshold_percent=80, limit_percent=90,
+                                                    hysteresis_percent=5, min_bytes=1), driver, OFFLINE)
+    high = tmp_path / OFFLINE / "memory.high"
+    assert strategy.apply(1000, 500) is None and high.read_text() == "max\n"
+    assert strategy.apply(1000, 850) == 50 and high.read_text() == "50"
+    assert strategy.apply(1000, 770) == 50  # inside the hysteresis band: keep the cap
+    assert strategy.apply(1000, 700) is None and high.read_text() == "max"
+
+
+def usage(name: str, priority: int, cpu: float, memory: float, level: str = "BE") -> PodUsage:
+    pod = PodInfo("batch", name, f"uid-{name}", "BestEffort", level, priority)
+    return PodUsage(pod, Stat(cpu, cpu, cpu), Stat(memory, memory, memory))
+
+
+class Recorder:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.fail = fail
+
+    def evict(self, namespace: str, name: str) -> None:
+        if self.fail:
+            raise OSError("429 Too Many Requests: disruption budget")
+        self.calls.append(("evict", namespace, name))
+
+    def set_taint(self, key: str, effect: str, present: bool) -> None:
+        self.calls.append(("taint", key, effect, present))
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+PODS = [usage("a", 10, 1.0, 100), usage("b", 0, 0.5, 900), usage("c", 0, 2.0, 50)]
+
+
+@pytest.mark.parametrize("cpu, memory, victim", [
+    pytest.param(95, 10, "c", id="cpu-pressure-largest-cpu-of-lowest-priority"),
+    pytest.param(10, 95, "b", id="memory-pressure-largest-memory-of-lowest-priority"),
+])
+def test_eviction_after_consecutive_samples(cpu: float, memory: float, victim: str) -> None:
+    api, clock = Recorder(), Clock()
+    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=3, cooldown_s=30), api, api, clock)
+    assert eviction.observe(cpu, memory, PODS) == []
+    assert eviction.observe(cpu, memory, PODS) == []
+    [evicted] = eviction.observe(cpu, memory, PODS)
+    assert evicted.pod.name == victim
+    assert api.calls == [("taint", "volcano.sh/offline-job-evicting", "NoSchedule", True),
+                         ("evict", "batch", victim)]
+    clock.now = 10
+    assert eviction.observe(cpu, memory, PODS) == []  # cool-down
+    clock.now = 20
+    eviction.observe(10, 10, PODS)  # below, but still cooling: taint stays
+    assert eviction.tainted
+    clock.now = 40
+    eviction.observe(10, 10, PODS)
+    assert not eviction.tainted and api.calls[-1][-1] is False
+
+
+def test_a_dip_below_the_watermark_resets_the_count() -> None:
+    api = Recorder()
+    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=2), api, api, Clock())
+    for cpu in (95, 50, 95, 50, 95):
+        assert eviction.observe(cpu, 0, PODS) == []
+    assert api.calls == []
+
+
+def test_dry_run_only_counts() -> None:
+    api = Recorder()
+    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1, dry_run=True), api, api, Clock())
+    assert len(eviction.observe(99, 0, PODS)) == 1
+    assert api.calls == [] and eviction.results == {("cpu", "dry_run"): 1}
+
+
+def test_failed_eviction_is_counted() -> None:
+    api = Recorder(fail=True)
+    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1), api, api, Clock())
+    eviction.observe(99, 0, PODS)
+    assert eviction.results == {("cpu", "failed"): 1}
+
+
+def test_manager_never_writes_online_pod_cgroups(tmp_path: Path) -> None:
+    layout = CgroupLayout(tmp_path, 2, "cgroupfs")
+    online = usage("web", 100, 3.0, 100, level="LC")
+    online_rel = layout.pod_dir(online.pod.uid, online.pod.qos_class)
+    fake_pod_cgroup(layout, online_rel, 0, 0, 0)
+    writer = CgroupWriter(Health())
+    driver = open_driver(layout, writer)
+    api = Recorder()
+    # A misconfigured offline cgroup pointing at the online pod: the guard must refuse it.
+    manager = QosManager(QosConfig(offline_cgroup=online_rel), driver, writer, api, api)
+    node = NodeUsage(Stat(4.0, 4.0, 4.0), Stat(100, 100, 100), 1000)
+    state = manager.run(8.0, 1000, node, [online, usage("batch", 0, 1.0, 10)])
+    assert (tmp_path / online_rel / "cpu.max").read_text() == "max 100000\n"
+    assert writer.results[("cpu.max", "protected")] == 1 and state.offline_cpu_quota_cores == 0.0
+
+
+def test_manager_suppresses_by_node_usage_minus_offline(tmp_path: Path) -> None:
+    layout = layout_with_offline_parent(tmp_path, 2)
+    writer = CgroupWriter(Health())
+    api = Recorder()
+    manager = QosManager(QosConfig(), open_driver(layout, writer), writer, api, api)
+    node = NodeUsage(Stat(4.0, 4.0, 4.0), Stat(100, 100, 100), 1000)
+    state = manager.run(8.0, 10_000, node, [usage("batch", 0, 1.5, 10)])
+    # online = 4.0 - 1.5 = 2.5; budget = 8 x 0.65 - 2.5 = 2.7 cores
+    assert state.offline_cpu_quota_cores == pytest.approx(2.7)
+    assert (tmp_path / OFFLINE / "cpu.max").read_text() == "270000 100000"
