@@ -31,7 +31,13 @@ from central.api.resources import EPSILON
 from central.errors import InputError
 from central.framework.plugin import Plugin
 from central.model.objects import PodTemplate, TaskInfo, TaskStatus
-from central.plugins.gpucards import GPU_MEMORY, GPU_NUMBER, UNHEALTHY, GpuCards, parse_ids
+from central.plugins.gpucards import (
+    GPU_MEMORY,
+    GPU_NUMBER,
+    UNHEALTHY,
+    GpuCards,
+    parse_ids,
+)
 
 GPU_INDEX = "volcano.sh/gpu-index"
 POLICIES = ("binpack", "spread", "fragmentation-aware")
@@ -97,7 +103,7 @@ class DeviceShare(Plugin):
         found = self._requests.get(task.template)
         if found is None:
             memory = float(task.resreq[self.memory_col]) if self.sharing and self.memory_col is not None else 0.0
-            number = int(round(task.resreq[self.number_col] / 1000)) if self.whole and self.number_col is not None else 0
+            number = round(task.resreq[self.number_col] / 1000) if self.whole and self.number_col is not None else 0
             found = self._requests[task.template] = (0.0, number) if number > 0 else (memory if memory > EPSILON else 0.0, 0)
         return found
 

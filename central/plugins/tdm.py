@@ -52,7 +52,7 @@ MAX_SCORE = 100.0
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
 # When each cluster last had revocable tasks evicted: the evict period outlives a session.
-_last_evict: "weakref.WeakKeyDictionary[ClusterCache, datetime]" = weakref.WeakKeyDictionary()
+_last_evict: weakref.WeakKeyDictionary[ClusterCache, datetime] = weakref.WeakKeyDictionary()
 
 
 def parse_window(text: object, where: str) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from central.errors import InputError
@@ -37,7 +37,7 @@ tiers:
 - plugins: [{{name: predicates}}, {{name: deviceshare, arguments: {{deviceshare.GPUSharingEnable: true,
     deviceshare.GPUNumberEnable: true, deviceshare.SchedulePolicy: {policy}, deviceshare.ScheduleWeight: 1}}}}]
 """
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _node(i: int, cards: int) -> dict[str, Any]:
@@ -119,10 +119,11 @@ def combine(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def report(rows: list[dict[str, float]], seeds: int) -> str:
     first = rows[0]
-    lines = [f"{first['cards']} GPUs on {first['nodes']} nodes at saturation, {seeds} seeded streams; "
-             f"averages over {first['measured']} steps with whole-card jobs waiting",
-             f"  {'policy':<22}{'stranded GPUs':>14}{'cards busy':>12}{'whole-card jobs':>17}{'shared pods':>13}"
-             f"{'whole waiting':>15}"]
+    title = (f"{first['cards']} GPUs on {first['nodes']} nodes at saturation, {seeds} seeded streams; "
+             f"averages over {first['measured']} steps with whole-card jobs waiting")
+    header = (f"  {'policy':<22}{'stranded GPUs':>14}{'cards busy':>12}{'whole-card jobs':>17}{'shared pods':>13}"
+              f"{'whole waiting':>15}")
+    lines = [title, header]
     for row in rows:
         lines.append(f"  {row['policy']:<22}{row['stranded']:>14.1f}{row['busy']:>11.1%}{row['whole_placed']:>17}"
                      f"{row['shared_placed']:>13}{row['whole_waiting']:>15}")
