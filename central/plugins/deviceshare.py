@@ -30,7 +30,7 @@ import numpy as np
 from central.api.resources import EPSILON
 from central.errors import InputError
 from central.framework.plugin import Plugin
-from central.model.objects import PodTemplate, TaskInfo, TaskStatus
+from central.model.objects import TaskInfo, TaskStatus
 from central.plugins.gpucards import (
     GPU_MEMORY,
     GPU_NUMBER,
@@ -77,7 +77,7 @@ class DeviceShare(Plugin):
             raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight", f"must not be negative, got {self.weight:g}")
         index = session.dims.index
         self.memory_col, self.number_col = index.get(GPU_MEMORY), index.get(GPU_NUMBER)
-        self._requests: dict[PodTemplate, tuple[float, int]] = {}
+        self._requests: dict[int, tuple[np.ndarray, tuple[float, int]]] = {}
         self.charged: dict[str, tuple[int, list[int], list[float]]] = {}  # task uid -> (row, cards, amounts)
         self.cards = GpuCards(session.nodes)
         for node in session.nodes:
@@ -100,12 +100,14 @@ class DeviceShare(Plugin):
 
     def request(self, task: TaskInfo) -> tuple[float, int]:
         """(memory on one card, whole cards) the pod asks of this plugin; (0, 0) for none."""
-        found = self._requests.get(task.template)
-        if found is None:
-            memory = float(task.resreq[self.memory_col]) if self.sharing and self.memory_col is not None else 0.0
-            number = round(task.resreq[self.number_col] / 1000) if self.whole and self.number_col is not None else 0
-            found = self._requests[task.template] = (0.0, number) if number > 0 else (memory if memory > EPSILON else 0.0, 0)
-        return found
+        found = self._requests.get(id(task.resreq))  # request vectors are shared per template
+        if found is None or found[0] is not task.resreq:
+            req = task.resreq
+            memory = float(req[self.memory_col]) if self.sharing and self.memory_col is not None else 0.0
+            number = round(req[self.number_col] / 1000) if self.whole and self.number_col is not None else 0
+            asked = (0.0, number) if number > 0 else (memory if memory > EPSILON else 0.0, 0)
+            found = self._requests[id(req)] = (req, asked)
+        return found[1]
 
     # --- placement ------------------------------------------------------------------------
 
