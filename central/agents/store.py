@@ -68,6 +68,19 @@ class NodeReportStore:
             copy.CopyFrom(entry.report)
             return copy
 
+    def reports_since(self, seen: dict[str, tuple[str, int]]) -> list[pb.NodeReport]:
+        """Copies of the merged reports whose (agent epoch, sequence) differ from `seen`:
+        what changed since a reader last looked, stale ones included."""
+        with self._lock:
+            changed = [e.report for name, e in self._entries.items()
+                       if seen.get(name) != (e.report.agent_epoch, e.report.sequence)]
+            out = []
+            for report in changed:
+                copy = pb.NodeReport()
+                copy.CopyFrom(report)
+                out.append(copy)
+            return out
+
     def fresh_nodes(self) -> list[str]:
         now = self._clock()
         with self._lock:

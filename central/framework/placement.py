@@ -30,11 +30,13 @@ if TYPE_CHECKING:
 
 
 class TemplateView:
-    __slots__ = ("position", "fits_future", "fits_idle", "score")
+    __slots__ = ("position", "static", "allowed", "fits_future", "fits_idle", "score")
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, static: list[tuple[np.ndarray, str]]):
         self.position = 0
-        self.fits_future = np.zeros(n, dtype=bool)
+        self.static = static  # template-only filters, with their reasons
+        self.allowed = np.logical_and.reduce([ok for ok, _ in static]) if static else np.ones(n, dtype=bool)
+        self.fits_future = np.zeros(n, dtype=bool)  # allowed, and the request fits future idle
         self.fits_idle = np.zeros(n, dtype=bool)
         self.score = np.zeros(n)
 
@@ -63,7 +65,8 @@ class Placement:
         view = self._views.get(task.template)
         changes = self.table.changes
         if view is None:
-            view = self._views[task.template] = TemplateView(self.n)
+            static = [check for fn in self.ssn.points.flat["static_predicate"] for check in fn(task.template)]
+            view = self._views[task.template] = TemplateView(self.n, static)
             self._refresh(task, view, np.arange(self.n))
         elif view.position < len(changes):
             dirty = np.unique(np.asarray(changes[view.position:], dtype=np.int64))
@@ -75,7 +78,8 @@ class Placement:
         req, table = task.init_resreq, self.table
         cols = self.columns(req)
         room = table.pods[rows] < table.max_pods[rows]
-        view.fits_future[rows] = np.all(table.future[rows][:, cols] + EPSILON > req[cols], axis=1) & room
+        fits = np.all(table.future[rows][:, cols] + EPSILON > req[cols], axis=1) & room
+        view.fits_future[rows] = fits & view.allowed[rows]
         view.fits_idle[rows] = np.all(table.idle[rows][:, cols] + EPSILON > req[cols], axis=1) & room
         score = np.zeros(len(rows))
         for fn in self.ssn.points.flat["node_order"]:
@@ -101,7 +105,7 @@ class Placement:
         cols = self.columns(req)
         # A node could make room only if evicting everything on it would: future idle + used.
         could = np.all(self.table.future[:n, cols] + self.table.used[:n, cols] + EPSILON > req[cols], axis=1)
-        rows = np.flatnonzero(could & (self.table.max_pods[:n] > 0))
+        rows = np.flatnonzero(could & view.allowed)
         for fn in self.ssn.points.flat["predicate"]:
             checks = fn(task, rows)
             if checks and len(rows):
@@ -129,7 +133,13 @@ class Placement:
         for j, col in enumerate(cols):
             errors.add(f"Insufficient {self.ssn.dims.names[col]}", int(short[:, j].sum()))
         errors.add("Too many pods", int((table.pods[:n] >= table.max_pods[:n]).sum()))
-        rows = np.flatnonzero(self.view(task).fits_future)
+        view = self.view(task)
+        room = np.all(table.future[:n, cols] + EPSILON > req[cols], axis=1) & (table.pods[:n] < table.max_pods[:n])
+        alive = room.copy()
+        for ok, reason in view.static:
+            errors.add(reason, int((alive & ~ok).sum()))
+            alive &= ok
+        rows = np.flatnonzero(view.fits_future)
         for fn in self.ssn.points.flat["predicate"]:
             alive = np.ones(len(rows), dtype=bool)
             for ok, reason in fn(task, rows):

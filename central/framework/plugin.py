@@ -27,6 +27,10 @@ Votes and checks:
                                             shuffle action); gated by `enabledVictim`; union
                                             within the first tier that yields any
 Placement, vectorised over node rows (numpy int arrays of candidate rows):
+    static_predicate(template) -> list[(ok_mask, reason)]  filters that depend only on the pod
+                                                       template and the nodes (selectors, taints):
+                                                       masks over all rows, computed once per
+                                                       template per session
     predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
     node_order(task, rows) -> float array              a row's score may depend only on that node's
                                                        state and the pod's template: the session

@@ -32,6 +32,7 @@ POINT_FLAGS: dict[str, str | None] = {
     "can_give_up": None,
     "victim_tasks": "enabledVictim",
     "predicate": "enablePredicate",
+    "static_predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
     "batch_node_order": "enableNodeOrder",
     "on_allocate": None,

@@ -46,9 +46,8 @@ class Binpack(Plugin):
         if not len(cols):
             return np.zeros(len(rows))
         table = self.session.cache.table
-        at = np.ix_(rows, cols)
-        alloc = table.alloc[at]
-        after = table.used[at] + req[cols]
+        alloc = table.alloc[rows][:, cols]
+        after = table.used[rows][:, cols] + req[cols]
         w = self.weights[cols]
         per = np.divide(w * after, alloc, out=np.zeros_like(after), where=alloc > 0)
         over = np.any(after > alloc + EPSILON, axis=1)

@@ -33,10 +33,17 @@ class Drf(Plugin):
         self.total = session.total
         # Volcano's drf counts every task charged in the session, pipelined ones included.
         self.allocated = {uid: job.allocated.copy() for uid, job in session.jobs.items()}
-        self.shares = {uid: dominant_share(vec, self.total) for uid, vec in self.allocated.items()}
+        self.shares: dict[str, float] = {}  # computed when an ordering asks, dropped on change
+
+    def share(self, job_uid: str) -> float:
+        share = self.shares.get(job_uid)
+        if share is None:
+            vec = self.allocated.get(job_uid)
+            share = self.shares[job_uid] = dominant_share(vec, self.total) if vec is not None else 0.0
+        return share
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)
+        ls, rs = self.share(left.uid), self.share(right.uid)
         return -1 if ls < rs else (1 if ls > rs else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -66,6 +73,6 @@ class Drf(Plugin):
         vec = self.allocated.get(task.job_uid)
         if vec is not None:
             vec += sign * task.resreq
-            self.shares[task.job_uid] = dominant_share(vec, self.total)
+            self.shares.pop(task.job_uid, None)
 
 

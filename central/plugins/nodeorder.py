@@ -28,9 +28,8 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.cache.table
-    at = np.ix_(rows, cols)
-    requested = table.used[at] + table.pipelined[at] + task.resreq[cols]
-    return requested, table.alloc[at]
+    requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
+    return requested, table.alloc[rows][:, cols]
 
 
 def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:

@@ -47,7 +47,6 @@ class Predicates(Plugin):
         self.index = session.node_index
         self.enabled = {name: self.argument(f"predicate.{name}Enable", True, bool)
                         for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
-        self._static: dict[PodTemplate, list[Check]] = {}
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
         self.anti_holders = {t.uid: t for t in session.cache.tasks.values()
                              if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
@@ -62,7 +61,7 @@ class Predicates(Plugin):
 
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         template = task.template
-        checks = [(mask[rows], reason) for mask, reason in self._static_checks(template)]
+        checks: list[Check] = []
         if template.host_ports and self.enabled["NodePorts"]:
             checks.append((self._ports_free(template, rows), "node(s) didn't have free ports for the requested pod ports"))
         if self.enabled["PodAffinity"] and (template.pod_affinity or template.pod_anti_affinity or self.anti_holders):
@@ -71,19 +70,17 @@ class Predicates(Plugin):
             checks.append((self._spread_ok(template, rows), "node(s) didn't match pod topology spread constraints"))
         return checks
 
-    def _static_checks(self, template: PodTemplate) -> list[Check]:
-        checks = self._static.get(template)
-        if checks is None:
-            idx = self.index
-            tolerations = template.tolerations
-            unsched = idx.unschedulable & ~np.full(idx.n, any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations))
-            checks = [(~unsched, "node(s) were unschedulable")]
-            if self.enabled["NodeAffinity"]:
-                checks.append((node_affinity_mask(idx, template), "node(s) didn't match Pod's node affinity/selector"))
-            if self.enabled["TaintToleration"]:
-                bad = idx.per_taint_group(lambda taints: untolerated(taints, tolerations, ("NoSchedule", "NoExecute")))
-                checks.append((bad == 0, "node(s) had untolerated taint"))
-            self._static[template] = checks
+    def static_predicate(self, template: PodTemplate) -> list[Check]:
+        """Unschedulable nodes, node selector and required node affinity, taints."""
+        idx = self.index
+        tolerations = template.tolerations
+        unsched = idx.unschedulable & ~np.full(idx.n, any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations))
+        checks = [(~unsched, "node(s) were unschedulable")]
+        if self.enabled["NodeAffinity"]:
+            checks.append((node_affinity_mask(idx, template), "node(s) didn't match Pod's node affinity/selector"))
+        if self.enabled["TaintToleration"]:
+            bad = idx.per_taint_group(lambda taints: untolerated(taints, tolerations, ("NoSchedule", "NoExecute")))
+            checks.append((bad == 0, "node(s) had untolerated taint"))
         return checks
 
     def _ports_free(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:

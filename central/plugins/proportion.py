@@ -31,7 +31,7 @@ class QueueAttr:
     inqueue: np.ndarray
     elastic: np.ndarray
     deserved: np.ndarray
-    share: float = 0.0
+    share: float | None = None  # computed when an ordering asks, dropped on change
 
 
 def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
@@ -101,8 +101,6 @@ class Proportion(Plugin):
         super().__init__(option, session)
         self.attrs = queue_usage(session, {job.queue for job in session.jobs.values()})
         water_fill(self.attrs, session.total)
-        for attr in self.attrs.values():
-            attr.share = dominant_share(attr.allocated, attr.deserved)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         if left.priority != right.priority:
@@ -172,10 +170,14 @@ class Proportion(Plugin):
         attr = self.attrs.get(job.queue) if job is not None else None
         if attr is not None:
             attr.allocated += sign * task.resreq
-            attr.share = dominant_share(attr.allocated, attr.deserved)
+            attr.share = None
 
     def _share(self, queue: str) -> float:
         attr = self.attrs.get(queue)
-        return attr.share if attr is not None else 0.0
+        if attr is None:
+            return 0.0
+        if attr.share is None:
+            attr.share = dominant_share(attr.allocated, attr.deserved)
+        return attr.share
 
 
