@@ -3,8 +3,9 @@
 The cluster and jobs of `caldera bench` (central.sim.bench), with GPUs in Volcano's gpushare
 resources: GPU nodes expose `volcano.sh/gpu-number` and `volcano.sh/gpu-memory` (16000 MiB a
 card); GPU pods of even-numbered jobs ask one whole card, of odd-numbered jobs 8000 MiB of
-one card. Each size runs twice on fresh caches: the benchmark's configuration as is, and with
-deviceshare (sharing and whole cards, fragmentation-aware, ScheduleWeight 1) added.
+one card. Each size runs on fresh caches with the benchmark's configuration as is and with
+deviceshare (sharing and whole cards, fragmentation-aware, ScheduleWeight 1) added, the two
+alternating twice so that machine noise shows instead of passing for a difference.
 
     python3 bench/deviceshare_throughput.py [NODESxPODS ...]   (default 1000x10000)
 """
@@ -53,7 +54,7 @@ def main(sizes: list[str]) -> int:
     for size in sizes or ["1000x10000"]:
         nodes, pods = _size(size)
         print(f"{nodes:,} nodes / {pods:,} pending pods, GPU pods on gpushare resources")
-        for label, conf in (("bench config", BENCH_CONF), ("+ deviceshare", BENCH_CONF + DEVICESHARE)):
+        for label, conf in 2 * (("bench config", BENCH_CONF), ("+ deviceshare", BENCH_CONF + DEVICESHARE)):
             placed, allocate, session = measure(nodes, pods, conf)
             print(f"  {label:<14} placed {placed:,}; allocate {placed / allocate:,.0f} pods/s; "
                   f"session {placed / session:,.0f} pods/s ({session:.2f} s)", flush=True)
