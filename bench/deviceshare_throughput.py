@@ -21,8 +21,9 @@ from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from central.sim.bench import BENCH_CONF, _size, synthetic_cluster
 
-DEVICESHARE = ("  - {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true, deviceshare.GPUNumberEnable: true,"
-               " deviceshare.SchedulePolicy: fragmentation-aware, deviceshare.ScheduleWeight: 1}}\n")
+DEVICESHARE = ("  - {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true,"
+               " deviceshare.GPUNumberEnable: true, deviceshare.SchedulePolicy: fragmentation-aware,"
+               " deviceshare.ScheduleWeight: 1}}\n")
 
 
 def gpushare(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -74,7 +74,8 @@ class DeviceShare(Plugin):
                              f"unknown policy {self.policy!r}; valid: {', '.join(POLICIES)}")
         self.weight = self.argument("deviceshare.ScheduleWeight", 0, float)
         if self.weight < 0:
-            raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight", f"must not be negative, got {self.weight:g}")
+            raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight",
+                             f"must not be negative, got {self.weight:g}")
         index = session.dims.index
         self.memory_col, self.number_col = index.get(GPU_MEMORY), index.get(GPU_NUMBER)
         self._requests: dict[int, tuple[np.ndarray, tuple[float, int]]] = {}
@@ -116,7 +117,8 @@ class DeviceShare(Plugin):
         if number:
             return [(self.cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)")]
         if memory:
-            return [(self.cards.fits_memory(rows, memory), "node(s) didn't have a healthy GPU card with enough free memory")]
+            return [(self.cards.fits_memory(rows, memory),
+                     "node(s) didn't have a healthy GPU card with enough free memory")]
         return []
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:

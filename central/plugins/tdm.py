@@ -118,7 +118,8 @@ class Tdm(Plugin):
         self.windows: dict[str, tuple[str, tuple[int, int]]] = {}  # zone -> (text, window)
         for key, value in option.arguments.items():
             if key.startswith(ZONE_ARGUMENT) and len(key) > len(ZONE_ARGUMENT):
-                self.windows[key[len(ZONE_ARGUMENT):]] = (str(value), parse_window(value, f"plugin tdm: arguments.{key}"))
+                window = parse_window(value, f"plugin tdm: arguments.{key}")
+                self.windows[key[len(ZONE_ARGUMENT):]] = (str(value), window)
             elif key != PERIOD_ARGUMENT:
                 raise InputError(f"plugin tdm: arguments.{key}",
                                  f"unknown argument; valid: {ZONE_ARGUMENT}<zone>, {PERIOD_ARGUMENT}")

@@ -46,10 +46,11 @@ def _node(i: int, cards: int) -> dict[str, Any]:
 
 
 def _pod(n: int, request: dict[str, str]) -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": f"job-{n:05d}", "namespace": "frag",
-                                        "creationTimestamp": (START + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ")},
-            "spec": {"schedulerName": "volcano", "containers": [
-                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi", **request}}}]},
+    created = (START + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    requests = {"cpu": "1", "memory": "1Gi", **request}
+    return {"kind": "Pod", "metadata": {"name": f"job-{n:05d}", "namespace": "frag", "creationTimestamp": created},
+            "spec": {"schedulerName": "volcano",
+                     "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}]},
             "status": {"phase": "Pending"}}
 
 
@@ -134,7 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=48, help="GPU nodes, half with 8 cards, half with 4 (default 48)")
     parser.add_argument("--steps", type=int, default=120, help="scheduling cycles (default 120)")
     parser.add_argument("--shared", type=float, default=0.6, help="share of jobs that are shared pods (default 0.6)")
-    parser.add_argument("--backlog", type=int, default=40, help="jobs kept waiting to saturate the cluster (default 40)")
+    parser.add_argument("--backlog", type=int, default=40,
+                        help="jobs kept waiting to saturate the cluster (default 40)")
     parser.add_argument("--finish", type=float, default=0.05, help="chance a running pod ends each step (default 0.05)")
     parser.add_argument("--seeds", type=int, default=4, help="job streams per policy, seeds 1..N (default 4)")
     parser.add_argument("--policy", action="append", choices=POLICIES,

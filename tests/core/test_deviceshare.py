@@ -107,7 +107,8 @@ def gpu_clusters(draw):
     pods = {}
     for j in range(draw(st.integers(1, 25))):
         if draw(st.booleans()):
-            pods[f"ns/p{j}"] = {"cpu": 1, "volcano.sh/gpu-memory": draw(st.sampled_from([1000, 4000, 8000, 12000, 16000]))}
+            memory = draw(st.sampled_from([1000, 4000, 8000, 12000, 16000]))
+            pods[f"ns/p{j}"] = {"cpu": 1, "volcano.sh/gpu-memory": memory}
         else:
             pods[f"ns/p{j}"] = {"cpu": 1, "volcano.sh/gpu-number": draw(st.integers(1, 4))}
     return {"nodes": nodes, "pods": pods}

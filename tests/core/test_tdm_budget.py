@@ -11,7 +11,8 @@ from central.model.parse import parse_time
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 
-CONF = load_config('actions: "shuffle"\ntiers:\n- plugins: [{name: tdm, arguments: {tdm.revocable-zone.rz1: "09:00-18:00"}}]\n')
+CONF = load_config('actions: "shuffle"\ntiers:\n'
+                   '- plugins: [{name: tdm, arguments: {tdm.revocable-zone.rz1: "09:00-18:00"}}]\n')
 LENT = {"cpu": 64, "memory": "64Gi", "labels": {"volcano.sh/revocable-zone": "rz1"}}
 
 
@@ -22,7 +23,8 @@ def jobs(draw):
         running, pending = draw(st.integers(1, 6)), draw(st.integers(0, 3))
         kind = draw(st.sampled_from(["none", "min", "max"]))
         value = draw(st.sampled_from(["0", "1", "2", "50%", "100%", "34%"]))
-        annotations = {} if kind == "none" else {f"volcano.sh/jdb-{'min-available' if kind == 'min' else 'max-unavailable'}": value}
+        key = "volcano.sh/jdb-" + ("min-available" if kind == "min" else "max-unavailable")
+        annotations = {} if kind == "none" else {key: value}
         podgroups[f"ns/j{j}"] = {"minMember": 1, "phase": "Running", "annotations": annotations}
         for t in range(running + pending):
             pods[f"ns/j{j}-{t}"] = {"group": f"j{j}", "cpu": 1, "annotations": {"volcano.sh/preemptable": "true"},
