@@ -15,7 +15,7 @@ pods' creation), `node_reports:` (agent data per node, see `node_data_of`),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
 map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
 `conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`,
-`annotations` ({pod: {key: value}}, what plugins wrote on bound pods).
+`annotations` ({pod: {key: value or null for absent}}, the named keys plugins wrote on bound pods).
 """
 
 from __future__ import annotations
