@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
     "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
     "version": ("central.vcctl.version", "print the Caldera version"),
+    "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
 }
 
 

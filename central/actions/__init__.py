@@ -7,6 +7,7 @@ from central.actions.backfill import backfill
 from central.actions.enqueue import enqueue
 from central.actions.preempt import preempt
 from central.actions.reclaim import reclaim
+from central.actions.shuffle import shuffle
 from central.framework.session import Session
 
 ACTIONS: dict[str, Callable[[Session], None]] = {
@@ -15,4 +16,5 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "backfill": backfill,
     "preempt": preempt,
     "reclaim": reclaim,
+    "shuffle": shuffle,
 }

@@ -23,6 +23,9 @@ Votes and checks:
     can_give_up(victim) -> bool             AND, always on: may the victim's queue lose it to
                                             reclaim now (above its deserved share)? Checked
                                             before each eviction, whatever the tiers voted
+    victim_tasks(running) -> list[(task, reason)]   Running tasks to evict now, and why (the
+                                            shuffle action); gated by `enabledVictim`; union
+                                            within the first tier that yields any
 Placement, vectorised over node rows (numpy int arrays of candidate rows):
     static_predicate(template) -> list[(ok_mask, reason)]  filters that depend only on the pod
                                                        template and the nodes (selectors, taints):

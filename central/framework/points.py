@@ -30,6 +30,7 @@ POINT_FLAGS: dict[str, str | None] = {
     "preemptable": "enablePreemptable",
     "reclaimable": "enableReclaimable",
     "can_give_up": None,
+    "victim_tasks": "enabledVictim",
     "predicate": "enablePredicate",
     "static_predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
@@ -115,4 +116,16 @@ class Points:
                 chosen = answer if chosen is None else [v for v in chosen if id(v) in ids]
             if chosen is not None:
                 return chosen
+        return []
+
+    def union_first_tier(self, point: str, *args: Any) -> list[tuple[Any, str]]:
+        """(item, reason) pairs from every plugin of the first tier that yields any; an item
+        named twice keeps the first reason (Volcano's VictimTasks)."""
+        for tier in self.by_point[point]:
+            chosen: dict[int, tuple[Any, str]] = {}
+            for fn in tier:
+                for item, reason in fn(*args):
+                    chosen.setdefault(id(item), (item, reason))
+            if chosen:
+                return list(chosen.values())
         return []

@@ -240,6 +240,7 @@ class NodeInfo:
     allocatable: dict[str, float]
     max_pods: int
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks charged to this node
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)

@@ -396,7 +396,8 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
     allocatable = parse_resource_list(raw_alloc, "status.allocatable")
     max_pods = int(allocatable.pop("pods", 110))
     return NodeInfo(name=name, index=-1, labels=_str_map(obj, "metadata.labels"), taints=taints(spec),
-                    unschedulable=bool(spec.get("unschedulable")), allocatable=allocatable, max_pods=max_pods)
+                    unschedulable=bool(spec.get("unschedulable")), allocatable=allocatable, max_pods=max_pods,
+                    annotations=_str_map(obj, "metadata.annotations"))
 
 
 def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:

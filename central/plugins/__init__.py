@@ -4,6 +4,7 @@ from central.framework.plugin import Plugin
 from central.plugins.binpack import Binpack
 from central.plugins.capacity import Capacity
 from central.plugins.conformance import Conformance
+from central.plugins.deviceshare import DeviceShare
 from central.plugins.drf import Drf
 from central.plugins.gang import Gang
 from central.plugins.nodeorder import NodeOrder
@@ -13,11 +14,12 @@ from central.plugins.predicates import Predicates
 from central.plugins.priority import Priority
 from central.plugins.sla import Sla
 from central.plugins.tasktopology import TaskTopology
+from central.plugins.tdm import Tdm
 from central.plugins.usage import Usage
 from central.plugins.proportion import Proportion
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
-                NumaAware, Usage)
+                NumaAware, Usage, DeviceShare, Tdm)
 }

@@ -14,7 +14,8 @@ an optional `config:` (volcano-scheduler.conf text; default: Volcano's default),
 pods' creation), `node_reports:` (agent data per node, see `node_data_of`),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
 map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
-`conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`.
+`conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`,
+`annotations` ({pod: {key: value or null for absent}}, the named keys plugins wrote on bound pods).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from central.model.parse import parse_time
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 
-RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "volcano.sh/gpu-memory", "example.com/fpga")
+RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "volcano.sh/gpu-memory", "volcano.sh/gpu-number",
+                 "example.com/fpga")
 
 
 def load_cases(path: Path) -> list[dict[str, Any]]:
@@ -46,7 +48,8 @@ def objects_of(case: dict[str, Any]) -> list[dict[str, Any]]:
     for name, spec in (case.get("nodes") or {}).items():
         spec = dict(spec)
         alloc = {k: str(spec.pop(k)) for k in RESOURCE_KEYS if k in spec}
-        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": spec.pop("labels", {})},
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": spec.pop("labels", {}), "annotations": spec.pop("annotations", {})},
                 "spec": {k: spec.pop(k) for k in ("taints", "unschedulable") if k in spec},
                 "status": {"allocatable": alloc}}
         assert not spec, f"unknown node shorthand keys {list(spec)}"

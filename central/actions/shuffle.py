@@ -1,0 +1,26 @@
+"""shuffle: evict the Running tasks that plugins want gone now (Volcano's shuffle action).
+
+Every Running task of the session's jobs is offered to the `victim_tasks` plugins (tdm when
+a revocable zone's window closes, ...); the union within the first tier that names any is
+evicted in one statement, each with the reason its plugin gave. Plugins keep their own
+limits (tdm's disruption budgets and evict period), as in Volcano.
+"""
+
+from __future__ import annotations
+
+from central.framework.session import Session
+from central.model.objects import TaskStatus
+
+REASON = "Shuffle: evicted by the scheduler ({})"
+
+
+def shuffle(ssn: Session) -> None:
+    running = [t for job in ssn.jobs.values() for t in job.tasks.values() if t.status == TaskStatus.RUNNING]
+    victims = ssn.points.union_first_tier("victim_tasks", running)
+    if not victims:
+        return
+    stmt = ssn.statement()
+    for victim, why in victims:
+        if victim.status == TaskStatus.RUNNING:
+            stmt.evict(victim, REASON.format(why))
+    stmt.commit()

@@ -1,0 +1,210 @@
+"""deviceshare: GPUs shared by memory and taken as whole cards, per card, as Volcano's gpushare.
+
+A pod asking `volcano.sh/gpu-memory` (with `deviceshare.GPUSharingEnable`) needs one card
+with that much free memory; a pod asking `volcano.sh/gpu-number: N` (with
+`deviceshare.GPUNumberEnable`) needs N idle cards on one node and takes them whole. A pod
+asking both is a whole-card pod. The cards chosen go into the pod's annotation
+`volcano.sh/gpu-index` ("0" or "0,1"), written before the bind; pods already placed are read
+back from that annotation when the session opens. Cards listed in the node annotation
+`volcano.sh/gpu-unhealthy-ids` (or marked by `set_unhealthy`, the hook for agent health) are
+never chosen. Cards and MIG slices: see `central.plugins.gpucards`.
+
+`deviceshare.SchedulePolicy` picks the card on a node and scores the node (x
+`deviceshare.ScheduleWeight`, default 0 as in Volcano: the card choice alone):
+- binpack: the fitting card with the least free memory (best fit); a node scores 100 x the
+  card's use after placement; whole-card pods go where the most cards are in use.
+- spread: the card with the fewest pods, then the most free memory; a node scores 100 x the
+  card's free share after placement; whole-card pods go where the most cards stay idle.
+- fragmentation-aware (Caldera): a shared pod goes onto a card already partly used whenever
+  one fits (best fit; such nodes score 50..100), and opens an idle card only where that
+  costs whole-card jobs least (0..50): where it does not shrink the largest power-of-two set
+  of idle cards the node still offers, then where fewest idle cards remain. Whole-card pods
+  best-fit the idle-card count, as binpack. Idle whole cards stay together for 2-, 4- and
+  8-card jobs instead of being nibbled by shared pods.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from central.api.resources import EPSILON
+from central.errors import InputError
+from central.framework.plugin import Plugin
+from central.model.objects import TaskInfo, TaskStatus
+from central.plugins.gpucards import (
+    GPU_MEMORY,
+    GPU_NUMBER,
+    UNHEALTHY,
+    GpuCards,
+    parse_ids,
+)
+
+GPU_INDEX = "volcano.sh/gpu-index"
+POLICIES = ("binpack", "spread", "fragmentation-aware")
+ARGUMENTS = ("GPUSharingEnable", "GPUNumberEnable", "SchedulePolicy", "ScheduleWeight")
+UNSUPPORTED = ("VGPUEnable", "NodeLockEnable", "AscendMindClusterVNPUEnable", "AscendHAMiVNPUEnable")
+MAX_SCORE = 100.0
+_NONE = np.inf
+
+
+def _largest_power_of_two(count: np.ndarray) -> np.ndarray:
+    """Per node, the biggest 2^k <= idle cards (0 for none): the largest aligned job it fits."""
+    safe = np.maximum(count, 1)
+    return np.where(count > 0, 2 ** np.floor(np.log2(safe)), 0)
+
+
+class DeviceShare(Plugin):
+    name = "deviceshare"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        for key in option.arguments:
+            short = key.removeprefix("deviceshare.")
+            if short in UNSUPPORTED:
+                if self.argument(key, False, bool):
+                    raise InputError(f"plugin deviceshare: arguments.{key}", "not supported by Caldera; leave it false")
+            elif short not in ARGUMENTS or short == key:
+                valid = ", ".join(f"deviceshare.{a}" for a in ARGUMENTS)
+                raise InputError(f"plugin deviceshare: arguments.{key}", f"unknown argument; valid: {valid}")
+        self.sharing = self.argument("deviceshare.GPUSharingEnable", False, bool)
+        self.whole = self.argument("deviceshare.GPUNumberEnable", False, bool)
+        self.policy = self.argument("deviceshare.SchedulePolicy", "binpack", str)
+        if self.policy not in POLICIES:
+            raise InputError("plugin deviceshare: arguments.deviceshare.SchedulePolicy",
+                             f"unknown policy {self.policy!r}; valid: {', '.join(POLICIES)}")
+        self.weight = self.argument("deviceshare.ScheduleWeight", 0, float)
+        if self.weight < 0:
+            raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight",
+                             f"must not be negative, got {self.weight:g}")
+        index = session.dims.index
+        self.memory_col, self.number_col = index.get(GPU_MEMORY), index.get(GPU_NUMBER)
+        self._requests: dict[int, tuple[np.ndarray, tuple[float, int]]] = {}
+        self.charged: dict[str, tuple[int, list[int], list[float]]] = {}  # task uid -> (row, cards, amounts)
+        self.cards = GpuCards(session.nodes)
+        for node in session.nodes:
+            if self.cards.has_cards(node.index):
+                if UNHEALTHY in node.annotations:
+                    self.cards.set_unhealthy(node.index, parse_ids(node.annotations[UNHEALTHY]))
+                for task in node.tasks.values():
+                    self._charge_placed(task)
+
+    # --- the hook for agent health --------------------------------------------------------
+
+    def set_unhealthy(self, node: str, card_ids: list[int]) -> None:
+        """Mark the node's unhealthy cards (replacing the previous set); they are never chosen."""
+        info = self.session.cache.nodes.get(node)
+        if info is not None and info.index < len(self.session.nodes):
+            self.cards.set_unhealthy(info.index, card_ids)
+            self.session.cache.table.touch(info.index)  # cached scores of the row are stale now
+
+    # --- requests -------------------------------------------------------------------------
+
+    def request(self, task: TaskInfo) -> tuple[float, int]:
+        """(memory on one card, whole cards) the pod asks of this plugin; (0, 0) for none."""
+        found = self._requests.get(id(task.resreq))  # request vectors are shared per template
+        if found is None or found[0] is not task.resreq:
+            req = task.resreq
+            memory = float(req[self.memory_col]) if self.sharing and self.memory_col is not None else 0.0
+            number = round(req[self.number_col] / 1000) if self.whole and self.number_col is not None else 0
+            asked = (0.0, number) if number > 0 else (memory if memory > EPSILON else 0.0, 0)
+            found = self._requests[id(req)] = (req, asked)
+        return found[1]
+
+    # --- placement ------------------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        memory, number = self.request(task)
+        if number:
+            return [(self.cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)")]
+        if memory:
+            return [(self.cards.fits_memory(rows, memory),
+                     "node(s) didn't have a healthy GPU card with enough free memory")]
+        return []
+
+    def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        memory, number = self.request(task)
+        if not self.weight or not (memory or number):
+            return np.zeros(len(rows))
+        score = self._whole_score(rows, number) if number else self._shared_choice(rows, memory)[1]
+        return score * self.weight
+
+    def _shared_choice(self, rows: np.ndarray, memory: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the card the policy picks for `memory` and the row's score (0 if none fits)."""
+        cards = self.cards
+        free, holders, cap = cards.free(rows), cards.holders[rows], cards.cap[rows]
+        fits = free + EPSILON >= memory
+        if self.policy == "binpack":
+            key = np.where(fits, free, _NONE)
+        elif self.policy == "spread":
+            key = np.where(fits, holders * 1e15 - free, _NONE)
+        else:
+            partly = fits & (holders > 0)
+            key = np.where(partly, free, np.where(fits, 1e15 + np.arange(cap.shape[1]), _NONE))
+        choice = np.argmin(key, axis=1)
+        at = np.arange(len(rows))
+        card_free, card_cap = free[at, choice], np.maximum(cap[at, choice], EPSILON)
+        if self.policy == "binpack":
+            score = MAX_SCORE * (card_cap - card_free + memory) / card_cap
+        elif self.policy == "spread":
+            score = MAX_SCORE * (card_free - memory) / card_cap
+        else:
+            used_card = holders[at, choice] > 0
+            total = np.maximum(cards.cards[rows], 1)
+            idle = cards.idle[rows]
+            lost = _largest_power_of_two(idle) - _largest_power_of_two(idle - 1)
+            opening = 25 * (1 - lost / total) + 25 * (1 - (idle - 1) / total)
+            score = np.where(used_card, 50 + 50 * (card_cap - card_free + memory) / card_cap, opening)
+        return choice, np.where(fits.any(axis=1), score, 0.0)
+
+    def _whole_score(self, rows: np.ndarray, number: int) -> np.ndarray:
+        idle, total = self.cards.idle[rows], self.cards.cards[rows]
+        share = (idle - number) / np.maximum(total, 1)
+        score = MAX_SCORE * (share if self.policy == "spread" else 1 - share)
+        return np.where((idle >= number) & (total > 0), score, 0.0)
+
+    # --- events ---------------------------------------------------------------------------
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        if task.status not in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
+            self._charge_placed(task)  # an eviction undone: back onto its cards
+            return
+        memory, number = self.request(task)
+        if not (memory or number) or task.node is None:
+            return
+        row = self.session.cache.nodes[task.node].index
+        if number:
+            chosen = self.cards.idle_cards(row, number)
+            if len(chosen) < number:
+                return
+            amounts = self.cards.whole_amounts(row, chosen)
+        else:
+            choice, _ = self._shared_choice(np.array([row]), memory)
+            if self.cards.free(row)[choice[0]] + EPSILON < memory:
+                return
+            chosen, amounts = [int(choice[0])], [memory]
+        self._charge(task, row, chosen, amounts)
+        self.session.annotate(task, GPU_INDEX, ",".join(map(str, chosen)))
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        charged = self.charged.pop(task.uid, None)
+        if charged is not None:
+            self.cards.charge(*charged, sign=-1)
+            if task.status == TaskStatus.PENDING:
+                self.session.annotate(task, GPU_INDEX, None)
+
+    def _charge_placed(self, task: TaskInfo) -> None:
+        """A pod already on its cards (annotation `volcano.sh/gpu-index`) takes them again."""
+        memory, number = self.request(task)
+        index = task.annotations.get(GPU_INDEX) or self.session.pod_annotations.get(task.uid, {}).get(GPU_INDEX)
+        if not (memory or number) or not index or task.node is None or task.uid in self.charged:
+            return
+        row = self.session.cache.nodes[task.node].index
+        width = self.cards.cap.shape[1]
+        chosen = [card for card in parse_ids(index) if card < width and self.cards.cap[row, card] > 0]
+        if chosen:
+            amounts = self.cards.whole_amounts(row, chosen) if number else [memory] * len(chosen)
+            self._charge(task, row, chosen, amounts)
+
+    def _charge(self, task: TaskInfo, row: int, cards: list[int], amounts: list[float]) -> None:
+        self.cards.charge(row, cards, amounts, sign=1)
+        self.charged[task.uid] = (row, cards, amounts)
