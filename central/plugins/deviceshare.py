@@ -83,8 +83,12 @@ class DeviceShare(Plugin):
         self.cards = GpuCards(session.nodes)
         for node in session.nodes:
             if self.cards.has_cards(node.index):
-                if UNHEALTHY in node.annotations:
-                    self.cards.set_unhealthy(node.index, parse_ids(node.annotations[UNHEALTHY]))
+                unhealthy = set(parse_ids(node.annotations[UNHEALTHY])) if UNHEALTHY in node.annotations else set()
+                report = session.agents.data[node.index]  # a fresh agent report knows failing cards
+                if report is not None:
+                    unhealthy |= {gpu.index for gpu in report.gpus if not gpu.healthy}
+                if unhealthy:
+                    self.cards.set_unhealthy(node.index, sorted(unhealthy))
                 for task in node.tasks.values():
                     self._charge_placed(task)
 

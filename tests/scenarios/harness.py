@@ -29,7 +29,7 @@ import yaml
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.api.quantity import parse_quantity
 from central.model.cache import ClusterCache
-from central.model.nodedata import NodeData, NumaCell
+from central.model.nodedata import GpuCard, NodeData, NumaCell
 from central.plugins.numaaware import parse_cpus
 from central.model.parse import parse_time
 from central.sim.manifests import Manifests, load_into
@@ -113,7 +113,10 @@ def node_data_of(case: dict[str, Any], now: datetime) -> list[NodeData]:
             numa=numa,
             cpu_usage=float(parse_quantity(usage["cpu_usage"])) * 1000 if "cpu_usage" in usage else None,
             memory_usage=float(parse_quantity(usage["memory_usage"])) if "memory_usage" in usage else None,
-            batch_cpu=float(spec.pop("batch_cpu", 0)), batch_memory=float(parse_quantity(spec.pop("batch_memory", 0)))))
+            batch_cpu=float(spec.pop("batch_cpu", 0)), batch_memory=float(parse_quantity(spec.pop("batch_memory", 0))),
+            gpus=tuple(GpuCard(i, 0.0, 0.0, i not in spec.get("unhealthy_gpus", ())) for i in range(spec.pop("gpus", 0))),
+            gpu_status="ok"))
+        spec.pop("unhealthy_gpus", None)
         assert not spec, f"unknown node report shorthand keys {list(spec)}"
     return out
 
