@@ -16,14 +16,15 @@ from central.scheduler.cycle import run_cycle
 from nodeagent.agent import Agent
 from nodeagent.config import load_config as load_agent_config
 from nodeagent.pods import PodInfo, StaticPodSource
-from tests.nodeagent.fakes import fake_proc, write
+from tests.nodeagent.fakes import FakeDevice, FakeNvml, fake_proc, write
 
 POD_UID = "33333333-3333-3333-3333-333333333333"
 CONF = """
 actions: "enqueue, allocate"
 tiers:
 - plugins: [{name: priority}, {name: gang}]
-- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}, {name: numa-aware}]
+- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}, {name: numa-aware},
+            {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true, deviceshare.GPUNumberEnable: true}}]
 """
 
 
@@ -51,12 +52,13 @@ def numa_host(root: Path, cpu_manager: str, shared: str | None) -> dict[str, str
             "paths.cgroup_root": str(cgroup), "paths.kubelet_root": str(kubelet)}
 
 
-def start_agent(name: str, host: dict[str, str], port: int) -> tuple[Agent, threading.Event, threading.Thread]:
+def start_agent(name: str, host: dict[str, str], port: int, nvml: FakeNvml | None = None,
+                ) -> tuple[Agent, threading.Event, threading.Thread]:
     cfg = load_agent_config(None, {"node.name": name, **host, "stream.server": f"127.0.0.1:{port}",
                                    "stream.insecure": True, "collect.period_s": 0.05, "collect.window_s": 0.5,
-                                   "collect.topology_period_s": 0.05, "collect.gpu": False, "qos.enabled": False,
-                                   "exporter.address": "127.0.0.1", "exporter.port": 0})
-    agent = Agent(cfg, pod_source=StaticPodSource([]))
+                                   "collect.topology_period_s": 0.05, "collect.gpu": nvml is not None,
+                                   "qos.enabled": False, "exporter.address": "127.0.0.1", "exporter.port": 0})
+    agent = Agent(cfg, pod_source=StaticPodSource([]), nvml=nvml)
     stop = threading.Event()
     thread = threading.Thread(target=agent.run, args=(stop,), daemon=True)
     thread.start()
@@ -77,20 +79,35 @@ def test_numa_placement_from_agent_reports_then_pinning(tmp_path: Path) -> None:
     # node-a: the kubelet pins, and no NUMA node has 6 CPUs left; node-b: the agent pins, all free.
     host_a = numa_host(tmp_path / "a", "static", "0-3,8-11")
     host_b = numa_host(tmp_path / "b", "none", None)
-    agents = [start_agent("node-a", host_a, port), start_agent("node-b", host_b, port)]
+    # node-a also has 4 GPUs, the first failing.
+    gpus = FakeNvml([FakeDevice("GPU-0", "0:3B:00.0", failing=True), FakeDevice("GPU-1", "0:5E:00.0"),
+                     FakeDevice("GPU-2", "0:86:00.0"), FakeDevice("GPU-3", "0:AF:00.0")])
+    agents = [start_agent("node-a", host_a, port, gpus), start_agent("node-b", host_b, port)]
     try:
         wait_for(lambda: all((r := store.latest(n)) is not None and len(r.topology.numa_nodes) == 2
                              for n in ("node-a", "node-b")), "both agents' topology")
+        wait_for(lambda: len(store.latest("node-a").gpus.gpus) == 4, "node-a's GPUs")
         cache = ClusterCache()
+        gpu_alloc = {"volcano.sh/gpu-number": "4", "volcano.sh/gpu-memory": "64000"}
         for name in ("node-a", "node-b"):
-            cache.apply({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": "16", "memory": "64Gi"}}})
+            alloc = {"cpu": "16", "memory": "64Gi", **(gpu_alloc if name == "node-a" else {})}
+            cache.apply({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": alloc}})
         assert NodeDataFeed(store).sync(cache) == 2
         cache.apply({"kind": "Pod", "metadata": {"name": "db", "namespace": "ns", "uid": POD_UID,
                                                   "annotations": {"volcano.sh/numa-topology-policy": "single-numa-node"}},
                      "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {
                          "requests": {"cpu": "6", "memory": "1Gi"}, "limits": {"cpu": "6", "memory": "1Gi"}}}]}})
+        for name, requests in (("share-0", {"volcano.sh/gpu-memory": "6000"}), ("share-1", {"volcano.sh/gpu-memory": "6000"}),
+                               ("whole", {"volcano.sh/gpu-number": "2"})):
+            cache.apply({"kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+                         "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {
+                             "requests": {"cpu": "1", "memory": "1Gi", **requests}}}]}})
         result = run_cycle(cache, load_config(CONF))
-        assert result.binds == {"ns/db": "node-b"}
+        assert result.binds["ns/db"] == "node-b"
+        # GPU-share pods pack onto one healthy card by memory, skipping the failing card 0;
+        # the whole-card job gets two cards of its own.
+        cards = {pod: result.annotations[pod]["volcano.sh/gpu-index"] for pod in ("ml/share-0", "ml/share-1", "ml/whole")}
+        assert cards == {"ml/share-0": "1", "ml/share-1": "1", "ml/whole": "2,3"}
         cpuset = result.annotations["ns/db"]["caldera.sh/cpuset"]
         assert cpuset == "0-5"
 
