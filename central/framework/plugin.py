@@ -53,6 +53,7 @@ from central.errors import InputError
 if TYPE_CHECKING:
     from central.framework.conf import PluginOption
     from central.framework.session import Session
+    from central.model.objects import TaskInfo
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
@@ -83,3 +84,17 @@ class Plugin:
         if not isinstance(value, kind):
             raise InputError(f"plugin {self.name}: arguments.{key}", f"expected {kind.__name__}, got {value!r}")
         return value
+
+
+class AccountingPlugin(Plugin):
+    """A plugin that keeps its own tally of what is allocated (drf, proportion, capacity):
+    every statement operation and its undo reach `charge` with +1 or -1."""
+
+    def on_allocate(self, task: "TaskInfo") -> None:
+        self.charge(task, +1)
+
+    def on_deallocate(self, task: "TaskInfo") -> None:
+        self.charge(task, -1)
+
+    def charge(self, task: "TaskInfo", sign: int) -> None:
+        raise NotImplementedError

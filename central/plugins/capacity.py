@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from central.api.resources import EPSILON, less_equal_on
-from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.drf import dominant_share
 from central.plugins.proportion import job_min_resources
@@ -55,7 +55,7 @@ class Quota:
         return dominant_share(self.allocated, self.deserved)
 
 
-class Capacity(Plugin):
+class Capacity(AccountingPlugin):
     name = "capacity"
 
     def __init__(self, option, session):
@@ -202,15 +202,9 @@ class Capacity(Plugin):
             quota.inqueue += min_res
         return PERMIT
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        self._charge(task, +1)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self._charge(task, -1)
-
     # --- helpers ----------------------------------------------------------------------------
 
-    def _charge(self, task: TaskInfo, sign: int) -> None:
+    def charge(self, task: TaskInfo, sign: int) -> None:
         job = self.session.jobs.get(task.job_uid)
         if job is not None:
             for quota in self._lineage(job.queue):

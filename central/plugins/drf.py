@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from central.api.resources import EPSILON
-from central.framework.plugin import Plugin
+from central.framework.plugin import AccountingPlugin
 from central.model.objects import JobInfo, TaskInfo
 
 SHARE_TOLERANCE = 1e-6
@@ -25,7 +25,7 @@ def dominant_share(allocated: np.ndarray, total: np.ndarray) -> float:
     return share
 
 
-class Drf(Plugin):
+class Drf(AccountingPlugin):
     name = "drf"
 
     def __init__(self, option, session):
@@ -63,13 +63,7 @@ class Drf(Plugin):
                 victims.append(task)
         return victims
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        self._charge(task, +1)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self._charge(task, -1)
-
-    def _charge(self, task: TaskInfo, sign: int) -> None:
+    def charge(self, task: TaskInfo, sign: int) -> None:
         vec = self.allocated.get(task.job_uid)
         if vec is not None:
             vec += sign * task.resreq

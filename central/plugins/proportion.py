@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from central.api.resources import EPSILON, less_equal, less_equal_on
-from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.drf import dominant_share
 
@@ -94,7 +94,7 @@ def water_fill(attrs: dict[str, QueueAttr], total: np.ndarray) -> None:
             return
 
 
-class Proportion(Plugin):
+class Proportion(AccountingPlugin):
     name = "proportion"
 
     def __init__(self, option, session):
@@ -159,13 +159,7 @@ class Proportion(Plugin):
         self.session.job_notes[job.uid] = f"queue {queue.name} resource quota insufficient"
         return REJECT
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        self._charge(task, +1)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self._charge(task, -1)
-
-    def _charge(self, task: TaskInfo, sign: int) -> None:
+    def charge(self, task: TaskInfo, sign: int) -> None:
         job = self.session.jobs.get(task.job_uid)
         attr = self.attrs.get(job.queue) if job is not None else None
         if attr is not None:

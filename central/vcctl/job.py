@@ -159,7 +159,7 @@ def _describe(job: dict[str, Any]) -> str:
     meta, spec, status = job["metadata"], job["spec"], job.get("status") or {}
     lines = [f"Name:       \t{meta['name']}", f"Namespace:  \t{meta['namespace']}",
              f"Labels:     \t{meta.get('labels') or {}}", f"Annotations:\t{meta.get('annotations') or {}}",
-             f"API Version:\t{job['apiVersion']}", f"Kind:       \tJob",
+             f"API Version:\t{job['apiVersion']}", "Kind:       \tJob",
              f"Creation:   \t{meta.get('creationTimestamp', '')}", "Spec:",
              f"  Min Available:  \t{spec.get('minAvailable', 0)}", f"  Queue:          \t{spec.get('queue', '')}",
              f"  Scheduler Name: \t{spec.get('schedulerName', '')}", f"  Max Retry:      \t{spec.get('maxRetry', '')}",

@@ -65,7 +65,7 @@ def start_agent(name: str, host: dict[str, str], port: int, nvml: FakeNvml | Non
     return agent, stop, thread
 
 
-def wait_for(condition, what: str, seconds: float = 15) -> None:
+def wait_for(condition, what: str, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
