@@ -22,22 +22,7 @@ from central.model.objects import FitErrors, JobInfo, PodTemplate, QueueInfo, Ta
 
 
 def allocate(ssn: Session) -> None:
-    admit_pending = "enqueue" not in ssn.conf.actions
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_less)
-    jobs: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.pending_phase:
-            if not admit_pending:
-                continue
-            job.phase = "Inqueue"
-        invalid = ssn.job_valid(job)
-        if invalid:
-            ssn.job_notes[job.uid] = invalid
-            continue
-        if job.queue not in jobs:
-            jobs[job.queue] = PriorityQueue(ssn.job_less)
-            queues.push(ssn.queues[job.queue])
-        jobs[job.queue].push(job)
+    queues, jobs = ssn.queue_lines(_admitted_valid_jobs(ssn))
 
     pending: dict[str, PriorityQueue[TaskInfo]] = {}
     while queues:
@@ -61,6 +46,22 @@ def allocate(ssn: Session) -> None:
         elif not ssn.job_pipelined(job):
             stmt.discard()
         queues.push(queue)
+
+
+def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
+    admit_pending = "enqueue" not in ssn.conf.actions
+    out = []
+    for job in ssn.jobs.values():
+        if job.pending_phase:
+            if not admit_pending:
+                continue
+            job.phase = "Inqueue"
+        invalid = ssn.job_valid(job)
+        if invalid:
+            ssn.job_notes[job.uid] = invalid
+            continue
+        out.append(job)
+    return out
 
 
 def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:

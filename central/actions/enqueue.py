@@ -7,21 +7,11 @@ admitted as is; others need every JobEnqueueable vote (proportion, overcommit, s
 
 from __future__ import annotations
 
-from central.framework.ordering import PriorityQueue
 from central.framework.session import Session
-from central.model.objects import JobInfo, QueueInfo
 
 
 def enqueue(ssn: Session) -> None:
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_less)
-    jobs: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if not job.pending_phase:
-            continue
-        if job.queue not in jobs:
-            jobs[job.queue] = PriorityQueue(ssn.job_less)
-            queues.push(ssn.queues[job.queue])
-        jobs[job.queue].push(job)
+    queues, jobs = ssn.queue_lines(job for job in ssn.jobs.values() if job.pending_phase)
     while queues:
         queue = queues.pop()
         waiting = jobs[queue.name]

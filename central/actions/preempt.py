@@ -15,8 +15,7 @@ node, and the next cycle's allocate tries that node first.
 
 from __future__ import annotations
 
-from central.actions.victims import make_room, pending_tasks
-from central.framework.ordering import PriorityQueue
+from central.actions.victims import make_room, pending_tasks, starving_jobs
 from central.framework.session import Session
 from central.model.objects import PREEMPTABLE_STATUSES, JobInfo, PodTemplate, TaskInfo
 
@@ -24,11 +23,7 @@ REASON = "PreemptionByScheduler: preempted to make room for {}"
 
 
 def preempt(ssn: Session) -> None:
-    starving: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.pending_phase or ssn.job_valid(job) or not ssn.job_starving(job):
-            continue
-        starving.setdefault(job.queue, PriorityQueue(ssn.job_less)).push(job)
+    _, starving = ssn.queue_lines(starving_jobs(ssn))
     for jobs in starving.values():
         under_request = []
         while jobs:

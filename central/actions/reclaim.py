@@ -11,8 +11,7 @@ nothing is evicted.
 
 from __future__ import annotations
 
-from central.actions.victims import make_room, pending_tasks
-from central.framework.ordering import PriorityQueue
+from central.actions.victims import make_room, pending_tasks, starving_jobs
 from central.framework.session import Session
 from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
@@ -20,15 +19,7 @@ REASON = "PreemptionByScheduler: reclaimed by queue {} for {}"
 
 
 def reclaim(ssn: Session) -> None:
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_less)
-    starving: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.pending_phase or ssn.job_valid(job) or not ssn.job_starving(job):
-            continue
-        if job.queue not in starving:
-            starving[job.queue] = PriorityQueue(ssn.job_less)
-            queues.push(ssn.queues[job.queue])
-        starving[job.queue].push(job)
+    queues, starving = ssn.queue_lines(starving_jobs(ssn))
     while queues:
         queue = queues.pop()
         jobs = starving[queue.name]

@@ -75,5 +75,11 @@ def _at_most(ssn: Session, task: TaskInfo, candidates: list[TaskInfo]) -> np.nda
     return freed
 
 
+def starving_jobs(ssn: Session) -> list[JobInfo]:
+    """Admitted, valid jobs that want more than they have (JobStarving): preemptors."""
+    return [job for job in ssn.jobs.values()
+            if not job.pending_phase and not ssn.job_valid(job) and ssn.job_starving(job)]
+
+
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
     return PriorityQueue(ssn.task_less, (t for t in job.tasks.values() if t.status == TaskStatus.PENDING))

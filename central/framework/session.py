@@ -10,7 +10,7 @@ pipelines), so the cache again mirrors the cluster plus the binds and evictions 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from central.api.resources import format_value
 from central.framework.conf import SchedulerConf
+from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
 from central.framework.plugin import Plugin
 from central.framework.points import Points
@@ -176,6 +177,18 @@ class Session:
 
     def statement(self) -> Statement:
         return Statement(self)
+
+    def queue_lines(self, jobs: Iterable[JobInfo]) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
+        """The jobs in one line per queue (JobOrder), and their queues in QueueOrder: what
+        Volcano's actions walk, taking one job from the first queue before it goes back."""
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(self.queue_less)
+        lines: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in jobs:
+            if job.queue not in lines:
+                lines[job.queue] = PriorityQueue(self.job_less)
+                queues.push(self.queues[job.queue])
+            lines[job.queue].push(job)
+        return queues, lines
 
     def annotate(self, task: TaskInfo, key: str, value: str | None) -> None:
         """Record (or with None, withdraw) an annotation for the pod, written before it binds.
