@@ -3,7 +3,7 @@
 1. Resource fit: the task's kube-scheduler request (init containers included) must fit the
    node's future idle (idle + releasing - pipelined) on cpu, memory and every scalar it asks
    for, and the node must have room for one more pod. This is Volcano allocate's built-in
-   check, and it runs first.
+   check, and it runs first, with the template-only and row-local filters of the plugins.
 2. Plugin predicates (all must pass), each narrowing the candidate rows.
 3. Gradients: nodes where the request fits idle now come first; only when there are none do
    nodes where it fits only future idle count (the task is then pipelined, not bound).
@@ -78,8 +78,11 @@ class Placement:
         req, table = task.init_resreq, self.table
         cols = self.columns(req)
         room = table.pods[rows] < table.max_pods[rows]
-        fits = np.all(table.future[rows][:, cols] + EPSILON > req[cols], axis=1) & room
-        view.fits_future[rows] = fits & view.allowed[rows]
+        fits = np.all(table.future[rows][:, cols] + EPSILON > req[cols], axis=1) & room & view.allowed[rows]
+        for fn in self.ssn.points.flat["row_predicate"]:
+            for ok, _ in fn(task, rows):
+                fits &= ok
+        view.fits_future[rows] = fits
         view.fits_idle[rows] = np.all(table.idle[rows][:, cols] + EPSILON > req[cols], axis=1) & room
         score = np.zeros(len(rows))
         for fn in self.ssn.points.flat["node_order"]:
@@ -106,6 +109,10 @@ class Placement:
         # A node could make room only if evicting everything on it would: future idle + used.
         could = np.all(self.table.future[:n, cols] + self.table.used[:n, cols] + EPSILON > req[cols], axis=1)
         rows = np.flatnonzero(could & view.allowed)
+        for fn in self.ssn.points.flat["row_predicate"]:
+            checks = fn(task, rows)  # every mask is over the same `rows`
+            if checks:
+                rows = rows[np.logical_and.reduce([ok for ok, _ in checks])]
         for fn in self.ssn.points.flat["predicate"]:
             checks = fn(task, rows)
             if checks and len(rows):
@@ -139,6 +146,11 @@ class Placement:
         for ok, reason in view.static:
             errors.add(reason, int((alive & ~ok).sum()))
             alive &= ok
+        everywhere = np.arange(n)
+        for fn in self.ssn.points.flat["row_predicate"]:
+            for ok, reason in fn(task, everywhere):
+                errors.add(reason, int((alive & ~ok).sum()))
+                alive &= ok
         rows = np.flatnonzero(view.fits_future)
         for fn in self.ssn.points.flat["predicate"]:
             alive = np.ones(len(rows), dtype=bool)

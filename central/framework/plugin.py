@@ -31,6 +31,9 @@ Placement, vectorised over node rows (numpy int arrays of candidate rows):
                                                        template and the nodes (selectors, taints):
                                                        masks over all rows, computed once per
                                                        template per session
+    row_predicate(task, rows) -> list[(ok_mask, reason)]  filters where a row's answer depends only
+                                                       on that node's state and the pod's template
+                                                       (usage thresholds): cached like node_order
     predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
     node_order(task, rows) -> float array              a row's score may depend only on that node's
                                                        state and the pod's template: the session

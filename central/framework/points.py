@@ -33,6 +33,7 @@ POINT_FLAGS: dict[str, str | None] = {
     "victim_tasks": "enabledVictim",
     "predicate": "enablePredicate",
     "static_predicate": "enablePredicate",
+    "row_predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
     "batch_node_order": "enableNodeOrder",
     "on_allocate": None,

@@ -25,6 +25,7 @@ from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
     ALLOCATED_STATUSES,
+    STARTING_STATUSES,
     JobInfo,
     NodeInfo,
     PodTemplate,
@@ -78,6 +79,7 @@ class ClusterCache:
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
+        self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
         self.version = 0  # bumped on every change; sessions use it to reuse what they built
 
     # --- feeding ----------------------------------------------------------------------------
@@ -239,6 +241,11 @@ class ClusterCache:
         self._charge(task, +1)
 
     def _charge(self, task: TaskInfo, sign: int) -> None:
+        if task.status in STARTING_STATUSES:
+            if sign > 0:
+                self.starting[task.uid] = task
+            else:
+                self.starting.pop(task.uid, None)
         job = self.jobs.get(task.job_uid) if task.job_uid else None
         if job is not None:
             _count_in_job(job, task, sign)

@@ -32,6 +32,8 @@ ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskSt
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 TERMINATED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+# Placed but not running yet: what a node's measured usage cannot show.
+STARTING_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING, TaskStatus.BOUND})
 
 
 def task_status(phase: str, node_name: str | None, deleting: bool) -> TaskStatus:

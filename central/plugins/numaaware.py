@@ -26,7 +26,7 @@ import numpy as np
 
 from central.framework.plugin import Plugin
 from central.model.nodedata import NodeData, NumaCell
-from central.model.objects import TaskInfo
+from central.model.objects import TaskInfo, TaskStatus
 
 POLICY = "volcano.sh/numa-topology-policy"
 CPUSET = "caldera.sh/cpuset"
@@ -73,14 +73,17 @@ class NumaAware(Plugin):
         self.weight = self.argument("weight", 1, int)
         self.taken: dict[int, set[int]] = {}  # row -> CPUs given out since the node's report
         self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
+        # Pods not running yet are in no report; on nodes where our agent pins, the kubelet's
+        # state does not show the running ones either.
+        counted = list(session.cache.starting.values())
         for node in session.nodes:
             data = session.agents.data[node.index]
-            agent_pins = data is not None and data.cpu_manager_policy == "none"
-            for task in node.tasks.values():
-                # The kubelet's state covers running pods it pinned; our agent's pins it does not.
-                counted = task.status.name in ("BINDING", "BOUND", "ALLOCATED") or agent_pins and task.status.name == "RUNNING"
-                if CPUSET in task.annotations and counted:
-                    self.taken.setdefault(node.index, set()).update(parse_cpus(task.annotations[CPUSET]))
+            if data is not None and data.cpu_manager_policy == "none":
+                counted += [t for t in node.tasks.values() if t.status == TaskStatus.RUNNING]
+        for task in counted:
+            node = session.cache.nodes.get(task.node or "")
+            if CPUSET in task.annotations and node is not None:
+                self.taken.setdefault(node.index, set()).update(parse_cpus(task.annotations[CPUSET]))
 
     def _wants(self, task: TaskInfo) -> tuple[str, int] | None:
         policy = task.annotations.get(POLICY, "none")

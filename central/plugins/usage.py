@@ -22,8 +22,6 @@ from central.errors import InputError
 from central.framework.plugin import Plugin
 from central.model.objects import TaskInfo, TaskStatus
 
-NOT_YET_RUNNING = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING, TaskStatus.BOUND)
-
 
 class Usage(Plugin):
     name = "usage"
@@ -44,13 +42,17 @@ class Usage(Plugin):
         self.view = session.agents
         # Per row: usage not yet in the report (pods not running yet, or every pod of a node
         # without a fresh report), kept current by the allocate/deallocate events.
-        self.estimate = np.zeros((len(session.nodes), 2))
+        n = len(session.nodes)
+        table = session.cache.table
+        unknown = ~self.view.has_usage
+        self.estimate = np.zeros((n, 2))
+        self.estimate[unknown] = table.used[:n, :2][unknown] + table.pipelined[:n, :2][unknown]  # requests stand in
         self.added: dict[str, tuple[int, np.ndarray]] = {}
-        for node in session.nodes:
-            known = self.view.has_usage[node.index]
-            for task in node.tasks.values():
-                if not known or task.status in NOT_YET_RUNNING:
-                    self.estimate[node.index] += (self.ratio if known else 1.0) * task.resreq[:2]
+        nodes = session.cache.nodes
+        for task in session.cache.starting.values():  # their usage is not in the reports yet
+            node = nodes.get(task.node or "")
+            if node is not None and self.view.has_usage[node.index]:
+                self.estimate[node.index] += self.ratio * task.resreq[:2]
 
     def on_allocate(self, task: TaskInfo) -> None:
         node = self.session.cache.nodes.get(task.node or "")
@@ -71,7 +73,7 @@ class Usage(Plugin):
         load = np.divide(measured + self.estimate[rows], alloc, out=np.ones_like(measured), where=alloc > 0)
         return np.minimum(load[:, 0], 1.0), np.minimum(load[:, 1], 1.0)
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def row_predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
         cpu, memory = self._load(rows)
         return [(cpu <= self.cpu_limit, "node(s) cpu usage above the usage plugin's threshold"),
                 (memory <= self.memory_limit, "node(s) memory usage above the usage plugin's threshold")]

@@ -135,6 +135,8 @@ def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, fl
     result = run_cycle(cache, conf, now=now)
     session_seconds = time.perf_counter() - started
     placed = len(result.binds)
+    for task in list(cache.starting.values()):  # the kubelets start what was bound
+        cache.set_status(task, TaskStatus.RUNNING, task.node)
     again = run_cycle(cache, conf, now=now)  # nothing changed: what does opening cost now?
     return {
         "nodes": nodes, "pods": pods, "placed": placed, "plugins": " + usage, numa-aware" if agent_plugins else "",
