@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from central.api.resources import EPSILON
+from central.errors import InputError
 from central.framework.plugin import AccountingPlugin
 from central.model.objects import JobInfo, TaskInfo
 
@@ -30,6 +31,9 @@ class Drf(AccountingPlugin):
 
     def __init__(self, option, session):
         super().__init__(option, session)
+        if option.enabled("enableHierarchy"):
+            raise InputError("plugin drf: enableHierarchy", "hierarchical DRF is not supported; "
+                             "for queue trees use the capacity plugin with enableHierarchy")
         self.total = session.total
         # Volcano's drf counts every task charged in the session, pipelined ones included.
         self.allocated = {uid: job.allocated.copy() for uid, job in session.jobs.items()}

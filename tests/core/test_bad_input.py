@@ -85,6 +85,13 @@ def test_bad_plugin_argument_is_reported_by_simulate(tmp_path, capsys):
     assert "plugin binpack: arguments.binpack.weight: expected a number, got 'heavy'" in capsys.readouterr().err
 
 
+def test_unsupported_hdrf_is_refused_not_ignored(tmp_path, capsys):
+    conf = tmp_path / "sched.conf"
+    conf.write_text("actions: allocate\ntiers:\n- plugins: [{name: drf, enableHierarchy: true}]\n")
+    assert run_simulate(tmp_path, NODE, "--config", str(conf)) == 2
+    assert "plugin drf: enableHierarchy: hierarchical DRF is not supported" in capsys.readouterr().err
+
+
 def test_missing_files(tmp_path, capsys):
     assert main(["simulate", "--manifests", str(tmp_path / "nope.yaml")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
