@@ -86,9 +86,20 @@ def load_config(text: str, source: str = "scheduler configuration") -> Scheduler
     except yaml.YAMLError as err:
         raise InputError(source, yaml_problem(err)) from None
     try:
-        return _build(raw, set(ACTIONS), set(PLUGINS))
+        conf = _build(raw, set(ACTIONS), set(PLUGINS))
+        _try_plugins(conf)
     except InputError as err:
         raise err.within(source) from None
+    return conf
+
+
+def _try_plugins(conf: SchedulerConf) -> None:
+    """Build every plugin once on an empty cluster, so a bad argument is refused at load
+    (and a hot reload keeps the last good configuration) rather than in every cycle."""
+    from central.framework.session import Session
+    from central.model.cache import ClusterCache
+
+    Session(ClusterCache(), conf)
 
 
 def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:

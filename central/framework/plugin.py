@@ -63,13 +63,27 @@ PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 class Plugin:
     name = ""
+    accepted_arguments: tuple[str, ...] = ()  # Volcano's names this plugin takes but ignores
+    checks_own_arguments = False  # True where the plugin refuses unknown keys itself
 
     def __init__(self, option: "PluginOption", session: "Session"):
         self.option = option
         self.session = session
+        self._read: set[str] = set()
+
+    def check_arguments(self) -> None:
+        """After construction: an argument the plugin never read is a typo, not a setting."""
+        if self.checks_own_arguments:
+            return
+        known = self._read | set(self.accepted_arguments)
+        unknown = sorted(set(self.option.arguments) - known)
+        if unknown:
+            raise InputError(f"plugin {self.name}: arguments.{unknown[0]}",
+                             f"unknown argument; valid: {', '.join(sorted(known)) or 'none (it takes no arguments)'}")
 
     def argument(self, key: str, default: Any, kind: type = float) -> Any:
         """A typed plugin argument; InputError names the plugin and key."""
+        self._read.add(key)
         value = self.option.arguments.get(key, default)
         if kind is bool:
             if isinstance(value, str) and value.lower() in ("true", "false"):

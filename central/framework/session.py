@@ -81,6 +81,8 @@ class Session:
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.tiers: list[list[Plugin]] = [[PLUGINS[opt.name](opt, self) for opt in tier] for tier in conf.tiers]
+        for plugin in (p for tier in self.tiers for p in tier):
+            plugin.check_arguments()
         self.points = Points(self.tiers)
 
     # --- orderings (fallback: creation time, then uid; tasks: pod index first) ----------------

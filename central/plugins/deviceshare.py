@@ -55,6 +55,7 @@ def _largest_power_of_two(count: np.ndarray) -> np.ndarray:
 
 class DeviceShare(Plugin):
     name = "deviceshare"
+    checks_own_arguments = True
 
     def __init__(self, option, session):
         super().__init__(option, session)

@@ -41,6 +41,9 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
 
 class Predicates(Plugin):
     name = "predicates"
+    # Volcano's volume and cache toggles: accepted for compatibility; no volumes are scheduled here.
+    accepted_arguments = ("predicate.CacheEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
+                          "predicate.NodeVolumeLimitsEnable", "predicate.DynamicResourceAllocationEnable")
 
     def __init__(self, option, session):
         super().__init__(option, session)

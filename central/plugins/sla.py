@@ -27,7 +27,11 @@ class Sla(Plugin):
         self.default = parse_duration(default, "plugin sla: arguments.sla-waiting-time") if default else None
         self.deadlines: dict[str, datetime | None] = {}
         for job in session.jobs.values():
-            self.deadlines[job.uid] = self._deadline(job)
+            try:
+                self.deadlines[job.uid] = self._deadline(job)
+            except InputError as err:  # one bad annotation must not stop the cycle
+                session.job_notes[job.uid] = f"{err}; the job has no SLA"
+                self.deadlines[job.uid] = None
 
     def _deadline(self, job: JobInfo) -> datetime | None:
         wait: timedelta | None = self.default

@@ -112,6 +112,7 @@ def marked_preemptable(task: TaskInfo) -> bool:
 
 class Tdm(Plugin):
     name = "tdm"
+    checks_own_arguments = True
 
     def __init__(self, option, session):
         super().__init__(option, session)
@@ -189,7 +190,11 @@ class Tdm(Plugin):
             if job is None:
                 continue
             if job.uid not in left:
-                left[job.uid] = evictable(job)
+                try:
+                    left[job.uid] = evictable(job)
+                except InputError as err:  # one bad annotation must not stop the cycle
+                    self.session.job_notes[job.uid] = f"{err}; using the default budget of 1"
+                    left[job.uid] = min(1, job.count(TaskStatus.RUNNING))
             if left[job.uid] > 0:
                 left[job.uid] -= 1
                 chosen.append(task)

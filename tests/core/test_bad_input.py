@@ -85,6 +85,21 @@ def test_bad_plugin_argument_is_reported_by_simulate(tmp_path, capsys):
     assert "plugin binpack: arguments.binpack.weight: expected a number, got 'heavy'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("plugin, message", [
+    pytest.param("{name: binpack, arguments: {binpack.wieght: 10}}", "plugin binpack: arguments.binpack.wieght: unknown argument; valid: binpack.cpu",
+                 id="binpack-typo"),
+    pytest.param("{name: gang, arguments: {minMember: 2}}", "plugin gang: arguments.minMember: unknown argument; valid: none",
+                 id="no-arguments"),
+    pytest.param("{name: nodeorder, arguments: {leastrequested.weight: 2, mostrequested: 1}}",
+                 "plugin nodeorder: arguments.mostrequested: unknown argument", id="nodeorder-typo"),
+])
+def test_unknown_plugin_arguments_are_refused(tmp_path, capsys, plugin, message):
+    conf = tmp_path / "sched.conf"
+    conf.write_text(f"actions: allocate\ntiers:\n- plugins: [{plugin}]\n")
+    assert run_simulate(tmp_path, NODE, "--config", str(conf)) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_unsupported_hdrf_is_refused_not_ignored(tmp_path, capsys):
     conf = tmp_path / "sched.conf"
     conf.write_text("actions: allocate\ntiers:\n- plugins: [{name: drf, enableHierarchy: true}]\n")
