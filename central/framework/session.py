@@ -10,6 +10,7 @@ pipelines), so the cache again mirrors the cluster plus the binds and evictions 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class CycleResult:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
+    plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
 
 
 class Session:
@@ -80,10 +82,16 @@ class Session:
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
-        self.tiers: list[list[Plugin]] = [[PLUGINS[opt.name](opt, self) for opt in tier] for tier in conf.tiers]
-        for plugin in (p for tier in self.tiers for p in tier):
-            plugin.check_arguments()
+        self.plugin_timings: dict[tuple[str, str], float] = {}
+        self.tiers: list[list[Plugin]] = [[self._open_plugin(PLUGINS[opt.name], opt) for opt in tier] for tier in conf.tiers]
         self.points = Points(self.tiers)
+
+    def _open_plugin(self, cls: type[Plugin], option: Any) -> Plugin:
+        started = time.perf_counter()
+        plugin = cls(option, self)
+        plugin.check_arguments()
+        self.plugin_timings[(plugin.name, "OnSessionOpen")] = time.perf_counter() - started
+        return plugin
 
     # --- orderings (fallback: creation time, then uid; tasks: pod index first) ----------------
 
@@ -206,8 +214,13 @@ class Session:
     # --- close ------------------------------------------------------------------------------
 
     def close(self) -> CycleResult:
-        self.points.notify("on_session_close")
+        for plugin in (p for tier in self.tiers for p in tier):
+            if hasattr(plugin, "on_session_close"):
+                started = time.perf_counter()
+                plugin.on_session_close()
+                self.plugin_timings[(plugin.name, "OnSessionClose")] = time.perf_counter() - started
         result = CycleResult(binds=dict(self.binds), evictions=dict(self.evictions))
+        result.plugin_timings = dict(self.plugin_timings)
         result.annotations = {uid: notes for uid, notes in self.pod_annotations.items() if notes and uid in self.binds}
         for job in self.jobs.values():
             for task in job.tasks.values():

@@ -54,16 +54,17 @@ class SchedulerMetrics:
         self._queue_labels: set[tuple[str, tuple[str, ...]]] = set()
 
     def observe_cycle(self, e2e_ms: float, *, scheduled: int, unschedulable: int, evicted: int,
-                      steps_ms: Mapping[str, float] = {}, plugin_ms: Mapping[str, float] = {}) -> None:
-        """`steps_ms`: the cycle's timings, "open", each action by name, "close"."""
+                      steps_ms: Mapping[str, float] = {}, plugin_ms: Mapping[tuple[str, str], float] = {}) -> None:
+        """`steps_ms`: the cycle's timings, "open", each action by name, "close"; `plugin_ms`:
+        per (plugin, OnSessionOpen|OnSessionClose), as Volcano labels them."""
         self.e2e.observe(e2e_ms)
         for step, ms in steps_ms.items():
             if step == "open":
                 self.open_session.observe(ms)
             elif step != "close":
                 self.action.labels(step).observe(ms)
-        for plugin, ms in plugin_ms.items():
-            self.plugin.labels(plugin, "OnSession").observe(ms)
+        for (plugin, phase), ms in plugin_ms.items():
+            self.plugin.labels(plugin, phase).observe(ms)
         if scheduled:
             self.attempts.labels("scheduled").inc(scheduled)
         if unschedulable:

@@ -171,7 +171,8 @@ class Scheduler:
         if self.metrics is not None:
             self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
                                        unschedulable=len(result.pending_reasons), evicted=len(result.evictions),
-                                       steps_ms={step: s * 1000.0 for step, s in result.timings.items()})
+                                       steps_ms={step: s * 1000.0 for step, s in result.timings.items()},
+                                       plugin_ms={key: s * 1000.0 for key, s in result.plugin_timings.items()})
             self.metrics.observe_queues(queues)
         return result
 

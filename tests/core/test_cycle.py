@@ -69,3 +69,13 @@ def test_batch_resources_are_published_once_per_change():
     assert first.of("node_resources") == [("n1", {"kubernetes.io/batch-cpu": "3000", "kubernetes.io/batch-memory": "1073741824"})]
     assert second.of("node_resources") == []
     assert cache.table.alloc[0][cache.dims.index["kubernetes.io/batch-cpu"]] == 3000 * 1000
+
+
+def test_each_plugin_open_and_close_is_timed():
+    cache = ClusterCache()
+    load_into(cache, Manifests(objects=[("test", o) for o in objects_of(CASE)]))
+    result = run_cycle(cache, load_config(CONF))
+    opened = {name for name, phase in result.plugin_timings if phase == "OnSessionOpen"}
+    assert opened == {"priority", "gang", "conformance", "drf", "predicates", "proportion", "nodeorder"}
+    assert ("gang", "OnSessionClose") in result.plugin_timings
+    assert all(seconds >= 0 for seconds in result.plugin_timings.values())

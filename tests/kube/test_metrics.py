@@ -54,6 +54,8 @@ def test_cycle_metrics_under_volcano_names(api, kube):
         assert sample(text, 'volcano_schedule_attempts_total{result="scheduled"}') == 1
         assert sample(text, 'volcano_action_scheduling_latency_milliseconds_count{action="allocate"}') >= 3
         assert sample(text, "volcano_open_session_duration_milliseconds_count") >= 3
+        assert sample(text, 'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="gang"}') >= 3
+        assert sample(text, 'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionClose",plugin="gang"}') >= 3
         assert sample(text, 'volcano_queue_capacity_milli_cpu{queue_name="team"}') == 4000
         assert sample(text, 'volcano_queue_allocated_milli_cpu{queue_name="default"}') == 1000
         # a deleted queue's series go away
