@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from central.errors import InputError
-from central.model.parse import yaml_problem
+from central.model.fields import yaml_problem
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

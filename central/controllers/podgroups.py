@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from central.api.resources import format_value
-from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME, pod_requests
+from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
+from central.model.podspec import pod_requests
 
 CARRIED_PREFIXES = (
     "volcano.sh/preemptable",

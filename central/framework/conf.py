@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from central.errors import InputError
-from central.model.parse import yaml_problem
+from central.model.fields import yaml_problem
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
 PLUGIN_FLAGS = (

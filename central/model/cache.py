@@ -21,6 +21,7 @@ import numpy as np
 from central.api.resources import Dimensions, canonical
 from central.errors import InputError
 from central.model import parse
+from central.model.fields import object_ref
 from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
@@ -94,7 +95,7 @@ class ClusterCache:
         try:
             handler(obj)
         except InputError as err:
-            raise err.within(parse.object_ref(obj)) from None
+            raise err.within(object_ref(obj)) from None
         self.version += 1
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:

@@ -18,7 +18,9 @@ from typing import Any
 
 from central.api.resources import add_lists, format_value
 from central.errors import InputError
-from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC, metadata, pod_requests
+from central.model.fields import metadata
+from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC
+from central.model.podspec import pod_requests
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from central.errors import InputError
 from central.framework.plugin import ABSTAIN, PERMIT, Plugin
 from central.model.objects import JobInfo
-from central.model.parse import parse_duration, parse_time
+from central.model.fields import parse_duration, parse_time
 
 ANNOTATION = "volcano.sh/sla-waiting-time"
 

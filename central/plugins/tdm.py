@@ -40,7 +40,7 @@ from central.errors import InputError
 from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
-from central.model.parse import parse_duration
+from central.model.fields import parse_duration
 
 ZONE = "volcano.sh/revocable-zone"
 PREEMPTABLE = "volcano.sh/preemptable"

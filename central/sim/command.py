@@ -17,7 +17,7 @@ from pathlib import Path
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
-from central.model.parse import parse_time
+from central.model.fields import parse_time
 from central.model.queuetree import check_queues
 from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import render_table

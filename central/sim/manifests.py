@@ -14,7 +14,7 @@ from central.errors import InputError
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
 from central.manifests import read_objects
-from central.model.parse import object_ref
+from central.model.fields import object_ref
 
 # The order objects enter the cache: what others refer to comes first.
 APPLY_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")

@@ -5,7 +5,7 @@ import pytest
 from central.framework.conf import load_config
 from central.framework.points import Points
 from central.model.cache import ClusterCache
-from central.model.parse import parse_time
+from central.model.fields import parse_time
 from central.scheduler.cycle import run_cycle
 from tests.core.test_points import plugin
 from tests.scenarios.harness import objects_of

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from central.framework.conf import load_config
 from central.model.cache import ClusterCache
-from central.model.parse import parse_time
+from central.model.fields import parse_time
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 

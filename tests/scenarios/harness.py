@@ -31,7 +31,7 @@ from central.api.quantity import parse_quantity
 from central.model.cache import ClusterCache
 from central.model.nodedata import GpuCard, NodeData, NumaCell
 from central.plugins.numaaware import parse_cpus
-from central.model.parse import parse_time
+from central.model.fields import parse_time
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 
