@@ -124,10 +124,6 @@ class Dimensions:
     def zeros(self) -> Vector:
         return np.zeros(len(self.names), dtype=np.float64)
 
-    def describe(self, vec: Vector) -> str:
-        parts = [f"{n}: {format_value(n, float(v))}" for n, v in zip(self.names, vec) if v and np.isfinite(v)]
-        return "{" + ", ".join(parts) + "}" if parts else "{}"
-
 
 def less_equal(a: Vector, b: Vector) -> bool:
     """Volcano's LessEqual with the zero default: a <= b on all dimensions, within EPSILON."""
@@ -138,13 +134,3 @@ def less_equal_on(a: Vector, b: Vector, dims: Vector) -> bool:
     """Volcano's LessEqualWithDimension: compare only the dimensions where `dims` is non-zero."""
     mask = dims > EPSILON
     return bool(np.all(a[mask] < b[mask] + EPSILON))
-
-
-def is_empty(a: Vector) -> bool:
-    return bool(np.all(a < EPSILON))
-
-
-def insufficient(request: Vector, available: Vector, names: list[str]) -> list[str]:
-    """Names of the dimensions on which `request` does not fit `available`."""
-    short = request >= available + EPSILON
-    return [names[i] for i in np.flatnonzero(short)]

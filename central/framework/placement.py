@@ -69,7 +69,7 @@ class Placement:
             view = self._views[task.template] = TemplateView(self.n, static)
             self._refresh(task, view, np.arange(self.n))
         elif view.position < len(changes):
-            dirty = np.unique(np.asarray(changes[view.position:], dtype=np.int64))
+            dirty = self.table.changed_since(view.position)
             self._refresh(task, view, dirty if len(dirty) < self.n // 4 else np.arange(self.n))
         view.position = len(changes)
         return view

@@ -81,7 +81,6 @@ class ClusterCache:
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
-        self.version = 0  # bumped on every change; sessions use it to reuse what they built
 
     # --- feeding ----------------------------------------------------------------------------
 
@@ -96,7 +95,6 @@ class ClusterCache:
             handler(obj)
         except InputError as err:
             raise err.within(object_ref(obj)) from None
-        self.version += 1
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         key = f"{namespace}/{name}" if namespace else name
@@ -115,7 +113,6 @@ class ClusterCache:
         elif kind == "PriorityClass":
             self.priority_classes.pop(name, None)
             self._resolve_priorities()
-        self.version += 1
 
     def _apply_node(self, obj: Mapping[str, Any]) -> None:
         node = parse.parse_node(obj)
@@ -191,7 +188,6 @@ class ClusterCache:
             node = self.nodes.get(data.node)
             if node is not None:
                 self._refresh_node(node)
-        self.version += 1
 
     def take_batch_changes(self) -> dict[str, dict[str, str]]:
         """Nodes whose batch resources changed since last taken, as the Node status should
