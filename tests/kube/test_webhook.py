@@ -127,11 +127,14 @@ def test_health_and_refusal_before_sync(webhook, kube):
     assert response["allowed"] is False and response["status"]["code"] == 503
 
 
-def test_missing_certificate_is_an_input_error(tmp_path):
-    from central.errors import InputError
-
-    with pytest.raises(InputError, match="cannot load the certificate"):
-        TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+def test_missing_then_expired_certificate_is_a_problem_not_a_crash(tmp_path, caplog):
+    tls = TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    assert tls.current() is None and tls.problem == f"cannot read {tmp_path / 'tls.crt'}: No such file or directory"
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1  # logged once, not per connection
+    self_signed(tmp_path)
+    assert tls.current() is not None and tls.problem is None
+    tls.clock = lambda: datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=2)
+    assert tls.current() is None and "expired" in tls.problem
 
 
 def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
