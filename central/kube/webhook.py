@@ -40,6 +40,8 @@ from central.kube.metrics import serve
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
+EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
+NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 
 
@@ -91,9 +93,25 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     return _deny(uid, 400, "; ".join(decision.errors))
 
 
+def review_agent_eviction(request: dict[str, Any], pod: dict[str, Any] | None) -> dict[str, Any]:
+    """An agent may evict only pods on its own node: the node its token is bound to (a
+    ValidatingAdmissionPolicy cannot decide this, it sees the Eviction and not the pod)."""
+    uid = request.get("uid", "")
+    nodes = ((request.get("userInfo") or {}).get("extra") or {}).get(NODE_NAME_CLAIM) or []
+    target = f"{request.get('namespace')}/{request.get('name')}"
+    if len(nodes) != 1:
+        return _deny(uid, 403, f"an eviction of {target} by a token bound to no node")
+    if pod is None:
+        return {"uid": uid, "allowed": True}  # gone already: the eviction answers 404 itself
+    on = (pod.get("spec") or {}).get("nodeName") or ""
+    if on != nodes[0]:
+        return _deny(uid, 403, f"the agent of node {nodes[0]} may not evict {target}, which runs on {on or 'no node'}")
+    return {"uid": uid, "allowed": True}
+
+
 def _deny(uid: str, code: int, message: str) -> dict[str, Any]:
-    return {"uid": uid, "allowed": False, "status": {"code": code, "message": message,
-                                                     "reason": "Invalid" if code == 400 else "ServiceUnavailable"}}
+    reason = {400: "Invalid", 403: "Forbidden"}.get(code, "ServiceUnavailable")
+    return {"uid": uid, "allowed": False, "status": {"code": code, "message": message, "reason": reason}}
 
 
 def _utcnow() -> dt.datetime:
@@ -157,8 +175,9 @@ class TLSContext:
 class WebhookServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig):
-        self.tls, self.view, self.config = tls, view, config
+    def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
+                 client: KubeClient | None = None):
+        self.tls, self.view, self.config, self.client = tls, view, config, client
         super().__init__(address, _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -193,7 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        if self.path not in ROUTES:
+        if self.path not in ROUTES and self.path != EVICTION_ROUTE:
             return self._send(404, {"message": f"no admission route {self.path}"})
         if not 0 < length <= MAX_BODY:
             return self._send(413, {"message": "request body missing or too large"})
@@ -203,11 +222,21 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
         try:
-            response = review(self.path, request, self.server.view, self.server.config)
+            if self.path == EVICTION_ROUTE:
+                response = review_agent_eviction(request, self._pod(request))
+            else:
+                response = review(self.path, request, self.server.view, self.server.config)
+        except ApiError as err:
+            response = _deny(request.get("uid", ""), 503, f"cannot read the pod to evict: {err}")
         except Exception:  # a bug must answer (and be logged), not hang the API server's call
             log.exception("admission %s failed", self.path)
             response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
         self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def _pod(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if self.server.client is None:
+            raise ApiError(503, "ServiceUnavailable", "no API client")
+        return self.server.client.get_or_none(path(CORE, "pods", request.get("namespace"), request.get("name")))
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -303,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
             tls.current()
             return tls.problem is None and view.synced() and (injector is None or injector.problem is None)
         health = serve(CollectorRegistry(), args.health_port, ready, host=args.bind_address)
-    server = WebhookServer((args.bind_address, args.port), tls, view, config)
+    server = WebhookServer((args.bind_address, args.port), tls, view, config, client)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()

@@ -44,7 +44,7 @@ def webhook(api, kube, tmp_path):
              "spec": {"weight": 1}, "status": {"state": "Closed"}})
     cert, key = self_signed(tmp_path)
     view = ClusterView(kube).start()
-    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG)
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG, kube)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     context = ssl.create_default_context(cafile=cert)
 
@@ -143,3 +143,29 @@ def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
     webhook("/jobs/validate", admission(job([task("w")])))
     missing = api.store.access - allowed("caldera-admission")
     assert api.store.access and not missing, f"the webhook's RBAC lacks {sorted(missing)}"
+
+
+def eviction(pod: str, node_claim: list[str] | None) -> dict:
+    extra = {} if node_claim is None else {"authentication.kubernetes.io/node-name": node_claim}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-2", "operation": "CREATE", "namespace": "default", "name": pod,
+                        "subResource": "eviction", "object": {"kind": "Eviction"},
+                        "userInfo": {"username": "system:serviceaccount:caldera-system:caldera-nodeagent",
+                                     "extra": extra}}}
+
+
+@pytest.mark.parametrize("target, claim, allowed, message", [
+    pytest.param("on-n1", ["n1"], True, None, id="its-own-node"),
+    pytest.param("on-n1", ["n2"], False, "the agent of node n2 may not evict default/on-n1, which runs on n1",
+                 id="another-node"),
+    pytest.param("on-n1", None, False, "bound to no node", id="token-without-node"),
+    pytest.param("gone", ["n2"], True, None, id="pod-already-gone"),
+])
+def test_an_agent_evicts_only_pods_on_its_node(api, webhook, target, claim, allowed, message):
+    from tests.kube.fakes import pod
+
+    api.put(dict(pod("on-n1"), spec=dict(pod("on-n1")["spec"], nodeName="n1")))
+    code, body = webhook("/pods/eviction/validate", eviction(target, claim))
+    assert code == 200 and body["response"]["allowed"] is allowed
+    if message:
+        assert message in body["response"]["status"]["message"] and body["response"]["status"]["code"] == 403
