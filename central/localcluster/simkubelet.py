@@ -122,7 +122,7 @@ class SimKubelet:
                                 "operatingSystem": "linux", "architecture": "amd64",
                                 "containerRuntimeVersion": "sim://1", "osImage": "caldera simulated node",
                                 "kernelVersion": "", "machineID": spec.name, "systemUUID": spec.name,
-                                "bootID": spec.name}})
+                                "bootID": spec.name})
         self.kube.merge_patch(f"/api/v1/nodes/{spec.name}/status", {"status": status})
         self._renew(spec.name)
 
