@@ -69,11 +69,15 @@ def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[s
                         body=json.dumps(obj), content_type="application/apply-patch+yaml")
 
 
-def install(kube: KubeClient, directory: Path) -> list[dict[str, Any]]:
-    """Apply every object of the kustomization but the workloads; return the workloads."""
+def install(kube: KubeClient, directory: Path, configmaps: dict[str, dict[str, str]] | None = None,
+            ) -> list[dict[str, Any]]:
+    """Apply every object of the kustomization but the workloads; return the workloads.
+    `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
     discovery = Discovery(kube)
     workloads = []
     for obj in kustomization_objects(directory):
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] in (configmaps or {}):
+            obj = dict(obj, data=configmaps[obj["metadata"]["name"]])
         if (obj.get("apiVersion"), obj["kind"]) in RUN_LOCALLY:
             workloads.append(obj)
             continue

@@ -53,21 +53,25 @@ class Cluster:
         return KubeClient.connect(str(self.kubeconfig), qps=1000, burst=1000)
 
 
+SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
+
+
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
-       agents: bool = True, say=print) -> Cluster:
+       agents: bool = True, scheduler_conf: str | None = None, say=print) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError."""
     directory.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(directory)
     if sup.procs:
         raise StartError(f"{directory} already holds a running cluster; `caldera down --dir {directory}` first")
     try:
-        return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, say)
+        return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say)
     except BaseException:
         sup.stop_all()
         raise
 
 
-def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool, say) -> Cluster:
+def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
+        scheduler_conf: str | None, say) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -81,7 +85,8 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     say(f"installing Caldera from {manifests} ...")
     webhook_port = free_port()
     cluster.ports["webhook"] = webhook_port
-    workloads = install.install(admin, manifests)
+    configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
+    workloads = install.install(admin, manifests, configmaps)
     runner = _PodRunner(cluster, admin, workloads)
     runner.run_job("caldera-certs", extra=["--ip-address=127.0.0.1"])
 
@@ -312,6 +317,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-gpus", type=int, default=0, help="GPUs per node (default 0)")
     parser.add_argument("--numa", type=int, default=2, help="NUMA nodes per node (default 2)")
     parser.add_argument("--port", type=int, default=0, help="kube-apiserver's port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--scheduler-conf", type=Path, help="a volcano-scheduler.conf to install instead of the manifests' one")
     parser.add_argument("--no-agents", dest="agents", action="store_false", help="do not start node agents")
     parser.add_argument("--build-only", action="store_true", help="build the control plane's binaries and exit")
 
@@ -343,7 +349,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name}: {path}")
             return 0
         nodes = node_specs(args.nodes, args.node_cpu, args.node_memory, args.node_gpus, args.numa)
-        cluster = up(args.dir.resolve(), nodes, args.port, agents=args.agents, say=say)
+        conf = None
+        if args.scheduler_conf:
+            try:
+                conf = args.scheduler_conf.read_text()
+            except (OSError, UnicodeDecodeError) as err:
+                raise InputError(f"--scheduler-conf {args.scheduler_conf}", f"cannot read: {err}") from None
+        cluster = up(args.dir.resolve(), nodes, args.port, agents=args.agents, scheduler_conf=conf, say=say)
     except (StartError, build.BuildError, ApiError) as err:
         print(f"caldera up: {err}", file=sys.stderr)
         return 2
