@@ -95,6 +95,8 @@ class Handler(BaseHTTPRequestHandler):
         if sub in ("binding", "eviction"):
             verb = "bind" if sub == "binding" else "evict"
         elif sub == "status" and verb in ("update", "patch"):
+            if not RESOURCES[resource][3]:  # as the real apiserver: no such subresource
+                raise ApiError(404, "NotFound", f"the server could not find the requested resource ({resource}/status)")
             verb = "status"
         group, plural = next(route for route, name in ROUTES.items() if name == resource)
         rbac_verb = {"bind": "create", "evict": "create",

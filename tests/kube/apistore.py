@@ -38,7 +38,7 @@ RESOURCES: dict[str, tuple[str, str, bool, bool]] = {
     "deployments": ("apps/v1", "Deployment", True, True),
     "networkpolicies": ("networking.k8s.io/v1", "NetworkPolicy", True, False),
     "queues": ("scheduling.volcano.sh/v1beta1", "Queue", False, True),
-    "podgroups": ("scheduling.volcano.sh/v1beta1", "PodGroup", True, True),
+    "podgroups": ("scheduling.volcano.sh/v1beta1", "PodGroup", True, False),  # Volcano's CRD: no status subresource
     "vcjobs": ("batch.volcano.sh/v1alpha1", "Job", True, True),
     "commands": ("bus.volcano.sh/v1alpha1", "Command", True, False),
 }
@@ -271,6 +271,10 @@ class Store:
         node = (body.get("target") or {}).get("name")
         if not node:
             raise ApiError(422, "Invalid", "target.name: Required value")
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid and uid != pod["metadata"].get("uid"):  # the real apiserver's UID precondition
+            raise ApiError(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
+                           f"UID in object meta: {pod['metadata'].get('uid')}")
         if pod.get("spec", {}).get("nodeName"):
             raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{key[1]}": '
                            f'pod {key[1]} is already assigned to node "{pod["spec"]["nodeName"]}"')

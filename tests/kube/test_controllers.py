@@ -143,7 +143,7 @@ def test_queue_close_through_the_cli_cascades_and_reopens(api, kube, kubeconfig,
     assert annotations["volcano.sh/closed-by-parent"] == "true"
     eventually(lambda: not api.store.objects["commands"], what="the Command consumed")
 
-    kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "pg", "status"),
+    kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "pg"),
                      {"status": {"phase": "Completed"}})
     eventually(lambda: state("vision") == "Closed", what="vision Closed once drained")
 
