@@ -30,6 +30,7 @@ RESOURCES: dict[str, tuple[str, str, bool, bool]] = {
     "services": ("v1", "Service", True, True),
     "configmaps": ("v1", "ConfigMap", True, False),
     "secrets": ("v1", "Secret", True, False),
+    "persistentvolumeclaims": ("v1", "PersistentVolumeClaim", True, True),
     "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClass", False, False),
     "leases": ("coordination.k8s.io/v1", "Lease", True, False),
     "jobs": ("batch/v1", "Job", True, True),

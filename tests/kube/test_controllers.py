@@ -15,6 +15,7 @@ from central.kube.controllers import JobController, PodGroupController, QueueCon
 from central.kube.controllers_cli import run_controllers
 from central.kube.events import EventRecorder
 from central.kube.scheduler import ConfigFile, Scheduler
+from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.kube.conftest import eventually
@@ -176,3 +177,61 @@ def test_plain_pods_get_a_podgroup(api, kube):
     podgroup = api.store.get("podgroups", "default", group)
     assert podgroup["spec"]["minMember"] == 2 and podgroup["spec"]["minResources"] == {"cpu": "2"}
     assert list(api.store.objects["podgroups"]) == [("default", group)]  # one for the ReplicaSet, none for `other`
+
+
+def test_a_volume_claim_is_created_owned_by_the_job_and_mounted(api, kube, cluster):
+    job = vcjob("train", replicas=1)
+    job["spec"]["volumes"] = [{"mountPath": "/ckpt", "volumeClaim": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+    kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
+    claim = eventually(lambda: api.store.get("persistentvolumeclaims", "default", "train-volume-0"), what="the PVC")
+    job_uid = api.store.get("vcjobs", "default", "train")["metadata"]["uid"]
+    assert [(o["kind"], o["uid"]) for o in claim["metadata"]["ownerReferences"]] == [("Job", job_uid)]
+    [pod] = eventually(lambda: list(pods_of(api, "train").values()), what="the pod")
+    assert {"name": "train-volume-0", "persistentVolumeClaim": {"claimName": "train-volume-0"}} in pod["spec"]["volumes"]
+
+
+def test_a_missing_claim_is_retried_boundedly_then_the_job_is_terminated(api, kube):
+    job = vcjob("train", replicas=1)
+    job["spec"]["volumes"] = [{"mountPath": "/data", "volumeClaimName": "absent"}]
+    kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
+    controller = JobController(kube, EventRecorder(kube, "vc-controller-manager"), workers=1)
+    controller.queue = WorkQueue(base_delay=0.001, max_delay=0.01)  # Volcano's backoff, compressed
+    stop = threading.Event()
+    thread = threading.Thread(target=run_controllers, args=([controller], stop, None), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: ((api.store.get("vcjobs", "default", "train").get("status") or {}).get("state") or {})
+                   .get("phase") in ("Terminating", "Terminated"), what="the job terminated")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not pods_of(api, "train") and api.store.get("podgroups", "default", "train") is None
+    [event] = [e for e in api.store.objects["events"].values() if e["reason"] == "ExecuteAction"]
+    assert "pvc absent is not found" in event["message"] and event["type"] == "Warning"
+
+
+def test_scaling_updates_the_podgroup_and_the_svc_host_lists(api, kube, cluster):
+    job = vcjob("train", replicas=2)
+    job["spec"]["plugins"] = {"svc": ["--disable-network-policy"]}
+    kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
+    eventually(lambda: len(pods_of(api, "train")) == 2, what="two pods")
+
+    def scale(replicas: int) -> None:
+        current = kube.get(path(VOLCANO_BATCH, "jobs", "default", "train"))
+        current["spec"]["minAvailable"] = replicas
+        current["spec"]["tasks"][0].update(replicas=replicas, minAvailable=replicas)
+        kube.request("PUT", path(VOLCANO_BATCH, "jobs", "default", "train"), body=current)
+
+    def hosts() -> str:
+        return api.store.get("configmaps", "default", "train-svc")["data"]["VC_WORKER_HOSTS"]
+
+    scale(3)
+    eventually(lambda: len(pods_of(api, "train")) == 3, what="three pods")
+    eventually(lambda: hosts().count(",") == 2, what="three hosts")
+    spec = api.store.get("podgroups", "default", "train")["spec"]
+    assert (spec["minMember"], spec["minTaskMember"], spec["minResources"]) == (3, {"worker": 3}, {"cpu": "3"})
+    scale(1)
+    eventually(lambda: hosts() == "train-worker-0.train", what="one host")
+    eventually(lambda: api.store.get("podgroups", "default", "train")["spec"]["minMember"] == 1, what="minMember 1")
+    assert api.store.get("podgroups", "default", "train")["spec"]["minTaskMember"] == {"worker": 1}
