@@ -95,6 +95,19 @@ def test_builtin_queues_created_when_missing(api, kube):
     assert queues[("", "default")]["spec"]["weight"] == 3  # an existing queue is left alone
 
 
+def test_a_refused_builtin_queue_is_retried_until_it_exists(api, kube):
+    api.store.fail("create", "queues", times=3, code=400)  # the admission webhook refuses, then serves
+    scheduler, stop, thread = start(kube, queue_backoff=(0.01, 0.02))
+    try:
+        eventually(lambda: {name for _, name in api.store.objects["queues"]} == {"root", "default"},
+                   what="both queues despite three refusals")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert api.store.count("create", "queues") >= 5  # three refused, then one each
+    assert scheduler.cycles > 0  # scheduling did not wait for them
+
+
 def podgroup(name: str) -> dict:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 2, "queue": "default"}}
