@@ -19,6 +19,10 @@
   subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object and tries again. Unchanged statuses are not
   written, and fields the cycle does not report are kept. Of a Queue's status the scheduler
   writes `allocated`; the state and PodGroup counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
+- **patch types**: a merge patch where the body holds only maps and scalars (annotations,
+  nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
+  where a list must merge item by item (a pod's conditions, by type; a merge patch would
+  replace the list). Custom resources accept no strategic merge (415): merge patch or PUT.
 - **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
   for in `kubectl describe pod`), rate-limited by the EventRecorder.
 """
@@ -188,8 +192,8 @@ class KubeSink:
             self.client.create(path(CORE, "pods", namespace, name, "eviction"), {
                 "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
             self._count("evict")
-            if pod is not None:
-                self.events.emit(pod, "Normal", "Evict", f"Pod is evicted, because of {reason}")
+            if pod is not None:  # a Warning, as Volcano's evictor records it
+                self.events.emit(pod, "Warning", "Evict", f"Pod is evicted, because of {reason}")
         except ApiError as err:
             if err.code == 404:
                 return

@@ -301,3 +301,23 @@ def test_bind_is_fenced_by_the_pod_uid(api, kube):
         scheduler.sink.close()
     assert bound_to(api, "a") is None  # the new pod was never decided on: it waits for a cycle
     assert scheduler.sink.counts == dict(scheduler.sink.counts, bind=0, bind_failed=1)
+
+
+def test_the_scheduler_error_condition_keeps_the_pods_other_conditions(api, kube):
+    api.put(node("n1"))
+    gated = api.put(pod("a"))
+    gated["status"]["conditions"] = [{"type": "example.com/gate", "status": "False"}]  # a readiness gate's
+    with api.store.lock:
+        api.store.replace("pods", ("default", "a"), gated, None)
+    api.store.fail("bind", "pods", times=1000, code=500)
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(lambda: api.store.count("patch", "pods") + api.store.count("status", "pods") >= 1,
+                   what="the SchedulerError condition")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    conditions = {c["type"]: c for c in api.store.get("pods", "default", "a")["status"]["conditions"]}
+    assert conditions["example.com/gate"]["status"] == "False"  # a strategic merge: merged by type
+    assert conditions["PodScheduled"]["reason"] == "SchedulerError"
