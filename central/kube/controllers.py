@@ -219,11 +219,14 @@ class JobController(ControllerLoop):
         if job is None:
             return None  # deleted: its pods and PodGroup go with it (owner references)
         namespace = job["metadata"]["namespace"]
-        missing = missing_claims(job, {n for k in list(self.claims.objects) for ns, n in [k.split("/", 1)]
-                                       if ns == namespace})
-        if missing:  # Volcano's error, retried with backoff; MAX_REQUEUE times, then the job is terminated
-            raise ClaimMissing(f"pvc {', '.join(missing)} is not found, the job will be in the Pending state "
+        phase = ((job.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+        missing = phase == "Pending" and missing_claims(
+            job, {n for k in list(self.claims.objects) for ns, n in [k.split("/", 1)] if ns == namespace})
+        if missing:  # as Volcano's initiateJob: retried with backoff, MAX_REQUEUE times, then terminated
+            err = ClaimMissing(f"pvc {', '.join(missing)} is not found, the job will be in the Pending state "
                                "until the PVC is created")
+            self.events.emit(job, "Warning", "PVCError", f"Failed to create PVC, err: {err}")
+            raise err
         decision = self._reconcile(key, job)
         self._apply(job, decision)
         return decision.requeue_after

@@ -182,13 +182,18 @@ def test_plain_pods_get_a_podgroup(api, kube):
 def test_a_volume_claim_is_created_owned_by_the_job_and_mounted(api, kube, cluster):
     job = vcjob("train", replicas=1)
     job["spec"]["volumes"] = [{"mountPath": "/ckpt", "volumeClaim": {
-        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+        {"mountPath": "/data", "volumeClaimName": "shared"}]
+    api.put({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "shared", "namespace": "default"},
+             "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": "1Gi"}}}})
     kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
     claim = eventually(lambda: api.store.get("persistentvolumeclaims", "default", "train-volume-0"), what="the PVC")
     job_uid = api.store.get("vcjobs", "default", "train")["metadata"]["uid"]
     assert [(o["kind"], o["uid"]) for o in claim["metadata"]["ownerReferences"]] == [("Job", job_uid)]
     [pod] = eventually(lambda: list(pods_of(api, "train").values()), what="the pod")
     assert {"name": "train-volume-0", "persistentVolumeClaim": {"claimName": "train-volume-0"}} in pod["spec"]["volumes"]
+    assert {"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}} in pod["spec"]["volumes"]  # used as is
+    assert api.store.get("persistentvolumeclaims", "default", "shared")["metadata"].get("ownerReferences") is None
 
 
 def test_a_missing_claim_is_retried_boundedly_then_the_job_is_terminated(api, kube):
@@ -207,8 +212,11 @@ def test_a_missing_claim_is_retried_boundedly_then_the_job_is_terminated(api, ku
         stop.set()
         thread.join(10)
     assert not pods_of(api, "train") and api.store.get("podgroups", "default", "train") is None
-    [event] = [e for e in api.store.objects["events"].values() if e["reason"] == "ExecuteAction"]
-    assert "pvc absent is not found" in event["message"] and event["type"] == "Warning"
+    eventually(lambda: {"ExecuteAction", "PVCError"} <= {e["reason"] for e in list(api.store.objects["events"].values())},
+               what="the Events")
+    for event in api.store.objects["events"].values():
+        if event["reason"] in ("ExecuteAction", "PVCError"):
+            assert "pvc absent is not found" in event["message"] and event["type"] == "Warning"
 
 
 def test_scaling_updates_the_podgroup_and_the_svc_host_lists(api, kube, cluster):
