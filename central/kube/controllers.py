@@ -135,18 +135,16 @@ class ControllerLoop:
                 raise
 
     def replace(self, obj: dict[str, Any]) -> None:
-        """Make the live object say what `obj` says, as Volcano's get-compare-Update does (the
-        svc plugin's host lists after a scale): a PUT on the object read, so a concurrent
-        change is a 409 (reconcile again), and no write when nothing differs."""
+        """Make the object say what `obj` says (the svc plugin's host lists after a scale). A PUT
+        without a resourceVersion, as ConfigMaps allow: the controllers may not read ConfigMaps,
+        and this one is the job's alone (policies.yaml); created if it is gone."""
         meta = obj["metadata"]
-        url = url_for(obj["kind"], meta.get("namespace"), meta["name"])
-        current = self.client.get_or_none(url)
-        if current is None:
+        try:
+            self.client.request("PUT", url_for(obj["kind"], meta.get("namespace"), meta["name"]), body=obj)
+        except ApiError as err:
+            if err.code != 404:
+                raise
             self.create(obj)
-            return
-        content = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        if any(current.get(k) != v for k, v in content.items()):
-            self.client.request("PUT", url, body={**current, **content})
 
     def write_status(self, kind: str, obj: dict[str, Any], status: dict[str, Any]) -> None:
         """PUT /status conditional on the resourceVersion we saw; a 409 raises (reconcile again)."""
