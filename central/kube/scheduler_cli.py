@@ -137,8 +137,9 @@ def run(args: argparse.Namespace) -> int:
     if args.leader_elect:
         if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
             # client-go's rule: a leader must give up before a standby may take the Lease over
-            raise InputError("--leader-elect-renew-deadline", "need 0 < retry period < renew deadline < lease duration, "
-                             f"got {args.leader_elect_retry_period} < {args.leader_elect_renew_deadline} < "
+            raise InputError("--leader-elect-renew-deadline",
+                             "need 0 < retry period < renew deadline < lease duration, got"
+                             f" {args.leader_elect_retry_period} < {args.leader_elect_renew_deadline} < "
                              f"{args.leader_elect_lease_duration}")
         identity = f"{socket.gethostname()}_{os.getpid()}"
         elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity,

@@ -5,7 +5,9 @@
   failure the pod is read back from the API and handed to the cache as it is, releasing the
   node; a later cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
   and a FailedScheduling Event saying why. The API server is the fence against a double bind: a
-  second Binding for a bound pod gets 409, and the read-back then shows the pod bound.
+  second Binding for a bound pod gets 409, and the read-back then shows the pod bound. The
+  Binding carries the UID of the pod decided on (as Volcano's), so a pod deleted and created
+  again under the same name meanwhile is refused too (409), not bound unseen.
 - **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
   its Binding, as Volcano's PreBind does; a failed write fails the bind.
 - **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured and the API
@@ -16,9 +18,11 @@
 - **status**: PodGroup and Queue statuses are collected during the cycle and written by
   `flush()` at session close, each as a PUT carrying the resourceVersion the reflector last
   saw: on the Queue's `/status`, on the PodGroup itself (Volcano's PodGroup CRD has no status
-  subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object and tries again. Unchanged statuses are not
-  written, and fields the cycle does not report are kept. Of a Queue's status the scheduler
-  writes `allocated`; the state and PodGroup counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
+  subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object
+  and tries again. Unchanged statuses are not written, and fields the cycle does not report
+  are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
+  counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a
+  Warning Event on the PodGroup.
 - **patch types**: a merge patch where the body holds only maps and scalars (annotations,
   nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
   where a list must merge item by item (a pod's conditions, by type; a merge patch would
@@ -61,7 +65,8 @@ class KubeSink:
         self._annotations: dict[str, dict[str, str]] = {}
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
-        self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0, "conflict": 0}
+        self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
+                       "conflict": 0}
 
     def _count(self, what: str) -> None:
         with self._lock:

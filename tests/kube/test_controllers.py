@@ -184,15 +184,16 @@ def test_a_volume_claim_is_created_owned_by_the_job_and_mounted(api, kube, clust
     job["spec"]["volumes"] = [{"mountPath": "/ckpt", "volumeClaim": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
         {"mountPath": "/data", "volumeClaimName": "shared"}]
-    api.put({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "shared", "namespace": "default"},
-             "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": "1Gi"}}}})
+    api.put({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "shared", "namespace": "default"}, "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": "1Gi"}}}})
     kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
     claim = eventually(lambda: api.store.get("persistentvolumeclaims", "default", "train-volume-0"), what="the PVC")
     job_uid = api.store.get("vcjobs", "default", "train")["metadata"]["uid"]
     assert [(o["kind"], o["uid"]) for o in claim["metadata"]["ownerReferences"]] == [("Job", job_uid)]
     [pod] = eventually(lambda: list(pods_of(api, "train").values()), what="the pod")
-    assert {"name": "train-volume-0", "persistentVolumeClaim": {"claimName": "train-volume-0"}} in pod["spec"]["volumes"]
-    assert {"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}} in pod["spec"]["volumes"]  # used as is
+    volumes = pod["spec"]["volumes"]
+    assert {"name": "train-volume-0", "persistentVolumeClaim": {"claimName": "train-volume-0"}} in volumes
+    assert {"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}} in volumes  # used as is
     assert api.store.get("persistentvolumeclaims", "default", "shared")["metadata"].get("ownerReferences") is None
 
 
@@ -212,8 +213,8 @@ def test_a_missing_claim_is_retried_boundedly_then_the_job_is_terminated(api, ku
         stop.set()
         thread.join(10)
     assert not pods_of(api, "train") and api.store.get("podgroups", "default", "train") is None
-    eventually(lambda: {"ExecuteAction", "PVCError"} <= {e["reason"] for e in list(api.store.objects["events"].values())},
-               what="the Events")
+    eventually(lambda: {"ExecuteAction", "PVCError"} <= {
+        e["reason"] for e in list(api.store.objects["events"].values())}, what="the Events")
     for event in api.store.objects["events"].values():
         if event["reason"] in ("ExecuteAction", "PVCError"):
             assert "pvc absent is not found" in event["message"] and event["type"] == "Warning"
