@@ -6,8 +6,8 @@ a `WorkQueue` hands each key to one worker at a time, and the worker calls the p
 with what the reflectors hold and applies the decision it returns. Applying is idempotent:
 a create that meets 409 AlreadyExists, a delete that meets 404, are done already; a status
 write carries the resourceVersion the reflector saw and a 409 just reconciles again. A key
-that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` attempts (Volcano's
-max-requeue-num), with an Event saying so.
+that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` retries (Volcano's
+max-requeue-num); a Job then gets an Event and is terminated, as Volcano's handleJobError does.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ class ControllerLoop:
                 if requeue is not None:
                     self.queue.add_after(key, requeue)
             except Exception as err:  # ApiError, network, or a bug: retry with backoff, never die
-                if self.queue.failures(key) + 1 >= MAX_REQUEUE:
-                    log.error("%s %s: giving up after %d attempts: %s", self.name, key, MAX_REQUEUE, err)
+                if self.queue.failures(key) >= MAX_REQUEUE:  # Volcano: NumRequeues < maxRequeueNum requeues
+                    log.error("%s %s: giving up after %d retries: %s", self.name, key, MAX_REQUEUE, err)
                     self.queue.forget(key)
                     self.gave_up(key, err)
                 else:
@@ -287,7 +287,7 @@ class JobController(ControllerLoop):
         if job is None:
             return
         self.events.emit(job, "Warning", "ExecuteAction",
-                         f"Job failed on action SyncJob for retry limit reached ({MAX_REQUEUE} attempts): {err}")
+                         f"Job failed on action SyncJob for retry limit reached ({MAX_REQUEUE} retries): {err}")
         try:
             self._apply(job, self._reconcile(key, job, TERMINATE_JOB))
         except Exception as again:  # the next event on the job tries again
