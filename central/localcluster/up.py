@@ -107,7 +107,8 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     say(f"registering {len(nodes)} simulated node(s) ...")
     node_json = json.dumps([n.__dict__ for n in nodes])
     kubelet = sup.start("simkubelet", [sys.executable, "-m", "central.localcluster.simkubelet",
-                                       f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}", f"--nodes={node_json}"])
+                                       f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}", f"--nodes={node_json}",
+                                       f"--hosts={sup.dir / 'nodes'}"])
     sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
 
     say("starting Caldera's webhook, controllers and scheduler ...")
