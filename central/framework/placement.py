@@ -25,6 +25,8 @@ import numpy as np
 from central.api.resources import EPSILON
 from central.model.objects import FitErrors, PodTemplate, TaskInfo
 
+EXCLUDED = "node(s) had data the scheduler could not read (see the Node's events)"
+
 if TYPE_CHECKING:
     from central.framework.session import Session
 
@@ -49,6 +51,18 @@ class Placement:
         self.n = len(ssn.nodes)
         self._cols: dict[int, np.ndarray] = {}
         self._views: dict[PodTemplate, TemplateView] = {}
+        self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
+        self.excluding = False
+
+    def exclude(self, row: int) -> None:
+        """Take a node out of placement for the rest of the session (a fault boundary)."""
+        self.usable[row] = False
+        self.excluding = True
+        for view in self._views.values():
+            if not any(ok is self.usable for ok, _ in view.static):
+                view.static.append((self.usable, EXCLUDED))
+            view.allowed[row] = False
+        self.table.touch(row)
 
     def columns(self, req: np.ndarray) -> np.ndarray:
         """Dimensions checked for a request: cpu and memory always, scalars only when asked for."""
@@ -66,6 +80,8 @@ class Placement:
         changes = self.table.changes
         if view is None:
             static = [check for fn in self.ssn.points.flat["static_predicate"] for check in fn(task.template)]
+            if self.excluding:
+                static.append((self.usable, EXCLUDED))
             view = self._views[task.template] = TemplateView(self.n, static)
             self._refresh(task, view, np.arange(self.n))
         elif view.position < len(changes):
