@@ -137,7 +137,7 @@ class ClusterCache:
         if len(self._templates) > 100_000:  # bounded: a memo, not a record
             self._templates.clear()
         task, group = parse.parse_pod(obj, self._templates)
-        if any(self.dims.add(name) for name, _ in task.template.init_resreq + task.template.resreq):
+        if any(self.dims.add(name) for name, _ in task.template.resreq):
             self._rebuild_table()
         self._vectorise(task)
         old = self.tasks.get(task.uid)
@@ -300,9 +300,7 @@ class ClusterCache:
         self._rebuild_table()
 
     def _vectorise(self, task: TaskInfo) -> None:
-        t = task.template
-        task.resreq = self._vector(t.resreq)
-        task.init_resreq = self._vector(t.init_resreq)
+        task.resreq = self._vector(task.template.resreq)
 
     def _vector(self, items: tuple[tuple[str, float], ...]) -> np.ndarray:
         vec = self._vectors.get(items)
