@@ -100,6 +100,14 @@ def evictable(job: JobInfo) -> int:
     return 1
 
 
+def _forget_evict(cache: ClusterCache, last: datetime | None) -> None:
+    """Undo an eviction time recorded by a cycle that was rolled back."""
+    if last is None:
+        _last_evict.pop(cache, None)
+    else:
+        _last_evict[cache] = last
+
+
 def revocable(task: TaskInfo) -> bool:
     """May the task use revocable nodes: explicitly preemptable, or revocable-zone "*"."""
     return marked_preemptable(task) or task.annotations.get(ZONE) == "*"
@@ -179,6 +187,7 @@ class Tdm(Plugin):
                    and self.zone_of_row[nodes[t.node].index] in closed]
         victims = self._within_budgets(leaving)
         if victims:
+            self.session.on_rollback(lambda: _forget_evict(cache, last))
             _last_evict[cache] = now
         reasons = []
         for task in victims:

@@ -188,3 +188,30 @@ def test_rollback_restores_node_charges_exactly():
     stmt.commit()
     ssn.rollback()
     assert np.array_equal(cache.table.idle, idle)
+
+
+def test_a_rolled_back_shuffle_forgets_tdm_s_evict_time(monkeypatch):
+    """tdm remembers when it last evicted (its period outlives a session): a cycle that
+    evicted and then failed must not leave that clock running."""
+    from datetime import datetime
+
+    from central.framework.session import Session as Real
+
+    case = {"nodes": {"lent": {"cpu": 8, "memory": "16Gi", "labels": {"volcano.sh/revocable-zone": "rz1"}}},
+            "pods": {"ns/a": {"cpu": 1, "node": "lent", "annotations": {"volcano.sh/preemptable": "true"}}}}
+    conf = load_config('actions: "shuffle"\ntiers:\n- plugins: [{name: tdm, arguments: {tdm.revocable-zone.rz1: "09:00-18:00"}}]\n')
+    cache = ClusterCache()
+    for obj in objects_of(case):
+        cache.apply(obj)
+    before = fingerprint(cache)
+
+    def close_broken(self):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(Real, "close", close_broken)
+    with pytest.raises(RuntimeError):
+        run_cycle(cache, conf, now=datetime.fromisoformat("2026-01-01T19:00:00+00:00"))
+    assert fingerprint(cache) == before
+    monkeypatch.undo()
+    assert run_cycle(cache, conf, now=datetime.fromisoformat("2026-01-01T19:00:05+00:00")).evictions == {
+        "ns/a": "Shuffle: evicted by the scheduler (tdm: revocable zone rz1 is outside its window 09:00-18:00)"}
