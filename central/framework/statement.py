@@ -44,12 +44,12 @@ class Statement:
 
     def discard(self) -> None:
         ssn = self.ssn
-        for kind, task, status, node, _ in reversed(self.ops):
+        while self.ops:  # popped one by one: a discard cut short resumes where it stopped
+            kind, task, status, node, _ = self.ops.pop()
             ssn.cache.set_status(task, status, node)
             ssn.points.notify("on_allocate" if kind == EVICT else "on_deallocate", task)
             if kind != EVICT:
                 ssn.last_transaction[task.uid] = kind
-        self.ops = []
         self._close()
 
     def commit(self) -> None:
