@@ -7,6 +7,8 @@ the PodGroup's condition).
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from central.errors import InputError
 from central.framework.conf import PluginOption, SchedulerConf
@@ -151,3 +153,23 @@ def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(mon
     assert result.binds == {"ns/good-0": "n1"}
     assert [f.reason for f in result.faults] == ["Pod ns/bad-0: metadata.annotations[example.com/x]: unreadable"]
     assert cache.table.pods[0] == 1  # nothing of ns/bad stays charged
+
+
+ALL_READERS = conf("{name: sla}", "{name: tdm}", "{name: numa-aware}", DEVICESHARE)
+ANNOTATION_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(
+    ["87600000h", "0-99999999", "99999999999999999999", "-1", "1e999", "٣", "0,\u00b2", "%", "50%", "3-1", ",,", " "]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(sla=ANNOTATION_TEXT, budget=ANNOTATION_TEXT, cpuset=ANNOTATION_TEXT, unhealthy=ANNOTATION_TEXT)
+def test_no_annotation_value_ends_a_cycle(sla, budget, cpuset, unhealthy):
+    """Whatever text these annotations hold, the cycle completes and the good tenant binds."""
+    case = {"nodes": {"gpu": {**GPU, "annotations": {"volcano.sh/gpu-unhealthy-ids": unhealthy}}, "cpu": NODE},
+            "node_reports": {"gpu": NUMA_REPORT, "cpu": NUMA_REPORT},
+            **tenants({"volcano.sh/sla-waiting-time": sla, "volcano.sh/jdb-min-available": budget}),
+            "config": ALL_READERS}
+    case["pods"]["ns/placed"] = {"node": "cpu", "phase": "Pending", "cpu": 1, "annotations": {"caldera.sh/cpuset": cpuset}}
+    result, _ = run_case(case)
+    assert "ns/good-0" in result.binds
+    for reason in result.faults.values():
+        assert "metadata.annotations[" in reason and "\n" not in reason
