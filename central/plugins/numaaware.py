@@ -172,6 +172,9 @@ def _enforced(data: NodeData, policy: str) -> bool:
     return static or data.cpu_manager_policy == "none"
 
 
+MAX_CPUS = 8192  # Linux's NR_CPUS ceiling: a report naming more is not believed
+
+
 def cpu_count(data: NodeData) -> int:
     """CPU ids on the node run below this (from its NUMA cells): what bounds a cpuset."""
-    return max((max(cell.cpus, default=-1) for cell in data.numa), default=-1) + 1
+    return min(max((max(cell.cpus, default=-1) for cell in data.numa), default=-1) + 1, MAX_CPUS)
