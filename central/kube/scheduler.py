@@ -132,6 +132,8 @@ class Scheduler:
                 return 0
             if self.on_leading is not None:
                 self.on_leading(True)
+            if self.metrics is not None:
+                self.metrics.leader.set(1)
             self._ensure_queues()
             self.ready.set()
             while not stop.is_set():
@@ -143,10 +145,14 @@ class Scheduler:
                     self.run_once()
                 except Exception:  # one bad cycle must not stop scheduling (Volcano vo#5708)
                     self.failed_cycles += 1
+                    if self.metrics is not None:
+                        self.metrics.cycle_failures.inc()
                     log.exception("scheduling cycle failed")
                 stop.wait(max(0.0, self.period - (time.monotonic() - started)))
             return 0
         finally:
+            if self.metrics is not None:
+                self.metrics.leader.set(0)
             if self.ready.is_set() and self.on_leading is not None:
                 self.on_leading(False)
             self.ready.clear()
