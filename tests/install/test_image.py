@@ -57,6 +57,17 @@ def _base_tar() -> Path:
     return BASE_TAR
 
 
+def _host_trust(tmp_path: Path) -> list[str]:
+    """Where this host reaches PyPI through a TLS-inspecting proxy, its CA bundle (PIP_CERT) is
+    mounted into the RUN steps with a pip.conf naming it: build-time only, not in the image."""
+    ca = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
+    if not ca or not Path(ca).is_file():
+        return []
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\ncert = /etc/caldera-build/ca.crt\n")
+    return ["--volume", f"{ca}:/etc/caldera-build/ca.crt:ro", "--volume", f"{conf}:/etc/pip.conf:ro"]
+
+
 def test_the_dockerfile_builds_and_the_image_runs(tmp_path):
     storage = ["--root", str(tmp_path / "storage"), "--runroot", str(tmp_path / "run"), "--storage-driver", "vfs"]
     buildah = ("buildah", *storage)
@@ -65,7 +76,7 @@ def test_the_dockerfile_builds_and_the_image_runs(tmp_path):
     _run(*buildah, "commit", "--quiet", base, "localhost/caldera-base:bookworm")
     tag = f"localhost/caldera:{VERSION}"
     _run(*buildah, "bud", "--pull=false", "--isolation", "chroot", "--build-arg", "BASE=localhost/caldera-base:bookworm",
-         "-t", tag, "-f", str(ROOT / "Dockerfile"), str(ROOT), timeout=1800)
+         *_host_trust(tmp_path), "-t", tag, "-f", str(ROOT / "Dockerfile"), str(ROOT), timeout=1800)
     config = json.loads(_run(*buildah, "inspect", "--type", "image", tag))["OCIv1"]["config"]
     assert config["User"] == "1000:1000" and config["Entrypoint"] == ["caldera"]
     container = _run(*buildah, "from", "--pull=false", tag).strip()
