@@ -48,6 +48,7 @@ class SchedulerMetrics:
                               ["kind", "source"], registry=r)
         self.rolled_back = Counter("caldera_cycles_rolled_back", "Cycles that failed and were rolled back",
                                    registry=r)
+        self.leader = Gauge("caldera_scheduler_leader", "1 while this replica leads and schedules", registry=r)
         self.queue: dict[tuple[str, str], Gauge] = {}
         for figure in QUEUE_FIGURES:
             for unit in ("milli_cpu", "memory_bytes"):
@@ -97,6 +98,21 @@ class SchedulerMetrics:
             figure, unit = stale[0].split("/")
             self.queue[(figure, unit)].remove(*stale[1])
         self._queue_labels = seen
+
+
+class AgentNodeCounts:
+    """`caldera_agent_nodes{state="fresh"|"stale"}`: nodes whose agent reported recently, or
+    not; read from the report store at scrape time."""
+
+    def __init__(self, store: Any):
+        self.store = store
+
+    def collect(self) -> Any:
+        family = GaugeMetricFamily("caldera_agent_nodes", "Nodes by the freshness of their agent's report",
+                                   labels=["state"])
+        family.add_metric(["fresh"], float(len(self.store.fresh_nodes())))
+        family.add_metric(["stale"], float(len(self.store.stale_nodes())))
+        return [family]
 
 
 class QueuePodGroupCounts:

@@ -139,6 +139,8 @@ class Scheduler:
                 return 0
             if self.on_leading is not None:
                 self.on_leading(True)
+            if self.metrics is not None:
+                self.metrics.leader.set(1)
             self.ready.set()
             while not stop.is_set():
                 if self.elector is not None and not self.elector.leading.is_set():
@@ -156,6 +158,8 @@ class Scheduler:
                 stop.wait(max(0.0, self.period - (time.monotonic() - started)))
             return 0
         finally:
+            if self.metrics is not None:
+                self.metrics.leader.set(0)
             if self.ready.is_set() and self.on_leading is not None:
                 self.on_leading(False)
             self.ready.clear()
