@@ -28,3 +28,15 @@ def test_gang_deadlock(capsys):
     starts = sorted(round(j["started"] / 600) for j in gangs["jobs"].values())
     assert starts == [0, 0, 1, 1, 2]
     assert all(j["phase"] == "Completed" for j in gangs["jobs"].values())
+
+
+def test_task_topology_shortens_jobs(capsys):
+    here = EXPERIMENTS / "task-topology"
+    runs = simulate(capsys, "--manifests", str(here / "cluster.yaml"), "--manifests", str(here / "jobs.yaml"),
+                    "--until", "4h", "--config", str(here / "spread.conf"), "--config", str(here / "task-topology.conf"))
+    spread, topology = runs["runs"]["spread.conf"], runs["runs"]["task-topology.conf"]
+    # spread: every job spans nodes and runs 1.3x longer; task-topology keeps each job on one node
+    assert spread["metrics"]["mean_jct_s"] == 3600 * 1.3 + 1
+    assert topology["metrics"]["mean_jct_s"] == 3600 + 1
+    for job in ("tf-1", "tf-2", "tf-3"):
+        assert len({node for pod, node in topology["binds"].items() if pod.startswith(f"default/{job}-")}) == 1
