@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
     "version": ("central.vcctl.version", "print the Caldera version"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
+    "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
 
 

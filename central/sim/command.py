@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stuck-after", metavar="DURATION", default="10m",
                         help="with --until: a job starved of its peers this long counts as stuck (default 10m)")
     parser.add_argument("--report", metavar="FILE.html", help="with --until: write a page with plots")
+    parser.add_argument("--trace", action="append", metavar="FILE",
+                        help="with --until: jobs from a trace (one JSON job a line, `caldera trace`), on top "
+                             "of the manifests")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         return run_timed(args)
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
-    if args.report or len(args.config or ()) > 1:
-        raise InputError("--report" if args.report else "--config", "needs --until (a run over simulated time)")
+    for flag, given in (("--report", args.report), ("--trace", args.trace), ("--config", len(args.config or ()) > 1)):
+        if given:
+            raise InputError(flag, "needs --until (a run over simulated time)")
     conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
     manifests = read_manifests(paths)
@@ -88,7 +92,7 @@ def run_timed(args: argparse.Namespace) -> int:
         start=parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc),
         scheduler_name=args.scheduler_name, node_reports=tuple(_node_reports(args)),
         progress=sys.stderr.isatty() and args.output != "json")
-    workload = timed.read_workload(args.manifests or DEFAULT_MANIFESTS)
+    workload = timed.read_workload(args.manifests or DEFAULT_MANIFESTS, args.trace or [])
     configs = args.config or [None]
     names = [timed.config_name(path) for path in configs]
     if len(set(names)) < len(names):

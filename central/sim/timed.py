@@ -26,6 +26,7 @@ from central.model.cache import ClusterCache
 from central.model.fields import object_ref
 from central.model.jobs import expand_job
 from central.model.queuetree import check_queues
+from central.sim.trace import read_trace
 from central.sim.timeline import Timeline, TimedResult, progress_bar
 from central.sim.world import check_object
 
@@ -40,9 +41,16 @@ class Workload:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def read_workload(paths: list[str]) -> Workload:
-    """Every object under `paths`, checked: InputError names the file, object and field."""
+def read_workload(paths: list[str], traces: list[str] = ()) -> Workload:
+    """Every object under `paths` and every job of `traces`, checked: InputError names the
+    file, object (or trace row) and field."""
     out = Workload()
+    for trace in traces:
+        for where, job in read_trace(trace):
+            try:
+                out.submitted.append((where, _admitted_job(job)))
+            except InputError as err:
+                raise err.within(where) from None
     for path in paths:
         for source, obj in read_objects(path):
             kind = obj["kind"]

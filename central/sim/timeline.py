@@ -124,6 +124,8 @@ class Timeline:
         if self.world.deleting:
             self.world.reap(now)
             self.world.settle(now)
+        if self.world.retiring:
+            self.world.retire(now)
 
     def _cycle(self, now: float) -> None:
         self.world.changed = False

@@ -54,6 +54,7 @@ class World:
         self.dirty_jobs: set[str] = set()
         self.dirty_queues: set[str] = set()
         self.deleting: set[str] = set()  # evicted pods, gone at the end of the instant
+        self.retiring: set[str] = set()  # finished jobs, to remove once their pods have stopped
         self.changed = True  # something the scheduler sees changed since its last cycle
         self.job_phases: dict[str, list[tuple[float, str]]] = {}  # job key -> (time, phase) changes
         self.queue_of: dict[str, str] = {}  # job key -> queue
@@ -196,6 +197,21 @@ class World:
         history = self.job_phases.setdefault(key, [])
         if not history or history[-1][1] != phase:
             history.append((now, phase))
+        if phase in FINISHED:
+            self.retiring.add(key)
+
+    def retire(self, now: float) -> None:
+        """Finished jobs leave the cluster, as with ttlSecondsAfterFinished: 0, so that a week of
+        history does not weigh on every later cycle; their record stays in `job_phases`."""
+        for key in sorted(self.retiring):
+            if any(self.pods[p].get("status", {}).get("phase") in ("Running", "Pending") for p in self.pods_of.get(key, ())):
+                continue  # a job completed by policy still has pods terminating: next time
+            self.retiring.discard(key)
+            for pod in sorted(self.pods_of.pop(key, ())):
+                self.delete_pod(pod, now)
+            self._delete_podgroup(key)
+            self.jobs.pop(key, None)
+            self.dirty_jobs.discard(key)
 
     # --- the kubelets --------------------------------------------------------------------------
 
@@ -213,7 +229,8 @@ class World:
         group = f"{task.namespace}/{pod['metadata']['annotations'].get(GROUP_NAME)}"
         self.kubelets.start(key, group, self._needs(pod, group), node, podlife.pod_duration(pod),
                             podlife.cross_node_slowdown(pod), now)
-        self._touch_owner(pod)
+        if group in self.jobs:  # the scheduler's own binds give it nothing new to decide: no `changed`
+            self.dirty_jobs.add(group)
 
     def _charge(self, key: str, charge: tuple[str, tuple[tuple[str, float], ...]] | None) -> None:
         """Start (or with None, stop) counting a running pod's requests to its queue."""
