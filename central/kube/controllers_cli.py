@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-object-name", default="vc-controller-manager")
     parser.add_argument("--kube-api-qps", type=float, default=50.0)
     parser.add_argument("--kube-api-burst", type=int, default=100)
+    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
 
 
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     registry = CollectorRegistry()
     queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
     registry.register(QueuePodGroupCounts(queues))
-    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops))
+    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops),
+                   host=args.listen_address)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -41,6 +41,9 @@ RESOURCES: dict[str, tuple[str, str, bool, bool]] = {
     "podgroups": ("scheduling.volcano.sh/v1beta1", "PodGroup", True, True),
     "vcjobs": ("batch.volcano.sh/v1alpha1", "Job", True, True),
     "commands": ("bus.volcano.sh/v1alpha1", "Command", True, False),
+    "mutatingwebhookconfigurations": ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", False, False),
+    "validatingwebhookconfigurations": ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration",
+                                        False, False),
 }
 
 # (API group, plural in the URL) -> resource name above; vcjobs and batch/v1 jobs share a plural
