@@ -89,7 +89,8 @@ class Timeline:
         while True:
             instants += 1
             self._happen(now)
-            if self.world.changed and now >= last_cycle + self.period - 1e-9:
+            wanted = self.world.changed or self.time_sensitive and self._waiting()
+            if wanted and now >= last_cycle + self.period - 1e-9:
                 self._cycle(now)
                 last_cycle, cycles = now, cycles + 1
             self.recorder.sample(now)
@@ -142,7 +143,7 @@ class Timeline:
                                   self.world.kubelets.next_finish()) if t is not None]
         if self.world.changed:
             candidates.append(self._grid(max(now, last_cycle + self.period)))
-        elif self.time_sensitive and self.cache.starting or self.time_sensitive and self._waiting():
+        elif self.time_sensitive and self._waiting():
             candidates.append(self._grid(max(now + IDLE_RECHECK, last_cycle + self.period)))
         return min(candidates) if candidates else None
 

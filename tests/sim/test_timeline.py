@@ -91,3 +91,28 @@ def test_a_job_without_enough_peers_is_stuck():
     stuck = result.metrics["stuck"]["default/starved"]
     assert (stuck["running"], stuck["needs"]) == (2, 3)
     assert stuck["for_s"] > 3500
+
+
+PREEMPT = load_config("""
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit, arguments: {overcommit-factor: 2.0}}, {name: drf}, {name: predicates},
+            {name: nodeorder}]
+""", "preempt")  # the preemptor's PodGroup must be Inqueue on a full cluster: overcommit 2, no proportion
+
+
+def test_preemption_acts_in_time():
+    # low: two 2-CPU pods (minAvailable 1, so gang lets one go); high arrives at 10m and needs 2 CPUs
+    low = job("low", replicas=2, min_available=1, cpu="2", duration="1h")
+    high = job("high", cpu="2", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
+    high["spec"]["priorityClassName"] = "high"
+    urgent = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    workload = Workload(static=[("test", urgent), ("test", node("n1"))], submitted=[("test", low), ("test", high)])
+    result = run_once(workload, PREEMPT, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=600.0, start=START))
+    assert len(result.last.evictions) == 1 and result.last.evictions[0].startswith("default/low-main-")
+    low_, high_ = result.jobs["default/low"], result.jobs["default/high"]
+    assert 600 <= high_["started"] < 610 and high_["phase"] == "Completed"
+    # the evicted pod, re-created by the job controller, runs its hour once high is done
+    assert low_["phase"] == "Completed"
+    assert low_["finished"] == pytest.approx(high_["finished"] + 3600, abs=5)
