@@ -10,7 +10,6 @@ not a run. With several --config files the same workload runs under each, and JS
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from dataclasses import dataclass, field, replace
@@ -48,7 +47,7 @@ def read_workload(paths: list[str], traces: list[str] = ()) -> Workload:
     for trace in traces:
         for where, job in read_trace(trace):
             try:
-                out.submitted.append((where, _admitted_job(job)))
+                out.submitted.append((where, admit_job(job)))
             except InputError as err:
                 raise err.within(where) from None
     for path in paths:
@@ -56,7 +55,7 @@ def read_workload(paths: list[str], traces: list[str] = ()) -> Workload:
             kind = obj["kind"]
             try:
                 if kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
-                    obj = _admitted_job(obj)
+                    obj = admit_job(obj)
                 elif kind not in STATIC + SUBMITTED:
                     out.skipped[kind] = out.skipped.get(kind, 0) + 1
                     continue
@@ -67,7 +66,7 @@ def read_workload(paths: list[str], traces: list[str] = ()) -> Workload:
     return out
 
 
-def _admitted_job(job: dict[str, Any]) -> dict[str, Any]:
+def admit_job(job: dict[str, Any]) -> dict[str, Any]:
     """The Job as admission stores it; its template annotations checked as its pods will carry them."""
     job = mutate_job(job)
     try:
@@ -102,7 +101,6 @@ def run_once(workload: Workload, conf: SchedulerConf, options: RunOptions) -> Ti
     timeline = Timeline(cache, conf, options.start, options.period, options.stuck_after)
     queue_sources = {}
     for source, obj in workload.submitted:
-        obj = copy.deepcopy(obj)
         if obj["kind"] == "Queue":
             queue_sources[obj["metadata"]["name"]] = source
             try:

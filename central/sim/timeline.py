@@ -17,6 +17,7 @@ every IDLE_RECHECK seconds.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import math
@@ -114,8 +115,8 @@ class Timeline:
             _, _, _, what = heapq.heappop(self._events)
             if isinstance(what, str):
                 self.world.dirty_jobs.add(what)
-            else:
-                self.world.submit(what, now)
+            else:  # a copy: the world edits its objects, and the workload may run again under another config
+                self.world.submit(copy.deepcopy(what), now)
         for pod in self.world.kubelets.finished(now):
             self.world.finish_pod(pod, now)
         self._settle(now)
