@@ -49,7 +49,8 @@ def main() -> None:
           f"finished {finished}")
     print(f"simulated {result.time / 3600:.1f} h in {result.wall_s:.1f} s wall "
           f"({result.time / result.wall_s:.0f} simulated s per wall s); "
-          f"{result.instants} instants, {result.cycles} cycles ({1000 * result.wall_s / max(1, result.cycles):.1f} ms a cycle)")
+          f"{result.instants} instants, {result.cycles} cycles "
+          f"({1000 * result.wall_s / max(1, result.cycles):.1f} ms a cycle)")
     print("metrics:", {k: v for k, v in result.metrics.items() if k in ("mean_wait_s", "mean_jct_s", "utilization")})
 
 

@@ -82,7 +82,8 @@ class Recorder:
         waits = [j["started"] - j["submitted"] for j in jobs.values() if j["started"] is not None]
         span = self.end
         return {
-            "makespan_s": (max(j["finished"] for j in done) - min(j["submitted"] for j in jobs.values())) if done else None,
+            "makespan_s": _round(max(j["finished"] for j in done) - min(j["submitted"] for j in jobs.values()))
+            if done else None,
             "mean_wait_s": _round(sum(waits) / len(waits)) if waits else None,
             "mean_jct_s": _round(sum(jct) / len(jct)) if jct else None,
             "p95_jct_s": _round(jct[max(0, math.ceil(0.95 * len(jct)) - 1)]) if jct else None,

@@ -138,7 +138,8 @@ def summary(result: TimedResult) -> str:
              f"  makespan {_span(m['makespan_s'])}, mean wait {_span(m['mean_wait_s'])}, "
              f"mean JCT {_span(m['mean_jct_s'])}, p95 JCT {_span(m['p95_jct_s'])}",
              "  utilization " + ", ".join(f"{n} {v:.0%}" for n, v in m["utilization"].items())]
-    lines += [f"  queue {q}: share {s['share']:.0%} (deserved {s['deserved']:.0%})" for q, s in m["queue_share"].items()]
+    lines += [f"  queue {q}: share {s['share']:.0%} (deserved {s['deserved']:.0%})"
+              for q, s in m["queue_share"].items()]
     if result.still_running:
         lines.append(f"Still running at the end ({len(result.still_running)}): " + ", ".join(result.still_running[:20])
                      + (" ..." if len(result.still_running) > 20 else ""))

@@ -136,7 +136,8 @@ class Timeline:
         self.last.annotations.update(result.annotations)
         self.last.evictions.extend(result.evictions)
         self.last.podgroups.update(result.podgroups)
-        self.last.pipelined, self.last.pending, self.last.queues = result.pipelined, result.pending_reasons, result.queues
+        self.last.pipelined, self.last.pending = result.pipelined, result.pending_reasons
+        self.last.queues = result.queues
         self._settle(now)
 
     def _next_instant(self, now: float, last_cycle: float) -> float | None:

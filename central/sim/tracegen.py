@@ -53,7 +53,8 @@ def generate(jobs: int, seed: int, span: float, queues: dict[str, int] | None = 
         ps = size // 5 if size >= 4 else 0
         tasks = [{"name": "worker", "replicas": size - ps, "requests": worker, "duration": duration}]
         if ps:
-            tasks.insert(0, {"name": "ps", "replicas": ps, "requests": {"cpu": "1", "memory": "4Gi"}, "duration": duration})
+            ps_requests = {"cpu": "1", "memory": "4Gi"}
+            tasks.insert(0, {"name": "ps", "replicas": ps, "requests": ps_requests, "duration": duration})
         rows.append({"name": f"job-{i}", "submit": round(now, 1), "queue": rng.choices(names, weights)[0],
                      "minAvailable": size, "tasks": tasks})
     return rows

@@ -204,7 +204,8 @@ class World:
         """Finished jobs leave the cluster, as with ttlSecondsAfterFinished: 0, so that a week of
         history does not weigh on every later cycle; their record stays in `job_phases`."""
         for key in sorted(self.retiring):
-            if any(self.pods[p].get("status", {}).get("phase") in ("Running", "Pending") for p in self.pods_of.get(key, ())):
+            pods = self.pods_of.get(key, ())
+            if any(self.pods[p].get("status", {}).get("phase") in ("Running", "Pending") for p in pods):
                 continue  # a job completed by policy still has pods terminating: next time
             self.retiring.discard(key)
             for pod in sorted(self.pods_of.pop(key, ())):

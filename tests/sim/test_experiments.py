@@ -33,7 +33,8 @@ def test_gang_deadlock(capsys):
 def test_task_topology_shortens_jobs(capsys):
     here = EXPERIMENTS / "task-topology"
     runs = simulate(capsys, "--manifests", str(here / "cluster.yaml"), "--manifests", str(here / "jobs.yaml"),
-                    "--until", "4h", "--config", str(here / "spread.conf"), "--config", str(here / "task-topology.conf"))
+                    "--until", "4h", "--config", str(here / "spread.conf"),
+                    "--config", str(here / "task-topology.conf"))
     spread, topology = runs["runs"]["spread.conf"], runs["runs"]["task-topology.conf"]
     # spread: every job spans nodes and runs 1.3x longer; task-topology keeps each job on one node
     assert spread["metrics"]["mean_jct_s"] == 3600 * 1.3 + 1

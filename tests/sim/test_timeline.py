@@ -107,7 +107,8 @@ def test_preemption_acts_in_time():
     low = job("low", replicas=2, min_available=1, cpu="2", duration="1h")
     high = job("high", cpu="2", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
     high["spec"]["priorityClassName"] = "high"
-    urgent = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    urgent = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+              "value": 1000}
     workload = Workload(static=[("test", urgent), ("test", node("n1"))], submitted=[("test", low), ("test", high)])
     result = run_once(workload, PREEMPT, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=600.0, start=START))
     assert len(result.last.evictions) == 1 and result.last.evictions[0].startswith("default/low-main-")
@@ -116,3 +117,23 @@ def test_preemption_acts_in_time():
     # the evicted pod, re-created by the job controller, runs its hour once high is done
     assert low_["phase"] == "Completed"
     assert low_["finished"] == pytest.approx(high_["finished"] + 3600, abs=5)
+
+
+def command(action, kind, name, at):
+    return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "action": action,
+            "metadata": {"name": f"{name}-{action.lower()}", "namespace": "default",
+                         "annotations": {"sim.caldera.sh/submit-at": at}},
+            "target": {"kind": kind, "name": name}}
+
+
+def test_commands_act_in_time():
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
+             "spec": {"weight": 1}}
+    late = job("late", **{"sim.caldera.sh/submit-at": "10m"})
+    late["spec"]["queue"] = "q"
+    aborted = job("aborted", duration="1h")
+    result = run([queue, command("CloseQueue", "Queue", "q", "5m"), late, aborted,
+                  command("AbortJob", "Job", "aborted", "20m")], until=7200.0)
+    assert result.jobs["default/late"]["started"] is None  # its queue closed before it came
+    assert result.jobs["default/aborted"]["phase"] == "Aborted"
+    assert result.jobs["default/aborted"]["finished"] == pytest.approx(1200, abs=2)
