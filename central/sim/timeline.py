@@ -11,8 +11,8 @@ The clock jumps from one instant to the next; at each instant, in order:
 The next instant is the earliest of: the next event, the next finish, the next cycle when
 something changed. A stretch where nothing can happen is skipped in one step, so a week with
 ten thousand jobs costs what its events cost, not 604,800 cycles. With tdm or sla in the
-configuration, time itself changes decisions, so while pods wait a cycle also runs at least
-every IDLE_RECHECK seconds.
+configuration, time itself changes decisions (a window opens or closes, a deadline passes), so
+while pods wait or run a cycle also runs at least every IDLE_RECHECK seconds.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Timeline:
         while True:
             instants += 1
             self._happen(now)
-            wanted = self.world.changed or self.time_sensitive and self._waiting()
+            wanted = self.world.changed or self.time_sensitive and self._active()
             if wanted and now >= last_cycle + self.period - 1e-9:
                 self._cycle(now)
                 last_cycle, cycles = now, cycles + 1
@@ -145,15 +145,17 @@ class Timeline:
                                   self.world.kubelets.next_finish()) if t is not None]
         if self.world.changed:
             candidates.append(self._grid(max(now, last_cycle + self.period)))
-        elif self.time_sensitive and self._waiting():
+        elif self.time_sensitive and self._active():
             candidates.append(self._grid(max(now + IDLE_RECHECK, last_cycle + self.period)))
         return min(candidates) if candidates else None
 
     def _grid(self, t: float) -> float:
         return math.ceil(t / self.period - 1e-9) * self.period
 
-    def _waiting(self) -> bool:
-        return any(job.count(TaskStatus.PENDING) for job in self.cache.jobs.values())
+    def _active(self) -> bool:
+        """Pods wait or run: a tdm window or an sla deadline may change what the scheduler does."""
+        running = bool(self.world.kubelets.gang_of)
+        return running or any(job.count(TaskStatus.PENDING) for job in self.cache.jobs.values())
 
     def _unfinished(self) -> bool:
         return any(self.world.job_phase(k) not in ENDED for k in self.world.job_phases)

@@ -137,3 +137,30 @@ def test_commands_act_in_time():
     assert result.jobs["default/late"]["started"] is None  # its queue closed before it came
     assert result.jobs["default/aborted"]["phase"] == "Aborted"
     assert result.jobs["default/aborted"]["finished"] == pytest.approx(1200, abs=2)
+
+
+TDM = load_config("""
+actions: "enqueue, allocate, backfill, shuffle"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins:
+  - {name: predicates}
+  - {name: proportion}
+  - {name: nodeorder}
+  - {name: tdm, arguments: {tdm.revocable-zone.night: "01:00-02:00"}}
+""", "tdm")
+
+
+def test_tdm_windows_open_and_close_in_time():
+    revocable = node("rev")
+    revocable["metadata"]["labels"] = {"volcano.sh/revocable-zone": "night"}
+    short, long_ = job("short", duration="30m"), job("long", duration="3h")
+    for j in (short, long_):
+        j["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["volcano.sh/preemptable"] = "true"
+    workload = Workload(static=[("test", revocable)], submitted=[("test", short), ("test", long_)])
+    result = run_once(workload, TDM, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=600.0, start=START))
+    # the lent node opens at 01:00 (START is midnight UTC) and is taken back at 02:00
+    assert 3600 <= result.jobs["default/short"]["started"] <= 3600 + 61
+    assert result.jobs["default/short"]["phase"] == "Completed"
+    assert result.last.evictions == ["default/long-main-0"]
+    assert result.jobs["default/long"]["finished"] is None
