@@ -4,7 +4,8 @@
 
 The workload is `caldera trace generate`'s (central/sim/tracegen.py: mean 10.3 pods a job, so
 10,000 jobs make about 100,000 pods); the configuration is Volcano's default. Printed: the
-simulated time, wall time, instants (events processed), scheduling cycles, jobs and pods
+simulated time, wall time, events processed (submissions, pod finishes, controller timers) and
+the instants they fell on, scheduling cycles, jobs and pods
 submitted and finished, and simulated seconds per wall second.
 """
 
@@ -49,7 +50,7 @@ def main() -> None:
           f"finished {finished}")
     print(f"simulated {result.time / 3600:.1f} h in {result.wall_s:.1f} s wall "
           f"({result.time / result.wall_s:.0f} simulated s per wall s); "
-          f"{result.instants} instants, {result.cycles} cycles "
+          f"{result.events} events at {result.instants} instants, {result.cycles} cycles "
           f"({1000 * result.wall_s / max(1, result.cycles):.1f} ms a cycle)")
     print("metrics:", {k: v for k, v in result.metrics.items() if k in ("mean_wait_s", "mean_jct_s", "utilization")})
 

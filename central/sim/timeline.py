@@ -46,7 +46,8 @@ SUBMIT_ORDER = {"Queue": 0, "Command": 1, "Job": 2, "PodGroup": 3, "Pod": 4}
 class TimedResult:
     time: float  # seconds simulated
     cycles: int
-    instants: int  # events processed: the instants the clock stopped at
+    instants: int  # the instants the clock stopped at
+    events: int  # submissions, pod finishes and controller timers processed
     wall_s: float
     jobs: dict[str, dict[str, Any]]
     metrics: dict[str, Any]
@@ -56,7 +57,8 @@ class TimedResult:
     timeline: list[tuple[float, dict[str, float], dict[str, float]]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.last.to_json(), "cycles": self.cycles, "time": round(self.time, 3), "events": self.instants,
+        return {**self.last.to_json(), "cycles": self.cycles, "time": round(self.time, 3), "events": self.events,
+                "instants": self.instants,
                 "wall_s": round(self.wall_s, 3), "jobs": self.jobs, "metrics": self.metrics,
                 "still_running": self.still_running}
 
@@ -72,6 +74,7 @@ class Timeline:
         self._seq = itertools.count()
         self.submitted: dict[str, float] = {}
         self.last = SimulationResult()
+        self.events = 0
         self.time_sensitive = any(p.name in TIME_SENSITIVE for tier in conf.tiers for p in tier)
 
     def submit(self, obj: dict[str, Any]) -> None:
@@ -105,7 +108,7 @@ class Timeline:
         self.recorder.finish(end)
         jobs = self.recorder.jobs(self.submitted)
         return TimedResult(
-            time=end, cycles=cycles, instants=instants, wall_s=time.perf_counter() - started, jobs=jobs,
+            time=end, cycles=cycles, instants=instants, events=self.events, wall_s=time.perf_counter() - started, jobs=jobs,
             metrics=self.recorder.metrics(jobs, self.stuck_after), last=self.last,
             still_running=sorted(k for k, j in jobs.items() if j["phase"] not in ENDED),
             timeline=self.recorder.timeline)
@@ -113,11 +116,13 @@ class Timeline:
     def _happen(self, now: float) -> None:
         while self._events and self._events[0][0] <= now + 1e-9:
             _, _, _, what = heapq.heappop(self._events)
+            self.events += 1
             if isinstance(what, str):
                 self.world.dirty_jobs.add(what)
             else:  # a copy: the world edits its objects, and the workload may run again under another config
                 self.world.submit(copy.deepcopy(what), now)
         for pod in self.world.kubelets.finished(now):
+            self.events += 1
             self.world.finish_pod(pod, now)
         self._settle(now)
 
