@@ -133,8 +133,8 @@ def summary(result: TimedResult) -> str:
     """The run for a person: the figures, then what did not finish and what got stuck."""
     m = result.metrics
     done = sum(1 for j in result.jobs.values() if j["finished"] is not None)
-    lines = [f"Simulated {_span(result.time)} in {result.wall_s:.1f}s wall: {result.events} events at {result.instants} instants, "
-             f"{result.cycles} cycles; {done}/{len(result.jobs)} jobs finished",
+    lines = [f"Simulated {_span(result.time)} in {result.wall_s:.1f}s wall: {result.events} events at "
+             f"{result.instants} instants, {result.cycles} cycles; {done}/{len(result.jobs)} jobs finished",
              f"  makespan {_span(m['makespan_s'])}, mean wait {_span(m['mean_wait_s'])}, "
              f"mean JCT {_span(m['mean_jct_s'])}, p95 JCT {_span(m['p95_jct_s'])}",
              "  utilization " + ", ".join(f"{n} {v:.0%}" for n, v in m["utilization"].items())]

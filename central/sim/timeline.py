@@ -108,7 +108,8 @@ class Timeline:
         self.recorder.finish(end)
         jobs = self.recorder.jobs(self.submitted)
         return TimedResult(
-            time=end, cycles=cycles, instants=instants, events=self.events, wall_s=time.perf_counter() - started, jobs=jobs,
+            time=end, cycles=cycles, instants=instants, events=self.events, wall_s=time.perf_counter() - started,
+            jobs=jobs,
             metrics=self.recorder.metrics(jobs, self.stuck_after), last=self.last,
             still_running=sorted(k for k, j in jobs.items() if j["phase"] not in ENDED),
             timeline=self.recorder.timeline)
