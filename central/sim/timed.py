@@ -27,7 +27,9 @@ from central.model.jobs import expand_job
 from central.model.queuetree import check_queues
 from central.sim.trace import read_trace
 from central.sim.timeline import Timeline, TimedResult, progress_bar
-from central.sim.world import check_object
+from central.controllers import bus
+from central.model import parse
+from central.sim import podlife
 
 STATIC = ("PriorityClass", "Node")
 SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")
@@ -71,13 +73,39 @@ def admit_job(job: dict[str, Any]) -> dict[str, Any]:
     job = mutate_job(job)
     try:
         _, pods = expand_job(job)
+        templates: dict[str, Any] = {}
         for pod in pods:
-            check_object(pod)
+            check_object(pod, templates)
     except InputError as err:
         raise err if err.where.startswith("Pod ") else err.within(object_ref(job)) from None
     job["metadata"].setdefault("namespace", "default")
     job["metadata"].setdefault("uid", f"{job['metadata']['namespace']}-{job['metadata']['name']}")
     return job
+
+
+def check_object(obj: dict[str, Any], templates: dict[str, Any] | None = None) -> None:
+    """Refuse before the run starts what would fail during it: InputError names the object and
+    field. `templates` memoises parsed pod templates across calls (the pods of a task share one)."""
+    kind = obj.get("kind")
+    podlife.submit_at(obj)
+    podlife.min_peers(obj)
+    if kind == "Command":
+        if not isinstance(obj.get("target"), dict):
+            raise InputError(object_ref(obj), "target: expected a map naming the Job or Queue")
+        if obj.get("action") not in (*bus.JOB_COMMANDS, *bus.QUEUE_COMMANDS):
+            raise InputError(object_ref(obj), f"action: unknown {obj.get('action')!r}")
+        return
+    if kind == "Pod":
+        podlife.pod_duration(obj)
+        podlife.pod_exit_code(obj)
+        podlife.cross_node_slowdown(obj)
+    parser = {"Pod": lambda o: parse.parse_pod(o, templates), "PodGroup": parse.parse_podgroup,
+              "Queue": parse.parse_queue}.get(str(kind))
+    if parser is not None:
+        try:
+            parser(obj)
+        except InputError as err:
+            raise err.within(object_ref(obj)) from None
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from central.controllers import bus
 from central.controllers.job_policies import format_time
 from central.controllers.jobs import FINISHED, reconcile
 from central.controllers.podgroups import podgroup_for_pod
 from central.controllers.queues import reconcile_queue
-from central.errors import InputError
 from central.model.cache import ClusterCache
-from central.model.fields import object_ref
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
 from central.sim import podlife
@@ -370,16 +367,3 @@ class WorldSink:
     def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
         pass  # the agents' reports are static in a simulation
 
-
-def check_object(obj: dict[str, Any]) -> None:
-    """Refuse, before the run starts, what would fail later: the sim annotations of `obj`."""
-    podlife.submit_at(obj)
-    podlife.min_peers(obj)
-    if obj.get("kind") == "Pod":
-        podlife.pod_duration(obj)
-        podlife.pod_exit_code(obj)
-        podlife.cross_node_slowdown(obj)
-    if obj.get("kind") == "Command" and not isinstance(obj.get("target"), dict):
-        raise InputError(object_ref(obj), "target: expected a map naming the Job or Queue")
-    if obj.get("kind") == "Command" and obj.get("action") not in (*bus.JOB_COMMANDS, *bus.QUEUE_COMMANDS):
-        raise InputError(object_ref(obj), f"action: unknown {obj.get('action')!r}")

@@ -50,3 +50,14 @@ def test_malformed_sim_annotation(tmp_path, capsys, job_annotations, pod_annotat
 def test_bad_flags(capsys, args, message):
     assert main(["simulate", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_bad_pod_stops_the_run_before_it_starts(tmp_path, capsys):
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {sim.caldera.sh/submit-at: 1h}}\n"
+        "spec: {schedulerName: volcano, containers: [{name: c, image: x, resources: {requests: {cpu: lots}}}]}\n")
+    assert main(["simulate", "--manifests", str(tmp_path), "--until", "2h"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert f"{tmp_path / 'pod.yaml'}: Pod default/p: spec.containers[0].resources.requests.cpu" in err
