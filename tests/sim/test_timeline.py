@@ -164,3 +164,28 @@ def test_tdm_windows_open_and_close_in_time():
     assert result.jobs["default/short"]["phase"] == "Completed"
     assert result.last.evictions == ["default/long-main-0"]
     assert result.jobs["default/long"]["finished"] is None
+
+
+RECLAIM = load_config("""
+actions: "enqueue, allocate, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit, arguments: {overcommit-factor: 2.0}}, {name: drf}, {name: predicates},
+            {name: proportion}, {name: nodeorder}]
+""", "reclaim")  # overcommit 2: on a full cluster the reclaimer's PodGroup must still be admitted
+
+
+def test_reclaim_acts_in_time():
+    queues = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+               "spec": {"weight": 1, "reclaimable": True}} for name in ("a", "b")]
+    greedy = job("greedy", replicas=4, min_available=1, cpu="1", duration="1h")
+    greedy["spec"]["queue"] = "a"
+    later = job("later", replicas=2, cpu="1", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
+    later["spec"]["queue"] = "b"
+    workload = Workload(static=[("test", node("n1"))], submitted=[("test", q) for q in queues]
+                        + [("test", greedy), ("test", later)])
+    result = run_once(workload, RECLAIM, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=600.0, start=START))
+    # queue b takes back its deserved half of the node from a, at once
+    assert len(result.last.evictions) == 2 and all(p.startswith("default/greedy-") for p in result.last.evictions)
+    assert 600 <= result.jobs["default/later"]["started"] < 610
+    assert result.jobs["default/greedy"]["phase"] == "Completed"
