@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,6 +25,18 @@ from central.model.fields import parse_duration  # noqa: E402
 from central.sim.timed import RunOptions, Workload, admit_job, run_once  # noqa: E402
 from central.sim.trace import job_from_row  # noqa: E402
 from central.sim.tracegen import cluster, generate  # noqa: E402
+
+
+def _daily(started: float) -> Callable[[float], None]:
+    """Print wall time at every simulated day, so that a run cut short still tells its pace."""
+    days = [0]
+
+    def report(now: float) -> None:
+        if now >= (days[0] + 1) * 86400:
+            days[0] = int(now // 86400)
+            print(f"  simulated day {days[0]} done at {time.perf_counter() - started:.0f} s wall", flush=True)
+
+    return report
 
 
 def main() -> None:
@@ -42,7 +56,7 @@ def main() -> None:
     workload.submitted += [("bench", admit_job(job_from_row(row))) for row in rows]
     pods = sum(t["replicas"] for row in rows for t in row["tasks"])
     options = RunOptions(until=until, period=1.0, stuck_after=600.0, start=datetime(2026, 1, 5, tzinfo=timezone.utc),
-                         progress=sys.stderr.isatty())
+                         progress=_daily(time.perf_counter()))
     result = run_once(workload, load_config(DEFAULT_CONF_YAML, "default"), options)
     submitted = sum(1 for j in result.jobs.values())
     finished = sum(1 for j in result.jobs.values() if j["finished"] is not None)

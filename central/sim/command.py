@@ -85,19 +85,26 @@ def run(args: argparse.Namespace) -> int:
 
 def run_timed(args: argparse.Namespace) -> int:
     from central.sim import timed
+    from central.sim.timeline import progress_bar
 
+    until = _duration(args.until, "--until", positive=True)
+    bar = sys.stderr.isatty()  # a progress bar on a terminal only
     options = timed.RunOptions(
-        until=_duration(args.until, "--until", positive=True), period=_duration(args.period, "--period", positive=True),
+        until=until, period=_duration(args.period, "--period", positive=True),
         stuck_after=_duration(args.stuck_after, "--stuck-after"),
         start=parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc),
         scheduler_name=args.scheduler_name, node_reports=tuple(_node_reports(args)),
-        progress=sys.stderr.isatty() and args.output != "json")
+        progress=progress_bar(until) if bar else None)
     workload = timed.read_workload(args.manifests or DEFAULT_MANIFESTS, args.trace or [])
     configs = args.config or [None]
     names = [timed.config_name(path) for path in configs]
     if len(set(names)) < len(names):
         raise InputError("--config", f"two configurations share a file name: {', '.join(names)}")
-    runs = {name: timed.run_once(workload, _conf(path), options) for name, path in zip(names, configs)}
+    runs = {}
+    for name, path in zip(names, configs):
+        runs[name] = timed.run_once(workload, _conf(path), options)
+        if bar:
+            sys.stderr.write(f"  {name}\n")
     timed.print_runs(runs, args.output)
     if args.report:
         from central.sim.htmlreport import write_report

@@ -11,7 +11,7 @@ not a run. With several --config files the same workload runs under each, and JS
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from central.model.fields import object_ref
 from central.model.jobs import expand_job
 from central.model.queuetree import check_queues
 from central.sim.trace import read_trace
-from central.sim.timeline import Timeline, TimedResult, progress_bar
+from central.sim.timeline import Timeline, TimedResult
 from central.controllers import bus
 from central.model import parse
 from central.sim import podlife
@@ -116,7 +116,7 @@ class RunOptions:
     start: datetime
     scheduler_name: str = "volcano"
     node_reports: tuple[Any, ...] = ()  # NodeData, taken as current at the start
-    progress: bool = False
+    progress: Callable[[float], None] | None = None  # called with the simulated time at every instant
 
 
 def run_once(workload: Workload, conf: SchedulerConf, options: RunOptions) -> TimedResult:
@@ -139,11 +139,7 @@ def run_once(workload: Workload, conf: SchedulerConf, options: RunOptions) -> Ti
     check_queues(cache.all_queues(), queue_sources)
     for data in options.node_reports:
         cache.set_node_data(replace(data, reported_at=options.start))
-    progress = progress_bar(options.until) if options.progress else None
-    result = timeline.run(options.until, progress)
-    if progress is not None:
-        sys.stderr.write("\n")
-    return result
+    return timeline.run(options.until, options.progress)
 
 
 def print_runs(runs: dict[str, TimedResult], output: str) -> None:
