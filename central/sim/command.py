@@ -104,7 +104,7 @@ def run_timed(args: argparse.Namespace) -> int:
     for name, path in zip(names, configs):
         runs[name] = timed.run_once(workload, _conf(path), options)
         if bar:
-            sys.stderr.write(f"  {name}\n")
+            sys.stderr.write(f"  {name}\n" if len(configs) > 1 else "\n")
     timed.print_runs(runs, args.output)
     if args.report:
         from central.sim.htmlreport import write_report
