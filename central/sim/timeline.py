@@ -102,7 +102,7 @@ class Timeline:
                 progress(now)
             following = self._next_instant(now, last_cycle)
             if following is None or following > until:
-                end = until if following is not None or self._unfinished() else now
+                end = until if self._unfinished() else now  # a deadlock lasts until --until
                 break
             now = following
         self.recorder.finish(end)
