@@ -58,9 +58,8 @@ class TimedResult:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.last.to_json(), "cycles": self.cycles, "time": round(self.time, 3), "events": self.events,
-                "instants": self.instants,
-                "wall_s": round(self.wall_s, 3), "jobs": self.jobs, "metrics": self.metrics,
-                "still_running": self.still_running}
+                "instants": self.instants, "wall_s": round(self.wall_s, 3), "jobs": self.jobs,
+                "metrics": self.metrics, "still_running": self.still_running}
 
 
 class Timeline:
@@ -109,8 +108,7 @@ class Timeline:
         jobs = self.recorder.jobs(self.submitted)
         return TimedResult(
             time=end, cycles=cycles, instants=instants, events=self.events, wall_s=time.perf_counter() - started,
-            jobs=jobs,
-            metrics=self.recorder.metrics(jobs, self.stuck_after), last=self.last,
+            jobs=jobs, metrics=self.recorder.metrics(jobs, self.stuck_after), last=self.last,
             still_running=sorted(k for k, j in jobs.items() if j["phase"] not in ENDED),
             timeline=self.recorder.timeline)
 
