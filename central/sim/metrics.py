@@ -28,6 +28,7 @@ class Recorder:
     def __init__(self, cache: ClusterCache, world: World):
         self.cache, self.world = cache, world
         self.last = 0.0
+        self.alloc: dict[str, float] = {}  # allocatable per resource, as of the last sample
         self.used: dict[str, float] = {}
         self.shares: dict[str, float] = {}
         self.used_integral: dict[str, float] = {}
@@ -37,15 +38,15 @@ class Recorder:
 
     def sample(self, now: float) -> None:
         self._integrate(now)
-        rows = len(self.cache.node_list)
+        rows, names = len(self.cache.node_list), self.cache.dims.names
         alloc = self.cache.table.alloc[:rows].sum(axis=0)
         used = self.cache.table.used[:rows].sum(axis=0)
-        names = self.cache.dims.names
         self.alloc = {n: float(alloc[i]) for i, n in enumerate(names) if alloc[i] > 0}
-        self.used = {n: float(used[i]) for n in self.alloc for i in [names.index(n)]}
+        self.used = {n: float(used[i]) for i, n in enumerate(names) if alloc[i] > 0}
         self.shares = {q: _dominant(v, self.alloc) for q, v in self.world.queue_alloc.items()}
-        if not self.timeline or self.timeline[-1][1] != self._utilisation() or self.timeline[-1][2] != self.shares:
-            self.timeline.append((now, self._utilisation(), dict(self.shares)))
+        utilisation = {n: round(self.used[n] / a, 4) for n, a in self.alloc.items()}
+        if not self.timeline or self.timeline[-1][1:] != (utilisation, self.shares):
+            self.timeline.append((now, utilisation, dict(self.shares)))
 
     def _integrate(self, now: float) -> None:
         dt = now - self.last
@@ -56,9 +57,6 @@ class Recorder:
             for queue, share in self.shares.items():
                 self.share_integral[queue] = self.share_integral.get(queue, 0.0) + share * dt
         self.last = max(self.last, now)
-
-    def _utilisation(self) -> dict[str, float]:
-        return {n: round(self.used[n] / a, 4) for n, a in self.alloc.items()}
 
     def finish(self, end: float) -> None:
         self._integrate(end)
