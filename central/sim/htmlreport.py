@@ -53,15 +53,23 @@ def _jct_chart(runs: dict[str, TimedResult]) -> str:
     return _chart(series, longest, "hours")
 
 
-def _steps(points: Sequence[tuple[float, float]], end: float) -> list[tuple[float, float]]:
-    """A value holds until the next sample: draw it as steps up to `end`."""
+def _steps(points: Sequence[tuple[float, float]], end: float, width: int = 1000) -> list[tuple[float, float]]:
+    """A value holds until the next sample: steps up to `end`, at most about `width` of them
+    (the value in effect at each of `width` even moments), so a week stays a small page."""
+    if len(points) > width:
+        at, i, picked = [end * k / width for k in range(width + 1)], 0, []
+        for t in at:
+            while i + 1 < len(points) and points[i + 1][0] <= t:
+                i += 1
+            picked.append((t, points[i][1]))
+        points = picked
     out: list[tuple[float, float]] = []
-    for i, (t, v) in enumerate(points):
+    for t, v in points:
         if out:
             out.append((t, out[-1][1]))
         out.append((t, v))
-        if i == len(points) - 1:
-            out.append((end, v))
+    if out:
+        out.append((end, out[-1][1]))
     return out
 
 
