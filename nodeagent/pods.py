@@ -1,8 +1,14 @@
-"""Which pods run on this node: one small interface, an HTTP implementation and a static one.
+"""Which pods run on this node: the PodInfo the agent needs, and how a PodList becomes it.
 
 The agent needs namespace, name, uid, the Kubernetes QoS class (it decides the cgroup path),
-the co-location QoS level from the `volcano.sh/qos-level` annotation, priority and requests.
-Without a pod source the agent still reports node-level data.
+the co-location QoS level, priority and requests. The QoS level is the `volcano.sh/qos-level`
+annotation (LC, HLS, LS online; BE offline) and, without one, follows the Kubernetes QoS class
+as koordinator maps it (`GetPodQoSClassWithKubeQoS`): BestEffort -> BE, Burstable and
+Guaranteed -> LS (koordinator's LSR for Guaranteed has no Volcano level; LS is its nearest).
+Volcano's own agent reads an unannotated pod as level 0, never offline; we do not, because an
+unannotated BestEffort pod sits in the cgroup the offline quota squeezes anyway.
+`qos.default_level` forces one level for every unannotated pod instead.
+The kubelet source polls its local /pods; the API-server source is a watch (`nodeagent.podwatch`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ QOS_ANNOTATION = "volcano.sh/qos-level"
 CPUSET_ANNOTATION = "caldera.sh/cpuset"  # written by the scheduler's numa-aware plugin
 ONLINE_LEVELS = ("LC", "HLS", "LS")
 QOS_LEVELS = (*ONLINE_LEVELS, "BE")
+LEVEL_BY_KUBE_QOS = {"Guaranteed": "LS", "Burstable": "LS", "BestEffort": "BE"}
+MAX_ANNOTATION_CHARS = 1024  # a cpuset of 4096 CPUs spelled out fits; anything longer is garbage
 _QUANTITY = re.compile(r"^([0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 _SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -26,7 +34,7 @@ _SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 
 def parse_quantity(text: object) -> float:
     """A Kubernetes quantity ("500m", "2Gi", "1.5") as a number; raises ValueError."""
-    match = _QUANTITY.match(str(text).strip())
+    match = _QUANTITY.match(str(text).strip()[:64])
     if not match:
         raise ValueError(f"not a quantity: {text!r}")
     return float(match.group(1)) * _SUFFIX[match.group(2)]
@@ -63,39 +71,78 @@ class StaticPodSource:
         return list(self._pods)
 
 
-def pods_from_pod_list(doc: dict[str, Any], default_level: str) -> list[PodInfo]:
+def qos_level(annotation: object, qos_class: str, default_level: str = "") -> str:
+    """The co-location level: a valid annotation, else `default_level` when set, else by QoS class."""
+    if isinstance(annotation, str) and annotation in QOS_LEVELS:
+        return annotation
+    return default_level or LEVEL_BY_KUBE_QOS.get(qos_class, "LS")
+
+
+def kube_qos_class(spec: dict[str, Any]) -> str:
+    """The QoS class the API server would give (for objects whose status does not carry it yet)."""
+    requests = limits = 0
+    guaranteed = True
+    for container in spec.get("containers") or []:
+        resources = (container.get("resources") or {}) if isinstance(container, dict) else {}
+        req, lim = resources.get("requests") or {}, resources.get("limits") or {}
+        requests += len(req)
+        limits += len(lim)
+        for name in ("cpu", "memory"):
+            if name not in lim or req.get(name, lim[name]) != lim[name]:
+                guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def pod_info(item: dict[str, Any], default_level: str = "") -> PodInfo | None:
+    """One pod of a PodList or watch event; None when it is not running here or is malformed."""
+    meta, status, spec = (item.get(k) or {} for k in ("metadata", "status", "spec"))
+    if not (isinstance(meta, dict) and isinstance(status, dict) and isinstance(spec, dict)):
+        return None
+    if not isinstance(meta.get("uid"), str) or not meta["uid"] or status.get("phase") not in ("Running", "Pending"):
+        return None
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    qos_class = status.get("qosClass")
+    if qos_class not in LEVEL_BY_KUBE_QOS:
+        qos_class = kube_qos_class(spec)
+    cpu, memory = _requests(spec)
+    cpuset = annotations.get(CPUSET_ANNOTATION, "")
+    priority = spec.get("priority")
+    return PodInfo(
+        namespace=str(meta.get("namespace", "default")),
+        name=str(meta.get("name", "")),
+        uid=meta["uid"],
+        qos_class=qos_class,
+        qos_level=qos_level(annotations.get(QOS_ANNOTATION), qos_class, default_level),
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
+        cpu_request_cores=cpu,
+        memory_request_bytes=int(memory),
+        cpuset=cpuset if isinstance(cpuset, str) and len(cpuset) <= MAX_ANNOTATION_CHARS else "",
+    )
+
+
+def pods_from_pod_list(doc: dict[str, Any], default_level: str = "") -> list[PodInfo]:
     """Running pods of a v1 PodList (the kubelet's /pods answer); skips malformed items."""
-    pods = []
-    for item in doc.get("items") or []:
-        meta, status = item.get("metadata") or {}, item.get("status") or {}
-        if not meta.get("uid") or status.get("phase") not in ("Running", "Pending"):
-            continue
-        level = (meta.get("annotations") or {}).get(QOS_ANNOTATION, default_level)
-        cpu, memory = _requests(item.get("spec") or {})
-        pods.append(PodInfo(
-            namespace=meta.get("namespace", "default"),
-            name=meta.get("name", ""),
-            uid=meta["uid"],
-            qos_class=status.get("qosClass", "BestEffort"),
-            qos_level=level if level in QOS_LEVELS else default_level,
-            priority=int((item.get("spec") or {}).get("priority") or 0),
-            cpu_request_cores=cpu,
-            memory_request_bytes=int(memory),
-            cpuset=(meta.get("annotations") or {}).get(CPUSET_ANNOTATION, ""),
-        ))
-    return pods
+    items = doc.get("items") if isinstance(doc, dict) else None
+    pods = (pod_info(item, default_level) for item in items or [] if isinstance(item, dict))
+    return [p for p in pods if p is not None]
 
 
 def _requests(spec: dict[str, Any]) -> tuple[float, float]:
     """Summed container requests; an unparsable quantity counts as 0 (the pod still runs)."""
     cpu = memory = 0.0
     for container in spec.get("containers") or []:
-        requests = (container.get("resources") or {}).get("requests") or {}
-        try:
-            cpu += parse_quantity(requests.get("cpu", 0))
-            memory += parse_quantity(requests.get("memory", 0))
-        except ValueError:
-            continue
+        requests = ((container.get("resources") or {}).get("requests") or {}) if isinstance(container, dict) else {}
+        for name in ("cpu", "memory"):
+            try:
+                value = parse_quantity(requests.get(name, 0))
+            except ValueError:
+                continue
+            if name == "cpu":
+                cpu += value
+            else:
+                memory += value
     return cpu, memory
 
 
@@ -104,7 +151,7 @@ class HttpPodSource:
     (https://127.0.0.1:10250/pods) or from the API server
     (/api/v1/pods?fieldSelector=spec.nodeName=<node>)."""
 
-    def __init__(self, url: str, token_file: Path | None, default_level: str, ca_file: Path | None = None,
+    def __init__(self, url: str, token_file: Path | None, default_level: str = "", ca_file: Path | None = None,
                  timeout_s: float = 5.0) -> None:
         self._url, self._token_file, self._default = url, token_file, default_level
         self._timeout = timeout_s

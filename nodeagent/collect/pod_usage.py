@@ -1,16 +1,18 @@
 """Per-pod CPU and memory from the pod cgroups, summarised over the sampling window.
 
 CPU is the cgroup's usage counter delta over the elapsed time, in cores (the first sample of
-a pod only primes it); memory is the working set. Pods that disappear are dropped, so state is
+a pod only primes it); memory is the working set. A figure the cgroup did not give this sample
+is None (unknown), not the window's old value. Pods that disappear are dropped, so state is
 bounded by the pods on the node.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodeagent.cgroup.driver import CgroupDriver
+from nodeagent.collect.psi import RESOURCES, Pressure
 from nodeagent.collect.window import Stat, Window
 from nodeagent.pods import PodInfo
 
@@ -20,14 +22,17 @@ NAME = "pod_usage"
 @dataclass(frozen=True)
 class PodUsage:
     pod: PodInfo
-    cpu_cores: Stat
-    memory_bytes: Stat
+    cpu_cores: Stat | None  # None: unknown
+    memory_bytes: Stat | None
+    pressure: dict[str, Pressure] = field(default_factory=dict)  # cpu/memory/io where the kernel has it
 
 
 class _PodState:
     def __init__(self, window: int) -> None:
         self.cpu, self.mem = Window(window), Window(window)
         self.prev: tuple[float, int] | None = None
+        self.cpu_fresh = self.mem_fresh = False
+        self.pressure: dict[str, Pressure] = {}
 
 
 class PodUsageCollector:
@@ -45,17 +50,21 @@ class PodUsageCollector:
             state = self._state.setdefault(pod.uid, _PodState(self._window))
             rel = self._driver.layout.pod_dir(pod.uid, pod.qos_class)
             usage = self._driver.cpu_usage_ns(rel)
+            state.cpu_fresh = usage is not None and state.prev is not None and now > state.prev[0]
             if usage is not None:
-                if state.prev is not None and now > state.prev[0]:
+                if state.cpu_fresh:
                     state.cpu.add(max(0.0, (usage - state.prev[1]) / 1e9 / (now - state.prev[0])))
                 state.prev = (now, usage)
             memory = self._driver.memory_working_set(rel)
+            state.mem_fresh = memory is not None
             if memory is not None:
                 state.mem.add(float(memory))
+            state.pressure = {r: p for r in RESOURCES if (p := self._driver.pressure(rel, r)) is not None}
 
     def usage(self) -> list[PodUsage]:
         return [
-            PodUsage(self._pods[uid], s.cpu.stat(), s.mem.stat())
+            PodUsage(self._pods[uid], s.cpu.stat() if s.cpu_fresh else None, s.mem.stat() if s.mem_fresh else None,
+                     dict(s.pressure))
             for uid, s in sorted(self._state.items())
             if uid in self._pods
         ]

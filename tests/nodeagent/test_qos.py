@@ -12,7 +12,7 @@ from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
 from nodeagent.health import Health
 from nodeagent.pods import PodInfo
-from nodeagent.qos.eviction import EvictionConfig, WatermarkEviction
+from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure, victims
 from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 from tests.nodeagent.fakes import fake_pod_cgroup
@@ -89,12 +89,13 @@ def test_memory_protection_caps_then_lifts(tmp_path: Path) -> None:
     high = tmp_path / OFFLINE / "memory.high"
     assert strategy.apply(1000, 500) is None and high.read_text() == "max\n"
     assert strategy.apply(1000, 850) == 50 and high.read_text() == "50"
-    assert strategy.apply(1000, 770) == 50  # inside the hysteresis band: keep the cap
+    assert strategy.apply(1000, 770) == 130  # inside the hysteresis band: still capped, at 900 - 770
     assert strategy.apply(1000, 700) is None and high.read_text() == "max"
 
 
-def usage(name: str, priority: int, cpu: float, memory: float, level: str = "BE") -> PodUsage:
-    pod = PodInfo("batch", name, f"uid-{name}", "BestEffort", level, priority)
+def usage(name: str, priority: int, cpu: float, memory: float, level: str = "BE",
+          cpu_request: float = 0.0, memory_request: int = 0) -> PodUsage:
+    pod = PodInfo("batch", name, f"uid-{name}", "BestEffort", level, priority, cpu_request, memory_request)
     return PodUsage(pod, Stat(cpu, cpu, cpu), Stat(memory, memory, memory))
 
 
@@ -119,51 +120,91 @@ class Clock:
         return self.now
 
 
-PODS = [usage("a", 10, 1.0, 100), usage("b", 0, 0.5, 900), usage("c", 0, 2.0, 50)]
+# a: high priority; b: memory hog; c: CPU hog; idle: uses nothing at all.
+PODS = [usage("a", 10, 1.0, 100e6), usage("b", 0, 0.5, 900e6), usage("c", 0, 2.0, 50e6), usage("idle", -5, 0.0, 0.0)]
 
 
-@pytest.mark.parametrize("cpu, memory, victim", [
-    pytest.param(95, 10, "c", id="cpu-pressure-largest-cpu-of-lowest-priority"),
-    pytest.param(10, 95, "b", id="memory-pressure-largest-memory-of-lowest-priority"),
+@pytest.mark.parametrize("resource, need, victims_", [
+    pytest.param("cpu", 1.0, ["c"], id="cpu-largest-user-of-lowest-priority-never-the-idle-pod"),
+    pytest.param("memory", 500e6, ["b"], id="memory-largest-user-of-lowest-priority"),
+    pytest.param("memory", 960e6, ["b", "c", "a"], id="memory-several-until-enough-is-freed"),
 ])
-def test_eviction_after_consecutive_samples(cpu: float, memory: float, victim: str) -> None:
+def test_victims_by_priority_then_usage_over_request(resource: str, need: float, victims_: list[str]) -> None:
+    chosen = victims(Pressure(resource, need, "test"), PODS, limit=5)
+    assert [u.pod.name for u in chosen] == victims_
+
+
+def test_usage_over_request_outranks_raw_usage() -> None:
+    # d uses more CPU than e but asked for all of it; e is 1.0 over its request.
+    pods = [usage("d", 0, 3.0, 0, cpu_request=3.0), usage("e", 0, 1.5, 0, cpu_request=0.5)]
+    assert [u.pod.name for u in victims(Pressure("cpu", 0.1, "test"), pods, 5)] == ["e"]
+
+
+def test_memory_eviction_frees_down_to_the_low_watermark() -> None:
     api, clock = Recorder(), Clock()
-    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=3, cooldown_s=30), api, api, clock)
-    assert eviction.observe(cpu, memory, PODS) == []
-    assert eviction.observe(cpu, memory, PODS) == []
-    [evicted] = eviction.observe(cpu, memory, PODS)
-    assert evicted.pod.name == victim
-    assert api.calls == [("taint", "volcano.sh/offline-job-evicting", "NoSchedule", True),
-                         ("evict", "batch", victim)]
+    eviction = Eviction(EvictionConfig(consecutive_samples=3, cooldown_s=30, high_watermark_percent=90,
+                                       low_watermark_percent=80), api, api, clock)
+    for _ in range(2):
+        assert eviction.node_pressure(10, 95, 8, 10e9, False) == []
+    [pressure] = eviction.node_pressure(10, 95, 8, 10e9, False)
+    assert pressure.resource == "memory" and pressure.need == pytest.approx(1.5e9)  # (95 - 80) % of 10 GB
+    evicted = eviction.act([pressure], PODS)
+    assert [u.pod.name for u in evicted] == ["b", "c", "a"]  # 1.05 GB is not enough, so all that use memory
+    assert api.calls[0] == ("taint", "volcano.sh/offline-job-evicting", "NoSchedule", True)
     clock.now = 10
-    assert eviction.observe(cpu, memory, PODS) == []  # cool-down
+    assert eviction.act([pressure], PODS) == []  # cool-down
     clock.now = 20
-    eviction.observe(10, 10, PODS)  # below, but still cooling: taint stays
+    eviction.act([], PODS)  # no pressure, but still cooling: taint stays
     assert eviction.tainted
     clock.now = 40
-    eviction.observe(10, 10, PODS)
+    eviction.act([], PODS)
     assert not eviction.tainted and api.calls[-1][-1] is False
 
 
+@pytest.mark.parametrize("held, fires", [
+    pytest.param(False, True, id="offline-not-held-node-cpu-evicts"),
+    pytest.param(True, False, id="offline-held-at-quota-node-cpu-does-not"),
+])
+def test_node_cpu_fires_only_when_offline_pods_are_not_held(held: bool, fires: bool) -> None:
+    eviction = Eviction(EvictionConfig(consecutive_samples=1), Recorder(), Recorder(), Clock())
+    assert bool(eviction.node_pressure(99, 10, 8, 1e9, offline_held=held)) is fires
+
+
+def test_unknown_usage_is_no_pressure() -> None:
+    eviction = Eviction(EvictionConfig(consecutive_samples=1), Recorder(), Recorder(), Clock())
+    assert eviction.node_pressure(None, None, 8, 1e9, False) == []
+
+
+@pytest.mark.parametrize("quota, used, requested, need", [
+    pytest.param(2.0, 1.95, 10.0, 10 * (0.8 - 0.2), id="starved-and-using-it-all"),
+    pytest.param(2.0, 0.5, 10.0, None, id="starved-but-idle"),
+    pytest.param(8.0, 8.0, 10.0, None, id="satisfied"),
+    pytest.param(None, 3.0, 10.0, None, id="no-quota"),
+])
+def test_cpu_eviction_by_offline_satisfaction(quota, used, requested, need) -> None:
+    eviction = Eviction(EvictionConfig(consecutive_samples=2), Recorder(), Recorder(), Clock())
+    assert eviction.cpu_satisfaction(quota, used, requested) == []
+    found = eviction.cpu_satisfaction(quota, used, requested)
+    assert (found[0].need if found else None) == (pytest.approx(need) if need else None)
+
+
 def test_a_dip_below_the_watermark_resets_the_count() -> None:
-    api = Recorder()
-    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=2), api, api, Clock())
+    eviction = Eviction(EvictionConfig(consecutive_samples=2), Recorder(), Recorder(), Clock())
     for cpu in (95, 50, 95, 50, 95):
-        assert eviction.observe(cpu, 0, PODS) == []
-    assert api.calls == []
+        assert eviction.node_pressure(cpu, 0, 8, 1e9, False) == []
 
 
 def test_dry_run_only_counts() -> None:
     api = Recorder()
-    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1, dry_run=True), api, api, Clock())
-    assert len(eviction.observe(99, 0, PODS)) == 1
+    eviction = Eviction(EvictionConfig(dry_run=True), api, api, Clock())
+    assert len(eviction.act([Pressure("cpu", 0.5, "node_cpu")], PODS)) == 1
     assert api.calls == [] and eviction.results == {("cpu", "dry_run"): 1}
 
 
 def test_failed_eviction_is_counted() -> None:
     api, health = Recorder(fail=True), Health()
-    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1), api, api, Clock(), health)
-    eviction.observe(99, 0, PODS)
+    eviction = Eviction(EvictionConfig(), api, api, Clock(), health)
+    eviction.act([Pressure("cpu", 0.5, "node_cpu")], PODS)
     assert eviction.results == {("cpu", "failed"): 1}
     assert health.errors[("eviction", "evict_failed")] == 1
 
@@ -174,9 +215,9 @@ def test_failing_taint_is_counted_and_retried() -> None:
             raise OSError("403 Forbidden")
 
     api, health = NoTaint(), Health()
-    eviction = WatermarkEviction(EvictionConfig(consecutive_samples=1, cooldown_s=0), api, api, Clock(), health)
+    eviction = Eviction(EvictionConfig(cooldown_s=0), api, api, Clock(), health)
     for _ in range(3):
-        eviction.observe(99, 0, PODS)
+        eviction.act([Pressure("cpu", 0.5, "node_cpu")], PODS)
     assert not eviction.tainted and health.errors[("eviction", "taint_failed")] == 3
     assert len(api.calls) == 3  # evictions still proceed
 

@@ -1,0 +1,59 @@
+"""CPU burst for LS pods: let a quota-limited pod borrow unused quota from earlier periods.
+
+As koordlet's CPUBurst (policy cpuBurstOnly) and Volcano's CPUBurst handler: the pod's and its
+containers' `cpu.cfs_burst_us` (v1, kernel 5.14+) or `cpu.max.burst` (v2) become `percent` of
+their own quota; the kernel refuses a burst above the quota, so 100 % is the ceiling. Pods
+without a quota (no CPU limit) have nothing to burst over and are left alone. Each pod is
+written once; its entry is dropped when it leaves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodeagent.cgroup.driver import CgroupDriver
+from nodeagent.pods import PodInfo
+
+
+@dataclass(frozen=True)
+class CpuBurstConfig:
+    enabled: bool = True
+    percent: float = 100.0  # burst = this share of the pod's own quota (the kernel allows up to 100 %)
+
+
+@dataclass
+class CpuBurst:
+    cfg: CpuBurstConfig
+    driver: CgroupDriver
+
+    def __post_init__(self) -> None:
+        self.done: set[str] = set()  # pod uids written
+
+    def apply(self, pods: list[PodInfo]) -> int:
+        """Sets the burst of LS pods not done yet; returns how many cgroups were written."""
+        if not self.cfg.enabled:
+            return 0
+        written = 0
+        for pod in pods:
+            if pod.uid in self.done:
+                continue
+            rel = self.driver.layout.pod_dir(pod.uid, pod.qos_class)
+            pod_dir = self.driver.layout.path("cpu", rel)
+            if not pod_dir.is_dir():
+                continue  # not started yet: next sample
+            children = sorted(f"{rel}/{d.name}" for d in pod_dir.iterdir() if d.is_dir())
+            for group in (rel, *children):
+                written += self._set(group)
+            self.done.add(pod.uid)
+        self.done &= {p.uid for p in pods}
+        return written
+
+    def _set(self, rel: str) -> int:
+        quota = self.driver.cpu_quota_cores(rel)
+        if quota is None:
+            return 0
+        burst = quota * self.cfg.percent / 100
+        current = self.driver.cpu_burst_cores(rel)
+        if current is not None and abs(current - burst) < 1e-6:
+            return 0
+        return int(self.driver.set_cpu_burst(rel, burst))
