@@ -143,10 +143,12 @@ class Agent:
 
     def readiness(self) -> tuple[bool, str]:
         """Ready once node usage is known and while the node and pod sources can be read."""
+        failing = [f"{c} ({self.health.failing[c]})" for c in ESSENTIAL if c in self.health.failing]
+        if failing:
+            return False, "failing: " + ", ".join(failing)
         if self.snapshot is None or not self.snapshot.usage_known:
             return False, "starting: no usage sample yet"
-        failing = [f"{c} ({self.health.failing[c]})" for c in ESSENTIAL if c in self.health.failing]
-        return (False, "failing: " + ", ".join(failing)) if failing else (True, "ready")
+        return True, "ready"
 
     def run(self, stop: threading.Event) -> None:
         from nodeagent.exporter import MetricsServer

@@ -312,3 +312,24 @@ def test_oversized_report_is_refused() -> None:
         assert store.latest("node-a") is None
     finally:
         server.stop()
+
+
+def test_noise_is_not_reported_and_the_heartbeat_carries_the_latest_values(agent_runner) -> None:
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=1.0)
+        stream.offer(sections(snapshot(1.0)))
+        agent_runner(stream)
+        wait_for(lambda: stream.stats.acked == 1)
+        for i in range(10):  # 8 cores x 2 % = 0.16: these moves are noise
+            stream.offer(sections(snapshot(1.0 + 0.01 * i)))
+            time.sleep(0.02)
+        assert stream.stats.sent == 1
+        wait_for(lambda: stream.stats.heartbeats >= 1)
+        assert store.latest("node-a").resources.cpu_usage_cores.last == pytest.approx(1.09)
+        stream.offer(sections(snapshot(3.0)))  # a real move goes out at once
+        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 3.0)
+    finally:
+        server.stop()
