@@ -109,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                           metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
                           on_leading=leader_label(client) if elector is not None else None)
+    if receiver is not None:
+        from central.agents.server import ReceiverCollector
+
+        metrics.registry.register(ReceiverCollector(receiver.service))
     server = serve(metrics.registry, args.listen_port, scheduler.synced)  # a warm standby is ready too
     if receiver is not None:
         receiver.start()  # standbys take reports too: their node view is warm at hand-over

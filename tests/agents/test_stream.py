@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from central.agents import NodeReportStore, ReceiverServer, ServerTls
+from central.agents.server import ReceiverCollector
 from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.collect.gpu import GpuReport
 from nodeagent.collect.node_usage import NodeUsage
@@ -154,6 +156,12 @@ def test_delta_without_full_report_asks_for_resync(agent_runner) -> None:
         stream.offer(sections(snapshot(3.0)))
         wait_for(lambda: stream.stats.rejected >= 1)
         wait_for(lambda: (r := store.latest("node-a")) is not None and r.full)
+        assert server.service.stale >= 1
+        registry = CollectorRegistry()
+        registry.register(ReceiverCollector(server.service))
+        assert registry.get_sample_value("caldera_agent_reports_total", {"result": "stale"}) == server.service.stale
+        assert registry.get_sample_value("caldera_agent_reports_total", {"result": "accepted"}) >= 2
+        assert registry.get_sample_value("caldera_agent_nodes", {"state": "fresh"}) == 1
     finally:
         server.stop()
 

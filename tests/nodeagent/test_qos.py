@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from nodeagent.pods import PodInfo
 from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure, victims
 from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
-from tests.nodeagent.fakes import fake_pod_cgroup
+from nodeagent.qos.burst import CpuBurst, CpuBurstConfig
+from tests.nodeagent.fakes import fake_pod_cgroup, write
 
 OFFLINE = "kubepods/besteffort"
 
@@ -248,3 +250,121 @@ def test_manager_suppresses_by_node_usage_minus_offline(tmp_path: Path) -> None:
     # online = 4.0 - 1.5 = 2.5; budget = 8 x 0.65 - 2.5 = 2.7 cores
     assert state.offline_cpu_quota_cores == pytest.approx(2.7)
     assert (tmp_path / OFFLINE / "cpu.max").read_text() == "270000 100000"
+
+
+class KernelV1Writer(CgroupWriter):
+    """Fault injection for what tmpfs cannot do: the v1 kernel refusing (EBUSY) a memory limit
+    below what it can reclaim to. The group holds `anon` (never reclaimable without swap) and
+    `cache` bytes; a limit write reclaims cache down to it, memory.force_empty drops it all."""
+
+    def __init__(self, health: Health, anon: int, cache: int) -> None:
+        super().__init__(health)
+        self.anon, self.cache = anon, cache
+
+    def write(self, directory: Path, file: str, value: str, valid: bool) -> bool:
+        if file == "memory.force_empty":
+            self.cache = 0
+        elif file == "memory.limit_in_bytes" and int(value) >= 0:
+            if int(value) < self.anon:
+                self.results[(file, "failed")] += 1
+                self.last_errno = errno.EBUSY
+                self.health.error("cgroup", "write_failed", f"{directory / file} <- {value}: Device or resource busy")
+                return False
+            self.cache = min(self.cache, int(value) - self.anon)
+        ok = super().write(directory, file, value, valid)
+        (directory / "memory.usage_in_bytes").write_text(f"{self.anon + self.cache}\n")
+        return ok
+
+
+MB = 1 << 20
+
+
+def test_v1_memory_protection_steps_reclaims_then_pins_and_reports_stuck(tmp_path: Path) -> None:
+    layout = layout_with_offline_parent(tmp_path, 1)
+    health = Health()
+    writer = KernelV1Writer(health, anon=600 * MB, cache=400 * MB)
+    (tmp_path / "memory" / OFFLINE / "memory.usage_in_bytes").write_text(f"{1000 * MB}\n")
+    driver = open_driver(layout, writer)
+    strategy = MemoryProtection(MemoryProtectConfig(min_bytes=300 * MB, step_bytes=256 * MB, evict_after_samples=3),
+                                driver, OFFLINE)
+    limit_file = tmp_path / "memory" / OFFLINE / "memory.limit_in_bytes"
+    # Online use is over the threshold and leaves nothing: the target is the 300 MB floor.
+    assert strategy.apply(10_000 * MB, 9_500 * MB) == 744 * MB  # one step below usage, cache reclaimed
+    assert int(limit_file.read_text()) == 744 * MB and strategy.stuck_groups() == {}
+    assert strategy.apply(10_000 * MB, 9_500 * MB, owners={OFFLINE: "batch/hog"}) == 600 * MB  # EBUSY: pinned
+    assert writer.results[("memory.force_empty", "ok")] == 1 and writer.cache == 0
+    assert health.failing["memory_protect"] == "target_unreachable"
+    assert strategy.apply(10_000 * MB, 9_500 * MB) == 600 * MB  # still there: no pointless writes
+    assert strategy.stuck_groups() == {OFFLINE: 300 * MB}  # what eviction must free
+    assert writer.results[("memory.limit_in_bytes", "ok")] == 2
+
+
+def test_v1_memory_protection_warning_names_the_file_and_the_pods(tmp_path: Path, caplog) -> None:
+    layout = layout_with_offline_parent(tmp_path, 1)
+    writer = KernelV1Writer(Health(), anon=600 * MB, cache=0)
+    (tmp_path / "memory" / OFFLINE / "memory.usage_in_bytes").write_text(f"{600 * MB}\n")
+    strategy = MemoryProtection(MemoryProtectConfig(min_bytes=300 * MB), open_driver(layout, writer), OFFLINE)
+    with caplog.at_level("WARNING"):
+        strategy.apply(10_000 * MB, 9_500 * MB, owners={OFFLINE: "batch/hog"})
+    text = caplog.text
+    assert f"{tmp_path}/memory/{OFFLINE}/memory.limit_in_bytes" in text and "batch/hog" in text
+
+
+def test_manager_evicts_the_offender_a_cap_cannot_reach(tmp_path: Path) -> None:
+    layout = layout_with_offline_parent(tmp_path, 1)
+    writer = KernelV1Writer(Health(), anon=600 * MB, cache=0)
+    (tmp_path / "memory" / OFFLINE / "memory.usage_in_bytes").write_text(f"{600 * MB}\n")
+    api = Recorder()
+    cfg = QosConfig(memory_protect=MemoryProtectConfig(min_bytes=300 * MB, evict_after_samples=2),
+                    eviction=EvictionConfig(consecutive_samples=100))  # watermarks out of the way
+    manager = QosManager(cfg, open_driver(layout, writer), writer, api, api)
+    node = NodeUsage(Stat(1.0, 1.0, 1.0), Stat(9_500 * MB, 9_500 * MB, 9_500 * MB), 10_000 * MB)
+    pods = [usage("hog", 0, 0.1, 550 * MB, memory_request=100 * MB), usage("small", 0, 0.1, 50 * MB),
+            usage("idle", 0, 0.0, 0.0)]
+    for _ in range(2):
+        state = manager.run(8.0, 10_000 * MB, node, pods)
+    assert ("evict", "batch", "hog") in api.calls and ("evict", "batch", "small") not in api.calls
+    assert "memory_target" in state.pressures
+
+
+def test_offline_pod_outside_the_besteffort_cgroup_is_suppressed_in_its_own(tmp_path: Path) -> None:
+    layout = layout_with_offline_parent(tmp_path, 2)
+    burstable_be = PodUsage(PodInfo("batch", "bb", "uid-bb", "Burstable", "BE"), Stat(1, 1, 1), Stat(1, 1, 1))
+    own = layout.pod_dir("uid-bb", "Burstable")
+    fake_pod_cgroup(layout, own, 0, 0, 0)
+    (tmp_path / own / "cpu.max").write_text("400000 100000\n")  # the kubelet's limit: 4 cores
+    writer = CgroupWriter(Health())
+    api = Recorder()
+    manager = QosManager(QosConfig(), open_driver(layout, writer), writer, api, api)
+    node = NodeUsage(Stat(4.0, 4.0, 4.0), Stat(100, 100, 100), 1000)
+    pods = [usage("x", 0, 0.5, 10), usage("y", 0, 0.5, 10), burstable_be]
+    state = manager.run(16.0, 10_000, node, pods)
+    # online = 4 - 2 = 2; budget = 16 x 0.65 - 2 = 8.4 cores: 2/3 to besteffort, 1/3 to the pod (under its own 4)
+    assert (tmp_path / OFFLINE / "cpu.max").read_text() == "560000 100000"
+    assert (tmp_path / own / "cpu.max").read_text() == "280000 100000"
+    assert state.offline_cpu_quota_cores == pytest.approx(8.4)
+    # The pod turns online (annotation removed): its own limit comes back, and it is protected again.
+    online = PodUsage(PodInfo("batch", "bb", "uid-bb", "Burstable", "LS"), Stat(1, 1, 1), Stat(1, 1, 1))
+    manager.run(16.0, 10_000, node, [*pods[:2], online])
+    assert (tmp_path / own / "cpu.max").read_text() == "400000 100000"
+    assert set(manager.cpu.quotas) == {OFFLINE}
+
+
+@pytest.mark.parametrize("version, quota_file, quota, burst_file, expected", [
+    pytest.param(1, "cpu/{rel}/cpu.cfs_quota_us", "200000", "cpu/{rel}/cpu.cfs_burst_us", "200000", id="v1"),
+    pytest.param(2, "{rel}/cpu.max", "200000 100000", "{rel}/cpu.max.burst", "200000", id="v2"),
+])
+def test_cpu_burst_for_ls_pods_with_a_quota(tmp_path: Path, version, quota_file, quota, burst_file, expected) -> None:
+    layout = CgroupLayout(tmp_path, version, "cgroupfs")
+    pods = [PodInfo("shop", "web", "uid-web", "Burstable", "LS"), PodInfo("shop", "free", "uid-free", "Burstable", "LS")]
+    for pod in pods:
+        rel = layout.pod_dir(pod.uid, pod.qos_class)
+        fake_pod_cgroup(layout, rel, 0, 0, 0)
+        write(tmp_path, burst_file.format(rel=rel), "0\n")
+    web = layout.pod_dir("uid-web", "Burstable")
+    write(tmp_path, quota_file.format(rel=web), quota + "\n")
+    writer = CgroupWriter(Health())
+    burst = CpuBurst(CpuBurstConfig(), open_driver(layout, writer))
+    assert burst.apply(pods) == 1  # "free" has no CPU limit: nothing to burst over
+    assert (tmp_path / burst_file.format(rel=web)).read_text() == expected
+    assert burst.apply(pods) == 0  # once per pod
