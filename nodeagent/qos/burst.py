@@ -38,15 +38,18 @@ class CpuBurst:
             if pod.uid in self.done:
                 continue
             rel = self.driver.layout.pod_dir(pod.uid, pod.qos_class)
-            pod_dir = self.driver.layout.path("cpu", rel)
-            if not pod_dir.is_dir():
+            if not self.driver.layout.path("cpu", rel).is_dir():
                 continue  # not started yet: next sample
-            children = sorted(f"{rel}/{d.name}" for d in pod_dir.iterdir() if d.is_dir())
-            for group in (rel, *children):
-                written += self._set(group)
+            written += self.burst_tree(rel)
             self.done.add(pod.uid)
         self.done &= {p.uid for p in pods}
         return written
+
+    def burst_tree(self, rel: str) -> int:
+        """The pod cgroup and its containers' (one level down); returns how many were written."""
+        pod_dir = self.driver.layout.path("cpu", rel)
+        children = sorted(f"{rel}/{d.name}" for d in pod_dir.iterdir() if d.is_dir())
+        return sum(self._set(group) for group in (rel, *children))
 
     def _set(self, rel: str) -> int:
         quota = self.driver.cpu_quota_cores(rel)
