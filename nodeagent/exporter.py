@@ -157,7 +157,7 @@ class AgentCollector:
         for collector, ts in sorted(agent.health.last_success.items()):
             last.add_metric([node, collector], ts)
         writes = _counter("cgroup_writes", "cgroup writes by file and result.", ["node", "file", "result"])
-        for (file, result), n in sorted((agent.writer.results + agent.qos.burst_writer.results).items()):
+        for (file, result), n in sorted((agent.writer.results + agent.qos.online_writer.results).items()):
             writes.add_metric([node, file, result], n)
         requests = _counter("pod_source_requests", "Requests the pod source made to the API server, by verb.",
                             ["node", "verb"])

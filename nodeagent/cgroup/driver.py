@@ -7,6 +7,7 @@ CPU quota           cpu/cpu.cfs_quota_us (+ cfs_period_us)    cpu.max "quota per
 memory cap          memory/memory.limit_in_bytes (-1 = none)  memory.high ("max" = none)
 memory usage        memory/memory.usage_in_bytes              memory.current
 reclaim             memory/memory.force_empty                 (memory.high reclaims by itself)
+online protection   (none)                                    memory.low
 CPU burst           cpu/cpu.cfs_burst_us                      cpu.max.burst
 pressure (PSI)      cpuacct/{cpu,memory,io}.pressure if the   {cpu,memory,io}.pressure
                     kernel exposes PSI on v1 (psi=1, cgroup1)
@@ -82,6 +83,7 @@ class CgroupDriver(Protocol):
     def reclaim(self, rel: str) -> bool: ...
     def cpu_burst_cores(self, rel: str) -> float | None: ...
     def set_cpu_burst(self, rel: str, cores: float) -> bool: ...
+    def set_memory_low(self, rel: str, limit: int) -> bool: ...
     def pressure(self, rel: str, resource: str) -> Pressure | None: ...
 
 
@@ -171,6 +173,9 @@ class V1Driver(_Base):
         period = self._int("cpu", rel, "cpu.cfs_period_us")
         return None if burst is None or not period or period <= 0 else burst / period
 
+    def set_memory_low(self, rel: str, limit: int) -> bool:
+        return False  # v1 has no memory.low
+
     def set_cpu_burst(self, rel: str, cores: float) -> bool:
         period = self._int("cpu", rel, "cpu.cfs_period_us") or 100_000
         return self.writer.write(self.layout.path("cpu", rel), "cpu.cfs_burst_us", str(int(cores * period)),
@@ -227,6 +232,9 @@ class V2Driver(_Base):
 
     def reclaim(self, rel: str) -> bool:
         return True  # above memory.high the kernel reclaims and throttles by itself
+
+    def set_memory_low(self, rel: str, limit: int) -> bool:
+        return self.writer.write(self.layout.path("memory", rel), "memory.low", str(limit), limit >= 0)
 
     def cpu_burst_cores(self, rel: str) -> float | None:
         burst = self._int("cpu", rel, "cpu.max.burst")

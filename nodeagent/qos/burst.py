@@ -1,10 +1,15 @@
-"""CPU burst for LS pods: let a quota-limited pod borrow unused quota from earlier periods.
+"""What the agent writes on online pods: CPU burst for LS pods, memory.low for all (v2).
 
+CPU burst lets a quota-limited pod borrow unused quota from earlier periods.
 As koordlet's CPUBurst (policy cpuBurstOnly) and Volcano's CPUBurst handler: the pod's and its
 containers' `cpu.cfs_burst_us` (v1, kernel 5.14+) or `cpu.max.burst` (v2) become `percent` of
 their own quota; the kernel refuses a burst above the quota, so 100 % is the ceiling. Pods
 without a quota (no CPU limit) have nothing to burst over and are left alone. Each pod is
 written once; its entry is dropped when it leaves.
+
+memory.low (cgroup v2 only; v1 has no such knob) = `low_percent` of the pod's memory request,
+as Volcano's MemoryQoSV2 and koordlet's CgroupReconcile set it: under memory pressure the kernel
+reclaims from offline pods (capped by memory.high) before it touches what online pods asked for.
 """
 
 from __future__ import annotations
@@ -19,6 +24,38 @@ from nodeagent.pods import PodInfo
 class CpuBurstConfig:
     enabled: bool = True
     percent: float = 100.0  # burst = this share of the pod's own quota (the kernel allows up to 100 %)
+
+
+@dataclass(frozen=True)
+class MemoryLowConfig:
+    enabled: bool = True
+    low_percent: float = 100.0  # memory.low = this share of the pod's memory request
+
+
+@dataclass
+class MemoryLow:
+    cfg: MemoryLowConfig
+    driver: CgroupDriver
+
+    def __post_init__(self) -> None:
+        self.done: dict[str, int] = {}  # pod uid -> bytes written
+
+    def apply(self, pods: list[PodInfo]) -> int:
+        """Sets memory.low on online pods with a memory request (v2); returns how many were written."""
+        if not self.cfg.enabled or self.driver.layout.version != 2:
+            return 0
+        written = 0
+        for pod in pods:
+            low = int(pod.memory_request_bytes * self.cfg.low_percent / 100)
+            if low <= 0 or self.done.get(pod.uid) == low:
+                continue
+            rel = self.driver.layout.pod_dir(pod.uid, pod.qos_class)
+            if self.driver.layout.path("memory", rel).is_dir() and self.driver.set_memory_low(rel, low):
+                self.done[pod.uid] = low
+                written += 1
+        live = {p.uid for p in pods}
+        self.done = {uid: low for uid, low in self.done.items() if uid in live}
+        return written
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Online usage is node usage minus what offline pods use, so system daemons and the kubelet
 count as online load that offline work must yield to. Online pods' cgroups are handed to the
-writer's guard before any strategy runs (CPU burst for LS pods goes through its own writer,
-which may write cpu.cfs_burst_us / cpu.max.burst and nothing else). A figure that is unknown
+writer's guard before any strategy runs (CPU burst for LS pods and memory.low for online
+pods go through their own writer, used for those knobs only). A figure that is unknown
 this sample leaves what it drives as it was.
 """
 
@@ -16,7 +16,7 @@ from nodeagent.cgroup.driver import CgroupDriver, CgroupWriter, open_driver
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
-from nodeagent.qos.burst import CpuBurst, CpuBurstConfig
+from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
 from nodeagent.qos.eviction import Eviction, EvictionConfig, Evictor, Pressure, Tainter
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 from nodeagent.report import QosState
@@ -32,6 +32,7 @@ class QosConfig:
     cpu_suppress: CpuSuppressConfig = field(default_factory=CpuSuppressConfig)
     memory_protect: MemoryProtectConfig = field(default_factory=MemoryProtectConfig)
     cpu_burst: CpuBurstConfig = field(default_factory=CpuBurstConfig)
+    memory_low: MemoryLowConfig = field(default_factory=MemoryLowConfig)
     eviction: EvictionConfig = field(default_factory=EvictionConfig)
 
 
@@ -56,9 +57,11 @@ class QosManager:
         self.offline_rel = cfg.offline_cgroup or driver.layout.qos_dir("BestEffort")
         self.cpu = CpuSuppression(cfg.cpu_suppress, driver, self.offline_rel)
         self.memory = MemoryProtection(cfg.memory_protect, driver, self.offline_rel, writer.health)
-        # Burst is written on online pods, so it has its own writer, outside the guard.
-        self.burst_writer = CgroupWriter(writer.health)
-        self.burst = CpuBurst(cfg.cpu_burst, open_driver(driver.layout, self.burst_writer))
+        # Burst and memory.low are written on online pods, so they have their own writer, outside the guard.
+        self.online_writer = CgroupWriter(writer.health)
+        online_driver = open_driver(driver.layout, self.online_writer)
+        self.burst = CpuBurst(cfg.cpu_burst, online_driver)
+        self.memory_low = MemoryLow(cfg.memory_low, online_driver)
         self.eviction = Eviction(cfg.eviction, evictor, tainter, health=writer.health)
 
     def release(self) -> None:
@@ -99,6 +102,7 @@ class QosManager:
             owners = {rel: ", ".join(f"{u.pod.namespace}/{u.pod.name}" for u in group) for rel, group in members.items()}
             limit = self.memory.apply(allocatable_bytes, int(online_mem), weights, owners)
         self.burst.apply([u.pod for u in pods if u.pod.qos_level == "LS"])
+        self.memory_low.apply([u.pod for u in pods if u.pod.online])
         # 3. Evict where suppression and capping are not enough.
         offline_cpu = sum(u.cpu_cores.last for u in offline if u.cpu_cores)
         pressures = self.eviction.node_pressure(

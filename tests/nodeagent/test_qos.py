@@ -16,7 +16,7 @@ from nodeagent.pods import PodInfo
 from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure, victims
 from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
-from nodeagent.qos.burst import CpuBurst, CpuBurstConfig
+from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
 from tests.nodeagent.fakes import fake_pod_cgroup, write
 
 OFFLINE = "kubepods/besteffort"
@@ -368,3 +368,14 @@ def test_cpu_burst_for_ls_pods_with_a_quota(tmp_path: Path, version, quota_file,
     assert burst.apply(pods) == 1  # "free" has no CPU limit: nothing to burst over
     assert (tmp_path / burst_file.format(rel=web)).read_text() == expected
     assert burst.apply(pods) == 0  # once per pod
+
+
+def test_memory_low_protects_online_requests_on_v2_only(tmp_path: Path) -> None:
+    web = PodInfo("shop", "web", "uid-web", "Burstable", "LS", memory_request_bytes=1 << 30)
+    for version in (1, 2):
+        layout = CgroupLayout(tmp_path / f"v{version}", version, "cgroupfs")
+        fake_pod_cgroup(layout, layout.pod_dir(web.uid, web.qos_class), 0, 0, 0)
+        low = MemoryLow(MemoryLowConfig(low_percent=50), open_driver(layout, CgroupWriter(Health())))
+        assert low.apply([web]) == (1 if version == 2 else 0)
+    assert (tmp_path / "v2" / layout.pod_dir(web.uid, web.qos_class) / "memory.low").read_text() == str(1 << 29)
+    assert low.apply([web]) == 0  # once per value
