@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 QOS_ANNOTATION = "volcano.sh/qos-level"
 CPUSET_ANNOTATION = "caldera.sh/cpuset"  # written by the scheduler's numa-aware plugin
+BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"  # offline pods' requests
 ONLINE_LEVELS = ("LC", "HLS", "LS")
 QOS_LEVELS = (*ONLINE_LEVELS, "BE")
 LEVEL_BY_KUBE_QOS = {"Guaranteed": "LS", "Burstable": "LS", "BestEffort": "BE"}
@@ -51,6 +52,8 @@ class PodInfo:
     cpu_request_cores: float = 0.0
     memory_request_bytes: int = 0
     cpuset: str = ""  # CPUs the scheduler chose (annotation caldera.sh/cpuset), for pinning
+    cpu_limit_cores: float | None = None  # the pod's own limit (kubelet's pod cgroup); None: unlimited
+    memory_limit_bytes: int | None = None
 
     @property
     def online(self) -> bool:
@@ -107,6 +110,7 @@ def pod_info(item: dict[str, Any], default_level: str = "") -> PodInfo | None:
     if qos_class not in LEVEL_BY_KUBE_QOS:
         qos_class = kube_qos_class(spec)
     cpu, memory = _requests(spec)
+    cpu_limit, memory_limit = _limits(spec)
     cpuset = annotations.get(CPUSET_ANNOTATION, "")
     priority = spec.get("priority")
     return PodInfo(
@@ -119,6 +123,8 @@ def pod_info(item: dict[str, Any], default_level: str = "") -> PodInfo | None:
         cpu_request_cores=cpu,
         memory_request_bytes=int(memory),
         cpuset=cpuset if isinstance(cpuset, str) and len(cpuset) <= MAX_ANNOTATION_CHARS else "",
+        cpu_limit_cores=cpu_limit,
+        memory_limit_bytes=None if memory_limit is None else int(memory_limit),
     )
 
 
@@ -129,21 +135,45 @@ def pods_from_pod_list(doc: dict[str, Any], default_level: str = "") -> list[Pod
     return [p for p in pods if p is not None]
 
 
-def _requests(spec: dict[str, Any]) -> tuple[float, float]:
-    """Summed container requests; an unparsable quantity counts as 0 (the pod still runs)."""
-    cpu = memory = 0.0
-    for container in spec.get("containers") or []:
-        requests = ((container.get("resources") or {}).get("requests") or {}) if isinstance(container, dict) else {}
-        for name in ("cpu", "memory"):
+def _summed(spec: dict[str, Any], kind: str) -> tuple[float | None, float | None]:
+    """Container requests or limits summed per resource (first name, else the batch-* one);
+    None when a container has none (for limits: the pod is unlimited) or it does not parse."""
+    totals: list[float | None] = [0.0, 0.0]
+    containers = spec.get("containers") or []
+    for container in containers if isinstance(containers, list) else []:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        values = (resources or {}).get(kind) if isinstance(resources, dict) else None
+        values = values if isinstance(values, dict) else {}
+        for i, (name, batch) in enumerate((("cpu", BATCH_CPU), ("memory", BATCH_MEMORY))):
             try:
-                value = parse_quantity(requests.get(name, 0))
+                if name in values:
+                    value = parse_quantity(values[name])
+                elif batch in values:  # millicores for batch-cpu, as koordinator and Volcano count it
+                    value = parse_quantity(values[batch]) / (1000 if name == "cpu" else 1)
+                else:
+                    value = None
             except ValueError:
-                continue
-            if name == "cpu":
-                cpu += value
-            else:
-                memory += value
+                value = None
+            totals[i] = None if value is None or totals[i] is None else totals[i] + value
+    return totals[0], totals[1]
+
+
+def _requests(spec: dict[str, Any]) -> tuple[float, float]:
+    """Summed container requests; a missing or unparsable one counts as 0 (the pod still runs)."""
+    cpu = memory = 0.0
+    containers = spec.get("containers") or []
+    for container in containers if isinstance(containers, list) else []:
+        one = {"containers": [container]}
+        c, m = _summed(one, "requests")
+        cpu, memory = cpu + (c or 0.0), memory + (m or 0.0)
     return cpu, memory
+
+
+def _limits(spec: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The pod's limits as the kubelet sets its cgroup: summed, or None if one container has none."""
+    if not spec.get("containers"):
+        return None, None
+    return _summed(spec, "limits")
 
 
 class HttpPodSource:

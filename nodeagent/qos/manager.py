@@ -95,12 +95,15 @@ class QosManager:
         # 2. Suppress and cap offline groups by what online work uses now.
         online_cpu, online_mem = online_usage(node, pods, lambda s: s.last)
         quota = self.cpu.quota_cores
+        own = {rel: group[0].pod for rel, group in members.items() if rel != self.offline_rel and group}
         if online_cpu is not None and offline:
-            quota = self.cpu.apply(allocatable_cores, online_cpu, weights)
+            quota = self.cpu.apply(allocatable_cores, online_cpu, weights,
+                                   {rel: pod.cpu_limit_cores for rel, pod in own.items()})
         limit = self.memory.limit_bytes
         if online_mem is not None:
             owners = {rel: ", ".join(f"{u.pod.namespace}/{u.pod.name}" for u in group) for rel, group in members.items()}
-            limit = self.memory.apply(allocatable_bytes, int(online_mem), weights, owners)
+            limit = self.memory.apply(allocatable_bytes, int(online_mem), weights, owners,
+                                      {rel: pod.memory_limit_bytes for rel, pod in own.items()})
         self.burst.apply([u.pod for u in pods if u.pod.qos_level == "LS"])
         self.memory_low.apply([u.pod for u in pods if u.pod.online])
         # 3. Evict where suppression and capping are not enough.

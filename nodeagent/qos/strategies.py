@@ -3,7 +3,9 @@
 Offline pods live in groups: the kubelet's besteffort cgroup (every BestEffort pod) and, for
 an offline pod of another QoS class (a Burstable pod annotated BE), its own pod cgroup. A
 group's share of a budget is its pod count over all offline pods, and a pod cgroup never gets
-more than the limit the kubelet gave it (restored when the pod stops being offline).
+more than its own limit (from the pod spec, as the kubelet sets it), which is restored when the
+pod stops being offline. The spec, not the cgroup, is the source, so an agent restarted in the
+middle never takes its own earlier write for the pod's limit.
 
 CPU: every period the offline CFS quota is
     allocatable x threshold% - online usage,   never below `min_cores`
@@ -55,26 +57,11 @@ def split(total: float, weights: dict[str, int]) -> dict[str, float]:
     return {rel: total * w / whole for rel, w in weights.items()}
 
 
-class _Groups:
-    """The kubelet-set value of each pod cgroup we write, so it can be restored and never exceeded."""
-
-    def __init__(self, parent: str) -> None:
-        self.parent = parent
-        self.original: dict[str, float | int | None] = {}
-
-    def remember(self, rel: str, read) -> float | int | None:
-        if rel == self.parent:
-            return None  # the QoS parent has no limit of its own: lifting means unlimited
-        if rel not in self.original:
-            self.original[rel] = read(rel)
-        return self.original[rel]
-
-
 class CpuSuppression:
     def __init__(self, cfg: CpuSuppressConfig, driver: CgroupDriver, offline_rel: str) -> None:
         self.cfg, self._driver, self._rel = cfg, driver, offline_rel
         self.quotas: dict[str, float] = {}  # group -> quota in force
-        self._groups = _Groups(offline_rel)
+        self._own: dict[str, float | None] = {}  # pod group -> its own limit, restored on release
 
     @property
     def quota_cores(self) -> float | None:
@@ -83,15 +70,18 @@ class CpuSuppression:
     def budget(self, allocatable_cores: float, online_usage_cores: float) -> float:
         return max(self.cfg.min_cores, allocatable_cores * self.cfg.threshold_percent / 100 - online_usage_cores)
 
-    def apply(self, allocatable_cores: float, online_usage_cores: float,
-              groups: dict[str, int] | None = None) -> float | None:
-        """Writes each group's share; returns the total quota in force (None: none)."""
+    def apply(self, allocatable_cores: float, online_usage_cores: float, groups: dict[str, int] | None = None,
+              limits: dict[str, float | None] | None = None) -> float | None:
+        """Writes each group's share (`groups`: pod counts; `limits`: pod groups' own limits);
+        returns the total quota in force (None: none)."""
         if not self.cfg.enabled:
             return None
         groups = groups or {self._rel: 1}
         self.release(set(self.quotas) - set(groups))
         for rel, share in split(self.budget(allocatable_cores, online_usage_cores), groups).items():
-            own = self._groups.remember(rel, self._driver.cpu_quota_cores)
+            own = (limits or {}).get(rel) if rel != self._rel else None
+            if rel != self._rel:
+                self._own[rel] = own
             quota = max(MIN_GROUP_CORES, share if own is None else min(share, own))
             current = self._driver.cpu_quota_cores(rel)
             if current is not None and abs(quota - current) < 0.01 * current:
@@ -103,7 +93,7 @@ class CpuSuppression:
     def release(self, groups: set[str] | None = None) -> None:
         """Gives the groups back their own quota (unlimited for the QoS parent)."""
         for rel in list(self.quotas) if groups is None else groups:
-            own = self._groups.original.pop(rel, None)
+            own = self._own.pop(rel, None)
             if self._driver.set_cpu_quota(rel, own) or rel != self._rel:
                 self.quotas.pop(rel, None)  # a vanished pod cgroup has nothing left to restore
 
@@ -116,7 +106,7 @@ class MemoryProtection:
         self.limits: dict[str, int] = {}  # group -> limit in force
         self.targets: dict[str, int] = {}  # group -> where the limit should be
         self.stuck: dict[str, int] = {}  # group -> consecutive samples above target
-        self._groups = _Groups(offline_rel)
+        self._own: dict[str, int | None] = {}  # pod group -> its own limit, restored on release
         self._capping = False
         self._owners: dict[str, str] = {}
 
@@ -128,10 +118,11 @@ class MemoryProtection:
     def limit_bytes(self, value: int | None) -> None:  # tests and release() hand state over
         self.limits = {} if value is None else {self._rel: value}
 
-    def apply(self, allocatable_bytes: int, online_usage_bytes: int,
-              groups: dict[str, int] | None = None, owners: dict[str, str] | None = None) -> int | None:
+    def apply(self, allocatable_bytes: int, online_usage_bytes: int, groups: dict[str, int] | None = None,
+              owners: dict[str, str] | None = None, limits: dict[str, int | None] | None = None) -> int | None:
         """Caps, keeps or lifts; returns the total cap in force (None: uncapped). `owners` names
-        the pods of each group for the warning when a target cannot be reached."""
+        the pods of each group for the warning when a target cannot be reached; `limits` are
+        pod groups' own limits."""
         self._owners = owners or {}
         if not self.cfg.enabled or allocatable_bytes <= 0:
             return None
@@ -147,7 +138,9 @@ class MemoryProtection:
         self.release(set(self.limits) - set(groups))
         total = max(self.cfg.min_bytes, allocatable_bytes * self.cfg.limit_percent / 100 - online_usage_bytes)
         for rel, share in split(total, groups).items():
-            own = self._groups.remember(rel, self._driver.memory_cap)
+            own = (limits or {}).get(rel) if rel != self._rel else None
+            if rel != self._rel:
+                self._own[rel] = own
             target = max(1, int(share if own is None else min(share, own)))
             self.targets[rel] = target
             self._lower(rel, target)
@@ -193,7 +186,7 @@ class MemoryProtection:
     def release(self, groups: set[str] | None = None) -> None:
         """Gives the groups back their own limit (unlimited for the QoS parent)."""
         for rel in list(self.limits) if groups is None else groups:
-            own = self._groups.original.pop(rel, None)
+            own = self._own.pop(rel, None) if self._driver.layout.version == 1 else None  # v2 caps memory.high only
             if self._driver.set_memory_cap(rel, own) or rel != self._rel:
                 self.limits.pop(rel, None)
             self.stuck.pop(rel, None)

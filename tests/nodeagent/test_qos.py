@@ -329,10 +329,11 @@ def test_manager_evicts_the_offender_a_cap_cannot_reach(tmp_path: Path) -> None:
 
 def test_offline_pod_outside_the_besteffort_cgroup_is_suppressed_in_its_own(tmp_path: Path) -> None:
     layout = layout_with_offline_parent(tmp_path, 2)
-    burstable_be = PodUsage(PodInfo("batch", "bb", "uid-bb", "Burstable", "BE"), Stat(1, 1, 1), Stat(1, 1, 1))
+    burstable_be = PodUsage(PodInfo("batch", "bb", "uid-bb", "Burstable", "BE", cpu_limit_cores=4.0),
+                            Stat(1, 1, 1), Stat(1, 1, 1))
     own = layout.pod_dir("uid-bb", "Burstable")
     fake_pod_cgroup(layout, own, 0, 0, 0)
-    (tmp_path / own / "cpu.max").write_text("400000 100000\n")  # the kubelet's limit: 4 cores
+    (tmp_path / own / "cpu.max").write_text("400000 100000\n")  # the kubelet's limit from the spec: 4 cores
     writer = CgroupWriter(Health())
     api = Recorder()
     manager = QosManager(QosConfig(), open_driver(layout, writer), writer, api, api)
@@ -344,10 +345,23 @@ def test_offline_pod_outside_the_besteffort_cgroup_is_suppressed_in_its_own(tmp_
     assert (tmp_path / own / "cpu.max").read_text() == "280000 100000"
     assert state.offline_cpu_quota_cores == pytest.approx(8.4)
     # The pod turns online (annotation removed): its own limit comes back, and it is protected again.
-    online = PodUsage(PodInfo("batch", "bb", "uid-bb", "Burstable", "LS"), Stat(1, 1, 1), Stat(1, 1, 1))
+    online = PodUsage(PodInfo("batch", "bb", "uid-bb", "Burstable", "LS", cpu_limit_cores=4.0), Stat(1, 1, 1),
+                      Stat(1, 1, 1))
     manager.run(16.0, 10_000, node, [*pods[:2], online])
     assert (tmp_path / own / "cpu.max").read_text() == "400000 100000"
     assert set(manager.cpu.quotas) == {OFFLINE}
+
+
+def test_a_pod_group_share_never_exceeds_its_own_limit(tmp_path: Path) -> None:
+    layout = layout_with_offline_parent(tmp_path, 2)
+    rel = layout.pod_dir("uid-bb", "Burstable")
+    fake_pod_cgroup(layout, rel, 0, 0, 0)
+    strategy = CpuSuppression(CpuSuppressConfig(), open_driver(layout, CgroupWriter(Health())), OFFLINE)
+    strategy.apply(16.0, 2.0, {OFFLINE: 1, rel: 1}, {rel: 1.5})  # share 4.2 each, the pod's own limit 1.5
+    assert (tmp_path / rel / "cpu.max").read_text() == "150000 100000"
+    strategy.release()
+    assert (tmp_path / rel / "cpu.max").read_text() == "150000 100000"  # its own limit back, not "max"
+    assert (tmp_path / OFFLINE / "cpu.max").read_text() == "max 100000"
 
 
 @pytest.mark.parametrize("version, quota_file, quota, burst_file, expected", [
