@@ -63,7 +63,7 @@ def _pod_source(cfg: AgentConfig, node_name: str) -> PodSource:
     return StaticPodSource()
 
 
-ESSENTIAL = ("node_usage", "pods")  # /readyz fails while one of these cannot be read
+ESSENTIAL = ("node_usage", "pods", "pod_usage")  # /readyz fails while one of these cannot be read
 
 
 def _kube(cfg: AgentConfig, node_name: str) -> Any:

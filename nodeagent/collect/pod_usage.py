@@ -38,6 +38,7 @@ class _PodState:
 class PodUsageCollector:
     def __init__(self, driver: CgroupDriver, window: int) -> None:
         self._driver, self._window = driver, window
+        self._health = driver.writer.health
         self._state: dict[str, _PodState] = {}
         self._pods: dict[str, PodInfo] = {}
 
@@ -46,6 +47,7 @@ class PodUsageCollector:
         self._pods = {p.uid: p for p in pods}
         for uid in set(self._state) - set(self._pods):
             del self._state[uid]
+        read = 0
         for pod in pods:
             state = self._state.setdefault(pod.uid, _PodState(self._window))
             rel = self._driver.layout.pod_dir(pod.uid, pod.qos_class)
@@ -60,6 +62,12 @@ class PodUsageCollector:
             if memory is not None:
                 state.mem.add(float(memory))
             state.pressure = {r: p for r in RESOURCES if (p := self._driver.pressure(rel, r)) is not None}
+            read += usage is not None or memory is not None
+        # One pod's cgroup missing is a pod starting or leaving; none readable is a broken mount.
+        if pods and not read:
+            self._health.error(NAME, "no_pod_cgroup_readable", f"{len(pods)} pods, cgroup root {self._driver.layout.root}")
+        else:
+            self._health.ok(NAME)
 
     def usage(self) -> list[PodUsage]:
         return [

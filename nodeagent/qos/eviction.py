@@ -67,8 +67,10 @@ class Tainter(Protocol):
 
 
 def _used(u: PodUsage, resource: str) -> float:
-    stat = u.memory_bytes if resource == "memory" else u.cpu_cores
-    return stat.avg if stat is not None else 0.0
+    """Memory as it is now (what eviction frees); CPU over the window (one sample is noise)."""
+    if resource == "memory":
+        return u.memory_bytes.last if u.memory_bytes is not None else 0.0
+    return u.cpu_cores.avg if u.cpu_cores is not None else 0.0
 
 
 def _request(u: PodUsage, resource: str) -> float:
