@@ -1,17 +1,21 @@
-"""Memory protection on a real cgroup v1 group, before (one write of the target) and after
-(stepwise lowering, force_empty, pinning, eviction fallback): prints figures, asserts nothing.
+"""QoS on real cgroup v1 groups: prints figures, asserts nothing.
 
-Two cases, each in its own group under /sys/fs/cgroup/memory, removed at the end:
-- reclaimable: 64 MiB anonymous + 192 MiB clean page cache, target 128 MiB;
-- over the cap: 192 MiB anonymous (no swap), target 64 MiB.
-Needs root and a writable cgroup v1 memory hierarchy.
+1. CPU suppression: an offline and an online busy loop pinned to one CPU; each group's CPU over
+   2 s without a quota, then with the quota CpuSuppression writes (1 CPU allocatable, threshold 40 %, floor 0.1).
+2. Memory protection, before (one write of the target, as the old agent did every second) and
+   after (stepwise lowering, force_empty, pinning, eviction fallback), two cases:
+   - reclaimable: 64 MiB anonymous + 192 MiB clean page cache, target 128 MiB;
+   - over the cap: 192 MiB anonymous (no swap), target 64 MiB.
+Every group lives under /sys/fs/cgroup/<controller>/caldera-bench-*, removed at the end. Needs
+root and writable cgroup v1 hierarchies.
 
-    python bench/agent_memory_protect.py
+    python bench/agent_qos_real.py
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,7 +29,8 @@ sys.path.insert(0, str(REPO))
 from nodeagent.cgroup.driver import CgroupWriter, open_driver  # noqa: E402
 from nodeagent.cgroup.layout import CgroupLayout  # noqa: E402
 from nodeagent.health import Health  # noqa: E402
-from nodeagent.qos.strategies import MemoryProtectConfig, MemoryProtection  # noqa: E402
+from nodeagent.qos.strategies import (  # noqa: E402
+    CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection)
 
 ROOT = Path("/sys/fs/cgroup")
 MB = 1 << 20
@@ -108,7 +113,52 @@ def _mib(value: int | None) -> str:
     return "none" if value is None else f"{value // MB} MiB"
 
 
+def cpu_suppression() -> None:
+    group = f"caldera-bench-{uuid.uuid4().hex[:8]}"
+    controllers = ("cpu", "cpuacct")
+    dirs = [ROOT / c / group / g for c in controllers for g in ("", "offline", "online")]
+    procs = []
+    try:
+        for d in dirs:
+            d.mkdir()
+        driver = open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), CgroupWriter(Health()))
+        cpu = min(os.sched_getaffinity(0))
+        for role in ("offline", "online"):
+            proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            os.sched_setaffinity(proc.pid, {cpu})
+            for c in controllers:
+                (ROOT / c / group / role / "cgroup.procs").write_text(str(proc.pid))
+            procs.append(proc)
+        time.sleep(0.5)
+
+        def shares() -> tuple[float, float]:
+            before = [driver.cpu_usage_ns(f"{group}/{g}") for g in ("offline", "online")]
+            time.sleep(2.0)
+            after = [driver.cpu_usage_ns(f"{group}/{g}") for g in ("offline", "online")]
+            return tuple((a - b) / 2e9 for a, b in zip(after, before))
+
+        offline0, online0 = shares()
+        strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=40, min_cores=0.1), driver, f"{group}/offline")
+        quota = strategy.apply(1.0, online0)
+        offline1, online1 = shares()
+        print(f"cpu suppression (two busy loops on one CPU): without quota offline {offline0:.2f} / online "
+              f"{online0:.2f} cores; quota {quota:.2f} -> offline {offline1:.2f} / online {online1:.2f} cores")
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        for d in reversed(dirs):
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
 def main() -> None:
+    print(f"machine: load average {os.getloadavg()[0]:.2f} (shared)")
+    cpu_suppression()
     swap = len(Path("/proc/swaps").read_text().splitlines()) > 1
     print(f"kernel cgroup v1 memory, swap {'on' if swap else 'off'}")
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
