@@ -19,6 +19,7 @@ import logging
 import random
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -136,8 +137,14 @@ class WatchPodSource:
                 if not listed:
                     self.list_once()
                     listed = True
+                started = time.monotonic()
                 self.watch_once()
-                attempt = 0
+                if time.monotonic() - started >= 1.0:
+                    attempt = 0
+                    continue
+                # A watch the server ends at once (a proxy in the way) must not become a hot loop.
+                self._stop.wait(min(self._backoff_max, 0.5 * 2 ** min(attempt, 10)))
+                attempt += 1
                 continue
             except WatchExpired:
                 listed = False  # the one case that costs a new LIST

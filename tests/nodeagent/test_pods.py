@@ -64,7 +64,7 @@ def test_one_malformed_pod_does_not_hide_the_others() -> None:
 class FakeApiServer:
     """Serves one node's pods: LIST from a list, WATCH from a queue of events (or a 410)."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch_s: float = 0.5) -> None:
         self.items = [pod("a")]
         self.events: list[dict | int] = []
         self.calls: list[dict] = []
@@ -87,7 +87,7 @@ class FakeApiServer:
                     return
                 self.send_response(200)
                 self.end_headers()
-                deadline = time.monotonic() + 0.5  # a short watch: the server ends it, as timeoutSeconds does
+                deadline = time.monotonic() + watch_s  # a short watch: the server ends it, as timeoutSeconds does
                 while time.monotonic() < deadline:
                     if fake.events and fake.events[0] != 410:
                         self.wfile.write(json.dumps(fake.events.pop(0)).encode() + b"\n")
@@ -181,3 +181,15 @@ def test_limits_and_batch_requests(containers, cpu_limit, memory_limit, cpu_requ
     [info] = pods_from_pod_list({"items": [pod("p", "Burstable", containers=containers)]})
     assert (info.cpu_limit_cores, info.memory_limit_bytes, info.cpu_request_cores) == (cpu_limit, memory_limit,
                                                                                        cpu_request)
+
+
+def test_a_watch_ended_at_once_is_not_a_hot_loop() -> None:
+    api = FakeApiServer(watch_s=0.0)  # as a proxy that closes every watch at once
+    source = WatchPodSource(api.url, "node-1", None, None, min_watch_s=1)
+    try:
+        wait_for(source.pods)
+        time.sleep(2.0)
+        assert source.requests["watch"] <= 5 and source.requests["list"] == 1
+    finally:
+        source.close()
+        api.stop()
