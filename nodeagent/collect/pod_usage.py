@@ -63,9 +63,11 @@ class PodUsageCollector:
                 state.mem.add(float(memory))
             state.pressure = {r: p for r in RESOURCES if (p := self._driver.pressure(rel, r)) is not None}
             read += usage is not None or memory is not None
-        # One pod's cgroup missing is a pod starting or leaving; none readable is a broken mount.
-        if pods and not read:
-            self._health.error(NAME, "no_pod_cgroup_readable", f"{len(pods)} pods, cgroup root {self._driver.layout.root}")
+        # A pod's cgroup missing is a pod starting or leaving; none readable and no kubepods
+        # cgroup either is a wrong cgroup root or driver (Volcano #4912), or a broken mount.
+        kubepods = self._driver.layout.path("cpu", self._driver.layout.qos_dir("Guaranteed"))
+        if pods and not read and not kubepods.is_dir():
+            self._health.error(NAME, "no_pod_cgroup_readable", f"{len(pods)} pods, no {kubepods}")
         else:
             self._health.ok(NAME)
 
