@@ -107,13 +107,7 @@ class QosManager:
         self.burst.apply([u.pod for u in pods if u.pod.qos_level == "LS"])
         self.memory_low.apply([u.pod for u in pods if u.pod.online])
         # 3. Evict where suppression and capping are not enough.
-        offline_cpu = sum(u.cpu_cores.last for u in offline if u.cpu_cores)
-        pressures = self.eviction.node_pressure(
-            _percent(node.cpu_cores, allocatable_cores), _percent(node.memory_bytes, allocatable_bytes),
-            allocatable_cores, allocatable_bytes, offline_held=quota is not None)
-        pressures += self.eviction.cpu_satisfaction(quota, offline_cpu, sum(u.pod.cpu_request_cores for u in offline))
-        for rel, excess in self.memory.stuck_groups().items():
-            pressures.append(Pressure("memory", excess, "memory_target", tuple(u.pod.uid for u in members.get(rel, []))))
+        pressures = self._pressures(allocatable_cores, allocatable_bytes, node, offline, quota, members)
         self.eviction.act(pressures, offline)
         return QosState(
             offline_cpu_quota_cores=quota or 0.0,
@@ -123,6 +117,19 @@ class QosManager:
             dry_run=self.eviction.cfg.dry_run,
             pressures=tuple(p.cause for p in pressures),
         )
+
+
+    def _pressures(self, allocatable_cores: float, allocatable_bytes: int, node: NodeUsage,
+                   offline: list[PodUsage], quota: float | None,
+                   members: dict[str, list[PodUsage]]) -> list[Pressure]:
+        offline_cpu = sum(u.cpu_cores.last for u in offline if u.cpu_cores)
+        pressures = self.eviction.node_pressure(
+            _percent(node.cpu_cores, allocatable_cores), _percent(node.memory_bytes, allocatable_bytes),
+            allocatable_cores, allocatable_bytes, offline_held=quota is not None)
+        pressures += self.eviction.cpu_satisfaction(quota, offline_cpu, sum(u.pod.cpu_request_cores for u in offline))
+        for rel, excess in self.memory.stuck_groups().items():
+            pressures.append(Pressure("memory", excess, "memory_target", tuple(u.pod.uid for u in members.get(rel, []))))
+        return pressures
 
 
 def _percent(stat: Stat | None, allocatable: float) -> float | None:
