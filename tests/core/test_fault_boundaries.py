@@ -157,7 +157,8 @@ def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(mon
 
 ALL_READERS = conf("{name: sla}", "{name: tdm}", "{name: numa-aware}", DEVICESHARE)
 ANNOTATION_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(
-    ["87600000h", "0-99999999", "99999999999999999999", "-1", "1e999", "٣", "0,\u00b2", "%", "50%", "3-1", ",,", " "]))
+    ["87600000h", "0-99999999", "99999999999999999999", "-1", "1e999", "٣", "0,\u00b2", "%", "50%", "3-1", ",,", " ",
+     "1" + "0" * 400 + "%", "9" * 5000]))
 
 
 @settings(max_examples=60, deadline=None)
