@@ -128,13 +128,16 @@ class ControllerLoop:
 
     # --- idempotent API verbs ---------------------------------------------------------------
 
-    def create(self, obj: dict[str, Any]) -> None:
+    def create(self, obj: dict[str, Any]) -> bool:
+        """True if created, False if it existed already."""
         namespace = (obj.get("metadata") or {}).get("namespace")
         try:
             self.client.create(url_for(obj["kind"], namespace), obj)
+            return True
         except ApiError as err:
             if err.code != 409:
                 raise
+            return False
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         try:
@@ -267,8 +270,8 @@ class JobController(ControllerLoop):
             self.events.emit(job, "Warning" if bad else "Normal", reason, message)
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
-            self.create(obj)
-            self._remember(obj)  # a replace right after (the first pods made) need not write it again
+            if self.create(obj):  # a replace right after (the first pods made) need not write it again
+                self._remember(obj)
         for obj in d.update_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             self.replace(obj)
