@@ -41,6 +41,7 @@ RENEW_EVERY = 10.0
 RECHECK_EVERY = 1.0
 TERM_EXIT_CODE = 143  # SIGTERM
 POD_NETWORK = ipaddress.ip_network("10.128.0.0/9")
+GPU_CARD_MIB = 16384
 
 RBAC = [
     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -70,8 +71,9 @@ class NodeSpec:
 
     def manifest(self) -> dict[str, Any]:
         capacity = {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
-        if self.gpus:
-            capacity["nvidia.com/gpu"] = str(self.gpus)
+        if self.gpus:  # whole cards for the device plugin, and Volcano's gpushare resources
+            capacity.update({"nvidia.com/gpu": str(self.gpus), "volcano.sh/gpu-number": str(self.gpus),
+                             "volcano.sh/gpu-memory": str(self.gpus * GPU_CARD_MIB)})
         return {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": self.name,
                              "labels": {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
@@ -122,7 +124,7 @@ class SimKubelet:
                                 "operatingSystem": "linux", "architecture": "amd64",
                                 "containerRuntimeVersion": "sim://1", "osImage": "caldera simulated node",
                                 "kernelVersion": "", "machineID": spec.name, "systemUUID": spec.name,
-                                "bootID": spec.name}})
+                                "bootID": spec.name})
         self.kube.merge_patch(f"/api/v1/nodes/{spec.name}/status", {"status": status})
         self._renew(spec.name)
 
