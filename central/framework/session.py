@@ -298,8 +298,8 @@ class Session:
         errors, nominations, and what plugins registered with `on_rollback`."""
         cache = self.cache
         journal, cache.journal = cache.journal or [], None
-        for task, status, node in reversed(journal):
-            cache.set_status(task, status, node)
+        for i in range(len(journal) - 3, -1, -3):
+            cache.set_status(journal[i], journal[i + 1], journal[i + 2])
         for undo in reversed(self._undo):
             undo()
         for job, phase, conditions, fit_errors in self._saved_jobs:

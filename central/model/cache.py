@@ -81,9 +81,10 @@ class ClusterCache:
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
-        # While a session is open: (task, status, node) before each status change, so that a
-        # failed session can be rolled back (Session.rollback).
-        self.journal: list[tuple[TaskInfo, TaskStatus, str | None]] | None = None
+        # While a session is open: task, status, node before each status change, flat (three
+        # entries per change: one list for the garbage collector to walk, not a tuple per
+        # change), so that a failed session can be rolled back (Session.rollback).
+        self.journal: list[Any] | None = None
 
     # --- feeding ----------------------------------------------------------------------------
 
@@ -237,7 +238,7 @@ class ClusterCache:
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node: str | None) -> None:
         if self.journal is not None:
-            self.journal.append((task, task.status, task.node))
+            self.journal += (task, task.status, task.node)
         self._charge(task, -1)
         task.status, task.node = status, node
         self._charge(task, +1)
