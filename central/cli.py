@@ -27,7 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
     "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
     "version": ("central.vcctl.version", "print the Caldera version"),
+    "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
+    "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
+    "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
 
 

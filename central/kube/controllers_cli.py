@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from central.kube.client import KubeClient
 from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
 from central.kube.events import EventRecorder
-from central.kube.leader import LeaderElector
+from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import QueuePodGroupCounts, serve
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]))
     elector = None
     if args.leader_elect:
-        elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name,
-                                f"{socket.gethostname()}_{os.getpid()}")
+        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name,
+                                f"{socket.gethostname()}_{os.getpid()}", on_lost=exit_on_lost)
     registry = CollectorRegistry()
     queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
     registry.register(QueuePodGroupCounts(queues))

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
-from central.kube.leader import LeaderElector
+from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import AgentNodeCounts, SchedulerMetrics, serve
 from central.kube.scheduler import ConfigFile, Scheduler
 
@@ -135,11 +135,17 @@ def run(args: argparse.Namespace) -> int:
     config = ConfigFile(args.config, load_config, load_config(DEFAULT_CONF_YAML, "built-in default"))
     elector = None
     if args.leader_elect:
+        if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
+            # client-go's rule: a leader must give up before a standby may take the Lease over
+            raise InputError("--leader-elect-renew-deadline",
+                             "need 0 < retry period < renew deadline < lease duration, got"
+                             f" {args.leader_elect_retry_period} < {args.leader_elect_renew_deadline} < "
+                             f"{args.leader_elect_lease_duration}")
         identity = f"{socket.gethostname()}_{os.getpid()}"
-        elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name, identity,
+        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity,
                                 lease_duration=args.leader_elect_lease_duration,
                                 renew_deadline=args.leader_elect_renew_deadline,
-                                retry_period=args.leader_elect_retry_period)
+                                retry_period=args.leader_elect_retry_period, on_lost=exit_on_lost)
     receiver, feed = agent_receiver(args, client)
     metrics = SchedulerMetrics()
     if receiver is not None:
@@ -148,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                           metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
                           on_leading=leader_label(client) if elector is not None else None)
+    if receiver is not None:
+        from central.agents.server import ReceiverCollector
+
+        metrics.registry.register(ReceiverCollector(receiver.service))
     stop = threading.Event()
     serving = start_receiver(receiver, stop) if receiver is not None else (lambda: True)
     # a warm standby is ready too; standbys take reports as well, so their node view is warm at hand-over

@@ -27,6 +27,7 @@ import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
 
@@ -204,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.do_handshake()
 
     def do_GET(self) -> None:
-        if self.path == "/healthz":
+        if urlsplit(self.path).path == "/healthz":
             ready = self.server.view.synced()
             self._send(200 if ready else 503, {"status": "ok" if ready else "caches not synced"})
         else:
@@ -212,8 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        if self.path not in ROUTES and self.path != EVICTION_ROUTE:
-            return self._send(404, {"message": f"no admission route {self.path}"})
+        route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
+        if route not in ROUTES and route != EVICTION_ROUTE:
+            return self._send(404, {"message": f"no admission route {route}"})
         if not 0 < length <= MAX_BODY:
             return self._send(413, {"message": "request body missing or too large"})
         try:
@@ -222,14 +224,14 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
         try:
-            if self.path == EVICTION_ROUTE:
+            if route == EVICTION_ROUTE:
                 response = review_agent_eviction(request, self._pod(request))
             else:
-                response = review(self.path, request, self.server.view, self.server.config)
+                response = review(route, request, self.server.view, self.server.config)
         except ApiError as err:
             response = _deny(request.get("uid", ""), 503, f"cannot read the pod to evict: {err}")
         except Exception:  # a bug must answer (and be logged), not hang the API server's call
-            log.exception("admission %s failed", self.path)
+            log.exception("admission %s failed", route)
             response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
         self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
 

@@ -86,6 +86,12 @@ def go_unavailable() -> str | None:
     return None
 
 
+def unavailable(names: Iterable[str] = CONTROL_PLANE) -> str | None:
+    """Why the named binaries can be neither found in the cache nor built, or None."""
+    root = cache_dir() / versions.KUBERNETES / "bin"
+    return None if all((root / n).exists() for n in names) else go_unavailable()
+
+
 def binaries(names: Iterable[str] = CONTROL_PLANE, progress: Progress | None = None) -> dict[str, Path]:
     """Paths of the named binaries, built first where missing. Raises BuildError."""
     names = list(names)

@@ -1,15 +1,16 @@
 """Install Caldera from `daemonset/` into a running apiserver, as `kubectl apply -k daemonset/`
 would: every object of the kustomization, by server-side apply, resolved through the
 apiserver's own discovery. Two local adaptations, and only these:
-- the Deployments and the DaemonSet are not applied: `caldera up` runs their processes
-  itself, each with a token of the ServiceAccount its manifest names;
-- the webhook configurations call the local webhook process by `url` with the local CA, as
-  an out-of-cluster webhook is registered (in a cluster they name the Service).
+- the workloads (Deployments, the DaemonSet, the certificate Job and CronJob) are not
+  applied: `caldera up` runs their pods as local processes, each with a token of the
+  ServiceAccount its manifest names (the renewal CronJob is not run: a local cluster lives
+  for hours, its certificates for a year);
+- the webhook process is started with `--webhook-url`, so the configurations it fills its
+  caBundle into also call it by URL on loopback (in a cluster they name the Service).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ import yaml
 from central.kube.client import ApiError, KubeClient
 
 FIELD_MANAGER = "caldera-up"
-RUN_LOCALLY = {("apps/v1", "Deployment"), ("apps/v1", "DaemonSet")}
+RUN_LOCALLY = {("apps/v1", "Deployment"), ("apps/v1", "DaemonSet"), ("batch/v1", "Job"), ("batch/v1", "CronJob")}
 TOKEN_SECONDS = 7 * 24 * 3600
 
 
@@ -68,26 +69,18 @@ def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[s
                         body=json.dumps(obj), content_type="application/apply-patch+yaml")
 
 
-def local_webhooks(obj: dict[str, Any], webhook_url: str, ca_pem: bytes) -> dict[str, Any]:
-    """A webhook configuration whose hooks call `webhook_url` + their Service path."""
-    obj = json.loads(json.dumps(obj))
-    for hook in obj.get("webhooks", []):
-        service = hook["clientConfig"].get("service") or {}
-        hook["clientConfig"] = {"url": webhook_url + service.get("path", "/"),
-                                "caBundle": base64.b64encode(ca_pem).decode()}
-    return obj
-
-
-def install(kube: KubeClient, directory: Path, webhook_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
-    """Apply every object of the kustomization but the workloads; return the workloads."""
+def install(kube: KubeClient, directory: Path, configmaps: dict[str, dict[str, str]] | None = None,
+            ) -> list[dict[str, Any]]:
+    """Apply every object of the kustomization but the workloads; return the workloads.
+    `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
     discovery = Discovery(kube)
     workloads = []
     for obj in kustomization_objects(directory):
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] in (configmaps or {}):
+            obj = dict(obj, data=configmaps[obj["metadata"]["name"]])
         if (obj.get("apiVersion"), obj["kind"]) in RUN_LOCALLY:
             workloads.append(obj)
             continue
-        if obj["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            obj = local_webhooks(obj, webhook_url, ca_pem)
         apply(kube, discovery, obj)
         if obj["kind"] == "CustomResourceDefinition":
             _wait_established(kube, obj["metadata"]["name"])
@@ -99,7 +92,7 @@ def _wait_established(kube: KubeClient, name: str, timeout: float = 60) -> None:
     while time.monotonic() < deadline:
         crd = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
         if any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions", [])):
+               for c in (crd.get("status") or {}).get("conditions") or []):
             return
         time.sleep(0.1)
     raise ApiError(504, "Timeout", f"CustomResourceDefinition {name} not Established after {timeout:.0f} s")
