@@ -19,7 +19,6 @@ import base64
 import datetime as dt
 import logging
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from central.certs import (CA_CRT, CA_KEY, TLS_CRT, TLS_KEY, CertError, KeyPair,
                            certificate_problem, issue_serving, new_ca, serving_problem, service_dns_names)
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
+from central.vcctl.common import api_errors
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +241,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write each Secret as files: DIR/<secret>/{ca.crt,tls.crt,tls.key}")
 
 
+@api_errors("certs")
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -250,11 +251,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--ip-address", str(err)) from None
     targets = [Target(args.webhook_secret, targets[0].request), Target(args.scheduler_secret, targets[1].request)]
     client = KubeClient.connect(args.kubeconfig)
-    try:
-        outcomes = ensure_certificates(client, args.namespace, targets, ca_secret=args.ca_secret)
-    except ApiError as err:
-        print(f"caldera certs: the API refused: {err}", file=sys.stderr)
-        return 1
+    outcomes = ensure_certificates(client, args.namespace, targets, ca_secret=args.ca_secret)
     for outcome in outcomes:
         print(outcome.line(args.namespace))
         if args.out_dir:

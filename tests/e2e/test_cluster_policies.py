@@ -53,3 +53,31 @@ def test_an_agent_evicts_only_pods_on_its_own_node(tenant: Tenant) -> None:
     evict("on-node-1")
     wait_for(lambda: tenant.kube.get_or_none(f"{pods}/on-node-1") is None
              or tenant.kube.get(f"{pods}/on-node-1")["metadata"].get("deletionTimestamp"), "the eviction")
+
+
+@pytest.mark.parametrize("token, node, refusal", [
+    pytest.param("scheduler-identity/token", "node-2", "PERMISSION_DENIED", id="node-1s-token-for-node-2"),
+    pytest.param("kube-token", "node-1", "UNAUTHENTICATED", id="a-token-for-the-api-server"),
+])
+def test_the_scheduler_takes_reports_only_for_the_node_a_token_names(tenant: Tenant, token, node, refusal) -> None:
+    import threading
+
+    from nodeagent.report import sections
+    from nodeagent.stream import ReportStream, TlsFiles
+    from tests.agents.test_stream import snapshot
+
+    identity = tenant.cluster.dir / "pods" / "caldera-nodeagent-node-1" / "scheduler-identity"
+    token_file = identity / "token" if token.startswith("scheduler") else tenant.cluster.dir / "nodes" / "node-1" / token
+    port = tenant.cluster.ports["caldera-scheduler:--agent-address"]
+    stream = ReportStream(f"127.0.0.1:{port}", node, token_file=token_file, backoff_base_s=0.2, backoff_max_s=0.5,
+                          tls=TlsFiles(identity / "ca.crt", server_name="caldera-scheduler.caldera-system.svc"))
+    stream.offer(sections(snapshot(1.0)))
+    stop = threading.Event()
+    thread = threading.Thread(target=stream.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: stream.stats.refused, f"the scheduler refusing a {token} reporting {node}")
+        assert stream.stats.refused.startswith(refusal) and stream.stats.acked == 0
+    finally:
+        stop.set()
+        thread.join(10)
