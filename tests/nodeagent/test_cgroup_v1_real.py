@@ -109,6 +109,7 @@ def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
     strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=20, min_cores=0.05), driver, f"{group}/offline")
     # Other work on a shared machine can take CPU from the burners in one window, so the
     # experiment gets up to five tries; every assertion below must hold in one of them.
+    measurable = False
     for _ in range(5):
         assert driver.set_cpu_quota(f"{group}/offline", None)  # unlimited: the fair baseline
         offline_before, online_before = _shares(driver, group)
@@ -117,9 +118,13 @@ def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
         quota = strategy.apply(1.0, online_before)
         assert quota is not None and 0.05 <= quota <= 0.2
         offline_after, online_after = _shares(driver, group)
+        measurable = measurable or offline_before > quota + 0.05
         capped = offline_after <= quota + 0.05
         if capped and offline_after < 0.75 * offline_before and online_after >= 0.9 * online_before:
             break
+    if not measurable:  # other work starved the burner below the quota: nothing to cut
+        pytest.skip(f"machine too busy to show suppression: offline had {offline_before:.2f} cores, "
+                    f"below the {quota:.2f}-core quota, in every try")
     assert offline_after <= quota + 0.05, (offline_before, offline_after, quota)
     assert offline_after < 0.75 * offline_before, (offline_before, offline_after)
     assert online_after >= 0.9 * online_before, (online_before, online_after)
