@@ -67,7 +67,8 @@ def test_the_scheduler_takes_reports_only_for_the_node_a_token_names(tenant: Ten
     from tests.agents.test_stream import snapshot
 
     identity = tenant.cluster.dir / "pods" / "caldera-nodeagent-node-1" / "scheduler-identity"
-    token_file = identity / "token" if token.startswith("scheduler") else tenant.cluster.dir / "nodes" / "node-1" / token
+    node_1 = tenant.cluster.dir / "nodes" / "node-1"
+    token_file = identity / "token" if token.startswith("scheduler") else node_1 / token
     port = tenant.cluster.ports["caldera-scheduler:--agent-address"]
     stream = ReportStream(f"127.0.0.1:{port}", node, token_file=token_file, backoff_base_s=0.2, backoff_max_s=0.5,
                           tls=TlsFiles(identity / "ca.crt", server_name="caldera-scheduler.caldera-system.svc"))

@@ -66,7 +66,8 @@ def test_a_corrupt_managed_secret_is_replaced(kube):
 def _foreign_secret(kube, pair: KeyPair, ca_pem: bytes) -> None:
     kube.create(path(CORE, "secrets", NS), {
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": WEBHOOK_SECRET, "namespace": NS, "labels": {"app.kubernetes.io/managed-by": "cert-manager"}},
+        "metadata": {"name": WEBHOOK_SECRET, "namespace": NS,
+                     "labels": {"app.kubernetes.io/managed-by": "cert-manager"}},
         "data": {k: base64.b64encode(v).decode() for k, v in
                  {"ca.crt": ca_pem, "tls.crt": pair.cert_pem, "tls.key": pair.key_pem}.items()}})
 
