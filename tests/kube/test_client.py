@@ -34,3 +34,11 @@ def test_errors_carry_the_status_code_reason_and_message(api, kube):
         kube.get(path(CORE, "pods", "default", "x"))
     assert (err.value.code, err.value.reason) == (503, "InternalError")
     assert kube.get_or_none(path(CORE, "pods", "default", "x")) is None
+
+
+def test_a_fork_shares_the_connection_but_not_the_rate_limit(kube):
+    lease_client = kube.fork()
+    assert lease_client.api is kube.api
+    kube.limiter._tokens = -1000.0  # binds have queued far ahead on the main client...
+    lease_client.limiter.sleep = lambda seconds: pytest.fail(f"the fork waited {seconds}s")
+    lease_client.limiter.acquire()  # ...and the Lease call does not wait behind them
