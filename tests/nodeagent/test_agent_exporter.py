@@ -139,8 +139,13 @@ def test_failing_pod_source_keeps_the_last_list(tmp_path: Path, source_error: Ex
 
 
 class Offers:
+    """Stands in for the ReportStream: records what the agent offers."""
+
     def __init__(self) -> None:
+        from nodeagent.stream import StreamStats
+
         self.sections: list[dict] = []
+        self.stats = StreamStats()
 
     def offer(self, sections: dict) -> None:
         self.sections.append(sections)
