@@ -106,16 +106,16 @@ def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
     procs += [_burner(cpu, f"{group}/offline"), _burner(cpu, f"{group}/online")]
     time.sleep(0.2)  # let both start spinning
 
-    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=20, min_cores=0.05), driver, f"{group}/offline")
+    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=5, min_cores=0.01), driver, f"{group}/offline")
     # Other work on a shared machine can take CPU from the burners in one window, so the
     # experiment gets up to five tries; every assertion below must hold in one of them.
     for _ in range(5):
         assert driver.set_cpu_quota(f"{group}/offline", None)  # unlimited: the fair baseline
         offline_before, online_before = _shares(driver, group)
-        # One CPU is allocatable to these two; online uses up to half: 20 % x 1 core - online
-        # leaves offline (about) the 0.05-core floor, also on a busy machine.
+        # One CPU is allocatable to these two; online uses up to half of it (far less when the
+        # machine is busy): 5 % x 1 core - online leaves offline (about) the 0.01-core floor.
         quota = strategy.apply(1.0, online_before)
-        assert quota is not None and 0.05 <= quota <= 0.2
+        assert quota is not None and 0.01 <= quota <= 0.05
         offline_after, online_after = _shares(driver, group)
         capped = offline_after <= quota + 0.05
         if capped and offline_after < 0.75 * offline_before and online_after >= 0.9 * online_before:
