@@ -266,7 +266,8 @@ def test_cpu_burst_lets_a_limited_group_borrow_unused_quota(hierarchy) -> None:
     from nodeagent.qos.burst import CpuBurst, CpuBurstConfig
 
     # The writer that may touch online pods, as the QoS manager builds it.
-    burst = CpuBurst(CpuBurstConfig(percent=100), open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), CgroupWriter(Health())))
+    unguarded = open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), CgroupWriter(Health()))
+    burst = CpuBurst(CpuBurstConfig(percent=100), unguarded)
     assert burst.burst_tree(rel) == 1
     assert driver.cpu_burst_cores(rel) == pytest.approx(0.2)
     # Idle, then 40 ms of work at once: more than one period's 20 ms, paid from the burst.

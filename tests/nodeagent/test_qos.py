@@ -376,7 +376,8 @@ def test_a_pod_group_share_never_exceeds_its_own_limit(tmp_path: Path) -> None:
 ])
 def test_cpu_burst_for_ls_pods_with_a_quota(tmp_path: Path, version, quota_file, quota, burst_file, expected) -> None:
     layout = CgroupLayout(tmp_path, version, "cgroupfs")
-    pods = [PodInfo("shop", "web", "uid-web", "Burstable", "LS"), PodInfo("shop", "free", "uid-free", "Burstable", "LS")]
+    pods = [PodInfo("shop", "web", "uid-web", "Burstable", "LS"),
+            PodInfo("shop", "free", "uid-free", "Burstable", "LS")]
     for pod in pods:
         rel = layout.pod_dir(pod.uid, pod.qos_class)
         fake_pod_cgroup(layout, rel, 0, 0, 0)
