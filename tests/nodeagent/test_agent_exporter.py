@@ -207,7 +207,8 @@ def test_batch_qos_and_psi_metrics(tmp_path: Path) -> None:
         levels = {s.labels["pod"]: (s.labels["qos_level"], s.labels["kube_qos_class"])
                   for s in families["nodeagent_pod_qos_info"].samples}
         assert levels == {"web-0": ("LC", "Burstable"), "train-0": ("BE", "BestEffort")}
-        psi = {(s.labels["resource"], s.labels["kind"]): s.value for s in families["nodeagent_node_pressure_ratio"].samples}
+        psi = {(s.labels["resource"], s.labels["kind"]): s.value
+               for s in families["nodeagent_node_pressure_ratio"].samples}
         assert psi == {("cpu", "some"): 0.125, ("cpu", "full"): 0.0}
     finally:
         server.stop()
