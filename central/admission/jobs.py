@@ -31,6 +31,8 @@ from central.admission.policies import validate_policies
 from central.admission.templates import validate_template, validate_topology_policy
 from central.controllers.plugins import NEEDS, PLUGINS
 from central.errors import InputError
+from central.model.annotations import ALLOWED_NAMESPACES
+from central.model.parse import parse_pod
 
 DEFAULT_MAX_RETRY = 3
 UPDATABLE = (
@@ -122,10 +124,27 @@ def validate_job(
     _validate_volumes(problems, spec.get("volumes"))
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
     if old is None:
-        queue_problems(problems, cluster, spec.get("queue"), "spec.queue")
+        queue_problems(problems, cluster, spec.get("queue"), "spec.queue", namespace_of(job))
     else:
         _validate_update(problems, spec, (old.get("spec") or {}))
+    fields.interpreted(problems, meta.get("annotations"), "Job")
+    if not problems:
+        _pods_are_readable(problems, job, spec)
     return problems
+
+
+def _pods_are_readable(problems: Problems, job: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    """Each task's pods as the scheduler will parse them (one per task: they share a template)."""
+    for i, task in enumerate(spec.get("tasks") or []):
+        template = task.get("template") or {}
+        where = f"spec.tasks[{i}].template."
+        meta = fields.mapping(problems, template.get("metadata"), f"{where}metadata")
+        if meta is None:
+            continue
+        fields.interpreted(problems, meta.get("annotations"), "Pod", where)
+        pod = {"kind": "Pod", "metadata": {**meta, "name": "x", "namespace": namespace_of(job)},
+               "spec": {**template.get("spec", {}), "schedulerName": spec.get("schedulerName")}}
+        fields.readable(problems, parse_pod, pod, prefix=where)
 
 
 def _validate_tasks(
@@ -305,8 +324,15 @@ def exclusive_tiers(problems: Problems, raw: Any, where: str) -> None:
         add(problems, where, "must not specify highestTierAllowed and highestTierName simultaneously")
 
 
-def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str) -> None:
-    """A job (or PodGroup of a job) may only go to an existing, Open, non-root leaf queue."""
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str, namespace: str) -> None:
+    """A job (or PodGroup of a job) may only go to an existing, Open, non-root leaf queue that
+    takes jobs from its namespace."""
     if not isinstance(queue, str):
         add(problems, where, f"must be a queue name, got {quote(queue)}")
     elif queue not in cluster.queues:
@@ -326,6 +352,9 @@ def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str)
             f"can only submit job to a leaf queue; queue {quote(queue)} has child queues "
             f"{', '.join(cluster.children(queue))}",
         )
+    elif (refusing := cluster.refusing_queue(queue, namespace)) is not None:
+        add(problems, where, f"queue {quote(refusing)} does not take jobs from namespace {quote(namespace)} "
+                             f"(its annotation {ALLOWED_NAMESPACES})")
 
 
 def _validate_update(problems: Problems, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:

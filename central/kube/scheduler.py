@@ -52,7 +52,7 @@ class ConfigFile:
     """The scheduler configuration, re-read when the file changes (a ConfigMap mount swaps a
     symlink). An invalid new version is logged and the last good one kept."""
 
-    def __init__(self, filename: str | None, loader: Callable[[str, str], Any], default: Any):
+    def __init__(self, filename: str | None, loader: Callable[[bytes, str], Any], default: Any):
         self.filename = filename
         self.loader = loader
         self.conf = default
@@ -62,12 +62,12 @@ class ConfigFile:
         self.rejected = 0
         if filename:  # a missing or invalid file at start-up is fatal: InputError
             try:
-                with open(filename) as f:
-                    text = f.read()
+                with open(filename, "rb") as f:
+                    data = f.read()
             except OSError as err:
                 raise InputError(filename, err.strerror or str(err)) from None
-            self.conf = loader(text, filename)
-            self._digest = hashlib.sha256(text.encode()).hexdigest()
+            self.conf = loader(data, filename)
+            self._digest = hashlib.sha256(data).hexdigest()
 
     def current(self) -> Any:
         if not self.filename:
@@ -76,12 +76,12 @@ class ConfigFile:
             st = os.stat(self.filename)
             if (st.st_mtime, st.st_size) != self._stat:
                 self._stat = (st.st_mtime, st.st_size)
-                with open(self.filename) as f:
-                    text = f.read()
-                digest = hashlib.sha256(text.encode()).hexdigest()
+                with open(self.filename, "rb") as f:
+                    data = f.read()
+                digest = hashlib.sha256(data).hexdigest()
                 if digest != self._digest:
                     self._digest = digest
-                    self.conf = self.loader(text, self.filename)
+                    self.conf = self.loader(data, self.filename)
                     self.reloads += 1
                     log.info("scheduler configuration reloaded from %s", self.filename)
         except InputError as err:

@@ -225,10 +225,22 @@ class ClusterCache:
         return self.queues
 
     def iter_scheduling_jobs(self) -> Iterator[JobInfo]:
-        """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)."""
+        """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)
+        that admits the job's namespace (queue tenancy, which admission checks first)."""
         for job in self.jobs.values():
-            if job.has_podgroup and self.queue(job.queue) is not None:
+            if job.has_podgroup and self.queue(job.queue) is not None and self.queue_admits(job.queue, job.namespace):
                 yield job
+
+    def queue_admits(self, name: str, namespace: str) -> bool:
+        """Whether the queue and each of its ancestors let `namespace` submit."""
+        seen: set[str] = set()
+        queue = self.queues.get(name)
+        while queue is not None and queue.name not in seen:
+            if not queue.admits(namespace):
+                return False
+            seen.add(queue.name)
+            queue = self.queues.get(queue.parent or "")
+        return True
 
     # --- task status: the one place it changes ------------------------------------------------
 

@@ -84,7 +84,10 @@ class DeviceShare(Plugin):
         self.cards = GpuCards(session.nodes)
         for node in session.nodes:
             if self.cards.has_cards(node.index):
-                unhealthy = set(parse_ids(node.annotations[UNHEALTHY])) if UNHEALTHY in node.annotations else set()
+                try:
+                    unhealthy = set(parse_ids(node.annotations.get(UNHEALTHY, ""), UNHEALTHY))
+                except InputError:  # unreadable: trust none of the node's cards rather than all
+                    unhealthy = set(range(self.cards.cap.shape[1]))
                 report = session.agents.data[node.index]  # a fresh agent report knows failing cards
                 if report is not None:
                     unhealthy |= {gpu.index for gpu in report.gpus if not gpu.healthy}

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from central.api.resources import EPSILON
+from central.model.annotations import GPU_INDEX, gpu_ids
 from central.model.objects import NodeInfo
 
 GPU_MEMORY = "volcano.sh/gpu-memory"
@@ -45,9 +46,9 @@ def card_memory(node: NodeInfo) -> list[float]:
     return [total / number] * number if number > 0 else []
 
 
-def parse_ids(text: str) -> list[int]:
-    """A comma list of card ids ("0,2"); entries that are not ids are skipped."""
-    return [int(part) for part in text.split(",") if part.strip().isdigit()]
+def parse_ids(text: str, key: str = GPU_INDEX) -> list[int]:
+    """A comma list of card ids ("0,2"), bounded (central.model.annotations.gpu_ids)."""
+    return gpu_ids(text, key)
 
 
 class GpuCards:

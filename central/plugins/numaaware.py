@@ -25,6 +25,7 @@ from itertools import combinations
 import numpy as np
 
 from central.framework.plugin import Plugin
+from central.model.annotations import MAX_CPU_ID, cpu_set
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskInfo, TaskStatus
 
@@ -163,12 +164,6 @@ def _enforced(data: NodeData, policy: str) -> bool:
     return static or data.cpu_manager_policy == "none"
 
 
-def parse_cpus(text: str) -> set[int]:
-    out: set[int] = set()
-    for part in text.split(","):
-        if "-" in part:
-            low, high = part.split("-")
-            out.update(range(int(low), int(high) + 1))
-        elif part.strip():
-            out.add(int(part))
-    return out
+def parse_cpus(text: str, limit: int = MAX_CPU_ID) -> set[int]:
+    """A cpuset annotation, bounded (central.model.annotations.cpu_set); InputError if malformed."""
+    return set(cpu_set(text, limit))

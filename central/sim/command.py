@@ -16,6 +16,7 @@ from pathlib import Path
 
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.manifests import read_file
 from central.model.cache import ClusterCache
 from central.model.fields import parse_time
 from central.model.queuetree import check_queues
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
-    conf = load_config(_read(args.config), args.config) if args.config else load_config(DEFAULT_CONF_YAML, "default configuration")
+    conf = load_config(read_file(args.config), args.config) if args.config else load_config(DEFAULT_CONF_YAML, "default configuration")
     paths = args.manifests or DEFAULT_MANIFESTS
     manifests = read_manifests(paths)
     cache = ClusterCache(scheduler_name=args.scheduler_name)
@@ -64,9 +65,3 @@ def run(args: argparse.Namespace) -> int:
         print(render_table(result, cache, paths, manifests.skipped))
     return 0
 
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as err:
-        raise InputError(path, f"cannot read: {err.strerror}") from None

@@ -27,7 +27,7 @@ def run_simulate(tmp_path, manifest: str, *extra: str):
     pytest.param("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {memory: lots}}\n",
                  "Node n1: status.allocatable.memory", id="node-quantity"),
     pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: two}\n",
-                 "PodGroup default/pg: spec.minMember: expected int", id="podgroup-minmember"),
+                 "PodGroup default/pg: spec.minMember: expected an integer", id="podgroup-minmember"),
     pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\nspec: {weight: -1}\n",
                  "Queue q: spec.weight: must not be negative", id="queue-weight"),
     pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"

@@ -202,7 +202,12 @@ def test_webhooks_point_at_the_admission_service():
                 service = hook["clientConfig"]["service"]
                 assert (service["namespace"], service["name"]) in services
                 assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
-                assert all(g != "" for rule in hook["rules"] for g in rule["apiGroups"])  # never core pods
+                if any(g == "" for rule in hook["rules"] for g in rule["apiGroups"]):
+                    # core pods only through matchConditions that select Caldera's own (vo#3734)
+                    [condition] = hook["matchConditions"]
+                    assert "object.spec.schedulerName == 'volcano'" in condition["expression"]
+                    assert "caldera.sh/cpuset" in condition["expression"]
+                    assert service["path"] == "/pods/validate" and kind == "ValidatingWebhookConfiguration"
 
 
 def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
