@@ -28,16 +28,16 @@ from central.model import annotations
 from central.model.parse import parse_pod
 
 
-def concerns(pod: Mapping[str, Any], config: AdmissionConfig) -> bool:
+def concerns(pod: Mapping[str, Any], config: AdmissionConfig, old: Mapping[str, Any] | None = None) -> bool:
     """Whether admission has rules for this pod (the webhook lets every other pod through)."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
-    return spec.get("schedulerName") == config.scheduler_name or bool(_pinning(pod))
+    return spec.get("schedulerName") == config.scheduler_name or bool(_pinning(pod)) or bool(_pinning(old))
 
 
 def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG,
                  old: Mapping[str, Any] | None = None, user: str | None = None) -> Problems:
     problems: Problems = []
-    if not concerns(pod, config):
+    if not concerns(pod, config, old):
         return problems
     meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
     raw = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}

@@ -107,12 +107,13 @@ class Scheduler:
         self.metrics = metrics
         self.node_feed = node_feed  # the agents' reports (central.agents.feed.NodeDataFeed), if any
         self.on_leading = on_leading  # told True once leading, False when stopping
-        self.feeder = CacheFeeder(cache, scheduler_name)
+        events = EventRecorder(client, scheduler_name)
+        self.feeder = CacheFeeder(cache, scheduler_name,
+                                  on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
-        self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers,
-                             bind_backoff)
+        self.sink = KubeSink(client, self.feeder, objects, events, bind_workers, bind_backoff)
         self.cycles = 0
         self.failed_cycles = 0
         self.ready = threading.Event()  # synced and leading: what the readiness probe reports

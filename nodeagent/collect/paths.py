@@ -44,15 +44,23 @@ def read_int(path: Path, health: Health, collector: str) -> int | None:
         return None
 
 
-def parse_cpu_list(text: str) -> list[int]:
-    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError."""
+MAX_CPU_ID = 8191  # Linux's NR_CPUS ceiling: no list names a higher CPU
+
+
+def parse_cpu_list(text: str, limit: int = MAX_CPU_ID) -> list[int]:
+    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError.
+
+    Every id must be at most `limit` (the node's highest CPU where known), checked before a
+    range is expanded: a pod's annotation "0-99999999" costs nothing (it cost 170 MB once)."""
     cpus: list[int] = []
     for part in text.strip().split(","):
         if not part:
             continue
         lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
-        if first < 0 or last < first:
+        if not lo.strip().isascii() or not (hi or lo).strip().isascii():
             raise ValueError(f"bad cpu range {part!r}")
+        first, last = int(lo), int(hi or lo)
+        if first < 0 or last < first or last > limit:
+            raise ValueError(f"bad cpu range {part!r} (CPUs 0-{limit})")
         cpus.extend(range(first, last + 1))
     return cpus
