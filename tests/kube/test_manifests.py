@@ -135,7 +135,7 @@ def test_scheduler_rbac_covers_what_the_scheduler_does(api, kube):
         thread.join(10)
     used = api.store.access
     for must in (("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "events", "create"),
-                 ("scheduling.volcano.sh", "podgroups/status", "update"), ("coordination.k8s.io", "leases", "update"),
+                 ("scheduling.volcano.sh", "podgroups", "update"), ("coordination.k8s.io", "leases", "update"),
                  ("", "pods", "patch"), ("", "pods/status", "patch"), ("", "nodes/status", "patch")):
         assert must in used  # the run above really exercised it
     missing = used - allowed("caldera-scheduler")
@@ -181,7 +181,7 @@ def test_scheduler_reads_its_configmap_which_is_valid():
 def test_crds_serve_what_the_clients_call():
     crds = by_kind("CustomResourceDefinition")
     expected = {"queues.scheduling.volcano.sh": ("Cluster", "v1beta1", True),
-                "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", True),
+                "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", False),  # as Volcano's
                 "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
                 "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False)}
     assert set(crds) == set(expected)
@@ -203,11 +203,18 @@ def test_webhooks_point_at_the_admission_service():
                 assert (service["namespace"], service["name"]) in services
                 assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
                 if any(g == "" for rule in hook["rules"] for g in rule["apiGroups"]):
-                    # core pods only through matchConditions that select Caldera's own (vo#3734)
-                    [condition] = hook["matchConditions"]
-                    assert "object.spec.schedulerName == 'volcano'" in condition["expression"]
-                    assert "caldera.sh/cpuset" in condition["expression"]
-                    assert service["path"] == "/pods/validate" and kind == "ValidatingWebhookConfiguration"
+                    # core objects only through matchConditions (an outage never blocks anyone
+                    # else's pods, as Volcano's pods webhook did, vo#3734): the agents' evictions,
+                    # and the pods of Caldera's scheduler or pinning CPUs
+                    conditions = [c["expression"] for c in hook["matchConditions"]]
+                    if service["path"] == "/pods/validate":
+                        assert "object.spec.schedulerName == 'volcano'" in conditions[0]
+                        assert "caldera.sh/cpuset" in conditions[0] and kind == "ValidatingWebhookConfiguration"
+                        continue
+                    assert conditions == [
+                        "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-nodeagent'"]
+                    assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                              "resources": ["pods/eviction"]}]
 
 
 def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
@@ -232,7 +239,7 @@ def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
     thread.start()
     try:
         eventually(lambda: api.store.get("podgroups", "default", "mpi"), what="the job's PodGroup")
-        kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "mpi", "status"),
+        kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "mpi"),
                          {"status": {"phase": "Inqueue"}})  # as the scheduler's enqueue would
         eventually(lambda: api.store.get("pods", "default", "mpi-w-1"), what="the job's pods")
         eventually(lambda: (api.store.get("pods", "default", "plain")["metadata"].get("annotations") or {}).get(
@@ -256,7 +263,7 @@ def test_controllers_rbac_covers_what_the_controllers_do(api, kube, kubeconfig):
 
 # what the test's own `caldera job/queue` calls and direct edits use (a user's rights, not the controllers')
 CLI_ACCESS = {("batch.volcano.sh", "jobs", "get"), ("bus.volcano.sh", "commands", "create"),
-              ("scheduling.volcano.sh", "queues", "get"), ("scheduling.volcano.sh", "podgroups/status", "patch")}
+              ("scheduling.volcano.sh", "queues", "get"), ("scheduling.volcano.sh", "podgroups", "patch")}
 
 
 def test_agents_stream_to_the_scheduler_service():
