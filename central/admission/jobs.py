@@ -126,7 +126,8 @@ def validate_job(
     if old is None:
         queue_problems(problems, cluster, spec.get("queue"), "spec.queue", namespace_of(job))
     else:
-        _validate_update(problems, spec, (old.get("spec") or {}))
+        old_spec = old.get("spec")
+        _validate_update(problems, spec, old_spec if isinstance(old_spec, Mapping) else {})
     fields.interpreted(problems, meta.get("annotations"), "Job")
     if not problems:
         _pods_are_readable(problems, job, spec)
@@ -358,18 +359,20 @@ def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str,
 
 
 def _validate_update(problems: Problems, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
-    for key in sorted(set(new) | set(old)):
+    for key in sorted(set(new) | set(old), key=str):
         if key in ("minAvailable", "priorityClassName", "tasks"):
             continue
         if new.get(key) != old.get(key):
             add(problems, f"spec.{key}", f"may not change on update ({UPDATABLE})")
     new_tasks, old_tasks = new.get("tasks") or [], old.get("tasks") or []
+    if not isinstance(new_tasks, list) or not isinstance(old_tasks, list):
+        return  # reported by the checks of spec.tasks
     if len(new_tasks) != len(old_tasks):
         add(problems, "spec.tasks", f"tasks may not be added or removed on update ({UPDATABLE})")
         return
     for i, (a, b) in enumerate(zip(new_tasks, old_tasks, strict=True)):
         if not isinstance(a, Mapping) or not isinstance(b, Mapping):
             continue
-        for key in sorted(set(a) | set(b)):
+        for key in sorted(set(a) | set(b), key=str):
             if key not in ("replicas", "minAvailable") and a.get(key) != b.get(key):
                 add(problems, f"spec.tasks[{i}].{key}", f"may not change on update ({UPDATABLE})")
