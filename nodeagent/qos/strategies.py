@@ -53,6 +53,9 @@ class CpuSuppression:
         return self.quota_cores
 
 
+PAGE = 4096
+
+
 class MemoryProtection:
     def __init__(self, cfg: MemoryProtectConfig, driver: CgroupDriver, offline_rel: str) -> None:
         self.cfg, self._driver, self._rel = cfg, driver, offline_rel
@@ -64,10 +67,16 @@ class MemoryProtection:
         used_percent = 100 * online_usage_bytes / allocatable_bytes
         if used_percent >= self.cfg.online_threshold_percent:
             limit = int(max(self.cfg.min_bytes, allocatable_bytes * self.cfg.limit_percent / 100 - online_usage_bytes))
-            if limit != self.limit_bytes and self._driver.set_memory_cap(self._rel, limit):
+            if (limit != self.limit_bytes or self._drifted(limit)) and self._driver.set_memory_cap(self._rel, limit):
                 self.limit_bytes = limit
         elif self.limit_bytes is not None and \
                 used_percent < self.cfg.online_threshold_percent - self.cfg.hysteresis_percent:
             if self._driver.set_memory_cap(self._rel, None):
                 self.limit_bytes = None
         return self.limit_bytes
+
+    def _drifted(self, limit: int) -> bool:
+        """Someone else (the kubelet's QoS sync) rewrote the cap: put ours back, once a period.
+        Within a page of ours is ours: cgroup v1 rounds the limit to the page size."""
+        current = self._driver.memory_cap(self._rel)
+        return current is None or abs(current - limit) >= PAGE
