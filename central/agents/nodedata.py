@@ -69,7 +69,7 @@ def _parse(file: Path) -> pb.NodeReport:
     try:
         report = json_format.ParseDict(raw, pb.NodeReport())
     except json_format.ParseError as err:
-        raise InputError(str(file), f"not a node report: {err}") from None
+        raise InputError(str(file), f"not a node report: {str(err).splitlines()[0]}") from None
     if not report.node_name:
         raise InputError(f"{file}: node_name", "is required")
     return report

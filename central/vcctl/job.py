@@ -52,9 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @api_errors("job")
 def run(args: argparse.Namespace) -> int:
+    # A bad file is the user's to fix whatever the cluster: read it before connecting.
+    job = (_job_from_file(args) if args.filename else _job_from_flags(args)) if args.action == "run" else {}
     client = connect(args)
     if args.action == "run":
-        job = _job_from_file(args) if args.filename else _job_from_flags(args)
         namespace = job["metadata"].setdefault("namespace", args.namespace)
         job = admitted(client, job, f"Job {namespace}/{job['metadata']['name']}")
         created = client.create(path(VOLCANO_BATCH, "jobs", namespace), job)

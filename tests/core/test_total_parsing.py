@@ -123,3 +123,18 @@ def test_internal_errors_exit_3_in_one_line(monkeypatch, capsys):
     assert main(["simulate"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("caldera simulate: internal error") and err.count("\n") == 1
+
+
+REPORTS = sorted((REGRESSIONS / "reports").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[p.stem for p in REPORTS])
+def test_every_node_report_that_once_failed_gets_one_line_and_exit_2(path, capsys):
+    assert main(["simulate", "--node-reports", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err, err
+
+
+def test_job_run_reads_the_file_before_the_cluster(capsys):
+    assert main(["job", "run", "-f", str(REGRESSIONS / "manifests" / "not-utf8.yaml"), "--kubeconfig", "/nonexistent"]) == 2
+    assert "not-utf8.yaml: malformed YAML" in capsys.readouterr().err

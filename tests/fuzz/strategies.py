@@ -139,7 +139,8 @@ def config() -> st.SearchStrategy:
         optional={"enableJobReady": maybe(st.booleans()),
                   "arguments": maybe(st.dictionaries(st.sampled_from(["binpack.weight", "sla-waiting-time",
                                                                       "tdm.evict.period", "weight"]),
-                                                     st.sampled_from([1, "1h", "87600000000h", -1, "x"]),
+                                                     st.sampled_from([1, "1h", "87600000000h", -1, "x", float("inf"),
+                                                                      float("nan"), 10**30, "1e400"]),
                                                      max_size=2))}), 0.1)
     return st.fixed_dictionaries({
         "actions": maybe(st.sampled_from(["enqueue, allocate, backfill", "allocate", "enqueue, allocate, preempt",
