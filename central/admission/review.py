@@ -20,10 +20,10 @@ from typing import Any
 from central.admission.cluster import Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.jobs import mutate_job, validate_job
-from central.admission.pods import validate_pod
 from central.admission.podgroups import mutate_podgroup, validate_podgroup
-from central.errors import InputError
+from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue, validate_queue, validate_queue_delete
+from central.errors import InputError
 
 
 @dataclass
