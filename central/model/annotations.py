@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from central.errors import InputError, shown
-from central.model.fields import parse_duration
+from central.model.fields import parse_duration, parse_index_list
 
 CPUSET = "caldera.sh/cpuset"
 NUMA_NODES = "caldera.sh/numa-nodes"
@@ -46,10 +46,9 @@ SCHEDULER_ONLY = frozenset({CPUSET, NUMA_NODES})
 
 # Linux's NR_CPUS ceiling: no machine has more CPU ids, so no list may name more. The scheduler
 # and the agent bound a list by the node's own CPUs; admission, which knows no node, by this.
-MAX_CPU_ID = 8191
-MAX_GPU_ID = 255
+MAX_CPUS = 8192
+MAX_GPUS = 256
 INT32 = 2**31 - 1
-_NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: int() also takes '²' and other scripts
 _BUDGET = re.compile(r"([0-9]{1,9})(%?)")
 
 
@@ -58,28 +57,15 @@ def _where(key: str) -> str:
 
 
 def id_list(text: object, key: str, limit: int) -> list[int]:
-    """A Linux list of ids ("0-3,8,10-11"), each at most `limit`, in order, no repeats.
-
-    A range is checked against `limit` before it is expanded, so "0-99999999" costs nothing."""
-    if not isinstance(text, str) or len(text) > 16 * (limit + 1):
-        raise InputError(_where(key), f"expected a list of ids like 0-3,8, got {shown(text)}")
-    out: set[int] = set()
-    for part in text.split(","):
-        low, dash, high = part.strip().partition("-")
-        if not _NUMBER.fullmatch(low) or dash and not _NUMBER.fullmatch(high):
-            raise InputError(_where(key), f"expected a list of ids like 0-3,8, got {shown(text)}")
-        first, last = int(low), int(high) if dash else int(low)
-        if last > limit or first > last:
-            raise InputError(_where(key), f"{part.strip()!r} is not a range within 0-{limit}")
-        out.update(range(first, last + 1))
-    return sorted(out)
+    """A Linux list of ids ("0-3,8,10-11"), each below `limit`, bounded before expansion."""
+    return parse_index_list(text, _where(key), limit)
 
 
-def cpu_set(text: object, limit: int = MAX_CPU_ID) -> frozenset[int]:
+def cpu_set(text: object, limit: int = MAX_CPUS) -> frozenset[int]:
     return frozenset(id_list(text, CPUSET, limit))
 
 
-def gpu_ids(text: object, key: str = GPU_INDEX, limit: int = MAX_GPU_ID) -> list[int]:
+def gpu_ids(text: object, key: str = GPU_INDEX, limit: int = MAX_GPUS) -> list[int]:
     """Card ids ("0,2"); an empty value means no cards."""
     return id_list(text, key, limit) if isinstance(text, str) and text.strip() else []
 
@@ -149,7 +135,7 @@ def _duration(key: str) -> Callable[[object], object]:
 
 ANNOTATIONS = {a.key: a for a in (
     Annotation(CPUSET, frozenset({"Pod"}), cpu_set),
-    Annotation(NUMA_NODES, frozenset({"Pod"}), lambda t: id_list(t, NUMA_NODES, 1023)),
+    Annotation(NUMA_NODES, frozenset({"Pod"}), lambda t: id_list(t, NUMA_NODES, 1024)),
     Annotation(NUMA_POLICY, frozenset({"Pod", "PodGroup"}), lambda t: one_of(t, NUMA_POLICY, NUMA_POLICIES)),
     Annotation(GPU_INDEX, frozenset({"Pod"}), gpu_ids),
     Annotation(GPU_UNHEALTHY, frozenset({"Node"}), lambda t: gpu_ids(t, GPU_UNHEALTHY)),

@@ -156,3 +156,31 @@ def metadata(obj: Mapping[str, Any], namespaced: bool) -> tuple[str, str]:
         raise InputError("metadata.name", "is required")
     namespace = typed(meta.get("namespace") or ("default" if namespaced else ""), str, "metadata.namespace")
     return namespace, name
+
+
+def parse_index_list(text: object, where: str, limit: int) -> list[int]:
+    """A Linux list of ids such as a cpuset ("0-3,8,10-11") or GPU card ids ("0,2"), each
+    below `limit` (the node's CPUs or cards); sorted, without repeats.
+
+    Every bound is checked before a range is expanded, so "0-99999999" is refused at once
+    instead of costing seconds and gigabytes."""
+    if not isinstance(text, str):
+        raise InputError(where, f"expected a list of ids like 0-3,8, got {type(text).__name__}")
+    digits = len(str(max(limit - 1, 0)))
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, dash, high = part.partition("-")
+        ends = (low.strip(), high.strip()) if dash else (low.strip(),)
+        if not all(e.isascii() and e.isdigit() for e in ends):
+            raise InputError(where, f"expected a list of ids like 0-3,8, got {shown(text)}")
+        if any(len(e) > digits or int(e) >= limit for e in ends):
+            raise InputError(where, f"{shown(part)} is beyond the node's {limit} ids (0-{limit - 1})")
+        first, last = int(ends[0]), int(ends[-1])
+        if first > last:
+            raise InputError(where, f"range {shown(part)} runs backwards")
+        out.update(range(first, last + 1))
+    return sorted(out)
+

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from central.api.resources import EPSILON
-from central.model.annotations import GPU_INDEX, gpu_ids
 from central.model.objects import NodeInfo
 
 GPU_MEMORY = "volcano.sh/gpu-memory"
@@ -46,11 +45,6 @@ def card_memory(node: NodeInfo) -> list[float]:
     return [total / number] * number if number > 0 else []
 
 
-def parse_ids(text: str, key: str = GPU_INDEX) -> list[int]:
-    """A comma list of card ids ("0,2"), bounded (central.model.annotations.gpu_ids)."""
-    return gpu_ids(text, key)
-
-
 class GpuCards:
     def __init__(self, nodes: Sequence[NodeInfo]):
         memory = [card_memory(node) for node in nodes]
@@ -70,6 +64,10 @@ class GpuCards:
 
     def has_cards(self, row: int) -> bool:
         return bool(self.cap[row].any())
+
+    def count(self, row: int) -> int:
+        """How many cards (or MIG slices) the node has: card ids run below this."""
+        return int((self.cap[row] > 0).sum())
 
     def set_unhealthy(self, row: int, card_ids: Iterable[int]) -> None:
         """Take these cards out of placement (the pods on them stay charged)."""
