@@ -1,5 +1,8 @@
 """The agent's end of the report stream: full report at connect, then changes plus heartbeats.
 
+A section counts as changed when it moved by more than the deadband (`nodeagent.deadband`);
+a heartbeat, due `heartbeat_s` after the last report, carries the latest resources section.
+
 Memory is bounded by design: `offer` replaces one pending snapshot (newer state supersedes
 older, nothing queues up while disconnected), and at most `max_in_flight` reports wait for an
 ack; beyond that the sender pauses and snapshots keep coalescing. A broken stream reconnects
@@ -27,7 +30,9 @@ import grpc
 from google.protobuf.message import Message
 
 from nodeagent.api.v1 import agent_pb2 as pb
+from nodeagent import deadband
 from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+from nodeagent.deadband import Bands
 from nodeagent.report import SECTIONS
 
 log = logging.getLogger("nodeagent.stream")
@@ -64,9 +69,10 @@ class StreamStats:
 class ReportStream:
     def __init__(self, target: str, node_name: str, *, tls: TlsFiles | None, token_file: Path | None = None,
                  heartbeat_s: float = 10.0, backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
-                 max_in_flight: int = 8, rng: random.Random | None = None) -> None:
+                 max_in_flight: int = 8, deadband_percent: float = 2.0, rng: random.Random | None = None) -> None:
         self.target, self.node_name, self.tls, self.token_file = target, node_name, tls, token_file
         self.heartbeat_s, self.max_in_flight = heartbeat_s, max_in_flight
+        self.deadband_percent = deadband_percent
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.epoch = uuid.uuid4().hex
         self.stats = StreamStats()
@@ -155,7 +161,7 @@ class ReportStream:
             self._cond.notify_all()
 
     def _reports(self, stop: threading.Event, ended: threading.Event) -> Iterator[pb.NodeReport]:
-        sent: dict[str, bytes] = {}
+        sent: dict[str, Message] = {}
         seen_version, last_send = -1, 0.0
         while not (stop.is_set() or ended.is_set()):
             with self._cond:
@@ -167,18 +173,19 @@ class ReportStream:
                     continue
                 snapshot, seen_version = self._pending, self._version
                 full = not sent or self._resync
+            bands = Bands(self.deadband_percent, snapshot.get("resources"))
             changed = {}
             for name in SECTIONS:
-                data = snapshot[name].SerializeToString(deterministic=True)
-                if full or sent.get(name) != data:
-                    changed[name], sent[name] = snapshot[name], data
+                if full or (name == "resources" and heartbeat_due) or \
+                        deadband.changed(name, snapshot[name], sent.get(name), bands):
+                    changed[name] = sent[name] = snapshot[name]
             if not changed and not heartbeat_due:
                 continue
             with self._cond:
                 self._resync = False
                 self._sequence += 1
                 sequence = self._sequence
-            if not changed:
+            if heartbeat_due and set(changed) <= {"resources"}:
                 self.stats.heartbeats += 1
             last_send = time.monotonic()
             self.stats.sent += 1

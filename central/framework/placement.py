@@ -1,8 +1,9 @@
 """Where a task can go and where it should go, computed over all nodes at once.
 
-1. Resource fit: the task's kube-scheduler request (init containers included) must fit the
-   node's future idle (idle + releasing - pipelined) on cpu, memory and every scalar it asks
-   for, and the node must have room for one more pod. This is Volcano allocate's built-in
+1. Resource fit: the task's effective request (init containers included, the same figure
+   the node is charged: see `central.model.podspec.pod_requests`) must fit the node's future
+   idle (idle + releasing - pipelined) on cpu, memory and every scalar it asks for, and the
+   node must have room for one more pod. This is Volcano allocate's built-in
    check, and it runs first, with the template-only and row-local filters of the plugins.
 2. Plugin predicates (all must pass), each narrowing the candidate rows.
 3. Gradients: nodes where the request fits idle now come first; only when there are none do
@@ -24,6 +25,8 @@ import numpy as np
 
 from central.api.resources import EPSILON
 from central.model.objects import FitErrors, PodTemplate, TaskInfo
+
+EXCLUDED = "node(s) had data the scheduler could not read (see the Node's events)"
 
 if TYPE_CHECKING:
     from central.framework.session import Session
@@ -49,6 +52,18 @@ class Placement:
         self.n = len(ssn.nodes)
         self._cols: dict[int, np.ndarray] = {}
         self._views: dict[PodTemplate, TemplateView] = {}
+        self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
+        self.excluding = False
+
+    def exclude(self, row: int) -> None:
+        """Take a node out of placement for the rest of the session (a fault boundary)."""
+        self.usable[row] = False
+        self.excluding = True
+        for view in self._views.values():
+            if not any(ok is self.usable for ok, _ in view.static):
+                view.static.append((self.usable, EXCLUDED))
+            view.allowed[row] = False
+        self.table.touch(row)
 
     def columns(self, req: np.ndarray) -> np.ndarray:
         """Dimensions checked for a request: cpu and memory always, scalars only when asked for."""
@@ -66,6 +81,8 @@ class Placement:
         changes = self.table.changes
         if view is None:
             static = [check for fn in self.ssn.points.flat["static_predicate"] for check in fn(task.template)]
+            if self.excluding:
+                static.append((self.usable, EXCLUDED))
             view = self._views[task.template] = TemplateView(self.n, static)
             self._refresh(task, view, np.arange(self.n))
         elif view.position < len(changes):
@@ -75,7 +92,7 @@ class Placement:
         return view
 
     def _refresh(self, task: TaskInfo, view: TemplateView, rows: np.ndarray) -> None:
-        req, table = task.init_resreq, self.table
+        req, table = task.resreq, self.table
         cols = self.columns(req)
         room = table.pods[rows] < table.max_pods[rows]
         fits = np.all(table.future[rows][:, cols] + EPSILON > req[cols], axis=1) & room & view.allowed[rows]
@@ -104,7 +121,7 @@ class Placement:
         """Rows that pass every plugin filter, whatever their free resources, best score first:
         the nodes where evicting someone could make room (Volcano's PredicateForPreemptAction)."""
         view = self.view(task)
-        req, n = task.init_resreq, self.n
+        req, n = task.resreq, self.n
         cols = self.columns(req)
         # A node could make room only if evicting everything on it would: future idle + used.
         could = np.all(self.table.future[:n, cols] + self.table.used[:n, cols] + EPSILON > req[cols], axis=1)
@@ -126,7 +143,7 @@ class Placement:
 
     def fits(self, task: TaskInfo, row: int, freed: np.ndarray | None = None) -> bool:
         """Does the task fit the node's future idle (with `freed` more resources, if given)?"""
-        req = task.init_resreq
+        req = task.resreq
         cols = self.columns(req)
         future = self.table.future[row, cols] if freed is None else self.table.future[row, cols] + freed[cols]
         return bool(np.all(future + EPSILON > req[cols]))
@@ -134,7 +151,7 @@ class Placement:
     def fit_errors(self, task: TaskInfo) -> FitErrors:
         """Why no node passes: the first failing filter per node, counted like kube-scheduler."""
         errors = FitErrors(self.n)
-        req, n, table = task.init_resreq, self.n, self.table
+        req, n, table = task.resreq, self.n, self.table
         cols = self.columns(req)
         short = table.future[:n, cols] + EPSILON <= req[cols]
         for j, col in enumerate(cols):

@@ -9,7 +9,10 @@ Order of start-up, each step a guard from Volcano's bug history:
    backoff when refused (the admission webhook may not serve yet);
 5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
    the cache, then the cycle runs under the feeder's lock on the live cache and hands its
-   decisions to the `KubeSink`; statuses are written at session close.
+   decisions to the `KubeSink`; statuses are written at session close. Objects whose data
+   the cycle could not use get Warning Events and are counted; a cycle that fails (a bug)
+   has rolled the cache back before the error reaches this loop, which logs it, counts it
+   and runs the next cycle on the clean cache.
 Losing the Lease stops scheduling at once (`run` returns 1 and the process exits, as Volcano
 does); a clean stop drains the binds and releases the Lease.
 
@@ -136,6 +139,8 @@ class Scheduler:
                 return 0
             if self.on_leading is not None:
                 self.on_leading(True)
+            if self.metrics is not None:
+                self.metrics.leader.set(1)
             self.ready.set()
             while not stop.is_set():
                 if self.elector is not None and not self.elector.leading.is_set():
@@ -147,10 +152,14 @@ class Scheduler:
                     self.run_once()
                 except Exception:  # one bad cycle must not stop scheduling (Volcano vo#5708)
                     self.failed_cycles += 1
-                    log.exception("scheduling cycle failed")
+                    if self.metrics is not None:
+                        self.metrics.rolled_back.inc()
+                    log.exception("scheduling cycle failed; the cache was rolled back to before it")
                 stop.wait(max(0.0, self.period - (time.monotonic() - started)))
             return 0
         finally:
+            if self.metrics is not None:
+                self.metrics.leader.set(0)
             if self.ready.is_set() and self.on_leading is not None:
                 self.on_leading(False)
             self.ready.clear()
@@ -171,8 +180,10 @@ class Scheduler:
             queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
+        self.sink.faults(result.faults)
         self.cycles += 1
         if self.metrics is not None:
+            self.metrics.observe_faults(result.faults)
             self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
                                        unschedulable=len(result.pending_reasons), evicted=len(result.evictions),
                                        steps_ms={step: s * 1000.0 for step, s in result.timings.items()},

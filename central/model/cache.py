@@ -81,6 +81,9 @@ class ClusterCache:
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
+        # While a session is open: (task, status, node) before each status change, so that a
+        # failed session can be rolled back (Session.rollback).
+        self.journal: list[tuple[TaskInfo, TaskStatus, str | None]] | None = None
 
     # --- feeding ----------------------------------------------------------------------------
 
@@ -134,7 +137,7 @@ class ClusterCache:
         if len(self._templates) > 100_000:  # bounded: a memo, not a record
             self._templates.clear()
         task, group = parse.parse_pod(obj, self._templates)
-        if any(self.dims.add(name) for name, _ in task.template.init_resreq + task.template.resreq):
+        if any(self.dims.add(name) for name, _ in task.template.resreq):
             self._rebuild_table()
         self._vectorise(task)
         old = self.tasks.get(task.uid)
@@ -233,6 +236,8 @@ class ClusterCache:
     # --- task status: the one place it changes ------------------------------------------------
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node: str | None) -> None:
+        if self.journal is not None:
+            self.journal.append((task, task.status, task.node))
         self._charge(task, -1)
         task.status, task.node = status, node
         self._charge(task, +1)
@@ -295,9 +300,7 @@ class ClusterCache:
         self._rebuild_table()
 
     def _vectorise(self, task: TaskInfo) -> None:
-        t = task.template
-        task.resreq = self._vector(t.resreq)
-        task.init_resreq = self._vector(t.init_resreq)
+        task.resreq = self._vector(task.template.resreq)
 
     def _vector(self, items: tuple[tuple[str, float], ...]) -> np.ndarray:
         vec = self._vectors.get(items)

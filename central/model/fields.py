@@ -93,3 +93,35 @@ def metadata(obj: Mapping[str, Any], namespaced: bool) -> tuple[str, str]:
         raise InputError("metadata.name", "is required")
     namespace = meta.get("namespace") or ("default" if namespaced else "")
     return str(namespace), name
+
+
+def parse_index_list(text: object, where: str, limit: int) -> list[int]:
+    """A Linux list of ids such as a cpuset ("0-3,8,10-11") or GPU card ids ("0,2"), each
+    below `limit` (the node's CPUs or cards); sorted, without repeats.
+
+    Every bound is checked before a range is expanded, so "0-99999999" is refused at once
+    instead of costing seconds and gigabytes."""
+    if not isinstance(text, str):
+        raise InputError(where, f"expected a list of ids like 0-3,8, got {type(text).__name__}")
+    digits = len(str(max(limit - 1, 0)))
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, dash, high = part.partition("-")
+        ends = (low.strip(), high.strip()) if dash else (low.strip(),)
+        if not all(e.isascii() and e.isdigit() for e in ends):
+            raise InputError(where, f"expected a list of ids like 0-3,8, got {_shown(text)}")
+        if any(len(e) > digits or int(e) >= limit for e in ends):
+            raise InputError(where, f"{_shown(part)} is beyond the node's {limit} ids (0-{limit - 1})")
+        first, last = int(ends[0]), int(ends[-1])
+        if first > last:
+            raise InputError(where, f"range {_shown(part)} runs backwards")
+        out.update(range(first, last + 1))
+    return sorted(out)
+
+
+def _shown(text: str) -> str:
+    """User text quoted in a message, cut short: an error line stays one readable line."""
+    return repr(text) if len(text) <= 60 else f"{text[:50]!r}... ({len(text)} characters)"

@@ -58,7 +58,7 @@ def expand_job(job: Mapping[str, Any], version: int = 0) -> tuple[dict[str, Any]
     min_resources: dict[str, float] = {}
     for pod in pods[:min_member]:
         try:
-            min_resources = add_lists(min_resources, pod_requests(pod["spec"])[1])
+            min_resources = add_lists(min_resources, pod_requests(pod["spec"]))
         except InputError as err:
             raise InputError(f"spec.tasks[{pod['metadata']['annotations'][TASK_SPEC]}].template.{err.where}", err.message) from None
     podgroup = {

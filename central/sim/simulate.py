@@ -25,6 +25,7 @@ class SimulationResult:
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, str] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    faults: dict[str, str] = field(default_factory=dict)  # "Kind key" -> why its data could not be used
     cycles: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -36,6 +37,7 @@ class SimulationResult:
             "podgroups": {k: {"phase": v["phase"], "conditions": v["conditions"]} for k, v in sorted(self.podgroups.items())},
             "pending": dict(sorted(self.pending.items())),
             "queues": dict(sorted(self.queues.items())),
+            "faults": dict(sorted(self.faults.items())),
             "cycles": self.cycles,
         }
 
@@ -54,6 +56,7 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: d
         out.evictions.extend(result.evictions)
         out.podgroups.update(result.podgroups)
         out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
+        out.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
         _advance(cache, result.binds, result.annotations, result.evictions)
     return out
 

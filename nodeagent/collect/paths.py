@@ -44,15 +44,23 @@ def read_int(path: Path, health: Health, collector: str) -> int | None:
         return None
 
 
+MAX_CPUS = 8192  # the kernel's NR_CPUS ceiling: bounds what a cpulist (or an annotation) can expand to
+
+
 def parse_cpu_list(text: str) -> list[int]:
-    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError."""
-    cpus: list[int] = []
+    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError.
+
+    Bounded: ids at or above MAX_CPUS and text longer than a full cpulist are refused, so a
+    hostile annotation such as "0-99999999999" costs nothing."""
+    if len(text) > 8 * MAX_CPUS:
+        raise ValueError(f"cpu list of {len(text)} characters is too long")
+    cpus: set[int] = set()
     for part in text.strip().split(","):
         if not part:
             continue
         lo, _, hi = part.partition("-")
         first, last = int(lo), int(hi or lo)
-        if first < 0 or last < first:
+        if first < 0 or last < first or last >= MAX_CPUS:
             raise ValueError(f"bad cpu range {part!r}")
-        cpus.extend(range(first, last + 1))
-    return cpus
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)

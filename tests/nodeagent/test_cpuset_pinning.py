@@ -58,6 +58,7 @@ def test_what_is_not_written(tmp_path, kubelet, cpuset, online, pinned):
     assert (pod_dir / "cpuset.cpus").read_text() == "0-7"
 
 
+@pytest.mark.realcgroup
 def test_real_cgroup_v1_cpuset_pins_a_running_process(tmp_path):
     if not (REAL_CPUSET / "cpuset.cpus").exists() or not os.access(REAL_CPUSET, os.W_OK):
         pytest.skip("needs a writable cgroup v1 cpuset hierarchy at /sys/fs/cgroup/cpuset")
