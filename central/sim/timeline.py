@@ -137,12 +137,7 @@ class Timeline:
     def _cycle(self, now: float) -> None:
         self.world.changed = False
         result = run_cycle(self.cache, self.conf, self.world.sink(now), now=self.start + timedelta(seconds=now))
-        self.last.binds.update(result.binds)
-        self.last.annotations.update(result.annotations)
-        self.last.evictions.extend(result.evictions)
-        self.last.podgroups.update(result.podgroups)
-        self.last.pipelined, self.last.pending = result.pipelined, result.pending_reasons
-        self.last.queues = result.queues
+        self.last.add(result)
         self._settle(now)
 
     def _next_instant(self, now: float, last_cycle: float) -> float | None:
