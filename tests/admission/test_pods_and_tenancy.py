@@ -129,3 +129,15 @@ def test_the_scheduler_also_refuses_a_job_in_a_foreign_queue():
         cache.apply(obj)
     result = run_cycle(cache, load_config(DEFAULT_CONF_YAML))
     assert set(result.binds) == {"team-a/p-team-a"}
+
+
+def test_a_podgroup_in_a_closed_queue_may_still_be_resized():
+    closed = queue("shut")
+    closed["status"] = {"state": "Closed"}
+    cluster = Cluster.from_objects([closed])
+    before = podgroup("ns", "shut")
+    assert not admit(before, cluster).allowed  # no new PodGroups in a closed queue...
+    resized = podgroup("ns", "shut") | {"spec": {"minMember": 3, "queue": "shut"}}
+    assert admit(resized, cluster, old=before).allowed  # ...but the ones there may change
+    moved = podgroup("ns", "shut") | {"spec": {"minMember": 1, "queue": "nosuch"}}
+    assert not admit(moved, cluster, old=before).allowed
