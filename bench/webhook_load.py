@@ -84,7 +84,8 @@ def main() -> None:
                 route, body = requests_mix(i)
                 sent = time.perf_counter()
                 req = urllib.request.Request(f"https://localhost:{server.server_address[1]}{route}",
-                                             data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+                                             data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"})
                 with urllib.request.urlopen(req, context=context, timeout=15) as answer:
                     allowed = json.loads(answer.read())["response"]["allowed"]
                 with lock:

@@ -33,7 +33,10 @@ def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, 
     return out
 
 
-def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems:
+def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster,
+                      old: Mapping[str, Any] | None = None) -> Problems:
+    """Every problem; on UPDATE (`old`) the queue is checked only if it changed, so a closed
+    queue still lets its PodGroups be resized."""
     problems: Problems = []
     meta = fields.mapping(problems, podgroup.get("metadata"), "metadata") or {}
     fields.dns_label(problems, meta.get("name"), "metadata.name", max_length=253)
@@ -47,7 +50,10 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
     fields.resources(problems, spec.get("minResources"), "spec.minResources")
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
     queue = spec.get("queue") or DEFAULT_QUEUE
-    if not isinstance(queue, str):
+    old_spec = old.get("spec") if isinstance(old, Mapping) else None
+    if isinstance(old_spec, Mapping) and (old_spec.get("queue") or DEFAULT_QUEUE) == queue:
+        pass
+    elif not isinstance(queue, str):
         add(problems, "spec.queue", f"must be a queue name, got {quote(queue)}")
     elif queue not in cluster.queues:
         add(problems, "spec.queue", f"unable to find queue {quote(queue)}")

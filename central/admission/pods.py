@@ -63,7 +63,8 @@ def _pinning_is_the_schedulers(problems: Problems, pod: Mapping[str, Any], old: 
     for key in sorted(set(new) | set(before)):
         if new.get(key) != before.get(key):
             add(problems, f"metadata.annotations[{key}]",
-                f"may be set only by the scheduler ({config.scheduler_user}), not by {quote(user or 'an unknown user')}")
+                f"may be set only by the scheduler ({config.scheduler_user}), "
+                f"not by {quote(user or 'an unknown user')}")
 
 
 def _disruption_budget(problems: Problems, raw: Mapping[str, Any]) -> None:
@@ -76,7 +77,8 @@ def _disruption_budget(problems: Problems, raw: Mapping[str, Any]) -> None:
         except InputError:  # reported by the interpreted-annotations check
             continue
         if percent and not 1 <= value <= 99:
-            add(problems, f"metadata.annotations[{key}]", f"a percentage must be between 1% and 99%, got {quote(raw[key])}")
+            add(problems, f"metadata.annotations[{key}]",
+                f"a percentage must be between 1% and 99%, got {quote(raw[key])}")
         elif not percent and value < 1:
             add(problems, f"metadata.annotations[{key}]",
                 f"must be an integer > 0 or a percentage 1%..99%, got {quote(raw[key])}")

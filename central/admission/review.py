@@ -70,7 +70,7 @@ def _admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig, ol
         errors = validate_queue(mutated, cluster, config, old)
     elif kind == "PodGroup":
         mutated = mutate_podgroup(obj, cluster)
-        errors = validate_podgroup(mutated, cluster)
+        errors = validate_podgroup(mutated, cluster, old)
     elif kind == "Pod":
         mutated, errors = dict(obj), validate_pod(obj, config, old, user)
     else:

@@ -62,7 +62,8 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
         if is_scheduled_resource(name) or name == PODS:
             value = canonical(name, quantity)
             if value > INT64_MAX:  # cpu and scalars count in milli-units, bounded like kube's MilliValue
-                raise InputError(f"{where}.{name}", f"too large: {value:.0f} in {_UNITS.get(name, 'milli-units')} exceeds int64")
+                unit = _UNITS.get(name, "milli-units")
+                raise InputError(f"{where}.{name}", f"too large: {value:.0f} in {unit} exceeds int64")
             out[str(name)] = value
     return out
 

@@ -120,7 +120,8 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
         item = _mapping(item, where)
         _known_keys(item, {"name", "arguments"}, where)
         if not isinstance(item.get("name"), str) or item["name"] not in actions:
-            raise InputError(f"{where}.name", f"unknown action {shown(item.get('name'))}; valid: {', '.join(sorted(actions))}")
+            raise InputError(f"{where}.name",
+                             f"unknown action {shown(item.get('name'))}; valid: {', '.join(sorted(actions))}")
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
     return SchedulerConf(names, tiers, configurations, metrics)

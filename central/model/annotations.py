@@ -126,7 +126,8 @@ class Annotation:
 
 def _bool(key: str) -> Callable[[object], object]:
     """Go's strconv.ParseBool, which Volcano reads these with."""
-    return lambda text: one_of(text, key, ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"))
+    return lambda text: one_of(text, key, ("1", "t", "T", "TRUE", "true", "True",
+                                           "0", "f", "F", "FALSE", "false", "False"))
 
 
 def _duration(key: str) -> Callable[[object], object]:

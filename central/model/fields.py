@@ -106,7 +106,9 @@ def _yaml_problem(err: Exception) -> str:
     """A YAML error on one line: where and what."""
     mark = getattr(err, "problem_mark", None)
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else f"malformed YAML: {problem}"
+    if mark is None:
+        return f"malformed YAML: {problem}"
+    return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def get_path(obj: Mapping[str, Any], path: str, default: Any = None) -> Any:

@@ -67,7 +67,8 @@ def expand_job(job: Mapping[str, Any], version: int = 0,
         task_name = typed(task.get("name") or f"default{i}", str, f"{where}.name")
         replicas = _count(task.get("replicas", 1), f"{where}.replicas", limits.max_replicas_per_task)
         if len(pods) + replicas > limits.max_replicas:
-            raise InputError(f"{where}.replicas", f"the job's tasks ask for more than {limits.max_replicas} pods in all")
+            raise InputError(f"{where}.replicas",
+                             f"the job's tasks ask for more than {limits.max_replicas} pods in all")
         task_min[task_name] = _count(task.get("minAvailable", replicas), f"{where}.minAvailable")
         template = task.get("template")
         if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):

@@ -255,7 +255,8 @@ class QueueInfo:
     parent: str | None
     state: str  # Open | Closing | Closed | Unknown
     creation: str = ""
-    tenants: frozenset[str] | None = None  # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
+    # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
+    tenants: frozenset[str] | None = None
 
     @property
     def is_open(self) -> bool:

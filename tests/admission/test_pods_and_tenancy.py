@@ -82,7 +82,8 @@ def podgroup(namespace: str, queue_name: str | None) -> dict[str, Any]:
 CLUSTER = Cluster.from_objects([
     tenant_queue("team-a", "team-a, shared"), tenant_queue("parent", "team-b"), queue("open"),
     tenant_queue("leaf", "*", parent="parent"),
-    {"kind": "Namespace", "metadata": {"name": "intruder", "annotations": {"scheduling.volcano.sh/queue-name": "team-a"}}},
+    {"kind": "Namespace",
+     "metadata": {"name": "intruder", "annotations": {"scheduling.volcano.sh/queue-name": "team-a"}}},
 ])
 
 
@@ -90,7 +91,8 @@ CLUSTER = Cluster.from_objects([
     pytest.param(job(queue="team-a") | {"metadata": {"name": "j", "namespace": "team-a"}}, True, id="job-own-ns"),
     pytest.param(job(queue="team-a") | {"metadata": {"name": "j", "namespace": "shared"}}, True, id="job-listed-ns"),
     pytest.param(job(queue="team-a") | {"metadata": {"name": "j", "namespace": "intruder"}}, False, id="job-other-ns"),
-    pytest.param(job(queue="open") | {"metadata": {"name": "j", "namespace": "intruder"}}, True, id="unrestricted-queue"),
+    pytest.param(job(queue="open") | {"metadata": {"name": "j", "namespace": "intruder"}}, True,
+                 id="unrestricted-queue"),
     pytest.param(job(queue="leaf") | {"metadata": {"name": "j", "namespace": "intruder"}}, False,
                  id="ancestor-restricts"),
     pytest.param(job(queue="leaf") | {"metadata": {"name": "j", "namespace": "team-b"}}, True, id="ancestor-admits"),
@@ -117,7 +119,8 @@ def test_the_scheduler_also_refuses_a_job_in_a_foreign_queue():
     for obj in [
         {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}},
         tenant_queue("team-a", "team-a"),
-        *(podgroup(ns, "team-a") | {"metadata": {"name": f"pg-{ns}", "namespace": ns}} for ns in ("team-a", "intruder")),
+        *(podgroup(ns, "team-a") | {"metadata": {"name": f"pg-{ns}", "namespace": ns}}
+          for ns in ("team-a", "intruder")),
         *({"kind": "Pod", "metadata": {"name": f"p-{ns}", "namespace": ns,
                                        "annotations": {"scheduling.k8s.io/group-name": f"pg-{ns}"}},
            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
@@ -126,3 +129,15 @@ def test_the_scheduler_also_refuses_a_job_in_a_foreign_queue():
         cache.apply(obj)
     result = run_cycle(cache, load_config(DEFAULT_CONF_YAML))
     assert set(result.binds) == {"team-a/p-team-a"}
+
+
+def test_a_podgroup_in_a_closed_queue_may_still_be_resized():
+    closed = queue("shut")
+    closed["status"] = {"state": "Closed"}
+    cluster = Cluster.from_objects([closed])
+    before = podgroup("ns", "shut")
+    assert not admit(before, cluster).allowed  # no new PodGroups in a closed queue...
+    resized = podgroup("ns", "shut") | {"spec": {"minMember": 3, "queue": "shut"}}
+    assert admit(resized, cluster, old=before).allowed  # ...but the ones there may change
+    moved = podgroup("ns", "shut") | {"spec": {"minMember": 1, "queue": "nosuch"}}
+    assert not admit(moved, cluster, old=before).allowed

@@ -136,5 +136,6 @@ def test_every_node_report_that_once_failed_gets_one_line_and_exit_2(path, capsy
 
 
 def test_job_run_reads_the_file_before_the_cluster(capsys):
-    assert main(["job", "run", "-f", str(REGRESSIONS / "manifests" / "not-utf8.yaml"), "--kubeconfig", "/nonexistent"]) == 2
+    bad = str(REGRESSIONS / "manifests" / "not-utf8.yaml")
+    assert main(["job", "run", "-f", bad, "--kubeconfig", "/nonexistent"]) == 2
     assert "not-utf8.yaml: malformed YAML" in capsys.readouterr().err

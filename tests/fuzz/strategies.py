@@ -127,7 +127,8 @@ def job() -> st.SearchStrategy:
 def objects() -> st.SearchStrategy:
     """A cluster: nodes first, then whatever refers to them, plus the odd deep or unicode object."""
     odd = st.sampled_from([{"kind": "Pod", "metadata": {"name": "deep"}, "spec": deep(150)},
-                           {"kind": "Pod", "metadata": {"name": "ünï", "namespace": "ns"}, "spec": {"containers": []}},
+                           {"kind": "Pod", "metadata": {"name": "ünï", "namespace": "ns"},
+                            "spec": {"containers": []}},
                            {"kind": "Queue", "metadata": {"name": {"a": 1}}}])
     return st.lists(st.one_of(node(), node(), pod(), pod(), podgroup(), queue(), job(), odd), min_size=1, max_size=8)
 
@@ -170,8 +171,8 @@ def clusters() -> st.SearchStrategy:
                           for i, (r, where, init) in enumerate(pods)]
     gangs = st.builds(gang, st.sampled_from(["g1", "g2", "g3", "g4"]), st.sampled_from(["ns", "team-a"]),
                       st.integers(0, 3), st.sampled_from(["default", "q1"]),
-                      st.lists(st.tuples(req, st.sampled_from([None, None, None, "n1"]), st.sampled_from(["100m", "1", "4"])),
-                               min_size=1, max_size=4))
+                      st.lists(st.tuples(req, st.sampled_from([None, None, None, "n1"]),
+                                         st.sampled_from(["100m", "1", "4"])), min_size=1, max_size=4))
     queues = st.just([{"kind": "Queue", "metadata": {"name": "q1"}, "spec": {"weight": 2}}])
     return st.builds(lambda ns, qs, gs: [*qs, *ns, *(o for g in gs for o in g)],
                      st.lists(node_, min_size=1, max_size=3, unique_by=lambda n: n["metadata"]["name"]), queues,

@@ -77,11 +77,13 @@ def test_validate_exits_0_1_or_2(tmp_path_factory, capsys, objects):
         assert one_line_error(err), err
 
 
-ROUTES = {"Job": "/jobs/validate", "Queue": "/queues/validate", "PodGroup": "/podgroups/validate", "Pod": "/pods/validate"}
+ROUTES = {"Job": "/jobs/validate", "Queue": "/queues/validate", "PodGroup": "/podgroups/validate",
+          "Pod": "/pods/validate"}
 
 
 @FUZZ
-@given(s.objects(), st.sampled_from(["CREATE", "UPDATE"]), st.sampled_from([None, "alice", DEFAULT_CONFIG.scheduler_user]))
+@given(s.objects(), st.sampled_from(["CREATE", "UPDATE"]),
+       st.sampled_from([None, "alice", DEFAULT_CONFIG.scheduler_user]))
 def test_webhook_answers_every_object(objects, operation, user):
     view = ClusterView(None)
     for obj in objects:

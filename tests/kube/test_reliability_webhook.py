@@ -29,10 +29,12 @@ def mix(i: int) -> tuple[str, dict, bool]:
     """(route, review, allowed?) for request i: a quarter malformed, each kind in turn."""
     bad = i % 4 == 0
     cpu = "1e999999999" if bad else "1"
-    spec = {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+    spec = {"schedulerName": "volcano",
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
     route, obj = [
         ("/jobs/validate", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": f"j{i}"},
-                            "spec": {"queue": "q1", "tasks": [{"name": "w", "replicas": 1, "template": {"spec": spec}}]}}),
+                            "spec": {"queue": "q1",
+                                     "tasks": [{"name": "w", "replicas": 1, "template": {"spec": spec}}]}}),
         ("/pods/validate", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec}),
         ("/podgroups/validate", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                                  "metadata": {"name": f"g{i}"}, "spec": {"queue": "q1", "minResources": {"cpu": cpu}}}),

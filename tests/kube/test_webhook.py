@@ -148,7 +148,8 @@ def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
 def scheduler_pod(annotations: dict | None = None, cpu: object = "1") -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
                                                            "annotations": annotations or {}},
-            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+            "spec": {"schedulerName": "volcano",
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
 
 
 def as_user(review_body: dict, username: str) -> dict:
@@ -185,7 +186,8 @@ def test_a_malformed_object_is_a_denial_naming_the_field_never_a_500(webhook, ro
 
 def test_the_scheduler_may_pin_and_other_schedulers_pods_pass(webhook):
     pinned = scheduler_pod({"caldera.sh/cpuset": "0-3"})
-    assert webhook("/pods/validate", as_user(admission(pinned), DEFAULT_CONFIG.scheduler_user))[1]["response"]["allowed"]
+    scheduler = as_user(admission(pinned), DEFAULT_CONFIG.scheduler_user)
+    assert webhook("/pods/validate", scheduler)[1]["response"]["allowed"]
     other = dict(scheduler_pod(cpu="lots"), spec={"schedulerName": "default-scheduler", "containers": []})
     assert webhook("/pods/validate", as_user(admission(other), "alice"))[1]["response"]["allowed"]
 

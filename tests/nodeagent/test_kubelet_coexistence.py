@@ -16,7 +16,8 @@ from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryPr
 from tests.nodeagent.test_qos import OFFLINE, layout_with_offline_parent
 
 CPU_FILE = {1: ("cpu/" + OFFLINE, "cpu.cfs_quota_us", "-1"), 2: (OFFLINE, "cpu.max", "max 100000")}
-MEMORY_FILE = {1: ("memory/" + OFFLINE, "memory.limit_in_bytes", "9223372036854771712"), 2: (OFFLINE, "memory.high", "max")}
+MEMORY_FILE = {1: ("memory/" + OFFLINE, "memory.limit_in_bytes", "9223372036854771712"),
+               2: (OFFLINE, "memory.high", "max")}
 
 
 def writes(writer: CgroupWriter, file: str) -> int:
