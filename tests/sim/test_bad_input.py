@@ -68,3 +68,11 @@ def test_jobs_pass_admission_against_the_workloads_queues(tmp_path, capsys):
     (tmp_path / "job.yaml").write_text((JOB % ("", "")).replace("spec:\n", "spec:\n  queue: nowhere\n", 1))
     assert main(["simulate", "--manifests", str(tmp_path), "--until", "1h"]) == 2
     assert f"{tmp_path / 'job.yaml'}: Job default/j: spec.queue" in capsys.readouterr().err
+
+
+def test_a_command_with_an_unknown_action(tmp_path, capsys):
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "cmd.yaml").write_text("apiVersion: bus.volcano.sh/v1alpha1\nkind: Command\nmetadata: {name: c}\n"
+                                       "action: Explode\ntarget: {kind: Job, name: j}\n")
+    assert main(["simulate", "--manifests", str(tmp_path), "--until", "1h"]) == 2
+    assert "cmd.yaml: Command default/c: action: unknown 'Explode'" in capsys.readouterr().err
