@@ -11,6 +11,8 @@ _AGENT_COMMANDS = {"agent"}
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0].startswith("-"):
+        args = importlib.import_module("central.cli").hoist_globals(args)
     if args and args[0] in _AGENT_COMMANDS:
         owner = importlib.import_module("nodeagent.cli")
         return owner.main(args[1:])
