@@ -73,8 +73,27 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every flag's help ends with its default, unless the text already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and "(default" not in text and action.default not in (None, False, "", [])
+                and action.default is not argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with `_HelpFormatter`; its subcommands' parsers are Parsers too."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="caldera", description="Volcano-compatible batch scheduling.",
         epilog="-k/--kubeconfig, --context, -n/--namespace, -s/--master and -o/--output may also come "
                "before the command, as with kubectl.")
@@ -101,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args[0]} needs a command after it")  # unreachable: parse_args exits
     name = args[0]
     module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"caldera {name}", description=COMMANDS[name][1])
+    parser = Parser(prog=f"caldera {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
     parsed = parser.parse_args(args[1:])
     try:
