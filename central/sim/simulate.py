@@ -6,6 +6,7 @@ evicted pods (and any other pod being deleted) are gone. PodGroup statuses writt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -45,8 +46,10 @@ class SimulationResult:
 SCHEDULE_PERIOD = timedelta(seconds=1)  # Volcano's default --schedule-period
 
 
-def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None) -> SimulationResult:
-    """Run `cycles` cycles, one schedule period apart, from `start` (default: now)."""
+def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None,
+             progress: Callable[[], None] | None = None) -> SimulationResult:
+    """Run `cycles` cycles, one schedule period apart, from `start` (default: now);
+    `progress` is called after each."""
     out = SimulationResult(cycles=cycles)
     start = start or datetime.now(timezone.utc)
     for cycle in range(cycles):
@@ -58,6 +61,8 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: d
         out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
         out.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
         _advance(cache, result.binds, result.annotations, result.evictions)
+        if progress is not None:
+            progress()
     return out
 
 
