@@ -27,7 +27,10 @@ def progress_bar(description: str, total: int | None, enabled: bool = True) -> I
         yield lambda advance=1, description=None: None
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    # Results printed meanwhile go through the bar's console only when stdout is the same
+    # terminal; stdout to a file or pipe is left alone.
+    with Progress(*columns, console=console, transient=True, redirect_stdout=sys.stdout.isatty(),
+                  redirect_stderr=False) as progress:
         task = progress.add_task(description, total=total)
 
         def step(advance: int = 1, description: str | None = None) -> None:

@@ -33,3 +33,17 @@ def test_help_shows_defaults() -> None:
     parser = Parser(prog="caldera webhook")
     importlib.import_module(COMMANDS["webhook"][0]).add_arguments(parser)
     assert "tasks per job (default: 100)" in " ".join(parser.format_help().split())
+
+
+def test_progress_on_a_terminal_only(capsys, monkeypatch) -> None:
+    from central.cli import main
+
+    argv = ["fragmentation", "--nodes", "4", "--steps", "8", "--seeds", "1", "--policy", "binpack"]
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    assert main(argv) == 0
+    piped = capsys.readouterr()
+    assert piped.err == "" and "binpack" in piped.out
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich's switch: treat the stream as a terminal
+    assert main(argv) == 0
+    terminal = capsys.readouterr()
+    assert "binpack, seed 1" in terminal.err and terminal.out == piped.out
