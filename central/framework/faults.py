@@ -6,7 +6,8 @@ handles one job, task or node (a plugin reading annotations at open, an action p
 job), an `InputError` is caught for that object alone and recorded here as a `Fault`:
 
 - a job (PodGroup) becomes invalid for the session: JobValid fails with the reason, its
-  statement is discarded, and it closes Unschedulable with the reason as the message;
+  statement is discarded, and if it has pods left to place it closes Unschedulable with
+  the reason as the message (a running job with nothing to place keeps its phase);
 - a node is filtered out of placement for the session, the reason counted in fit errors;
 - a task (pod) that is still pending faults its job (a gang is placed whole or not at all);
   a pod already placed is only reported: there is nothing left to decide about it.

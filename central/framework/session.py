@@ -261,7 +261,8 @@ class Session:
                 plugin.on_session_close()
                 self.plugin_timings[(plugin.name, "OnSessionClose")] = time.perf_counter() - started
         for uid, reason in self.faulted_jobs.items():  # after gang's: the fault is the reason that counts
-            self.job_conditions[uid] = self.condition("Unschedulable", EVENT_REASON, reason)
+            if self.jobs[uid].count(TaskStatus.PENDING):  # a job with nothing left to place is only reported
+                self.job_conditions[uid] = self.condition("Unschedulable", EVENT_REASON, reason)
         result = CycleResult(binds=dict(self.binds), evictions=dict(self.evictions), faults=list(self.faults.values()))
         result.plugin_timings = dict(self.plugin_timings)
         result.annotations = {uid: notes for uid, notes in self.pod_annotations.items() if notes and uid in self.binds}

@@ -34,6 +34,7 @@ from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
 
 NAMESPACE = "caldera-system"
+REPO = Path(__file__).resolve().parents[2]
 CALDERA = [sys.executable, "-m", "caldera"]
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 AGENT_AUDIENCE = "caldera-scheduler"  # the audience of the agents' projected token (daemonset/nodeagent.yaml)
@@ -109,7 +110,7 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     node_json = json.dumps([n.__dict__ for n in nodes])
     kubelet = sup.start("simkubelet", [sys.executable, "-m", "central.localcluster.simkubelet",
                                        f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}", f"--nodes={node_json}",
-                                       f"--hosts={sup.dir / 'nodes'}"])
+                                       f"--hosts={sup.dir / 'nodes'}"], env=checkout_env())
     sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
 
     say("starting Caldera's webhook, controllers and scheduler ...")
@@ -222,7 +223,8 @@ class _PodRunner:
         log = self.cluster.dir / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as out:
-            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120,
+                                  env=_env(template))
         if done.returncode != 0:
             raise StartError(f"the {name} Job failed (exit {done.returncode}); log: {log}")
 
@@ -265,6 +267,14 @@ class _PodRunner:
         argv += [f"--{key}={value}" for key, value in settings.items()]
         env = _env(template, node_name=node.name)
         return self.cluster.sup.start(name, argv, env=env)
+
+
+def checkout_env() -> dict[str, str]:
+    """This environment, with this checkout first on the path: the processes `up` starts run
+    the code `up` is part of (a worktree, a clone), whatever is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    return env
 
 
 def _env(template: dict[str, Any], node_name: str = "") -> dict[str, str]:

@@ -84,7 +84,7 @@ def budget_value(job: JobInfo, key: str, total: int) -> int:
         if text.endswith("%"):
             return math.ceil(int(text[:-1]) * total / 100)
         return int(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # a percentage of 10^400 overflows the division
         raise InputError(where, f"expected an integer or a percentage like 25%, got {text!r}") from None
 
 

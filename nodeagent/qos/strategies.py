@@ -31,6 +31,7 @@ from nodeagent.cgroup.driver import CgroupDriver
 from nodeagent.health import Health
 
 MIN_GROUP_CORES = 0.01  # the kernel's 1 ms quota floor at the default 100 ms period
+PINNED_SLACK = 4 << 20  # usage this close to a pinned limit is still "at the limit"
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class MemoryProtection:
         self.limits: dict[str, int] = {}  # group -> limit in force
         self.targets: dict[str, int] = {}  # group -> where the limit should be
         self.stuck: dict[str, int] = {}  # group -> consecutive samples above target
+        self.pinned: set[str] = set()  # v1 groups held at what the kernel could not reclaim
         self._own: dict[str, int | None] = {}  # pod group -> its own limit, restored on release
         self._capping = False
         self._owners: dict[str, str] = {}
@@ -164,6 +166,9 @@ class MemoryProtection:
             if self.limits.get(rel) != target and self._driver.set_memory_cap(rel, target):
                 self.limits[rel] = target
             return
+        if rel in self.pinned and self.limits.get(rel, 0) <= usage + PINNED_SLACK:
+            return  # pinned at what is left: only eviction, or the pods freeing memory, moves it now
+        self.pinned.discard(rel)
         step = max(target, usage - self.cfg.step_bytes)
         if self.limits.get(rel) == step or self._driver.set_memory_cap(rel, step):
             self.limits[rel] = step
@@ -178,6 +183,7 @@ class MemoryProtection:
         if self.limits.get(rel) != pinned and self._driver.set_memory_cap(rel, pinned):
             self.limits[rel] = pinned
         if pinned > target:
+            self.pinned.add(rel)
             self._health.error("memory_protect", "target_unreachable",
                                f"{self._driver.memory_cap_file(rel)}: held at {pinned} bytes, target {target} "
                                f"(usage {left}; the rest is not reclaimable without swap); "
@@ -191,3 +197,4 @@ class MemoryProtection:
                 self.limits.pop(rel, None)
             self.stuck.pop(rel, None)
             self.targets.pop(rel, None)
+            self.pinned.discard(rel)

@@ -157,7 +157,8 @@ def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(mon
 
 ALL_READERS = conf("{name: sla}", "{name: tdm}", "{name: numa-aware}", DEVICESHARE)
 ANNOTATION_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(
-    ["87600000h", "0-99999999", "99999999999999999999", "-1", "1e999", "٣", "0,\u00b2", "%", "50%", "3-1", ",,", " "]))
+    ["87600000h", "0-99999999", "99999999999999999999", "-1", "1e999", "٣", "0,\u00b2", "%", "50%", "3-1", ",,", " ",
+     "1" + "0" * 400 + "%", "9" * 5000]))
 
 
 @settings(max_examples=60, deadline=None)
@@ -173,3 +174,20 @@ def test_no_annotation_value_ends_a_cycle(sla, budget, cpuset, unhealthy):
     assert "ns/good-0" in result.binds
     for reason in result.faults.values():
         assert "metadata.annotations[" in reason and "\n" not in reason
+
+
+def test_a_running_job_with_a_bad_budget_stays_running_and_gives_up_nothing():
+    """Nothing is left to place: the fault is reported, the PodGroup keeps its phase, and
+    tdm evicts none of its pods (the budget cannot be read)."""
+    case = {"now": "2026-01-01T19:00:00Z",
+            "nodes": {"lent": {"cpu": 8, "memory": "16Gi", "labels": {"volcano.sh/revocable-zone": "rz1"}}},
+            "podgroups": {"ns/bad": {"minMember": 1, "phase": "Running", "annotations": {"volcano.sh/jdb-min-available": "abc"}},
+                          "ns/fine": {"minMember": 1, "phase": "Running"}},
+            "pods": {"ns/bad-0": {"group": "bad", "cpu": 1, "node": "lent", "annotations": {"volcano.sh/preemptable": "true"}},
+                     "ns/fine-0": {"group": "fine", "cpu": 1, "node": "lent", "annotations": {"volcano.sh/preemptable": "true"}}},
+            "config": 'actions: "shuffle"\ntiers:\n- plugins: [{name: gang}, {name: tdm, arguments: {tdm.revocable-zone.rz1: "09:00-18:00"}}]\n'}
+    result, _ = run_case(case)
+    assert result.evictions == ["ns/fine-0"]
+    assert result.podgroups["ns/bad"]["phase"] == "Running"
+    assert not [c for c in result.podgroups["ns/bad"]["conditions"] if c["type"] == "Unschedulable"]
+    assert result.faults["PodGroup ns/bad"].startswith("PodGroup ns/bad: metadata.annotations[volcano.sh/jdb-min-available]")

@@ -46,3 +46,25 @@ def test_the_controllers_may_not_read_secrets(tenant: Tenant) -> None:
     with pytest.raises(ApiError) as refused:
         controllers.get("/api/v1/namespaces/caldera-system/secrets/caldera-admission-tls")
     assert refused.value.code == 403
+
+
+def test_an_agent_may_evict_only_pods_on_its_own_node(tenant: Tenant) -> None:
+    ns = tenant.namespace
+    for name, node in (("here", "node-1"), ("there", "node-2")):
+        tenant.create(f"/api/v1/namespaces/{ns}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"schedulerName": "volcano", "nodeSelector": {"kubernetes.io/hostname": node},
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}})
+    wait_for(lambda: all(p["spec"].get("nodeName") for p in tenant.pods()) and len(tenant.pods()) == 2, "both bound")
+    agent = as_token(tenant, tenant.cluster.dir / "nodes" / "node-1" / "kube-token")
+
+    def evict(name: str) -> None:
+        agent.create(f"/api/v1/namespaces/{ns}/pods/{name}/eviction", {
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}})
+
+    with pytest.raises(ApiError) as refused:
+        evict("there")
+    assert refused.value.code in (400, 403), refused.value
+    evict("here")
+    wait_for(lambda: [p["metadata"]["name"] for p in tenant.pods()] == ["there"], "only the pod on node-1 evicted")

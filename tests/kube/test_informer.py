@@ -1,4 +1,5 @@
-"""List+watch against the stand-in: resume from the last resourceVersion, re-list on 410."""
+"""List+watch against the real kube-apiserver (through the fault proxy for cut streams and
+410 Gone): resume from the last resourceVersion, re-list on 410; and the cache feeder."""
 
 from __future__ import annotations
 
@@ -25,57 +26,61 @@ class Recorder:
             return [name for k, name in self.events if k == kind]
 
 
-def test_lists_then_watches_and_resumes_without_replay(api, kube):
-    api.put(pod("a"))
+def test_lists_then_watches_and_resumes_without_replay(real):
+    ns = real.namespace
+    real.admin.create(path(CORE, "pods", ns), pod("a", ns))
     seen = Recorder()
-    reflector = Reflector(kube, path(CORE, "pods"), seen).start()
+    reflector = Reflector(real.kube, path(CORE, "pods", ns), seen).start()
     try:
-        eventually(lambda: api.store.count("watch", "pods") == 1, what="the first watch")
-        api.store.close_watches()  # the server ends the stream; the reflector must resume
-        eventually(lambda: api.store.count("watch", "pods") >= 2, what="a second watch")
-        api.put(pod("b"))
+        eventually(lambda: real.proxy.open_watches("pods") == 1, what="the first watch")
+        real.proxy.close_watches()  # the stream ends; the reflector must resume
+        eventually(lambda: real.proxy.count("watch", "pods") >= 2, what="a second watch")
+        real.admin.create(path(CORE, "pods", ns), pod("b", ns))
         eventually(lambda: "b" in seen.names("ADDED"), what="pod b")
-        kube.delete(path(CORE, "pods", "default", "a"))
+        real.admin.delete(path(CORE, "pods", ns, "a"))
         eventually(lambda: "a" in seen.names("DELETED"), what="pod a deleted")
         assert seen.names("ADDED") == ["a", "b"]  # nothing replayed after the reconnect
         assert reflector.relists == 0
-        assert set(reflector.objects) == {"default/b"}
+        assert set(reflector.objects) == {f"{ns}/b"}
     finally:
         reflector.stop()
 
 
-def test_gone_resource_version_relists_and_drops_vanished_objects(api, kube):
-    api.put(pod("a"))
-    api.put(pod("b"))
+def test_gone_resource_version_relists_and_drops_vanished_objects(real):
+    ns = real.namespace
+    for name in ("a", "b"):
+        real.admin.create(path(CORE, "pods", ns), pod(name, ns))
     seen = Recorder()
-    reflector = Reflector(kube, path(CORE, "pods"), seen, backoff=(0.5, 1.0)).start()
+    reflector = Reflector(real.kube, path(CORE, "pods", ns), seen, backoff=(0.2, 0.5)).start()
     try:
-        eventually(lambda: api.store.count("watch", "pods") == 1, what="the first watch")
-        api.store.fail("watch", "pods", times=1)
-        api.store.close_watches()
-        eventually(lambda: api.store.count("watch", "pods") >= 2, what="the failed watch")
-        # while the reflector backs off: changes it will miss, then compaction
-        with api.store.lock:
-            api.store.delete("pods", ("default", "a"))
-        api.put(pod("c"))
-        api.store.compact()
+        eventually(lambda: real.proxy.open_watches("pods") == 1, what="the first watch")
+        real.proxy.fail("watch", "pods", code=503, times=10_000)  # the reflector backs off...
+        real.proxy.close_watches()
+        eventually(lambda: real.proxy.count("watch", "pods") >= 2, what="the failed watch")
+        real.admin.delete(path(CORE, "pods", ns, "a"))  # ...and misses these changes
+        real.admin.create(path(CORE, "pods", ns), pod("c", ns))
+        real.proxy.gone("pods")  # its resourceVersion was compacted away meanwhile
+        real.proxy.clear_failures()
         eventually(lambda: reflector.relists == 1, what="a re-list after 410 Gone")
-        assert set(reflector.objects) == {"default/b", "default/c"}
+        assert set(reflector.objects) == {f"{ns}/b", f"{ns}/c"}
         assert seen.names("DELETED") == ["a"]
         assert seen.names("ADDED") == ["a", "b", "c"]
-        api.put(pod("d"))  # and it watches again from the new list
+        real.admin.create(path(CORE, "pods", ns), pod("d", ns))  # and it watches again
         eventually(lambda: "d" in seen.names("ADDED"), what="pod d")
     finally:
         reflector.stop()
 
 
-def test_field_selector_transition_removes_bound_pod(api, kube):
-    api.put(pod("a"))
+def test_field_selector_transition_removes_bound_pod(real):
+    ns = real.namespace
+    real.admin.create(path(CORE, "pods", ns), pod("a", ns))
     seen = Recorder()
-    reflector = Reflector(kube, path(CORE, "pods"), seen, query={"fieldSelector": "spec.nodeName="}).start()
+    reflector = Reflector(real.kube, path(CORE, "pods", ns), seen, query={"fieldSelector": "spec.nodeName="}).start()
     try:
         eventually(reflector.synced.is_set, what="sync")
-        kube.create(path(CORE, "pods", "default", "a", "binding"), {"target": {"name": "n1"}})
+        real.admin.create(path(CORE, "pods", ns, "a", "binding"),
+                          {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "a"},
+                           "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}})
         eventually(lambda: "a" in seen.names("DELETED"), what="the bound pod leaving the selector")
         assert reflector.objects == {}
     finally:
