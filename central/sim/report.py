@@ -60,16 +60,18 @@ def render(console: Console, result: SimulationResult, cache: ClusterCache, path
     if summary_only:
         return
     bound = Counter(cache.tasks[pod].job_uid for pod in result.binds if pod in cache.tasks)
+    # an Unschedulable condition stays on a PodGroup after it runs: shown while pods still wait
+    waiting = {cache.tasks[pod].job_uid for pod in pending if pod in cache.tasks}
     sections: list[tuple[str, Sequence[str], list[tuple[str, ...]]]] = [
         ("Binds", ("POD", "NODE"), sorted(result.binds.items())),
         ("Pipelined, waiting for resources being released", ("POD", "NODE"), sorted(result.pipelined.items())),
-        ("Evictions", ("POD",), [(pod,) for pod in sorted(result.evictions)]),
+        ("Evictions", ("POD", "REASON"), [(pod, result.eviction_reasons.get(pod, "")) for pod in sorted(result.evictions)]),
         ("PodGroups", ("PODGROUP", "PHASE", "QUEUE", "BOUND NOW", "RUNNING BEFORE"),
          [(uid, status["phase"], cache.jobs[uid].queue if uid in cache.jobs else "", str(bound.get(uid, 0)),
            str(status.get("running", 0))) for uid, status in sorted(result.podgroups.items())]),
         ("Why not scheduled", ("PODGROUP", "REASON"),
          [(uid, c["message"]) for uid, s in sorted(result.podgroups.items()) for c in s["conditions"]
-          if c.get("type") == "Unschedulable" and c.get("transitionID") and c.get("message")]),
+          if uid in waiting and c.get("type") == "Unschedulable" and c.get("transitionID") and c.get("message")]),
         ("Pending pods", ("POD", "REASON"), sorted(pending.items())),
         ("Objects with data the scheduler could not use", ("OBJECT", "REASON"), sorted(result.faults.items())),
     ]
@@ -82,7 +84,7 @@ def render(console: Console, result: SimulationResult, cache: ClusterCache, path
 def pending_reasons(result: SimulationResult, cache: ClusterCache) -> dict[str, str]:
     """Every pod of ours still pending after the run, with a reason: the scheduler's, else
     its PodGroup's Unschedulable message, else why its PodGroup did not run."""
-    out = dict(result.pending)
+    out = {pod: reason for pod, reason in result.pending.items() if pod not in result.pipelined}
     for uid, task in cache.tasks.items():
         if not task.job_uid or uid in out or uid in result.binds or uid in result.pipelined:
             continue

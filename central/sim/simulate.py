@@ -22,6 +22,7 @@ class SimulationResult:
     binds: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
+    eviction_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why (preempted, reclaimed)
     pipelined: dict[str, str] = field(default_factory=dict)
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, str] = field(default_factory=dict)
@@ -57,6 +58,7 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: d
         out.binds.update(result.binds)
         out.annotations.update(result.annotations)
         out.evictions.extend(result.evictions)
+        out.eviction_reasons.update(result.evictions)
         out.podgroups.update(result.podgroups)
         out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
         out.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
