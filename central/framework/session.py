@@ -346,6 +346,12 @@ class Session:
                 elif job.pending_phase:
                     why = self.job_notes.get(job.uid, "waiting for the enqueue action")
                     reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
+                elif job.fit_errors:  # not tried: a twin of the same template already found no node
+                    first = next(iter(job.fit_errors.values()))
+                    reasons[task.uid] = f"not tried after {len(job.fit_errors)} pod(s) of its job found no node: {first}"
+                else:
+                    why = self.job_notes.get(job.uid, "the job was not reached this cycle")
+                    reasons[task.uid] = f"PodGroup {job.uid} is admitted, its pods are waiting: {why}"
         return reasons
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:
