@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         if args[0].partition("=")[0] in GLOBAL_OPTIONS:
             parser.error(f"{args[0]} needs a command after it, e.g. caldera {args[0]} ... job list")
         parser.parse_args(args[:1])  # --help and --version exit here, anything else is an error (exit 2)
-        parser.error(f"{args[0]} needs a command after it")  # unreachable: parse_args exits
+        parser.error(f"{args[0]} needs a command after it")  # parse_args has exited unless args[0] parsed
     name = args[0]
     module = importlib.import_module(COMMANDS[name][0])
     parser = Parser(prog=f"caldera {name}", description=COMMANDS[name][1])
@@ -126,5 +126,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return module.run(parsed)
     except InputError as err:
-        print(f"caldera {name}: error: {err}", file=sys.stderr)
+        print(f"caldera {name}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, always
         return 2

@@ -51,9 +51,16 @@ def connect(args: argparse.Namespace) -> Any:
     from central.kube.client import KubeClient
 
     client = KubeClient.connect(args.kubeconfig, host=args.master, context=args.context)
+    resolve_namespace(args)
+    return client
+
+
+def resolve_namespace(args: argparse.Namespace) -> None:
+    """`args.namespace` as kubectl picks it when -n was not given (reads the kubeconfig only)."""
+    from central.kube.client import KubeClient
+
     if getattr(args, "namespace", "") is None:
         args.namespace = KubeClient.default_namespace(args.kubeconfig, args.context)
-    return client
 
 
 def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:

@@ -106,4 +106,4 @@ def test_a_deleted_pod_is_replaced_and_the_job_keeps_running(tenant: Tenant) -> 
     wait_for(lambda: len(running_pods(tenant, "steady")) == 2
              and victim["metadata"]["uid"] not in {p["metadata"]["uid"] for p in running_pods(tenant, "steady")},
              "the job controller to replace the deleted pod", timeout=90)
-    assert phase(tenant, "steady") == "Running"
+    wait_for(lambda: phase(tenant, "steady") == "Running", "the job Running with its replacement")

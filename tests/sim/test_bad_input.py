@@ -76,3 +76,10 @@ def test_bench_refuses_bad_sizes_before_running(capsys, monkeypatch, args, messa
         main(["bench", *args])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_jobs_pass_admission_against_the_workloads_queues(tmp_path, capsys):
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "job.yaml").write_text((JOB % ("", "")).replace("spec:\n", "spec:\n  queue: nowhere\n", 1))
+    assert main(["simulate", "--manifests", str(tmp_path), "--until", "1h"]) == 2
+    assert f"{tmp_path / 'job.yaml'}: Job default/j: spec.queue" in capsys.readouterr().err
