@@ -91,6 +91,7 @@ class Session:
         self.last_transaction: dict[str, str] = {}
         self.job_conditions: dict[str, dict[str, Any]] = {}
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
+        self.queue_notes: dict[str, str] = {}  # queue -> why its last allocatable check said no, with numbers
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}

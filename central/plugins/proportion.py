@@ -34,6 +34,14 @@ class QueueAttr:
     share: float | None = None  # computed when an ordering asks, dropped on change
 
 
+def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, limit: np.ndarray, what: str) -> str:
+    """"cpu: 21500m allocated + 4 requested > 24 deserved" for each resource that does not fit."""
+    return "; ".join(f"{name}: {format_value(name, allocated[i])} allocated + {format_value(name, request[i])} "
+                     f"requested > {format_value(name, limit[i])} {what}"
+                     for i, name in enumerate(names)
+                     if request[i] > EPSILON and allocated[i] + request[i] > limit[i] + EPSILON)
+
+
 def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
     return ssn.dims.vector(job.min_resources or {})
 
@@ -116,7 +124,11 @@ class Proportion(AccountingPlugin):
         attr = self.attrs.get(queue.name)
         if not queue.is_open or attr is None:
             return False
-        return less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        if less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
+            return True
+        self.session.queue_notes[queue.name] = over_share(self.session.dims.names, attr.allocated, task.resreq,
+                                                          attr.deserved, "deserved")
+        return False
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.attrs.get(queue.name)
