@@ -70,22 +70,23 @@ def run(args: argparse.Namespace) -> int:
         return run_timed(args)
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
-    if args.output == "wide" or args.details or args.quiet:
-        if args.output == "json":
-            raise InputError("--details" if args.details else "--quiet", "applies to table output, not json")
+    if args.output == "json" and (args.details or args.quiet):
+        raise InputError("--details" if args.details else "--quiet", "applies to table output, not json")
     for flag, given in (("--report", args.report), ("--trace", args.trace), ("--config", len(args.config or ()) > 1)):
         if given:
             raise InputError(flag, "needs --until (a run over simulated time)")
+    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
-    manifests = read_manifests(paths)
-    cache = ClusterCache(scheduler_name=args.scheduler_name)
-    load_into(cache, manifests)
-    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
-    for data in _node_reports(args):
-        cache.set_node_data(replace(data, reported_at=start))
-    with progress_bar("scheduling", args.cycles, enabled=not args.quiet) as step:
+    # the bar's total is the cycles; reading a large cluster shows as its own stage first
+    with progress_bar("reading manifests", args.cycles, enabled=not args.quiet) as step:
+        manifests = read_manifests(paths)
+        cache = ClusterCache(scheduler_name=args.scheduler_name)
+        load_into(cache, manifests)
+        check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
+        for data in _node_reports(args):
+            cache.set_node_data(replace(data, reported_at=start))
+        step(0, "scheduling")
         result = simulate(cache, conf, args.cycles, start, progress=step)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
