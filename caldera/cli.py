@@ -19,6 +19,8 @@ INTERNAL_ERROR = 3
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0].startswith("-"):
+        args = importlib.import_module("central.cli").hoist_globals(args)
     try:
         if args and args[0] in _AGENT_COMMANDS:
             return importlib.import_module("nodeagent.cli").main(args[1:])

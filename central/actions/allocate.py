@@ -72,7 +72,9 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], j
     while tasks:
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
-            job.fit_errors[task.uid] = f"queue {queue.name} has no room for it: its allocation plus the request exceeds the queue's deserved share"
+            numbers = ssn.queue_notes.pop(queue.name, "")
+            job.fit_errors[task.uid] = (f"queue {queue.name} has no room for it: its allocation plus the request exceeds "
+                                        f"the queue's deserved share" + (f" ({numbers})" if numbers else ""))
             continue
         if task.template in failed:
             job.fit_errors[task.uid] = failed[task.template]

@@ -50,21 +50,41 @@ CLUSTER_SCOPED = frozenset(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = AdmissionConfig()
     parser.add_argument(
-        "--manifests", required=True, help="YAML file or directory of objects to check as create requests"
+        "--manifests",
+        required=True,
+        action="append",
+        metavar="PATH",
+        help="YAML file or directory of objects to check as create requests (repeatable)",
     )
-    parser.add_argument("--cluster", help="YAML file or directory of the objects that already exist (queues, ...)")
-    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
     parser.add_argument(
-        "--max-tasks", type=int, default=defaults.max_tasks_per_job, help="tasks per job (default %(default)s)"
+        "--cluster",
+        action="append",
+        metavar="PATH",
+        help="YAML file or directory of the objects that already exist (queues, ...; repeatable; default: none)",
+    )
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="(default: table)")
+    # The limits carry the webhook's flag names (`caldera webhook --max-tasks-per-job`); the
+    # shorter names they had here still work.
+    parser.add_argument(
+        "--max-tasks-per-job",
+        "--max-tasks",
+        dest="max_tasks",
+        type=int,
+        default=defaults.max_tasks_per_job,
+        help="tasks per job (default %(default)s)",
     )
     parser.add_argument(
+        "--max-replicas-per-task",
         "--max-task-replicas",
+        dest="max_task_replicas",
         type=int,
         default=defaults.max_replicas_per_task,
         help="replicas per task (default %(default)s)",
     )
     parser.add_argument(
+        "--max-replicas-per-job",
         "--max-replicas",
+        dest="max_replicas",
         type=int,
         default=defaults.max_replicas_per_job,
         help="replicas per job, all tasks together (default %(default)s)",
@@ -92,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
         max_queue_depth=args.max_queue_depth,
         scheduler_name=args.scheduler_name,
     )
-    manifests = read_objects(args.manifests)
-    existing = [obj for _, obj in read_objects(args.cluster)] if args.cluster else []
+    manifests = [item for path in args.manifests for item in read_objects(path)]
+    existing = [obj for path in args.cluster or () for _, obj in read_objects(path)]
     results = validate_objects([obj for _, obj in manifests], Cluster.from_objects(existing), config, args.user)
     print(json.dumps(results, indent=2) if args.output == "json" else render_table(results))
     return 0 if all(r["allowed"] for r in results.values()) else 1

@@ -92,10 +92,15 @@ def format_value(name: str, value: float) -> str:
         for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if value >= size and value % size == 0:
                 return f"{int(value // size)}{suffix}"
-        return f"{value:g}"
+        return _plain(value)
     if value % 1000 == 0:
         return f"{int(value // 1000)}"
-    return f"{value:g}m"
+    return f"{_plain(value)}m"
+
+
+def _plain(value: float) -> str:
+    """Digits, never an exponent: 8221750, not 8.22175e+06."""
+    return str(int(value)) if float(value).is_integer() else f"{value:f}".rstrip("0")
 
 
 class Dimensions:

@@ -91,6 +91,7 @@ class Session:
         self.last_transaction: dict[str, str] = {}
         self.job_conditions: dict[str, dict[str, Any]] = {}
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
+        self.queue_notes: dict[str, str] = {}  # queue -> why its last allocatable check said no, with numbers
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
@@ -346,6 +347,12 @@ class Session:
                 elif job.pending_phase:
                     why = self.job_notes.get(job.uid, "waiting for the enqueue action")
                     reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
+                elif job.fit_errors:  # not tried: a twin of the same template already found no node
+                    first = next(iter(job.fit_errors.values()))
+                    reasons[task.uid] = f"not tried after {len(job.fit_errors)} pod(s) of its job found no node: {first}"
+                else:
+                    why = self.job_notes.get(job.uid, "the job was not reached this cycle")
+                    reasons[task.uid] = f"PodGroup {job.uid} is admitted, its pods are waiting: {why}"
         return reasons
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ Volcano); errors become `ApiError` with the HTTP status, so callers branch on 40
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -86,21 +87,26 @@ class KubeClient:
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100,
-                host: str | None = None) -> "KubeClient":
-        """From `kubeconfig` if given, else in-cluster, else ~/.kube/config; `host` overrides
-        the server address (vcctl's --master)."""
+                host: str | None = None, context: str | None = None) -> "KubeClient":
+        """From `kubeconfig` if given, else in-cluster, else ~/.kube/config (its `context`, or
+        the current one); `host` overrides the server address (vcctl's --master) and needs no
+        kubeconfig at all: without one it is reached with no credentials."""
         configuration = client.Configuration()
+        where = f"--kubeconfig {kubeconfig}" if kubeconfig else "kubeconfig (in-cluster, then ~/.kube/config)"
+        if kubeconfig and not os.path.exists(kubeconfig):
+            raise InputError(f"--kubeconfig {kubeconfig}", "no such file")
         try:
-            if kubeconfig:
-                config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            if kubeconfig or context:
+                config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
             else:
                 try:
                     config.load_incluster_config(client_configuration=configuration)
                 except config.ConfigException:
                     config.load_kube_config(client_configuration=configuration)
         except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
-            where = f"--kubeconfig {kubeconfig}" if kubeconfig else "kubeconfig (in-cluster, then ~/.kube/config)"
-            raise InputError(where, "cannot configure the Kubernetes client: " + " ".join(str(err).split())) from None
+            if not (host and not kubeconfig and not context):
+                raise InputError(where, "cannot configure the Kubernetes client: " + " ".join(str(err).split())) from None
+            configuration = client.Configuration()  # --master alone: that address, no credentials
         if host:
             configuration.host = host
             refresh = configuration.refresh_api_key_hook  # re-applies the kubeconfig's server
@@ -111,6 +117,24 @@ class KubeClient:
                 configuration.refresh_api_key_hook = keep_host
         configuration.connection_pool_maxsize = 32
         return cls(client.ApiClient(configuration), qps, burst)
+
+    @staticmethod
+    def default_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
+        """The namespace kubectl would use: the context's, else the pod's own (in-cluster),
+        else "default"."""
+        try:
+            contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+            chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+            namespace = ((chosen or {}).get("context") or {}).get("namespace")
+            if namespace:
+                return str(namespace)
+        except (config.ConfigException, OSError, ValueError, yaml.YAMLError):
+            pass
+        try:
+            with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                return f.read().strip() or "default"
+        except OSError:
+            return "default"
 
     def fork(self) -> "KubeClient":
         """The same connection with a rate limiter of its own, for calls that must not queue

@@ -351,26 +351,30 @@ class CaBundleInjector:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--bind-address", default="0.0.0.0", help="address the HTTPS and health ports listen on")
-    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--port", type=int, default=8443, help="HTTPS port of the webhook")
     parser.add_argument("--health-port", type=int, default=0,
                         help="plain HTTP /healthz (alive) and /readyz (certificate usable, caches synced, "
                              "caBundle filled in); off when 0")
-    parser.add_argument("--tls-cert-file", required=True)
-    parser.add_argument("--tls-key-file", required=True)
+    parser.add_argument("--tls-cert-file", required=True, help="the serving certificate (PEM)")
+    parser.add_argument("--tls-key-file", required=True, help="its private key (PEM)")
     parser.add_argument("--ca-bundle-file", default="",
                         help="fill this CA into the webhook configurations' caBundle at start and when it changes")
-    parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"])
+    parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"],
+                        help="MutatingWebhookConfiguration whose caBundle is kept filled in")
     parser.add_argument("--validating-configuration",
-                        default=WEBHOOK_CONFIGURATIONS["validatingwebhookconfigurations"])
+                        default=WEBHOOK_CONFIGURATIONS["validatingwebhookconfigurations"],
+                        help="ValidatingWebhookConfiguration whose caBundle is kept filled in")
     parser.add_argument("--webhook-url", default="",
                         help="with --ca-bundle-file: point clientConfig at this URL (plus each route) instead of "
                              "the Service, for a webhook running outside the cluster, e.g. https://127.0.0.1:8443")
     parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
                         help="the schedulerName Jobs get by default")
-    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job)
-    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task)
-    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job)
-    parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth)
+    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job, help="tasks per job")
+    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task,
+                        help="replicas per task")
+    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job,
+                        help="replicas per job, all tasks together")
+    parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
 

@@ -23,7 +23,7 @@ from central.api.resources import EPSILON, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.drf import dominant_share
-from central.plugins.proportion import job_min_resources
+from central.plugins.proportion import job_min_resources, over_share
 
 ROOT = "root"
 
@@ -159,7 +159,12 @@ class Capacity(AccountingPlugin):
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         if not queue.is_open or not self._is_leaf(queue.name):
             return False
-        return all(less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq) for q in self._lineage(queue.name))
+        for q in self._lineage(queue.name):
+            if not less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq):
+                self.session.queue_notes[queue.name] = f"queue {q.name}: " + over_share(
+                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability")
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(less_equal_on(q.allocated + task.resreq, q.deserved, task.resreq) for q in self._lineage(queue.name))

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
+from central.progress import progress_bar
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
@@ -202,7 +202,7 @@ def report_preemption(row: dict[str, float]) -> str:
 
 
 def report(row: dict[str, float]) -> str:
-    ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"]
+    ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"] if row["session_pods_per_s"] else float("inf")
     return "\n".join([
         f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack{row['plugins']})",
         f"  placed:               {row['placed']:,} pods (numpy first-fit places {row['baseline_placed']:,})",
@@ -217,25 +217,35 @@ def report(row: dict[str, float]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--size", action="append", metavar="NODESxPODS",
-                        help="cluster sizes to run (default: 1000x10000 and 5000x50000)")
+    parser.add_argument("--size", action="append", metavar="NODESxPODS", type=cluster_size,
+                        help="cluster sizes to run (repeatable; default: 1000x10000 and 5000x50000)")
     parser.add_argument("--agent-plugins", action="store_true",
                         help="give every node an agent report and add the usage and numa-aware plugins")
-    parser.add_argument("--preemption", metavar="NODESxPODS", default="1000x15000",
-                        help="size of the preemption run: nodes x low-priority pods that fill them (none to skip)")
+    parser.add_argument("--preemption", metavar="NODESxPODS", default=cluster_size("1000x15000"),
+                        type=lambda text: None if text == "none" else cluster_size(text),
+                        help="size of the preemption run: nodes x low-priority pods that fill them, or none "
+                             "to skip (default: 1000x15000)")
 
 
 def run(args: argparse.Namespace) -> int:
-    for size in args.size or ["1000x10000", "5000x50000"]:
-        nodes, pods = _size(size)
-        print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
-    if args.preemption != "none":
-        print(report_preemption(run_preemption(*_size(args.preemption))), flush=True)
+    sizes = args.size or [(1000, 10000), (5000, 50000)]
+    runs = len(sizes) + (args.preemption is not None)
+    with progress_bar("bench", runs) as step:
+        for nodes, pods in sizes:
+            step(0, f"{nodes:,} nodes x {pods:,} pods")
+            print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
+            step()
+        if args.preemption is not None:
+            step(0, f"preemption, {args.preemption[0]:,} nodes")
+            print(report_preemption(run_preemption(*args.preemption)), flush=True)
+            step()
     return 0
 
 
-def _size(text: str) -> tuple[int, int]:
+def cluster_size(text: str) -> tuple[int, int]:
+    """NODESxPODS as (nodes, pods), both at least 1; an argparse `type`, so a bad size is
+    refused, naming its flag, before any run starts."""
     nodes, _, pods = text.partition("x")
-    if not (nodes.isdigit() and pods.isdigit()):
-        raise InputError("--size", f"expected NODESxPODS such as 1000x10000, got {text!r}")
+    if not (nodes.isdigit() and pods.isdigit()) or int(nodes) < 1 or int(pods) < 1:
+        raise argparse.ArgumentTypeError(f"expected NODESxPODS with both at least 1, such as 1000x10000, got {text!r}")
     return int(nodes), int(pods)

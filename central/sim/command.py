@@ -25,7 +25,8 @@ from central.model.cache import ClusterCache
 from central.model.fields import parse_duration, parse_time
 from central.model.queuetree import check_queues
 from central.sim.manifests import load_into, read_manifests, sources_of
-from central.sim.report import render_table
+from central.progress import progress_bar
+from central.sim.report import DETAIL_ROWS, print_report
 from central.sim.simulate import simulate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -40,7 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="volcano-scheduler.conf (default: Volcano's default); with --until, repeat it "
                              "to compare configurations on the same workload")
     parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
-    parser.add_argument("--output", choices=("json", "table"), default="table")
+    parser.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table",
+                        help="table: a summary, then details capped at %d rows each; wide: every row; "
+                             "json: everything, for scripts (default: table)" % DETAIL_ROWS)
+    parser.add_argument("--details", action="store_true", help="with table output, every row of every section")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="the summary only, and no progress on stderr")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
     parser.add_argument("--node-reports", action="append", metavar="PATH",
                         help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
@@ -64,23 +70,29 @@ def run(args: argparse.Namespace) -> int:
         return run_timed(args)
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
+    if args.output == "json" and (args.details or args.quiet):
+        raise InputError("--details" if args.details else "--quiet", "applies to table output, not json")
     for flag, given in (("--report", args.report), ("--trace", args.trace), ("--config", len(args.config or ()) > 1)):
         if given:
             raise InputError(flag, "needs --until (a run over simulated time)")
+    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
-    manifests = read_manifests(paths)
-    cache = ClusterCache(scheduler_name=args.scheduler_name)
-    load_into(cache, manifests)
-    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
-    for data in _node_reports(args):
-        cache.set_node_data(replace(data, reported_at=start))
-    result = simulate(cache, conf, args.cycles, start)
+    # the bar's total is the cycles; reading a large cluster shows as its own stage first
+    with progress_bar("reading manifests", args.cycles, enabled=not args.quiet) as step:
+        manifests = read_manifests(paths)
+        cache = ClusterCache(scheduler_name=args.scheduler_name)
+        load_into(cache, manifests)
+        check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
+        for data in _node_reports(args):
+            cache.set_node_data(replace(data, reported_at=start))
+        step(0, "scheduling")
+        result = simulate(cache, conf, args.cycles, start, progress=step)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(render_table(result, cache, paths, manifests.skipped))
+        print_report(result, cache, paths, manifests.skipped, summary_only=args.quiet,
+                     limit=None if args.details or args.output == "wide" else DETAIL_ROWS)
     return 0
 
 

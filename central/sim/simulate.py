@@ -6,6 +6,7 @@ evicted pods (and any other pod being deleted) are gone. PodGroup statuses writt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -22,6 +23,7 @@ class SimulationResult:
     binds: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
+    eviction_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why (preempted, reclaimed)
     pipelined: dict[str, str] = field(default_factory=dict)
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, str] = field(default_factory=dict)
@@ -49,6 +51,7 @@ class SimulationResult:
         self.binds.update(result.binds)
         self.annotations.update(result.annotations)
         self.evictions.extend(result.evictions)
+        self.eviction_reasons.update(result.evictions)
         self.podgroups.update(result.podgroups)
         self.pipelined, self.pending, self.queues = result.pipelined, result.pending_reasons, result.queues
         self.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
@@ -57,14 +60,18 @@ class SimulationResult:
 SCHEDULE_PERIOD = timedelta(seconds=1)  # Volcano's default --schedule-period
 
 
-def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None) -> SimulationResult:
-    """Run `cycles` cycles, one schedule period apart, from `start` (default: now)."""
+def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None,
+             progress: Callable[[], None] | None = None) -> SimulationResult:
+    """Run `cycles` cycles, one schedule period apart, from `start` (default: now);
+    `progress` is called after each."""
     out = SimulationResult(cycles=cycles)
     start = start or datetime.now(timezone.utc)
     for cycle in range(cycles):
         result = run_cycle(cache, conf, now=start + cycle * SCHEDULE_PERIOD)
         out.add(result)
         _advance(cache, result.binds, result.annotations, result.evictions)
+        if progress is not None:
+            progress()
     return out
 
 

@@ -73,3 +73,9 @@ def test_missing_dimension_is_zero_and_tolerance_applies():
     assert less_equal(req, dims.vector({"cpu": 1000.05}))
     assert less_equal(req, dims.vector({"cpu": 999.95}))  # within 0.1 millicore
     assert not less_equal(dims.vector({"nvidia.com/gpu": 1000.0}), dims.vector({"cpu": 4000.0}))
+
+
+def test_large_values_print_without_an_exponent() -> None:
+    from central.api.resources import format_value
+
+    assert (format_value("cpu", 8221750.0), format_value("memory", 2**40 + 1)) == ("8221750m", "1099511627777")

@@ -146,7 +146,8 @@ def test_bad_kubeconfig_is_one_line_exit_2(tmp_path, capsys, content):
         kubeconfig.write_text(content)
     assert main(["queue", "list", "--kubeconfig", str(kubeconfig)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"caldera queue: error: --kubeconfig {kubeconfig}: cannot configure")
+    reason = "no such file" if content is None else "cannot configure"
+    assert err.startswith(f"caldera queue: error: --kubeconfig {kubeconfig}: {reason}")
     assert len(err.strip().splitlines()) == 1
 
 
@@ -168,3 +169,61 @@ def test_job_list_across_namespaces_and_by_queue(api, caldera):
     code, out, _ = caldera("job", "list", "--all-namespaces", "-q", "research", "-o", "json")
     assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]] == ["b"]
     assert caldera("job", "list", "-n", "empty")[1].strip() == "No resources found"
+
+
+def _job(namespace: str, name: str, labels: dict | None = None) -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "spec": {"queue": "research", "minAvailable": 1, "tasks": [{"name": "t", "replicas": 1}]}}
+
+
+def test_global_flags_before_the_command_and_namespace_from_the_context(api, kubeconfig, capsys):
+    api.put(_job("team", "mine"))
+    api.put(_job("default", "other"))
+    config = yaml.safe_load(open(kubeconfig))
+    config["contexts"].append({"name": "team", "context": {"cluster": "test", "user": "test", "namespace": "team"}})
+    with open(kubeconfig, "w") as f:
+        yaml.safe_dump(config, f)
+
+    def names(*argv: str) -> list[str]:
+        assert main(list(argv)) == 0
+        return [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+
+    assert names("--kubeconfig", kubeconfig, "job", "list") == ["other"]  # context without a namespace
+    assert names("-k", kubeconfig, "--context", "team", "job", "list") == ["mine"]
+    assert names(f"--kubeconfig={kubeconfig}", "-n", "team", "job", "list") == ["mine"]
+    assert names("-k", kubeconfig, "--context", "team", "job", "list", "-n", "default") == ["other"]
+
+
+def test_listing_flags_selector_all_namespaces_and_wide(api, caldera):
+    api.put(_job("a", "one", {"app": "train"}))
+    api.put(_job("b", "two", {"app": "serve"}))
+    code, out, _ = caldera("job", "list", "-A", "-l", "app=train", "-o", "wide")
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split()[:2] == ["Namespace", "Name"] and header.split()[-3:] == [
+        "Queue", "Scheduler", "Age"]
+    assert [r.split()[:2] for r in rows] == [["a", "one"]]
+
+
+def test_master_needs_no_kubeconfig(api, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["-s", api.url, "queue", "list"]) == 0
+    assert "No resources found" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--kubeconfig", "cfg"], ["-n", "x"], ["--bogus", "job", "list"],
+                                  ["-n", "x", "simulate"], ["-n", "x", "queue", "list"], []])
+def test_misplaced_or_unknown_global_flags_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        code = main(argv)
+        raise SystemExit(code)
+    assert exit_info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--version", "-v"])
+def test_version_flag(flag, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([flag])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("caldera ")
