@@ -6,7 +6,7 @@
    try to make room (see `victims.make_room`) among Bound/Running, preemptable tasks of
    other jobs in the same queue, while the job is still starving. Tasks with
    preemptionPolicy Never do not preempt; a BestEffort preemptor takes only BestEffort
-   victims. The statement commits only if the job is then pipelined (gang-complete).
+   victims, any other preemptor takes BestEffort ones too. The statement commits only if the job is then pipelined (gang-complete).
 3. Within a job: a starving job's pending tasks may take from its own lower-priority tasks,
    one statement per task.
 Evictions carry a DisruptionTarget-style reason; the pipelined preemptor is nominated to its
@@ -76,11 +76,13 @@ def _within_job(ssn: Session, job: JobInfo) -> None:
 
 def _make_room(ssn: Session, stmt, task: TaskInfo, eligible) -> bool:
     queue = ssn.queues[ssn.jobs[task.job_uid].queue]
-    return make_room(ssn, stmt, task, eligible, ssn.preemptable, REASON.format(task.uid),
+    return make_room(ssn, stmt, task, eligible, "preemptable", REASON.format(task.uid),
                      lambda: ssn.allocatable(queue, task))
 
 
 def _preemptable(victim: TaskInfo, preemptor: TaskInfo) -> bool:
-    if victim.status not in PREEMPTABLE_STATUSES or not victim.preemptable or victim.best_effort:
+    """Bound or Running and preemptable; a BestEffort preemptor takes only BestEffort victims
+    (a BestEffort victim frees a pod slot, which may be all the preemptor lacks)."""
+    if victim.status not in PREEMPTABLE_STATUSES or not victim.preemptable:
         return False
-    return not preemptor.best_effort
+    return victim.best_effort or not preemptor.best_effort

@@ -30,6 +30,7 @@ import numpy as np
 from central.api.resources import EPSILON
 from central.errors import InputError
 from central.framework.plugin import Plugin
+from central.framework.status import Check, Code
 from central.model.objects import TaskInfo, TaskStatus
 from central.plugins.gpucards import (
     GPU_MEMORY,
@@ -117,13 +118,19 @@ class DeviceShare(Plugin):
 
     # --- placement ------------------------------------------------------------------------
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
+        """Cards held by pods are unschedulable (evicting them frees the cards, as Volcano's
+        gpushare says); too few healthy cards, or none large enough, is unresolvable."""
+        cards = self.cards
         memory, number = self.request(task)
         if number:
-            return [(self.cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)")]
+            never = cards.cards[rows] < number
+            return [Check(cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)",
+                          np.where(never, Code.UNRESOLVABLE, Code.UNSCHEDULABLE).astype(np.int8))]
         if memory:
-            return [(self.cards.fits_memory(rows, memory),
-                     "node(s) didn't have a healthy GPU card with enough free memory")]
+            never = ~np.any(cards.healthy[rows] & (cards.cap[rows] + EPSILON >= memory), axis=1)
+            return [Check(cards.fits_memory(rows, memory), "node(s) didn't have a healthy GPU card with enough free memory",
+                          np.where(never, Code.UNRESOLVABLE, Code.UNSCHEDULABLE).astype(np.int8))]
         return []
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ from itertools import combinations
 import numpy as np
 
 from central.framework.plugin import Plugin
+from central.framework.status import Check
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskInfo, TaskStatus
 
@@ -96,7 +97,7 @@ class NumaAware(Plugin):
         taken = self.taken.get(row, set())
         return [(cell, set(cell.free_cpus) - taken) for cell in data.numa]
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         wants = self._wants(task)
         if wants is None:
             return []
@@ -110,8 +111,9 @@ class NumaAware(Plugin):
             elif _enforced(data, policy):
                 ok[i] = choose_cells(self._cells(int(row), data), cpus, policy) is not None
         silent = view.silent[rows] & ~ok
-        return [(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
-                (~silent, "node(s) whose agent stopped reporting (no fresh NUMA data)")]
+        # Unresolvable, as Volcano's numa-aware says: its view of free CPUs ignores evictions.
+        return [Check(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
+                Check(~silent, "node(s) whose agent stopped reporting (no fresh NUMA data)")]
 
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         wants = self._wants(task)
