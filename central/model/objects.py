@@ -169,7 +169,7 @@ class TaskInfo:
     name: str
     namespace: str
     job_uid: str
-    role: str  # the Volcano task name (annotation volcano.sh/task-spec), or "" for a plain pod
+    role: str  # the Volcano task name (annotation volcano.sh/task-spec, else the label), or "" for a plain pod
     index: int  # pod index within its task, for task order
     template: PodTemplate
     priority: int

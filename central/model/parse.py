@@ -79,7 +79,7 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
     class_name = str(spec.get("priorityClassName") or "")
     task = TaskInfo(
         uid=f"{namespace}/{name}", name=name, namespace=namespace, job_uid="",
-        role=annotations.get(TASK_SPEC, ""),
+        role=annotations.get(TASK_SPEC) or labels.get(TASK_SPEC, ""),
         index=_annotation_int(annotations, TASK_INDEX) if TASK_INDEX in annotations else _name_index(name),
         template=template,
         priority=spec_priority or 0, preemptable=preemptable, preempt_never=policy == "Never",

@@ -119,8 +119,8 @@ class Proportion(AccountingPlugin):
         return less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        attr = self.attrs.get(queue.name)
-        return attr is not None and less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        """As Allocatable: a queue that is not Open never reclaims."""
+        return self.allocatable(queue, task)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Victims come only from queues allocated beyond their deserved share, while they are."""
@@ -132,8 +132,6 @@ class Proportion(AccountingPlugin):
             if attr is None:
                 continue
             allocated = allocations.setdefault(queue, attr.allocated.copy())
-            if np.any(allocated + EPSILON < reclaimer.resreq):
-                continue
             if not less_equal(allocated, attr.deserved):
                 allocated -= task.resreq
                 victims.append(task)
