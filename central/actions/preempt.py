@@ -10,11 +10,14 @@
 3. Within a job: a starving job's pending tasks may take from its own lower-priority tasks,
    one statement per task.
 Evictions carry a DisruptionTarget-style reason; the pipelined preemptor is nominated to its
-node, and the next cycle's allocate tries that node first.
+node, and the next cycle's allocate tries that node first. With the action argument
+`enableTopologyAwarePreemption`, victims are chosen by a dry run with reprieve instead
+(see `central.actions.dryrun`).
 """
 
 from __future__ import annotations
 
+from central.actions.dryrun import topology_aware_room
 from central.actions.victims import make_room, pending_tasks, starving_jobs
 from central.framework.session import Session
 from central.model.objects import PREEMPTABLE_STATUSES, JobInfo, PodTemplate, TaskInfo
@@ -76,6 +79,10 @@ def _within_job(ssn: Session, job: JobInfo) -> None:
 
 def _make_room(ssn: Session, stmt, task: TaskInfo, eligible) -> bool:
     queue = ssn.queues[ssn.jobs[task.job_uid].queue]
+    arguments = ssn.conf.action_arguments("preempt")
+    if arguments.get("enableTopologyAwarePreemption", False):
+        return topology_aware_room(ssn, stmt, task, eligible, arguments, REASON.format(task.uid),
+                                   lambda: ssn.allocatable(queue, task))
     return make_room(ssn, stmt, task, eligible, "preemptable", REASON.format(task.uid),
                      lambda: ssn.allocatable(queue, task))
 

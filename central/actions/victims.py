@@ -19,7 +19,7 @@ gang's vote off gets Volcano's rules alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cmp_to_key
 
 import numpy as np
@@ -41,23 +41,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFil
     `may_evict` is asked again right before each eviction, after the earlier ones took effect.
     """
     placement = ssn.placement
-    guard = ssn.points.takes_part(point, "gang")
     less = ssn.victim_less(task)
-    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
-    for row in placement.preemption_candidates(task):
-        node = ssn.nodes[row]
-        candidates = [t for t in node.tasks.values() if eligible(t)]
-        # Cheap bound before sorting and voting: even every candidate the gang guard could
-        # allow would not make room -> next node.
-        if not candidates or not placement.room_after(task, row, *_at_most(ssn, task, candidates, guard)):
-            continue
-        voted = ssn.points.victims(point, task, sorted(candidates, key=order))
-        if guard:
-            voted = [v for v in voted if v.job_uid == task.job_uid] + keep_gangs(
-                ssn.jobs, [v for v in voted if v.job_uid != task.job_uid])
-        victims = voted
-        if not victims or not placement.room_after(task, row, np.sum([v.resreq for v in victims], axis=0), len(victims)):
-            continue
+    for row, victims in allowed_victims(ssn, task, eligible, point):
         sub = ssn.statement()
         queue = PriorityQueue(less, victims)
         while queue and not (may_place() and placement.fits(task, row)):
@@ -65,11 +50,33 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFil
             if may_evict(victim):
                 sub.evict(victim, reason)
         if may_place() and placement.fits(task, row):
-            sub.pipeline(task, node)
+            sub.pipeline(task, ssn.nodes[row])
             stmt.merge(sub)
             return True
         sub.discard()
     return False
+
+
+def allowed_victims(ssn: Session, task: TaskInfo, eligible: VictimFilter, point: str) -> Iterator[tuple[int, list[TaskInfo]]]:
+    """Per candidate node, best score first: (row, the victims the plugins allow there, in
+    victim order), skipping nodes where even all of them would not free the request and a
+    pod slot."""
+    placement = ssn.placement
+    guard = ssn.points.takes_part(point, "gang")
+    less = ssn.victim_less(task)
+    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+    for row in placement.preemption_candidates(task):
+        candidates = [t for t in ssn.nodes[row].tasks.values() if eligible(t)]
+        # Cheap bound before sorting and voting: even every candidate the gang guard could
+        # allow would not make room -> next node.
+        if not candidates or not placement.room_after(task, row, *_at_most(ssn, task, candidates, guard)):
+            continue
+        victims = ssn.points.victims(point, task, sorted(candidates, key=order))
+        if guard:
+            victims = [v for v in victims if v.job_uid == task.job_uid] + keep_gangs(
+                ssn.jobs, [v for v in victims if v.job_uid != task.job_uid])
+        if victims and placement.room_after(task, row, np.sum([v.resreq for v in victims], axis=0), len(victims)):
+            yield int(row), sorted(victims, key=order)
 
 
 def _at_most(ssn: Session, task: TaskInfo, candidates: list[TaskInfo], guard: bool) -> tuple[np.ndarray, int]:

@@ -69,6 +69,10 @@ def test_bad_manifests(tmp_path, capsys, manifest, where):
     pytest.param('actions: allocate\ntiers: {plugins: []}', "tiers: expected a list", id="tiers-type"),
     pytest.param('actions: allocate\ntier: []', "tier: unknown key; valid: actions, configurations, metrics, tiers", id="unknown-top-key"),
     pytest.param('actions: allocate\ntiers: [\n', "malformed YAML", id="malformed"),
+    pytest.param('actions: preempt\ntiers: []\nconfigurations:\n- {name: preempt, arguments: {enableTopologyAwarePremption: true}}',
+                 "configurations[0].arguments.enableTopologyAwarePremption: unknown argument of preempt", id="unknown-action-argument"),
+    pytest.param('actions: preempt\ntiers: []\nconfigurations:\n- {name: preempt, arguments: {minCandidateNodesAbsolute: many}}',
+                 "configurations[0].arguments.minCandidateNodesAbsolute: expected a non-negative integer", id="action-argument-type"),
     pytest.param('actions: allocate\ntiers:\n- plugins: [{name: proportion}, {name: drf, enableHierarchy: true}]',
                  "proportion and drf with enableHierarchy cannot share a tier", id="hdrf-with-proportion"),
 ])
