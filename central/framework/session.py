@@ -26,12 +26,13 @@ from central.framework.points import Points
 from central.framework.statement import Statement
 from central.model.cache import ClusterCache
 from central.model.objects import (
-    ALLOCATED_STATUSES,
     JobInfo,
     QueueInfo,
     TaskInfo,
     TaskStatus,
 )
+
+SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 if TYPE_CHECKING:
     from central.plugins.agentview import AgentView
@@ -250,12 +251,14 @@ class Session:
             conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
         unschedulable = new is not None and new["type"] == "Unschedulable"
         running = job.count(TaskStatus.RUNNING)
-        scheduled = job.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
+        # session allocated or is binding does not count yet), plus Releasing pods still on a node.
+        scheduled = job.count(*SCHEDULED_STATUSES)
         scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
         phase = job.phase or "Pending"
         if running and unschedulable:
             phase = "Unknown"
-        elif scheduled >= job.min_available and scheduled:
+        elif scheduled >= job.min_available:
             done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
             phase = "Completed" if done == scheduled else "Running"
         elif phase != "Inqueue":
