@@ -22,10 +22,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scheduler": ("central.kube.scheduler_cli", "run the scheduler on a cluster (leader-elected, watches the API)"),
     "controllers": ("central.kube.controllers_cli", "run the Job, Queue and PodGroup controllers on a cluster (leader-elected)"),
     "webhook": ("central.kube.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
+    "certs": ("central.kube.certs", "create or renew the webhook's and the scheduler's TLS certificates in Secrets"),
     "job": ("central.vcctl.job", "vcctl job: run, list, view, suspend, resume, delete Volcano Jobs"),
     "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
     "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
     "version": ("central.vcctl.version", "print the Caldera version"),
+    "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
+    "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
 }
 

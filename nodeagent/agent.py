@@ -53,7 +53,8 @@ def _existing(path: str) -> Path | None:
 def _pod_source(cfg: AgentConfig, node_name: str) -> PodSource:
     level = cfg.qos.default_level
     if cfg.pods.source == "kubelet":
-        return HttpPodSource(cfg.pods.kubelet_url, _existing(cfg.kube.token_file), level)
+        return HttpPodSource(cfg.pods.kubelet_url, _existing(cfg.kube.token_file), level,
+                             _existing(cfg.pods.kubelet_ca_file))
     if cfg.pods.source == "apiserver":
         url = f"{cfg.kube.api_url.rstrip('/')}/api/v1/pods?fieldSelector=spec.nodeName%3D{node_name}"
         return HttpPodSource(url, _existing(cfg.kube.token_file), level, _existing(cfg.kube.ca_file))
@@ -97,8 +98,10 @@ class Agent:
 
     def _stream(self) -> ReportStream:
         s = self.cfg.stream
-        tls = None if s.insecure else TlsFiles(Path(s.ca_file), Path(s.cert_file), Path(s.key_file), s.server_name)
-        return ReportStream(s.server, self.node_name, tls=tls, heartbeat_s=s.heartbeat_s,
+        tls = None if s.insecure else TlsFiles(Path(s.ca_file), Path(s.cert_file) if s.cert_file else None,
+                                               Path(s.key_file) if s.key_file else None, s.server_name)
+        return ReportStream(s.server, self.node_name, tls=tls, token_file=Path(s.token_file) if s.token_file else None,
+                            heartbeat_s=s.heartbeat_s,
                             backoff_base_s=s.backoff_base_s, backoff_max_s=s.backoff_max_s,
                             max_in_flight=s.max_in_flight)
 

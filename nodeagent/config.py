@@ -55,6 +55,7 @@ class CollectConfig:
 class PodsConfig:
     source: str = "none"  # none | kubelet | apiserver (uses kube.api_url, token and CA)
     kubelet_url: str = "https://127.0.0.1:10250/pods"
+    kubelet_ca_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"  # verifies the kubelet
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,9 @@ class KubeConfig:
 class StreamConfig:
     server: str = ""  # host:port of the scheduler's receiver; "" = no stream
     insecure: bool = False  # plaintext only when explicitly asked for
-    ca_file: str = ""
-    cert_file: str = ""
+    ca_file: str = ""  # the CA of the scheduler's serving certificate
+    token_file: str = ""  # projected ServiceAccount token (audience caldera-scheduler): the identity
+    cert_file: str = ""  # or a client certificate (mTLS), CN = the node name
     key_file: str = ""
     server_name: str = ""
     heartbeat_s: float = 10.0
@@ -207,8 +209,14 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
             raise ConfigError("", f"{path} must hold a mapping of settings")
     cfg = _build(AgentConfig, _merge(data, _nest(overrides or {})), "")
     stream = cfg.stream
-    if stream.server and not stream.insecure and not (stream.ca_file and stream.cert_file and stream.key_file):
-        raise ConfigError("stream.ca_file", "mTLS needs ca_file, cert_file and key_file (or set stream.insecure)")
+    if stream.server and not stream.insecure:
+        if not stream.ca_file:
+            raise ConfigError("stream.ca_file", "TLS needs the CA of the scheduler's certificate "
+                                                "(or set stream.insecure)")
+        if not (stream.token_file or (stream.cert_file and stream.key_file)):
+            raise ConfigError("stream.token_file", "an identity is needed: a token_file, or cert_file and key_file")
+    if bool(stream.cert_file) != bool(stream.key_file):
+        raise ConfigError("stream.cert_file", "cert_file and key_file go together")
     if cfg.pods.source == "apiserver" and not cfg.kube.api_url:
         raise ConfigError("kube.api_url", 'must be set when pods.source is "apiserver"')
     if cfg.collect.window_s < cfg.collect.period_s:

@@ -108,8 +108,9 @@ class HttpPodSource:
                  timeout_s: float = 5.0) -> None:
         self._url, self._token_file, self._default = url, token_file, default_level
         self._timeout = timeout_s
-        # Without a CA (the kubelet's usual self-signed certificate) the token is the only guard.
-        self._ssl = ssl.create_default_context(cafile=str(ca_file)) if ca_file else ssl._create_unverified_context()
+        # Always verified: the token goes only to a server that proves it is the kubelet or the API
+        # server (a kubelet with serverTLSBootstrap has a certificate from the cluster CA).
+        self._ssl = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
 
     def pods(self) -> list[PodInfo]:
         request = urllib.request.Request(self._url)

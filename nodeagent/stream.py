@@ -5,6 +5,11 @@ older, nothing queues up while disconnected), and at most `max_in_flight` report
 ack; beyond that the sender pauses and snapshots keep coalescing. A broken stream reconnects
 with exponential backoff and jitter (half fixed, half random), so a restarted scheduler is not
 hit by every node at the same instant; a fresh stream always starts with a full report.
+
+Identity: the projected ServiceAccount token in `token_file` (audience caldera-scheduler) goes
+with every stream as `authorization: Bearer` metadata, re-read at each connect because the
+kubelet rotates it; TLS then only authenticates the server. A client certificate (mTLS) is the
+alternative, for clusters that issue per-node certificates.
 """
 
 from __future__ import annotations
@@ -31,16 +36,17 @@ log = logging.getLogger("nodeagent.stream")
 @dataclass(frozen=True)
 class TlsFiles:
     ca_file: Path
-    cert_file: Path
-    key_file: Path
+    cert_file: Path | None = None  # a client certificate: only for mTLS
+    key_file: Path | None = None
     server_name: str = ""  # overrides the name checked against the server certificate
 
 
 def channel_credentials(tls: TlsFiles) -> grpc.ChannelCredentials:
+    client = tls.cert_file is not None and tls.key_file is not None
     return grpc.ssl_channel_credentials(
         root_certificates=tls.ca_file.read_bytes(),
-        private_key=tls.key_file.read_bytes(),
-        certificate_chain=tls.cert_file.read_bytes(),
+        private_key=tls.key_file.read_bytes() if client else None,
+        certificate_chain=tls.cert_file.read_bytes() if client else None,
     )
 
 
@@ -56,10 +62,10 @@ class StreamStats:
 
 
 class ReportStream:
-    def __init__(self, target: str, node_name: str, *, tls: TlsFiles | None, heartbeat_s: float = 10.0,
-                 backoff_base_s: float = 0.5, backoff_max_s: float = 30.0, max_in_flight: int = 8,
-                 rng: random.Random | None = None) -> None:
-        self.target, self.node_name, self.tls = target, node_name, tls
+    def __init__(self, target: str, node_name: str, *, tls: TlsFiles | None, token_file: Path | None = None,
+                 heartbeat_s: float = 10.0, backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
+                 max_in_flight: int = 8, rng: random.Random | None = None) -> None:
+        self.target, self.node_name, self.tls, self.token_file = target, node_name, tls, token_file
         self.heartbeat_s, self.max_in_flight = heartbeat_s, max_in_flight
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.epoch = uuid.uuid4().hex
@@ -113,8 +119,11 @@ class ReportStream:
         ended = threading.Event()
         with self._cond:  # reports in flight on a dead stream will never be acked
             self._acked_sequence = self._sequence
+        metadata = None
+        if self.token_file is not None:  # re-read each time: the kubelet rotates projected tokens
+            metadata = [("authorization", "Bearer " + self.token_file.read_text().strip())]
         with self._channel() as channel:
-            call = pb_grpc.NodeReportServiceStub(channel).Report(self._reports(stop, ended))
+            call = pb_grpc.NodeReportServiceStub(channel).Report(self._reports(stop, ended), metadata=metadata)
             watcher = threading.Thread(target=self._cancel_on_stop, args=(call, stop, ended), daemon=True)
             watcher.start()
             try:

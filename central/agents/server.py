@@ -1,9 +1,13 @@
 """gRPC server for the agents' report streams (grpc.aio: one event loop, no thread per stream).
 
-Entitlement, NodeRestriction-style: with mTLS a stream may only report about the node named by
-its client certificate (CN or a SAN); in plaintext mode (only when explicitly configured) a
-stream is bound to the first node it reports about. Either violation aborts the stream with
-PERMISSION_DENIED, so a lying agent can only hurt its own node. A delta the store cannot merge
+Identity and entitlement, NodeRestriction-style. An agent proves who it is either with its
+projected ServiceAccount token (`authorization: Bearer` metadata; audience-bound and carrying
+the node name, checked by an injected `authenticate`, TokenReview in production) or with a
+client certificate (mTLS, CN or a SAN = the node). A stream may only report about that node;
+in plaintext mode without an authenticator (tests, trusted networks) it is bound to the first
+node it reports about. A violation aborts the stream with PERMISSION_DENIED (UNAUTHENTICATED
+for a missing or refused token, or one that expired while the stream was open: the agent
+reconnects with the kubelet's refreshed token), so a lying agent can only hurt its own node. A delta the store cannot merge
 is refused with `resync` set and the agent sends a full report next. Messages are capped in size
 and each stream in rate (a token bucket: `max_reports_per_s`, bursts of twice that); a report
 over the rate is refused unapplied, with `resync` so the agent's next report is complete.
@@ -18,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 import grpc
 
@@ -31,18 +35,38 @@ log = logging.getLogger("central.agents")
 
 @dataclass(frozen=True)
 class ServerTls:
-    ca_file: Path
     cert_file: Path
     key_file: Path
+    client_ca_file: Path | None = None  # set: every agent must present a client certificate (mTLS)
+
+
+class Unauthenticated(Exception):
+    """A token that does not prove an agent's identity; the message says why (for the log)."""
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    node: str
+    expires_unix_s: float | None = None  # the token's expiry: the stream ends then
+
+
+Authenticator = Callable[[str], AgentIdentity]  # blocking; raises Unauthenticated
+
+
+def bearer_token(context: grpc.aio.ServicerContext) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+            return value[len("Bearer "):].strip()
+    return None
 
 
 def peer_names(context: grpc.aio.ServicerContext) -> set[str] | None:
-    """Names in the client certificate, or None on a plaintext connection."""
+    """Names in the client certificate, or None without one (plaintext, or server-only TLS)."""
     auth = context.auth_context()
     if auth.get("transport_security_type") != [b"ssl"]:
         return None
     names = auth.get("x509_common_name", []) + auth.get("x509_subject_alternative_name", [])
-    return {n.decode() for n in names}
+    return {n.decode() for n in names} or None
 
 
 class TokenBucket:
@@ -61,20 +85,44 @@ class TokenBucket:
 
 
 class ReportService(pb_grpc.NodeReportServiceServicer):
-    def __init__(self, store: NodeReportStore, max_reports_per_s: float = 20.0) -> None:
+    def __init__(self, store: NodeReportStore, max_reports_per_s: float = 20.0,
+                 authenticate: Authenticator | None = None) -> None:
         self.store = store
         self.max_reports_per_s = max_reports_per_s
+        self.authenticate = authenticate
         self.accepted = 0
         self.denied = 0
+        self.unauthenticated = 0
         self.rate_limited = 0
+
+    async def _identify(self, context: grpc.aio.ServicerContext) -> tuple[set[str] | None, float | None]:
+        """(the node names this stream may report, the time its right ends); None: not checked."""
+        token = bearer_token(context)
+        if token is not None and self.authenticate is not None:
+            try:
+                identity = await asyncio.get_running_loop().run_in_executor(None, self.authenticate, token)
+            except Unauthenticated as err:
+                await self._refuse(context, f"token refused: {err}")
+            return {identity.node}, identity.expires_unix_s
+        names = peer_names(context)
+        if names is None and self.authenticate is not None:
+            await self._refuse(context, "no bearer token (the agent's projected ServiceAccount token)")
+        return names, None
+
+    async def _refuse(self, context: grpc.aio.ServicerContext, why: str) -> None:
+        self.unauthenticated += 1
+        log.warning("stream from %s refused: %s", context.peer(), why)
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, why)
 
     async def Report(self, requests: AsyncIterator[pb.NodeReport],
                      context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Ack]:
-        names = peer_names(context)
+        names, expires = await self._identify(context)
         bound: str | None = None
         bucket = TokenBucket(self.max_reports_per_s, 2 * self.max_reports_per_s)
         async for report in requests:
             node = report.node_name
+            if expires is not None and time.time() >= expires:
+                await self._refuse(context, "the token expired; reconnect with the refreshed one")
             if not node or (names is not None and node not in names) or bound not in (None, node):
                 self.denied += 1
                 log.warning("stream from %s may not report node %r", context.peer(), node)
@@ -99,10 +147,11 @@ class ReceiverServer:
     """Owns a grpc.aio server on a private event loop thread."""
 
     def __init__(self, store: NodeReportStore, address: str, *, tls: ServerTls | None,
+                 authenticate: Authenticator | None = None,
                  max_message_bytes: int = 4 << 20, max_reports_per_s: float = 20.0) -> None:
         self.store, self.address, self.tls = store, address, tls
         self.max_message_bytes = max_message_bytes
-        self.service = ReportService(store, max_reports_per_s)
+        self.service = ReportService(store, max_reports_per_s, authenticate)
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="agent-receiver", daemon=True)
@@ -120,18 +169,41 @@ class ReceiverServer:
         if self.tls is None:
             port = self._server.add_insecure_port(self.address)
         else:
-            credentials = grpc.ssl_server_credentials(
-                [(self.tls.key_file.read_bytes(), self.tls.cert_file.read_bytes())],
-                root_certificates=self.tls.ca_file.read_bytes(),
-                require_client_auth=True,
-            )
-            port = self._server.add_secure_port(self.address, credentials)
+            port = self._server.add_secure_port(self.address, self._credentials(self.tls))
         await self._server.start()
         return port
 
+    @staticmethod
+    def _credentials(tls: ServerTls) -> grpc.ServerCredentials:
+        """Credentials that re-read the files when they change (a renewed Secret), keeping the
+        last good pair if the new one cannot be read."""
+        stamp: list[tuple[float, float]] = []
+
+        def current() -> grpc.ServerCertificateConfiguration | None:
+            try:
+                now = (tls.cert_file.stat().st_mtime, tls.key_file.stat().st_mtime)
+                if stamp and stamp[0] == now:
+                    return None
+                config = grpc.ssl_server_certificate_configuration(
+                    [(tls.key_file.read_bytes(), tls.cert_file.read_bytes())],
+                    root_certificates=tls.client_ca_file.read_bytes() if tls.client_ca_file else None)
+            except OSError as err:
+                log.error("agent endpoint: cannot read its certificate: %s", err)
+                return None
+            stamp[:] = [now]
+            return config
+
+        initial = current()
+        if initial is None:
+            raise OSError(f"cannot read {tls.cert_file} / {tls.key_file}")
+        return grpc.dynamic_ssl_server_credentials(initial, current,
+                                                   require_client_authentication=tls.client_ca_file is not None)
+
     def start(self) -> int:
-        """Starts serving; returns the bound port (useful with address 'host:0')."""
-        self._thread.start()
+        """Starts serving; returns the bound port (useful with address 'host:0'). OSError when the
+        certificate cannot be read: the caller may try again."""
+        if not self._thread.is_alive():
+            self._thread.start()
         self.port = asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
         return self.port
 

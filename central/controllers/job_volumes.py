@@ -1,19 +1,22 @@
 """A job's `spec.volumes`: the PersistentVolumeClaims it asks for, mounted into every pod.
 
-Each entry has a `mountPath` and either `volumeClaimName` (an existing PVC) or `volumeClaim`
-(a PVC spec the controller creates). Volcano names a created claim `<job>-volume-<random>`
-and writes the name back into the job; here it is `<job>-volume-<i>` (i = the entry's index),
-so it is known without a spec write and the same on every call. Created claims belong to
-the job (ownerReference) and live until it is deleted, across restarts.
+Each entry has a `mountPath` and either `volumeClaimName` (an existing PVC, used as is) or
+`volumeClaim` (a PVC spec the controller creates). Volcano names a created claim
+`<job>-volume-<random>` and writes the name back into the job's spec; here it is
+`<job>-volume-<i>` (i = the entry's index), so it is known without a spec write and the same
+on every call (a deliberate difference: the controllers never write a Job's spec). Created
+claims belong to the job (ownerReference) and live until it is deleted, across restarts.
+As in Volcano, a job naming a claim that does not exist waits (the loop retries, boundedly).
 
     claims(job) -> list[(claim name, mount path, PVC spec or None)]
     claims_to_create(job) -> list[dict]      PersistentVolumeClaim objects
+    missing_claims(job, existing) -> list    named claims not among `existing` (names in its namespace)
     mount_claims(job, pod) -> None           adds the volumes and mounts to the pod
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from central.controllers.plugins.base import add_volume, job_name, object_meta
@@ -37,6 +40,10 @@ def claims_to_create(job: Mapping[str, Any]) -> list[dict[str, Any]]:
         for name, _, spec in claims(job)
         if spec is not None
     ]
+
+
+def missing_claims(job: Mapping[str, Any], existing: Collection[str]) -> list[str]:
+    return [name for name, _, spec in claims(job) if spec is None and name not in existing]
 
 
 def mount_claims(job: Mapping[str, Any], pod: dict[str, Any]) -> None:

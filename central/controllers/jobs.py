@@ -60,7 +60,7 @@ from central.controllers.job_policies import (
     pod_version,
     triggers,
 )
-from central.controllers.job_volumes import claims_to_create, mount_claims
+from central.controllers.job_volumes import claims, claims_to_create, mount_claims
 from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects, updated_objects
 from central.errors import InputError
 from central.model.jobs import expand_job
@@ -75,6 +75,7 @@ RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD}
 DEFAULT_MAX_RETRY = 3
 MAX_CONDITIONS = 20
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+RESIZED_PODGROUP_FIELDS = ("minMember", "minTaskMember", "minResources", "priorityClassName")
 
 
 @dataclass
@@ -83,7 +84,7 @@ class JobDecision:
     status_changed: bool = False
     create_podgroup: dict[str, Any] | None = None
     delete_podgroup: str | None = None
-    update_podgroup: dict[str, Any] | None = None  # new spec fields (minMember, minTaskMember, minResources)
+    update_podgroup: dict[str, Any] | None = None  # new spec fields (RESIZED_PODGROUP_FIELDS; None: remove)
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[str] = field(default_factory=list)
     create_objects: list[dict[str, Any]] = field(
@@ -103,16 +104,20 @@ def reconcile(
     pods: Iterable[Mapping[str, Any]],
     now: float,
     commands: Iterable[Mapping[str, Any]] = (),
+    action: str | None = None,
 ) -> JobDecision:
+    """`action`, when given, is executed instead of a Command's: the loop's TerminateJob once a
+    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying."""
     step = _Step(job, podgroup, pods, now)
     if (job.get("metadata") or {}).get("deletionTimestamp"):
         return step.finish(job.get("status") or {})  # being deleted: the garbage collector removes what it owns
-    mine = bus.commands_for(list(commands), "Job", step.name)
-    command = mine[0] if mine else None
-    if command is not None:
-        step.decision.delete_commands.append(str(command["metadata"]["name"]))
+    if action is None:
+        mine = bus.commands_for(list(commands), "Job", step.name)
+        if mine:
+            step.decision.delete_commands.append(str(mine[0]["metadata"]["name"]))
+            action = str(mine[0].get("action"))
     try:
-        step.run(str(command.get("action")) if command else None)
+        step.run(action)
     except InputError as err:  # only a job that bypassed admission gets here
         step.decision = JobDecision(delete_commands=step.decision.delete_commands)
         step.status.setdefault("state", {}).update(reason="InvalidJob", message=str(err))
@@ -214,8 +219,8 @@ class _Step:
             startable = {task for task in set(missing.values()) if self._dependencies_met(task)}
             self.created = self._build_pods([n for n, task in missing.items() if task in startable])
         self.decision.create_pods = self.created
-        if self.deleting or (self.phase == RUNNING and self.created):
-            self.decision.update_objects = updated_objects(self.job)  # scaled: host lists change
+        if self.deleting or self.created:  # maybe scaled: the loop rewrites what differs (svc host lists)
+            self.decision.update_objects = updated_objects(self.job)
         counts = self._counts()
         finished = counts["Succeeded"] + counts["Failed"]
         min_available, total = self._min_available(), self._replicas()
@@ -306,11 +311,12 @@ class _Step:
     def _add_job_objects(self) -> None:
         """Once per job (recorded in status.controlledResources, as Volcano does): PVCs and plugin objects."""
         controlled = dict(self.status.get("controlledResources") or {})
-        for claim in claims_to_create(self.job):
-            key = f"volume-pvc-{claim['metadata']['name']}"
-            if key not in controlled:
-                self.decision.create_objects.append(claim)
-                controlled[key] = claim["metadata"]["name"]
+        created = {claim["metadata"]["name"]: claim for claim in claims_to_create(self.job)}
+        for name, _, _ in claims(self.job):  # named claims are recorded too, as Volcano does
+            if f"volume-pvc-{name}" not in controlled:
+                if name in created:
+                    self.decision.create_objects.append(created[name])
+                controlled[f"volume-pvc-{name}"] = name
         missing = [p.name for p in build_plugins(self.job) if f"plugin-{p.name}" not in controlled]
         if missing:
             self.decision.create_objects += job_objects(self.job, missing)
@@ -337,16 +343,20 @@ class _Step:
         return False
 
     def _resize_podgroup(self, pg: Mapping[str, Any]) -> None:
-        """After the job was scaled (admission lets minAvailable and replicas change), so is its PodGroup."""
+        """After the job was scaled (admission lets minAvailable and replicas change), so is its
+        PodGroup: minMember, minTaskMember, minResources, priorityClassName (Volcano's
+        updatePodGroupIfJobUpdate). The cheap comparison first: expanding the job costs O(pods)."""
         spec = pg.get("spec") or {}
         task_min = {
             str(t.get("name")): int(t.get("minAvailable", t.get("replicas", 1))) for t in self.spec.get("tasks") or []
         }
-        if spec.get("minMember") != self._min_available() or (spec.get("minTaskMember") or {}) != task_min:
-            wanted, _ = expand_job(self.job, self.version)
-            self.decision.update_podgroup = {
-                k: wanted["spec"][k] for k in ("minMember", "minTaskMember", "minResources")
-            }
+        min_member = int(self.spec.get("minAvailable", sum(task_min.values())))
+        if (spec.get("minMember"), spec.get("minTaskMember") or {}, spec.get("priorityClassName")) == (
+            min_member, task_min, self.spec.get("priorityClassName")
+        ):
+            return
+        wanted, _ = expand_job(self.job, self.version)
+        self.decision.update_podgroup = {k: wanted["spec"].get(k) for k in RESIZED_PODGROUP_FIELDS}
 
     def _build_pods(self, names: list[str]) -> list[dict[str, Any]]:
         """The named pods as expand_job makes them, edited by the job's plugins."""

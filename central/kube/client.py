@@ -112,6 +112,11 @@ class KubeClient:
         configuration.connection_pool_maxsize = 32
         return cls(client.ApiClient(configuration), qps, burst)
 
+    def fork(self) -> "KubeClient":
+        """The same connection with a rate limiter of its own, for calls that must not queue
+        behind bulk work (the leader's Lease renewals; Volcano builds a separate client too)."""
+        return KubeClient(self.api, self.limiter.qps, self.limiter.burst)
+
     def _call(self, method: str, url: str, query: dict[str, Any] | None, body: Any,
               content_type: str | None, timeout: float | tuple[float, float] | None) -> Any:
         self.limiter.acquire()

@@ -6,8 +6,8 @@ a `WorkQueue` hands each key to one worker at a time, and the worker calls the p
 with what the reflectors hold and applies the decision it returns. Applying is idempotent:
 a create that meets 409 AlreadyExists, a delete that meets 404, are done already; a status
 write carries the resourceVersion the reflector saw and a 409 just reconciles again. A key
-that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` attempts (Volcano's
-max-requeue-num), with an Event saying so.
+that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` retries (Volcano's
+max-requeue-num); a Job then gets an Event and is terminated, as Volcano's handleJobError does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from central.controllers.bus import TERMINATE_JOB
+from central.controllers.job_volumes import missing_claims
 from central.kube.client import (CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient,
                                  path)
 from central.kube.events import EventRecorder
@@ -30,10 +32,15 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEUE = 15
 
+
+class ClaimMissing(Exception):
+    """A job names a PersistentVolumeClaim that does not exist (yet)."""
+
 # kind -> (API prefix, plural) for the objects the controllers create and delete
 URLS = {
     "Pod": (CORE, "pods"), "Service": (CORE, "services"), "ConfigMap": (CORE, "configmaps"),
-    "Secret": (CORE, "secrets"), "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
+    "Secret": (CORE, "secrets"), "PersistentVolumeClaim": (CORE, "persistentvolumeclaims"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "PodGroup": (VOLCANO_SCHEDULING, "podgroups"), "Queue": (VOLCANO_SCHEDULING, "queues"),
     "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"),
 }
@@ -92,8 +99,8 @@ class ControllerLoop:
                 if requeue is not None:
                     self.queue.add_after(key, requeue)
             except Exception as err:  # ApiError, network, or a bug: retry with backoff, never die
-                if self.queue.failures(key) + 1 >= MAX_REQUEUE:
-                    log.error("%s %s: giving up after %d attempts: %s", self.name, key, MAX_REQUEUE, err)
+                if self.queue.failures(key) >= MAX_REQUEUE:  # Volcano: NumRequeues < maxRequeueNum requeues
+                    log.error("%s %s: giving up after %d retries: %s", self.name, key, MAX_REQUEUE, err)
                     self.queue.forget(key)
                     self.gave_up(key, err)
                 else:
@@ -127,6 +134,18 @@ class ControllerLoop:
             if err.code != 404:
                 raise
 
+    def replace(self, obj: dict[str, Any]) -> None:
+        """Make the object say what `obj` says (the svc plugin's host lists after a scale). A PUT
+        without a resourceVersion, as ConfigMaps allow: the controllers may not read ConfigMaps,
+        and this one is the job's alone (policies.yaml); created if it is gone."""
+        meta = obj["metadata"]
+        try:
+            self.client.request("PUT", url_for(obj["kind"], meta.get("namespace"), meta["name"]), body=obj)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            self.create(obj)
+
     def write_status(self, kind: str, obj: dict[str, Any], status: dict[str, Any]) -> None:
         """PUT /status conditional on the resourceVersion we saw; a 409 raises (reconcile again)."""
         meta = obj["metadata"]
@@ -152,6 +171,8 @@ class JobController(ControllerLoop):
         self._pods_of: dict[str, set[str]] = {}  # job key -> pod keys
         self._index_lock = threading.Lock()
         self.pods = self.watch(path(CORE, "pods"), self._pod_job, query={"labelSelector": JOB_NAME_LABEL})
+        # claims a job names must exist before its pods are made (Volcano's pvcLister)
+        self.claims = self.watch(path(CORE, "persistentvolumeclaims"), self._claim_jobs)
 
     # --- event -> job key ---------------------------------------------------------------------
 
@@ -166,6 +187,15 @@ class JobController(ControllerLoop):
             else:  # the reflector already dropped it: a deletion
                 members.discard(key)
         return [job]
+
+    def _claim_jobs(self, claim: dict[str, Any]) -> list[str]:
+        """The jobs of the claim's namespace that name it (one was waiting for it)."""
+        meta = claim["metadata"]
+        namespace, name = meta.get("namespace"), meta.get("name")
+        return [key for key, job in list(self.jobs.objects.items())
+                if job["metadata"].get("namespace") == namespace
+                and any(v.get("volumeClaimName") == name for v in (job.get("spec") or {}).get("volumes") or []
+                        if isinstance(v, dict))]
 
     @staticmethod
     def _podgroup_job(podgroup: dict[str, Any]) -> list[str]:
@@ -187,15 +217,29 @@ class JobController(ControllerLoop):
         if job is None:
             return None  # deleted: its pods and PodGroup go with it (owner references)
         namespace = job["metadata"]["namespace"]
+        phase = ((job.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+        missing = phase == "Pending" and missing_claims(
+            job, {n for k in list(self.claims.objects) for ns, n in [k.split("/", 1)] if ns == namespace})
+        if missing:  # as Volcano's initiateJob: retried with backoff, MAX_REQUEUE times, then terminated
+            err = ClaimMissing(f"pvc {', '.join(missing)} is not found, the job will be in the Pending state "
+                               "until the PVC is created")
+            self.events.emit(job, "Warning", "PVCError", f"Failed to create PVC, err: {err}")
+            raise err
+        decision = self._reconcile(key, job)
+        self._apply(job, decision)
+        return decision.requeue_after
+
+    def _reconcile(self, key: str, job: dict[str, Any], action: str | None = None) -> Any:
+        namespace = job["metadata"]["namespace"]
         with self._index_lock:
             pod_keys = list(self._pods_of.get(key, ()))
         pods = [p for k in pod_keys if (p := self.pods.objects.get(k)) is not None]
         commands = [c for c in list(self.commands.objects.values()) if c["metadata"].get("namespace") == namespace]
-        decision = self.reconcile(job, self.podgroups.objects.get(key), pods, self.clock(), commands)
-        self._apply(job, decision)
-        return decision.requeue_after
+        return self.reconcile(job, self.podgroups.objects.get(key), pods, self.clock(), commands, action)
 
     def _apply(self, job: dict[str, Any], d: Any) -> None:
+        """Objects first, pods last: a write that fails raises before the pods change, and the
+        retry makes the same decision again (a scale's host lists and PodGroup are not lost)."""
         namespace = job["metadata"]["namespace"]
         for reason, message in d.events:
             # abnormal outcomes are Warnings, as `kubectl get events --field-selector type=Warning` expects
@@ -204,12 +248,17 @@ class JobController(ControllerLoop):
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             self.create(obj)
+        for obj in d.update_objects:
+            obj.setdefault("metadata", {}).setdefault("namespace", namespace)
+            self.replace(obj)
         for kind, name in d.delete_objects:
             self.delete(kind, namespace, name)
         if d.delete_podgroup:
             self.delete("PodGroup", namespace, d.delete_podgroup)
         if d.create_podgroup is not None:
             self.create(d.create_podgroup)
+        if d.update_podgroup is not None:
+            self._resize_podgroup(f"{namespace}/{job['metadata']['name']}", d.update_podgroup)
         for name in d.delete_pods:
             self.delete("Pod", namespace, name)
         for pod in d.create_pods:
@@ -221,10 +270,28 @@ class JobController(ControllerLoop):
         if d.delete_job:
             self.delete("Job", namespace, job["metadata"]["name"])
 
+    def _resize_podgroup(self, key: str, fields: dict[str, Any]) -> None:
+        """An Update of the PodGroup read (as Volcano's): maps such as minTaskMember are replaced
+        whole, and a concurrent write (the scheduler's status) is a 409, reconciled again."""
+        podgroup = self.podgroups.objects.get(key)
+        if podgroup is None:
+            return
+        spec = {k: v for k, v in {**(podgroup.get("spec") or {}), **fields}.items() if v is not None}
+        meta = podgroup["metadata"]
+        self.client.request("PUT", url_for("PodGroup", meta["namespace"], meta["name"]),
+                            body=dict(podgroup, spec=spec))
+
     def gave_up(self, key: str, err: Exception) -> None:
+        """As Volcano's handleJobError: an Event, then the job is terminated and its resources released."""
         job = self.jobs.objects.get(key)
-        if job is not None:
-            self.events.emit(job, "Warning", "ReconcileFailed", f"gave up after {MAX_REQUEUE} attempts: {err}")
+        if job is None:
+            return
+        self.events.emit(job, "Warning", "ExecuteAction",
+                         f"Job failed on action SyncJob for retry limit reached ({MAX_REQUEUE} retries): {err}")
+        try:
+            self._apply(job, self._reconcile(key, job, TERMINATE_JOB))
+        except Exception as again:  # the next event on the job tries again
+            log.error("%s %s: cannot terminate the job: %s", self.name, key, again)
 
 
 class QueueController(ControllerLoop):

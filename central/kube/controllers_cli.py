@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from central.kube.client import KubeClient
 from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
 from central.kube.events import EventRecorder
-from central.kube.leader import LeaderElector
+from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import QueuePodGroupCounts, serve
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-object-name", default="vc-controller-manager")
     parser.add_argument("--kube-api-qps", type=float, default=50.0)
     parser.add_argument("--kube-api-burst", type=int, default=100)
+    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
 
 
@@ -72,12 +73,13 @@ def run(args: argparse.Namespace) -> int:
     loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]))
     elector = None
     if args.leader_elect:
-        elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name,
-                                f"{socket.gethostname()}_{os.getpid()}")
+        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name,
+                                f"{socket.gethostname()}_{os.getpid()}", on_lost=exit_on_lost)
     registry = CollectorRegistry()
     queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
     registry.register(QueuePodGroupCounts(queues))
-    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops))
+    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops),
+                   host=args.listen_address)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

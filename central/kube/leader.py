@@ -6,9 +6,13 @@ Defaults are kube-scheduler's and Volcano's: lease 15 s, renew deadline 10 s, re
   monotonic clock, never by comparing the holder's timestamps with ours (clock skew).
 - Every write is a PUT conditional on the resourceVersion read, so of two candidates racing
   for an expired Lease exactly one wins (the other gets 409).
-- The leader renews every retry period; if it cannot renew for `renew_deadline` it has lost,
-  and the caller must stop scheduling at once (Volcano exits the process).
-- `release()` on shutdown empties the holder, so a successor takes over at its next retry
+- The leader renews every retry period; each API call is bounded by what is left of the renew
+  deadline (counted from when the last successful write was sent), so a hung call cannot
+  stretch a leadership; at the deadline it has lost, and `on_lost` runs at once (the commands
+  exit the process, as Volcano does: `exit_on_lost`).
+- The commands give the elector its own client (`KubeClient.fork`): its rate limiter is not
+  the one binds queue on (Volcano's separate leader-election client).
+- `release()` on a clean stop empties the holder, so a successor takes over at its next retry
   instead of waiting out the lease (Volcano does not; client-go's ReleaseOnCancel does).
 A lease is advisory; the API server's resourceVersion and binding checks are the real fence.
 """
@@ -16,8 +20,10 @@ A lease is advisory; the API server's resourceVersion and binding checks are the
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,17 +38,20 @@ def _micro_time() -> str:
 
 class LeaderElector:
     def __init__(self, client: KubeClient, namespace: str, name: str, identity: str, *,
-                 lease_duration: float = 15.0, renew_deadline: float = 10.0, retry_period: float = 2.0):
+                 lease_duration: float = 15.0, renew_deadline: float = 10.0, retry_period: float = 2.0,
+                 on_lost: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.url = path(COORDINATION, "leases", namespace, name)
         self.collection = path(COORDINATION, "leases", namespace)
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
+        self.on_lost = on_lost  # called from the lease thread the moment leadership is lost
+        self.clock = clock
         self.leading = threading.Event()
         self.lost = threading.Event()
         self._record: dict[str, Any] | None = None  # the Lease as last read or written
         self._observed: tuple[str, float] | None = None  # (resourceVersion, monotonic time first seen)
-        self._last_renew = 0.0
+        self._last_renew = 0.0  # when the last successful write was *sent*: the deadline counts from there
         self._thread: threading.Thread | None = None
 
     # --- public -----------------------------------------------------------------------------
@@ -51,7 +60,7 @@ class LeaderElector:
         """Block until this candidate leads (True) or `stop` is set (False); then keep renewing
         in the background. `lost` is set if renewal fails for the renew deadline."""
         while not stop.is_set():
-            if self._try():
+            if self._try(self.clock() + self.renew_deadline):
                 self.leading.set()
                 self._thread = threading.Thread(target=self._renew_loop, args=(stop,), name="lease", daemon=True)
                 self._thread.start()
@@ -61,60 +70,79 @@ class LeaderElector:
         return False
 
     def release(self) -> None:
-        """Give the Lease up (shutdown). Only if we still hold it."""
+        """Give the Lease up (clean stop). Only if we still hold it."""
         if not self.leading.is_set():
             return
         self.leading.clear()
         if self._thread is not None:
-            self._thread.join(self.retry_period + 1)
+            self._thread.join(self.renew_deadline + 1)
         record = self._record
-        if record is None or record["spec"].get("holderIdentity") != self.identity:
+        if self.lost.is_set() or record is None or record["spec"].get("holderIdentity") != self.identity:
             return
         spec = dict(record["spec"], holderIdentity="", leaseDurationSeconds=1, renewTime=_micro_time())
         try:
-            self.client.request("PUT", self.url, body=dict(record, spec=spec))
+            self.client.request("PUT", self.url, body=dict(record, spec=spec), timeout=self.renew_deadline)
             log.info("%s released %s/%s", self.identity, self.namespace, self.name)
-        except ApiError as err:
+        except Exception as err:  # the lease then expires on its own
             log.warning("releasing the lease failed: %s", err)
 
     # --- internals ----------------------------------------------------------------------------
 
     def _renew_loop(self, stop: threading.Event) -> None:
+        """Renew every retry period. Every call is bounded by what is left of the renew deadline
+        (counted from the last successful write), so a hung API call cannot stretch a leadership
+        past it: at the deadline, or when another holder is seen, leadership is lost."""
         while self.leading.is_set() and not stop.is_set():
-            if self._try():
-                self._last_renew = time.monotonic()
-            elif time.monotonic() - self._last_renew > self.renew_deadline or self._held_by_other():
-                log.error("%s lost the lease %s/%s", self.identity, self.namespace, self.name)
-                self.leading.clear()
-                self.lost.set()
+            deadline = self._last_renew + self.renew_deadline
+            if self.clock() >= deadline or self._held_by_other():
+                self._lose()
                 return
-            stop.wait(self.retry_period)
+            if self._try(deadline):
+                stop.wait(self.retry_period)
+            else:
+                stop.wait(max(0.0, min(self.retry_period, deadline - self.clock())))
+
+    def _lose(self) -> None:
+        log.error("%s lost the lease %s/%s", self.identity, self.namespace, self.name)
+        self.leading.clear()
+        self.lost.set()
+        if self.on_lost is not None:
+            self.on_lost()
 
     def _held_by_other(self) -> bool:
         holder = (self._record or {}).get("spec", {}).get("holderIdentity")
         return bool(holder) and holder != self.identity
 
-    def _try(self) -> bool:
-        """One attempt to take or renew the Lease."""
-        now = _micro_time()
+    def _call(self, method: str, url: str, deadline: float, body: Any = None) -> dict[str, Any]:
+        left = deadline - self.clock()
+        if left <= 0:
+            raise TimeoutError("the renew deadline has passed")
+        return self.client.request(method, url, body=body, timeout=left)
+
+    def _try(self, deadline: float) -> bool:
+        """One attempt to take or renew the Lease, every call bounded by `deadline`."""
+        started, now = self.clock(), _micro_time()
         try:
-            current = self.client.get_or_none(self.url)
-            if current is None:
-                self._record = self.client.create(self.collection, {
+            try:
+                current = self._call("GET", self.url, deadline)
+            except ApiError as err:
+                if err.code != 404:
+                    raise
+                self._record = self._call("POST", self.collection, deadline, {
                     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_duration),
                              "acquireTime": now, "renewTime": now, "leaseTransitions": 0}})
-                self._last_renew = time.monotonic()
+                self._last_renew = started
                 return True
             self._record = current
             spec = current.get("spec") or {}
             holder = spec.get("holderIdentity") or ""
             version = current["metadata"]["resourceVersion"]
             if self._observed is None or self._observed[0] != version:
-                self._observed = (version, time.monotonic())
+                self._observed = (version, self.clock())
             duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-            expired = time.monotonic() - self._observed[1] > duration
+            expired = self.clock() - self._observed[1] > duration
             if holder and holder != self.identity and not expired:
                 return False
             mine = holder == self.identity
@@ -122,12 +150,21 @@ class LeaderElector:
                             renewTime=now)
             if not mine:
                 new_spec.update(acquireTime=now, leaseTransitions=int(spec.get("leaseTransitions") or 0) + 1)
-            self._record = self.client.request("PUT", self.url, body=dict(current, spec=new_spec))
-            self._last_renew = time.monotonic()
+            self._record = self._call("PUT", self.url, deadline, dict(current, spec=new_spec))
+            self._last_renew = started
             return True
         except ApiError as err:
             log.info("lease %s/%s: %s", self.namespace, self.name, err)
             return False
-        except Exception as err:  # network trouble: not leading this round
+        except Exception as err:  # network trouble or a timeout: not renewed this round
             log.warning("lease %s/%s: %s: %s", self.namespace, self.name, type(err).__name__, err)
             return False
+
+
+def exit_on_lost() -> None:
+    """What a deposed leader does, as Volcano's (klog.Fatalf): exit at once. No draining of
+    binds and no cleanup: another replica leads now, and anything more this process sent
+    could double-book. The container restarts as a standby."""
+    log.critical("leadership lost: exiting")
+    logging.shutdown()
+    os._exit(1)

@@ -5,7 +5,8 @@ Order of start-up, each step a guard from Volcano's bug history:
 2. no cycle runs before every one of them has synced (vo#1417);
 3. the replica takes the Lease (vo#2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
-4. the leader creates the `root` and `default` queues if they are missing;
+4. the leader creates the `root` and `default` queues while they are missing, retrying with
+   backoff when refused (the admission webhook may not serve yet);
 5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
    the cache, then the cycle runs under the feeder's lock on the live cache and hands its
    decisions to the `KubeSink`; statuses are written at session close.
@@ -97,7 +98,8 @@ class Scheduler:
                  scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
                  metrics: Any = None, bind_workers: int = 16, watch_timeout: int = 300,
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: Any = None,
-                 on_leading: Callable[[bool], None] | None = None):
+                 on_leading: Callable[[bool], None] | None = None,
+                 queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -113,6 +115,8 @@ class Scheduler:
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers,
                              bind_backoff)
+        self.queue_backoff, self.clock = queue_backoff, clock
+        self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0
         self.failed_cycles = 0
         self.ready = threading.Event()  # synced and leading: what the readiness probe reports
@@ -132,13 +136,13 @@ class Scheduler:
                 return 0
             if self.on_leading is not None:
                 self.on_leading(True)
-            self._ensure_queues()
             self.ready.set()
             while not stop.is_set():
                 if self.elector is not None and not self.elector.leading.is_set():
                     log.error("leadership lost: stopping")
                     return 1
                 started = time.monotonic()
+                self._ensure_queues()
                 try:
                     self.run_once()
                 except Exception:  # one bad cycle must not stop scheduling (Volcano vo#5708)
@@ -187,14 +191,35 @@ class Scheduler:
         return figures
 
     def _ensure_queues(self) -> None:
+        """Create the `root` and `default` queues while either is missing (at start, or deleted
+        since). A refusal (the admission webhook not serving yet, a transient error) is retried
+        with backoff, `queue_backoff` = (first, most) seconds doubling, and scheduling goes on
+        meanwhile; Volcano retries each second for a minute, then exits."""
+        now = self.clock()
         for name in BUILTIN_QUEUES:
             if name in self.reflectors["Queue"].objects:
+                self._queue_retry.pop(name, None)
                 continue
+            failures, due = self._queue_retry.get(name, (0, now))
+            if now < due:
+                continue
+            first = self.queue_backoff[0]
             try:
                 self.client.create(path(VOLCANO_SCHEDULING, "queues"), {
                     "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
                     "spec": {"weight": 1, "reclaimable": name != "root"}})
                 log.info("created queue %s", name)
+                self._queue_retry[name] = (0, now + first)  # until the watch shows it
             except ApiError as err:
-                if err.code != 409:
-                    log.error("cannot create queue %s: %s", name, err)
+                if err.code == 409:
+                    self._queue_retry[name] = (0, now + first)
+                    continue
+                self._queue_refused(name, failures, err)
+            except Exception as err:  # the API unreachable: the same retry
+                self._queue_refused(name, failures, err)
+
+    def _queue_refused(self, name: str, failures: int, err: Exception) -> None:
+        first, most = self.queue_backoff
+        delay = min(first * 2 ** failures, most)
+        self._queue_retry[name] = (failures + 1, self.clock() + delay)
+        log.error("cannot create queue %s (attempt %d), retrying in %.0fs: %s", name, failures + 1, delay, err)

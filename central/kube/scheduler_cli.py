@@ -9,11 +9,11 @@ import signal
 import socket
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
-from central.kube.leader import LeaderElector
+from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import SchedulerMetrics, serve
 from central.kube.scheduler import ConfigFile, Scheduler
 
@@ -37,34 +37,71 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kube-api-qps", type=float, default=2000.0)
     parser.add_argument("--kube-api-burst", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
+    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
     parser.add_argument("--agent-address", default="",
                         help="serve the node agents' report streams here (e.g. 0.0.0.0:7070); off when empty")
     parser.add_argument("--agent-tls-dir", default="",
-                        help="ca.crt (signs the agents' client certificates), tls.crt and tls.key for mTLS")
+                        help="tls.crt and tls.key the agent endpoint serves (the Secret caldera-scheduler-tls); "
+                             "with --agent-auth mtls also ca.crt, the CA of the agents' client certificates")
+    parser.add_argument("--agent-auth", choices=["token", "mtls", "none"], default="token",
+                        help="how an agent proves its node: its projected ServiceAccount token checked with "
+                             "TokenReview (default), a client certificate, or not at all (a stream is bound to "
+                             "the first node it reports; tests only)")
+    parser.add_argument("--agent-token-audience", default="caldera-scheduler")
+    parser.add_argument("--agent-service-account", default="caldera-system:caldera-nodeagent",
+                        help="namespace:name of the agents' ServiceAccount; tokens of any other are refused")
     parser.add_argument("--agent-insecure", action="store_true",
                         help="accept agent streams without TLS (tests and trusted networks only)")
 
 
-def agent_receiver(args: argparse.Namespace) -> tuple[Any, Any]:
+def agent_receiver(args: argparse.Namespace, client: KubeClient) -> tuple[Any, Any]:
     """(receiver, feed) for the agents' reports, or (None, None) when not asked for."""
     if not args.agent_address:
         return None, None
     from central.agents.feed import NodeDataFeed
     from central.agents.server import ReceiverServer, ServerTls
     from central.agents.store import NodeReportStore
+    from central.kube.tokenreview import TokenReviewer
 
     if not args.agent_tls_dir and not args.agent_insecure:
-        raise InputError("--agent-address", "needs --agent-tls-dir (mTLS), or --agent-insecure to accept plaintext")
+        raise InputError("--agent-address", "needs --agent-tls-dir (TLS), or --agent-insecure to accept plaintext")
+    if args.agent_auth == "mtls" and not args.agent_tls_dir:
+        raise InputError("--agent-auth", "mtls needs --agent-tls-dir with ca.crt")
     tls = None
     if args.agent_tls_dir:
         folder = Path(args.agent_tls_dir)
-        tls = ServerTls(folder / "ca.crt", folder / "tls.crt", folder / "tls.key")
-        for file in (tls.ca_file, tls.cert_file, tls.key_file):
-            if not file.is_file():
-                raise InputError("--agent-tls-dir", f"{file} is missing")
+        tls = ServerTls(folder / "tls.crt", folder / "tls.key",
+                        folder / "ca.crt" if args.agent_auth == "mtls" else None)
+    authenticate = None
+    if args.agent_auth == "token":
+        authenticate = TokenReviewer(client, args.agent_token_audience, args.agent_service_account)
     store = NodeReportStore()
-    return ReceiverServer(store, args.agent_address, tls=tls), NodeDataFeed(store)
+    return ReceiverServer(store, args.agent_address, tls=tls, authenticate=authenticate), NodeDataFeed(store)
+
+
+def start_receiver(receiver: Any, stop: threading.Event) -> Callable[[], bool]:
+    """Start the agent endpoint now or, while its certificate cannot be read (the Secret not
+    made yet), retry every 5 s after one log line; returns "is it serving" for /readyz."""
+    def attempt() -> bool:
+        try:
+            receiver.start()
+            return True
+        except OSError as err:
+            log.error("agent endpoint not started, retrying every 5 s: %s", err)
+            return False
+
+    if not attempt():
+        def retry() -> None:
+            while not stop.wait(5.0):
+                try:
+                    receiver.start()
+                    log.info("agent endpoint started")
+                    return
+                except OSError:
+                    continue
+        threading.Thread(target=retry, daemon=True, name="agent-endpoint").start()
+    return lambda: receiver.port != 0
 
 
 LEADER_LABEL = "caldera.io/leader"
@@ -98,21 +135,28 @@ def run(args: argparse.Namespace) -> int:
     config = ConfigFile(args.config, load_config, load_config(DEFAULT_CONF_YAML, "built-in default"))
     elector = None
     if args.leader_elect:
+        if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
+            # client-go's rule: a leader must give up before a standby may take the Lease over
+            raise InputError("--leader-elect-renew-deadline",
+                             "need 0 < retry period < renew deadline < lease duration, got"
+                             f" {args.leader_elect_retry_period} < {args.leader_elect_renew_deadline} < "
+                             f"{args.leader_elect_lease_duration}")
         identity = f"{socket.gethostname()}_{os.getpid()}"
-        elector = LeaderElector(client, args.lock_object_namespace, args.lock_object_name, identity,
+        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity,
                                 lease_duration=args.leader_elect_lease_duration,
                                 renew_deadline=args.leader_elect_renew_deadline,
-                                retry_period=args.leader_elect_retry_period)
-    receiver, feed = agent_receiver(args)
+                                retry_period=args.leader_elect_retry_period, on_lost=exit_on_lost)
+    receiver, feed = agent_receiver(args, client)
     metrics = SchedulerMetrics()
     scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                           metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
                           on_leading=leader_label(client) if elector is not None else None)
-    server = serve(metrics.registry, args.listen_port, scheduler.synced)  # a warm standby is ready too
-    if receiver is not None:
-        receiver.start()  # standbys take reports too: their node view is warm at hand-over
     stop = threading.Event()
+    serving = start_receiver(receiver, stop) if receiver is not None else (lambda: True)
+    # a warm standby is ready too; standbys take reports as well, so their node view is warm at hand-over
+    server = serve(metrics.registry, args.listen_port, lambda: scheduler.synced() and serving(),
+                   host=args.listen_address)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:

@@ -5,17 +5,28 @@
   failure the pod is read back from the API and handed to the cache as it is, releasing the
   node; a later cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
   and a FailedScheduling Event saying why. The API server is the fence against a double bind: a
-  second Binding for a bound pod gets 409, and the read-back then shows the pod bound.
+  second Binding for a bound pod gets 409, and the read-back then shows the pod bound. The
+  Binding carries the UID of the pod decided on (as Volcano's), so a pod deleted and created
+  again under the same name meanwhile is refused too (409), not bound unseen.
 - **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
   its Binding, as Volcano's PreBind does; a failed write fails the bind.
-- **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured (429).
+- **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured and the API
+  server sets the DisruptionTarget condition and deletes with the pod's own grace period; a
+  429 (a budget refuses) means "not now", counted apart from failures.
 - **nominate** and **publish_node_resources** are merge patches on pods/status
   (`nominatedNodeName`) and nodes/status (extended resources such as kubernetes.io/batch-cpu).
 - **status**: PodGroup and Queue statuses are collected during the cycle and written by
-  `flush()` at session close, each as a PUT on `/status` carrying the resourceVersion the
-  reflector last saw; a 409 re-reads the object and tries again. Unchanged statuses are not
-  written, and fields the cycle does not report are kept. Of a Queue's status the scheduler
-  writes `allocated`; the state and PodGroup counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup.
+  `flush()` at session close, each as a PUT carrying the resourceVersion the reflector last
+  saw: on the Queue's `/status`, on the PodGroup itself (Volcano's PodGroup CRD has no status
+  subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object
+  and tries again. Unchanged statuses are not written, and fields the cycle does not report
+  are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
+  counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a
+  Warning Event on the PodGroup.
+- **patch types**: a merge patch where the body holds only maps and scalars (annotations,
+  nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
+  where a list must merge item by item (a pod's conditions, by type; a merge patch would
+  replace the list). Custom resources accept no strategic merge (415): merge patch or PUT.
 - **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
   for in `kubectl describe pod`), rate-limited by the EventRecorder.
 """
@@ -54,7 +65,8 @@ class KubeSink:
         self._annotations: dict[str, dict[str, str]] = {}
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
-        self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_failed": 0, "status": 0, "conflict": 0}
+        self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
+                       "conflict": 0}
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -66,8 +78,11 @@ class KubeSink:
         self._annotations[pod_key] = dict(annotations)  # written by the bind worker, before the Binding
 
     def bind(self, pod_key: str, node: str) -> None:
+        # the UID the decision was made for: a pod deleted and recreated under the same name
+        # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
+        uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
         self.feeder.assume(pod_key, node)
-        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None))
+        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid)
 
     def nominate(self, pod_key: str, node: str) -> None:
         namespace, name = pod_key.split("/", 1)
@@ -135,13 +150,17 @@ class KubeSink:
         except ApiError as err:
             log.warning("patch %s failed: %s", url, err)
 
-    def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None) -> None:
+    def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None, uid: str | None = None) -> None:
         namespace, name = pod_key.split("/", 1)
+        meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
         try:
             if annotations:  # Volcano's PreBind: what the plugins chose, on the pod before it runs
-                self.client.merge_patch(path(CORE, "pods", namespace, name), {"metadata": {"annotations": annotations}})
+                patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
+                if uid:  # metadata.uid is immutable: the API server refuses this patch on a recreated pod
+                    patch["metadata"]["uid"] = uid
+                self.client.merge_patch(path(CORE, "pods", namespace, name), patch)
             self.client.create(path(CORE, "pods", namespace, name, "binding"), {
-                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+                "apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
             self._count("bind")
             with self._lock:
@@ -178,10 +197,14 @@ class KubeSink:
             self.client.create(path(CORE, "pods", namespace, name, "eviction"), {
                 "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
             self._count("evict")
-            if pod is not None:
-                self.events.emit(pod, "Normal", "Evict", f"Pod is evicted, because of {reason}")
+            if pod is not None:  # a Warning, as Volcano's evictor records it
+                self.events.emit(pod, "Warning", "Evict", f"Pod is evicted, because of {reason}")
         except ApiError as err:
             if err.code == 404:
+                return
+            if err.code == 429:  # a PodDisruptionBudget says not now: the next cycle decides again
+                self._count("evict_refused")
+                log.info("eviction of %s (%s) refused for now: %s", pod_key, reason, err.message or err)
                 return
             self._count("evict_failed")
             log.warning("evicting %s (%s) failed: %s", pod_key, reason, err)
@@ -189,7 +212,8 @@ class KubeSink:
     def _write_status(self, kind: str, key: str, status: dict[str, Any]) -> None:
         namespace, name = key.split("/", 1) if "/" in key else (None, key)
         resource = "podgroups" if kind == "PodGroup" else "queues"
-        url = path(VOLCANO_SCHEDULING, resource, namespace, name, "status")
+        # Volcano's PodGroup CRD has no status subresource: its status is written with the object
+        url = path(VOLCANO_SCHEDULING, resource, namespace, name, None if kind == "PodGroup" else "status")
         current = self.objects.get(kind, {}).get(key)
         try:
             for attempt in range(CONFLICT_RETRIES):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import datetime as dt
 import json
 import logging
 import os
@@ -25,16 +26,23 @@ import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
-from central.errors import InputError
-from central.kube.client import CORE, VOLCANO_SCHEDULING, KubeClient, path
+from central.certs import KeyPair, certificate_problem
+from central.kube.certs import WEBHOOK_CONFIGURATIONS, inject_ca_bundle
+from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
+from central.kube.metrics import serve
 
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
+EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
+NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 
 
@@ -86,41 +94,91 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     return _deny(uid, 400, "; ".join(decision.errors))
 
 
+def review_agent_eviction(request: dict[str, Any], pod: dict[str, Any] | None) -> dict[str, Any]:
+    """An agent may evict only pods on its own node: the node its token is bound to (a
+    ValidatingAdmissionPolicy cannot decide this, it sees the Eviction and not the pod)."""
+    uid = request.get("uid", "")
+    nodes = ((request.get("userInfo") or {}).get("extra") or {}).get(NODE_NAME_CLAIM) or []
+    target = f"{request.get('namespace')}/{request.get('name')}"
+    if len(nodes) != 1:
+        return _deny(uid, 403, f"an eviction of {target} by a token bound to no node")
+    if pod is None:
+        return {"uid": uid, "allowed": True}  # gone already: the eviction answers 404 itself
+    on = (pod.get("spec") or {}).get("nodeName") or ""
+    if on != nodes[0]:
+        return _deny(uid, 403, f"the agent of node {nodes[0]} may not evict {target}, which runs on {on or 'no node'}")
+    return {"uid": uid, "allowed": True}
+
+
 def _deny(uid: str, code: int, message: str) -> dict[str, Any]:
-    return {"uid": uid, "allowed": False, "status": {"code": code, "message": message,
-                                                     "reason": "Invalid" if code == 400 else "ServiceUnavailable"}}
+    reason = {400: "Invalid", 403: "Forbidden"}.get(code, "ServiceUnavailable")
+    return {"uid": uid, "allowed": False, "status": {"code": code, "message": message, "reason": reason}}
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
 
 
 class TLSContext:
-    """An SSL context for the certificate files, rebuilt when they change."""
+    """An SSL context for the certificate files, rebuilt when they change.
 
-    def __init__(self, cert: str, key: str):
-        self.cert, self.key = cert, key
+    Never fatal: a missing, unreadable or expired certificate is `problem` (logged once per
+    new problem, shown by /readyz) and the last good context keeps serving until it expires;
+    `caldera certs` or cert-manager renewing the Secret mends it without a restart."""
+
+    def __init__(self, cert: str, key: str, clock: Callable[[], dt.datetime] = _utcnow):
+        self.cert, self.key, self.clock = cert, key, clock
+        self.problem: str | None = None
         self._stamp: tuple[float, float] | None = None
         self._context: ssl.SSLContext | None = None
+        self._expires: dt.datetime | None = None
         self._lock = threading.Lock()
-        try:
-            self.current()  # a bad certificate at start-up is fatal
-        except (OSError, ssl.SSLError) as err:
-            raise InputError(f"--tls-cert-file {cert} / --tls-key-file {key}",
-                             f"cannot load the certificate: {err.strerror or err}") from None
+        self.current()
 
-    def current(self) -> ssl.SSLContext:
-        stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+    def current(self) -> ssl.SSLContext | None:
+        """The context to serve with (None until a usable certificate has been read)."""
         with self._lock:
-            if stamp != self._stamp:
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.minimum_version = ssl.TLSVersion.TLSv1_2
-                context.load_cert_chain(self.cert, self.key)
-                self._context, self._stamp = context, stamp
+            try:
+                stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+                if stamp != self._stamp:
+                    self._stamp = stamp
+                    self._load()
+            except OSError as err:
+                self._report(f"cannot read {err.filename}: {err.strerror}")
+            if self._expires is not None and self.clock() >= self._expires:
+                self._report(f"{self.cert} expired {self._expires:%Y-%m-%d %H:%M} UTC")
+                self._context = None
             return self._context
+
+    def _load(self) -> None:
+        with open(self.cert, "rb") as c, open(self.key, "rb") as k:
+            pair = KeyPair(c.read(), k.read())
+        problem = certificate_problem(pair, self.clock())
+        if problem:
+            return self._report(f"{self.cert}: {problem}")  # a half-written renewal: keep the old one
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(self.cert, self.key)
+        except ssl.SSLError as err:
+            return self._report(f"{self.cert}: {err}")
+        self._context, self._expires = context, pair.cert.not_valid_after_utc
+        if self.problem:
+            log.info("serving certificate %s loaded, valid until %s", self.cert, f"{self._expires:%Y-%m-%d}")
+        self.problem = None
+
+    def _report(self, problem: str) -> None:
+        if problem != self.problem:
+            log.error("cannot serve TLS: %s", problem)
+        self.problem = problem
 
 
 class WebhookServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig):
-        self.tls, self.view, self.config = tls, view, config
+    def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
+                 client: KubeClient | None = None):
+        self.tls, self.view, self.config, self.client = tls, view, config, client
         super().__init__(address, _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -128,11 +186,10 @@ class WebhookServer(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = self.socket.accept()
-        try:
-            context = self.tls.current()
-        except (OSError, ssl.SSLError) as err:  # a half-written renewal: keep serving the old one
-            log.error("certificate reload failed: %s", err)
-            context = self.tls._context
+        context = self.tls.current()
+        if context is None:  # no usable certificate: refuse the connection, /readyz says why
+            sock.close()
+            raise OSError("no usable serving certificate")
         return context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
 
 
@@ -148,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.do_handshake()
 
     def do_GET(self) -> None:
-        if self.path == "/healthz":
+        if urlsplit(self.path).path == "/healthz":
             ready = self.server.view.synced()
             self._send(200 if ready else 503, {"status": "ok" if ready else "caches not synced"})
         else:
@@ -156,8 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        if self.path not in ROUTES:
-            return self._send(404, {"message": f"no admission route {self.path}"})
+        route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
+        if route not in ROUTES and route != EVICTION_ROUTE:
+            return self._send(404, {"message": f"no admission route {route}"})
         if not 0 < length <= MAX_BODY:
             return self._send(413, {"message": "request body missing or too large"})
         try:
@@ -166,11 +224,21 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
         try:
-            response = review(self.path, request, self.server.view, self.server.config)
+            if route == EVICTION_ROUTE:
+                response = review_agent_eviction(request, self._pod(request))
+            else:
+                response = review(route, request, self.server.view, self.server.config)
+        except ApiError as err:
+            response = _deny(request.get("uid", ""), 503, f"cannot read the pod to evict: {err}")
         except Exception:  # a bug must answer (and be logged), not hang the API server's call
-            log.exception("admission %s failed", self.path)
+            log.exception("admission %s failed", route)
             response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
         self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def _pod(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if self.server.client is None:
+            raise ApiError(503, "ServiceUnavailable", "no API client")
+        return self.server.client.get_or_none(path(CORE, "pods", request.get("namespace"), request.get("name")))
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -181,11 +249,64 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class CaBundleInjector:
+    """Keeps the webhook configurations' caBundle equal to `ca_file`: at start, and again whenever
+    the file changes (a renewed CA), so no one patches them by hand. Failures are logged once per
+    new message and retried; until the first success /readyz stays not ready."""
+
+    def __init__(self, client: KubeClient, ca_file: str, configurations: dict[str, str], url: str = "",
+                 period_s: float = 30.0):
+        self.client, self.ca_file, self.configurations, self.url = client, ca_file, configurations, url
+        self.period_s = period_s
+        self.injected: bytes | None = None
+        self.problem: str | None = "caBundle not injected yet"
+        self._stop = threading.Event()
+
+    def sync(self) -> None:
+        try:
+            with open(self.ca_file, "rb") as handle:
+                ca = handle.read()
+            if ca != self.injected:
+                changed = inject_ca_bundle(self.client, ca, self.configurations, self.url)
+                log.info("caBundle of %s: %s", ", ".join(self.configurations.values()),
+                         "updated" if changed else "already current")
+                self.injected = ca
+            self.problem = None
+        except (OSError, ApiError) as err:
+            message = f"cannot fill in the caBundle from {self.ca_file}: {err}"
+            if message != self.problem:
+                log.error("%s", message)
+            self.problem = message
+
+    def start(self) -> "CaBundleInjector":
+        def loop() -> None:
+            while not self._stop.is_set():
+                self.sync()
+                self._stop.wait(5.0 if self.problem else self.period_s)
+        threading.Thread(target=loop, daemon=True, name="ca-bundle").start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--bind-address", default="0.0.0.0", help="address the HTTPS and health ports listen on")
     parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--health-port", type=int, default=0,
+                        help="plain HTTP /healthz (alive) and /readyz (certificate usable, caches synced, "
+                             "caBundle filled in); off when 0")
     parser.add_argument("--tls-cert-file", required=True)
     parser.add_argument("--tls-key-file", required=True)
+    parser.add_argument("--ca-bundle-file", default="",
+                        help="fill this CA into the webhook configurations' caBundle at start and when it changes")
+    parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"])
+    parser.add_argument("--validating-configuration",
+                        default=WEBHOOK_CONFIGURATIONS["validatingwebhookconfigurations"])
+    parser.add_argument("--webhook-url", default="",
+                        help="with --ca-bundle-file: point clientConfig at this URL (plus each route) instead of "
+                             "the Service, for a webhook running outside the cluster, e.g. https://127.0.0.1:8443")
     parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
                         help="the schedulerName Jobs get by default")
     parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job)
@@ -200,12 +321,28 @@ def run(args: argparse.Namespace) -> int:
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
                              scheduler_name=args.scheduler_name)
     tls = TLSContext(args.tls_cert_file, args.tls_key_file)
-    view = ClusterView(KubeClient.connect(args.kubeconfig)).start()
-    server = WebhookServer(("0.0.0.0", args.port), tls, view, config)
+    client = KubeClient.connect(args.kubeconfig)
+    view = ClusterView(client).start()
+    injector = None
+    if args.ca_bundle_file:
+        injector = CaBundleInjector(client, args.ca_bundle_file, {
+            "mutatingwebhookconfigurations": args.mutating_configuration,
+            "validatingwebhookconfigurations": args.validating_configuration}, args.webhook_url).start()
+    health = None
+    if args.health_port:
+        def ready() -> bool:
+            tls.current()
+            return tls.problem is None and view.synced() and (injector is None or injector.problem is None)
+        health = serve(CollectorRegistry(), args.health_port, ready, host=args.bind_address)
+    server = WebhookServer((args.bind_address, args.port), tls, view, config, client)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()
     finally:
         view.stop()
+        if injector:
+            injector.stop()
+        if health:
+            health.shutdown()
         server.server_close()
     return 0

@@ -162,7 +162,7 @@ def _tls_pair(tmp_path: Path, node_cert: str) -> tuple[ServerTls, TlsFiles]:
     ca = CertAuthority(tmp_path)
     server_cert, server_key = ca.issue("caldera-scheduler", ["localhost"], ip=True)
     client_cert, client_key = ca.issue(node_cert, [node_cert])
-    return (ServerTls(ca.ca_file, server_cert, server_key),
+    return (ServerTls(server_cert, server_key, client_ca_file=ca.ca_file),
             TlsFiles(ca.ca_file, client_cert, client_key, server_name="localhost"))
 
 

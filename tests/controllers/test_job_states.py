@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from central.controllers.bus import command
+from central.controllers.job_volumes import missing_claims
+from central.controllers.jobs import reconcile
 from tests.admission.helpers import job, task
 from tests.controllers.fakeloop import FakeCluster
 
@@ -380,7 +382,10 @@ def test_volumes_are_claimed_once_and_mounted() -> None:
     d = c.step()
     pvcs = [o for o in d.create_objects if o["kind"] == "PersistentVolumeClaim"]
     assert [(p["metadata"]["name"], p["spec"]) for p in pvcs] == [("train-volume-1", claim)]
-    assert c.status["controlledResources"] == {"volume-pvc-train-volume-1": "train-volume-1"}
+    assert c.status["controlledResources"] == {
+        "volume-pvc-shared": "shared",  # named claims are recorded too, as Volcano does
+        "volume-pvc-train-volume-1": "train-volume-1",
+    }
     assert c.step().create_objects == []
     c.enqueue()
     c.step()
@@ -400,3 +405,43 @@ def test_scaling_a_running_job_refreshes_the_svc_host_lists() -> None:
     c.job["spec"]["tasks"][1]["replicas"] = 1
     c.job["spec"]["minAvailable"] = 2
     assert c.step().update_objects[0]["data"]["worker.host"] == "train-worker-0.train"
+
+
+def test_a_named_claim_must_exist_before_the_job_starts() -> None:
+    c = cluster(volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/x", "volumeClaim": {}}])
+    assert missing_claims(c.job, set()) == ["shared"]  # the created one is the controller's own business
+    assert missing_claims(c.job, {"shared", "other"}) == []
+
+
+def test_scaling_a_pending_job_refreshes_the_svc_host_lists_when_its_pods_are_made() -> None:
+    c = cluster(plugins={"svc": []})
+    c.step()
+    c.job["spec"]["tasks"][1]["replicas"] = 3  # scaled before the PodGroup was enqueued
+    c.step()
+    c.enqueue()
+    d = c.step()
+    assert len(d.create_pods) == 4
+    (config_map,) = d.update_objects  # the ConfigMap made at the start still lists two workers
+    assert config_map["data"]["VC_WORKER_NUM"] == "3"
+
+
+def test_scaling_changes_every_field_volcano_updates_on_the_podgroup() -> None:
+    c = cluster()
+    c.start()
+    c.job["spec"]["tasks"] = c.job["spec"]["tasks"][1:]  # the ps task removed
+    c.job["spec"]["minAvailable"] = 1
+    c.job["spec"]["priorityClassName"] = "high"
+    update = c.step().update_podgroup
+    assert update is not None
+    assert (update["minMember"], update["minTaskMember"], update["priorityClassName"]) == (1, {"worker": 2}, "high")
+    assert "minResources" in update  # the first minMember pods' requests (none in this template)
+
+
+def test_terminate_from_the_loop_wins_over_commands_and_policies() -> None:
+    c = cluster()
+    c.start()
+    c.commands.append(command("RestartJob", "Job", "train", namespace="default"))
+    d = reconcile(c.job, c.podgroup, list(c.pods.values()), c.now, c.commands, action="TerminateJob")
+    assert d.status["state"]["phase"] == "Terminating"
+    assert sorted(d.delete_pods) == [PS, W0, W1] and d.delete_podgroup == "train"
+    assert d.delete_commands == []  # the user's Command is not consumed by the loop's own action

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.kube.apistore import RESOURCES, ROUTES, ApiError, Store, json_patch, matches, merge_patch
+from tests.kube.apistore import CUSTOM, RESOURCES, ROUTES, ApiError, Store, json_patch, matches, merge_patch
 
 def _status_for(resource: str, has_status: bool, subresource: str | None) -> bool | None:
     if not has_status:
@@ -95,6 +95,8 @@ class Handler(BaseHTTPRequestHandler):
         if sub in ("binding", "eviction"):
             verb = "bind" if sub == "binding" else "evict"
         elif sub == "status" and verb in ("update", "patch"):
+            if not RESOURCES[resource][3]:  # as the real apiserver: no such subresource
+                raise ApiError(404, "NotFound", f"the server could not find the requested resource ({resource}/status)")
             verb = "status"
         group, plural = next(route for route, name in ROUTES.items() if name == resource)
         rbac_verb = {"bind": "create", "evict": "create",
@@ -135,14 +137,20 @@ class Handler(BaseHTTPRequestHandler):
             current = store.objects[resource].get(key)
             if current is None:
                 raise ApiError(404, "NotFound", f'{resource} "{name}" not found')
-            if "json-patch" in (self.headers.get("Content-Type") or ""):
+            content_type = self.headers.get("Content-Type") or ""
+            strategic = "strategic-merge-patch" in content_type
+            if strategic and resource in CUSTOM:
+                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                               f"accepted media types include: application/json-patch+json, "
+                               f"application/merge-patch+json, application/apply-patch+yaml")
+            if "json-patch" in content_type:
                 body = json_patch(current, body)
                 body["metadata"]["resourceVersion"] = (body.get("metadata") or {}).get("resourceVersion")
                 if body["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]:
                     del body["metadata"]["resourceVersion"]
             else:
                 body = merge_patch(current | {"metadata": {k: v for k, v in current["metadata"].items()
-                                                      if k != "resourceVersion"}}, body)
+                                                      if k != "resourceVersion"}}, body, strategic)
         return 200, copy.deepcopy(store.replace(resource, key, body, status_only))
 
     def _watch(self, resource: str, namespace: str, query: dict[str, str]) -> None:

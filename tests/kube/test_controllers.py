@@ -10,11 +10,12 @@ import pytest
 from central.admission.jobs import mutate_job
 from central.cli import main
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
-from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_SCHEDULING, path
+from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_SCHEDULING, ApiError, path
 from central.kube.controllers import JobController, PodGroupController, QueueController
 from central.kube.controllers_cli import run_controllers
 from central.kube.events import EventRecorder
 from central.kube.scheduler import ConfigFile, Scheduler
+from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.kube.conftest import eventually
@@ -143,7 +144,7 @@ def test_queue_close_through_the_cli_cascades_and_reopens(api, kube, kubeconfig,
     assert annotations["volcano.sh/closed-by-parent"] == "true"
     eventually(lambda: not api.store.objects["commands"], what="the Command consumed")
 
-    kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "pg", "status"),
+    kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", "default", "pg"),
                      {"status": {"phase": "Completed"}})
     eventually(lambda: state("vision") == "Closed", what="vision Closed once drained")
 
@@ -176,3 +177,76 @@ def test_plain_pods_get_a_podgroup(api, kube):
     podgroup = api.store.get("podgroups", "default", group)
     assert podgroup["spec"]["minMember"] == 2 and podgroup["spec"]["minResources"] == {"cpu": "2"}
     assert list(api.store.objects["podgroups"]) == [("default", group)]  # one for the ReplicaSet, none for `other`
+
+
+def test_a_volume_claim_is_created_owned_by_the_job_and_mounted(api, kube, cluster):
+    job = vcjob("train", replicas=1)
+    job["spec"]["volumes"] = [{"mountPath": "/ckpt", "volumeClaim": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+        {"mountPath": "/data", "volumeClaimName": "shared"}]
+    api.put({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "shared", "namespace": "default"}, "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": "1Gi"}}}})
+    kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
+    claim = eventually(lambda: api.store.get("persistentvolumeclaims", "default", "train-volume-0"), what="the PVC")
+    job_uid = api.store.get("vcjobs", "default", "train")["metadata"]["uid"]
+    assert [(o["kind"], o["uid"]) for o in claim["metadata"]["ownerReferences"]] == [("Job", job_uid)]
+    [pod] = eventually(lambda: list(pods_of(api, "train").values()), what="the pod")
+    volumes = pod["spec"]["volumes"]
+    assert {"name": "train-volume-0", "persistentVolumeClaim": {"claimName": "train-volume-0"}} in volumes
+    assert {"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}} in volumes  # used as is
+    assert api.store.get("persistentvolumeclaims", "default", "shared")["metadata"].get("ownerReferences") is None
+
+
+def test_a_missing_claim_is_retried_boundedly_then_the_job_is_terminated(api, kube):
+    job = vcjob("train", replicas=1)
+    job["spec"]["volumes"] = [{"mountPath": "/data", "volumeClaimName": "absent"}]
+    kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
+    controller = JobController(kube, EventRecorder(kube, "vc-controller-manager"), workers=1)
+    controller.queue = WorkQueue(base_delay=0.001, max_delay=0.01)  # Volcano's backoff, compressed
+    stop = threading.Event()
+    thread = threading.Thread(target=run_controllers, args=([controller], stop, None), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: ((api.store.get("vcjobs", "default", "train").get("status") or {}).get("state") or {})
+                   .get("phase") in ("Terminating", "Terminated"), what="the job terminated")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not pods_of(api, "train") and api.store.get("podgroups", "default", "train") is None
+    eventually(lambda: {"ExecuteAction", "PVCError"} <= {
+        e["reason"] for e in list(api.store.objects["events"].values())}, what="the Events")
+    for event in api.store.objects["events"].values():
+        if event["reason"] in ("ExecuteAction", "PVCError"):
+            assert "pvc absent is not found" in event["message"] and event["type"] == "Warning"
+
+
+def test_scaling_updates_the_podgroup_and_the_svc_host_lists(api, kube, cluster):
+    job = vcjob("train", replicas=2)
+    job["spec"]["plugins"] = {"svc": ["--disable-network-policy"]}
+    kube.create(path(VOLCANO_BATCH, "jobs", "default"), job)
+    eventually(lambda: len(pods_of(api, "train")) == 2, what="two pods")
+
+    def scale(replicas: int) -> bool:
+        current = kube.get(path(VOLCANO_BATCH, "jobs", "default", "train"))
+        current["spec"]["minAvailable"] = replicas
+        current["spec"]["tasks"][0].update(replicas=replicas, minAvailable=replicas)
+        try:
+            kube.request("PUT", path(VOLCANO_BATCH, "jobs", "default", "train"), body=current)
+            return True
+        except ApiError as err:  # the controller wrote the job's status meanwhile: as kubectl, read again
+            if err.code != 409:
+                raise
+            return False
+
+    def hosts() -> str:
+        return api.store.get("configmaps", "default", "train-svc")["data"]["VC_WORKER_HOSTS"]
+
+    eventually(lambda: scale(3), what="scaled to 3")
+    eventually(lambda: len(pods_of(api, "train")) == 3, what="three pods")
+    eventually(lambda: hosts().count(",") == 2, what="three hosts")
+    spec = api.store.get("podgroups", "default", "train")["spec"]
+    assert (spec["minMember"], spec["minTaskMember"], spec["minResources"]) == (3, {"worker": 3}, {"cpu": "3"})
+    eventually(lambda: scale(1), what="scaled to 1")
+    eventually(lambda: hosts() == "train-worker-0.train", what="one host")
+    eventually(lambda: api.store.get("podgroups", "default", "train")["spec"]["minMember"] == 1, what="minMember 1")
+    assert api.store.get("podgroups", "default", "train")["spec"]["minTaskMember"] == {"worker": 1}

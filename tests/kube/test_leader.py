@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import threading
+from typing import Any
 
+from central.kube.client import ApiError
 from central.kube.leader import LeaderElector
 from central.kube.scheduler import ConfigFile, Scheduler
 from tests.kube.conftest import eventually
@@ -116,3 +119,53 @@ def test_a_leader_whose_lease_is_taken_stops_scheduling(api, kube):
     assert outcome == [1]  # run() returns 1: the process exits, as Volcano's does
     assert scheduler.elector.lost.is_set()
     assert holder(api) == "intruder"  # shutting down did not "release" a Lease it no longer holds
+
+
+class HangingLeaseApi:
+    """A narrow fake for what the stand-in cannot do on request: API calls that hang. It keeps
+    one Lease and a fake clock; once `hang` is set, every call uses up its whole timeout and fails."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.lease: dict[str, Any] | None = None
+        self.hang = False
+        self.writes: list[float] = []  # when each successful write arrived
+        self.timeouts: list[tuple[float, float]] = []  # (sent at, timeout) of every call
+
+    def clock(self) -> float:
+        return self.now
+
+    def request(self, method: str, url: str, query: Any = None, body: Any = None, content_type: Any = None,
+                timeout: float = 30.0) -> dict[str, Any]:
+        self.timeouts.append((self.now, timeout))
+        if self.hang:
+            self.now += timeout
+            raise TimeoutError("read timed out")
+        self.now += 0.01
+        if method == "GET":
+            if self.lease is None:
+                raise ApiError(404, "NotFound", "leases not found")
+            return copy.deepcopy(self.lease)
+        self.writes.append(self.now)
+        self.lease = dict(body, metadata=dict(body["metadata"], resourceVersion=str(len(self.writes))))
+        return copy.deepcopy(self.lease)
+
+
+def test_a_hung_renewal_cannot_stretch_leadership_past_the_renew_deadline():
+    api = HangingLeaseApi()
+    lost_at: list[float] = []
+    candidate = LeaderElector(api, "caldera-system", "vc-scheduler", "a", lease_duration=15, renew_deadline=10,
+                              retry_period=0.001, clock=api.clock, on_lost=lambda: lost_at.append(api.now))
+    stop = threading.Event()
+    try:
+        assert candidate.acquire(stop)
+        eventually(lambda: len(api.writes) >= 3, what="a few renewals")
+        api.hang = True
+        eventually(candidate.lost.is_set, what="leadership lost")
+    finally:
+        stop.set()
+    last_write = api.writes[-1]
+    assert lost_at and lost_at[0] <= last_write + 10  # a standby may take over 15 s after it saw that write
+    assert not candidate.leading.is_set()
+    hung = [(sent, timeout) for sent, timeout in api.timeouts if sent >= last_write]
+    assert hung and all(sent + timeout <= last_write + 10 for sent, timeout in hung)  # no call outlives the deadline

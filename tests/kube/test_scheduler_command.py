@@ -100,3 +100,11 @@ def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(api,
             proc.kill()
     assert proc.returncode == 0, output
     assert api.store.get("leases", "caldera-system", "vc-controller-manager")["spec"]["holderIdentity"] == ""
+
+
+def test_a_renew_deadline_past_the_lease_duration_is_refused(kubeconfig):
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+                             "--leader-elect-lease-duration", "10", "--leader-elect-renew-deadline", "15"],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "--leader-elect-renew-deadline" in result.stderr and "Traceback" not in result.stderr

@@ -95,6 +95,19 @@ def test_builtin_queues_created_when_missing(api, kube):
     assert queues[("", "default")]["spec"]["weight"] == 3  # an existing queue is left alone
 
 
+def test_a_refused_builtin_queue_is_retried_until_it_exists(api, kube):
+    api.store.fail("create", "queues", times=3, code=400)  # the admission webhook refuses, then serves
+    scheduler, stop, thread = start(kube, queue_backoff=(0.01, 0.02))
+    try:
+        eventually(lambda: {name for _, name in api.store.objects["queues"]} == {"root", "default"},
+                   what="both queues despite three refusals")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert api.store.count("create", "queues") >= 5  # three refused, then one each
+    assert scheduler.cycles > 0  # scheduling did not wait for them
+
+
 def podgroup(name: str) -> dict:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 2, "queue": "default"}}
@@ -127,7 +140,7 @@ def test_status_write_conflict_rereads_and_retries(api, kube):
     assert stored["status"] == UNSCHEDULABLE
     assert stored["metadata"]["labels"] == {"x": "1"}  # the other writer's change survives
     assert scheduler.sink.counts["conflict"] == 1
-    assert api.store.count("status", "podgroups") == 2
+    assert api.store.count("update", "podgroups") == 2  # the object itself: Volcano's CRD has no /status
     eventually(lambda: api.store.objects["events"], what="the Unschedulable event")
     [event] = api.store.objects["events"].values()
     assert (event["involvedObject"]["kind"], event["reason"]) == ("PodGroup", "Unschedulable")
@@ -163,7 +176,7 @@ def test_unchanged_status_is_not_written_again(api, kube):
         stop.set()
         thread.join(10)
     assert api.store.get("podgroups", "default", "pg")["status"] == {"phase": "Inqueue"}
-    assert api.store.count("status", "podgroups") == 1
+    assert api.store.count("update", "podgroups") == 1
 
 
 @pytest.mark.parametrize("refusals", [
@@ -192,7 +205,8 @@ def test_evict_goes_through_the_eviction_api(api, kube, refusals):
         stop.set()
         thread.join(10)
     assert api.store.count("evict", "pods") == refusals + 1
-    assert scheduler.sink.counts["evict_failed"] == refusals
+    assert scheduler.sink.counts["evict_refused"] == refusals  # "not now", not an error
+    assert scheduler.sink.counts["evict_failed"] == 0
     assert not scheduler.feeder.cache.of("Pod")
 
 
@@ -264,3 +278,46 @@ def test_annotations_nomination_and_node_resources(api, kube):
     status = api.store.get("nodes", "", "n1")["status"]
     assert status["allocatable"]["kubernetes.io/batch-cpu"] == "3500" and status["allocatable"]["cpu"] == "8"
     assert status["capacity"] == {"kubernetes.io/batch-cpu": "3500"}
+
+
+def test_bind_is_fenced_by_the_pod_uid(api, kube):
+    api.put(node("n1"))
+    api.put(pod("a"))
+    scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None))
+    for reflector in scheduler.reflectors.values():
+        reflector.start()
+    try:
+        eventually(scheduler.synced, what="sync")
+        decided_on = scheduler.reflectors["Pod"].objects["default/a"]
+        with api.store.lock:
+            api.store.delete("pods", ("default", "a"))
+        api.put(pod("a"))  # recreated under the same name before the bind lands
+        scheduler.reflectors["Pod"].objects["default/a"] = decided_on  # the watch has not caught up
+        scheduler.sink.bind("default/a", "n1")
+        scheduler.sink.drain()
+    finally:
+        for reflector in scheduler.reflectors.values():
+            reflector.stop()
+        scheduler.sink.close()
+    assert bound_to(api, "a") is None  # the new pod was never decided on: it waits for a cycle
+    assert scheduler.sink.counts == dict(scheduler.sink.counts, bind=0, bind_failed=1)
+
+
+def test_the_scheduler_error_condition_keeps_the_pods_other_conditions(api, kube):
+    api.put(node("n1"))
+    gated = api.put(pod("a"))
+    gated["status"]["conditions"] = [{"type": "example.com/gate", "status": "False"}]  # a readiness gate's
+    with api.store.lock:
+        api.store.replace("pods", ("default", "a"), gated, None)
+    api.store.fail("bind", "pods", times=1000, code=500)
+    scheduler, stop, thread = start(kube)
+    try:
+        eventually(lambda: api.store.count("patch", "pods") + api.store.count("status", "pods") >= 1,
+                   what="the SchedulerError condition")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    conditions = {c["type"]: c for c in api.store.get("pods", "default", "a")["status"]["conditions"]}
+    assert conditions["example.com/gate"]["status"] == "False"  # a strategic merge: merged by type
+    assert conditions["PodScheduled"]["reason"] == "SchedulerError"

@@ -44,7 +44,7 @@ def webhook(api, kube, tmp_path):
              "spec": {"weight": 1}, "status": {"state": "Closed"}})
     cert, key = self_signed(tmp_path)
     view = ClusterView(kube).start()
-    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG)
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG, kube)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     context = ssl.create_default_context(cafile=cert)
 
@@ -127,11 +127,14 @@ def test_health_and_refusal_before_sync(webhook, kube):
     assert response["allowed"] is False and response["status"]["code"] == 503
 
 
-def test_missing_certificate_is_an_input_error(tmp_path):
-    from central.errors import InputError
-
-    with pytest.raises(InputError, match="cannot load the certificate"):
-        TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+def test_missing_then_expired_certificate_is_a_problem_not_a_crash(tmp_path, caplog):
+    tls = TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    assert tls.current() is None and tls.problem == f"cannot read {tmp_path / 'tls.crt'}: No such file or directory"
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1  # logged once, not per connection
+    self_signed(tmp_path)
+    assert tls.current() is not None and tls.problem is None
+    tls.clock = lambda: datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=2)
+    assert tls.current() is None and "expired" in tls.problem
 
 
 def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
@@ -140,3 +143,29 @@ def test_admission_rbac_covers_what_the_webhook_reads(api, webhook):
     webhook("/jobs/validate", admission(job([task("w")])))
     missing = api.store.access - allowed("caldera-admission")
     assert api.store.access and not missing, f"the webhook's RBAC lacks {sorted(missing)}"
+
+
+def eviction(pod: str, node_claim: list[str] | None) -> dict:
+    extra = {} if node_claim is None else {"authentication.kubernetes.io/node-name": node_claim}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-2", "operation": "CREATE", "namespace": "default", "name": pod,
+                        "subResource": "eviction", "object": {"kind": "Eviction"},
+                        "userInfo": {"username": "system:serviceaccount:caldera-system:caldera-nodeagent",
+                                     "extra": extra}}}
+
+
+@pytest.mark.parametrize("target, claim, allowed, message", [
+    pytest.param("on-n1", ["n1"], True, None, id="its-own-node"),
+    pytest.param("on-n1", ["n2"], False, "the agent of node n2 may not evict default/on-n1, which runs on n1",
+                 id="another-node"),
+    pytest.param("on-n1", None, False, "bound to no node", id="token-without-node"),
+    pytest.param("gone", ["n2"], True, None, id="pod-already-gone"),
+])
+def test_an_agent_evicts_only_pods_on_its_node(api, webhook, target, claim, allowed, message):
+    from tests.kube.fakes import pod
+
+    api.put(dict(pod("on-n1"), spec=dict(pod("on-n1")["spec"], nodeName="n1")))
+    code, body = webhook("/pods/eviction/validate", eviction(target, claim))
+    assert code == 200 and body["response"]["allowed"] is allowed
+    if message:
+        assert message in body["response"]["status"]["message"] and body["response"]["status"]["code"] == 403

@@ -90,9 +90,13 @@ def test_config_map_holds_every_key_and_loads(docs, pod, container, config) -> N
     assert container["command"][-2:] == ["--config", f"{config_mount}/agent.yaml"]
     for root in (cfg.paths.sys_root, cfg.paths.proc_root, cfg.paths.cgroup_root, cfg.paths.kubelet_root):
         assert root in mounts, f"{root} is not mounted"
-    tls_mount = next(p for p in mounts if p.endswith("/tls"))
-    assert all(Path(f).parent == Path(tls_mount) for f in (cfg.stream.ca_file, cfg.stream.cert_file,
-                                                            cfg.stream.key_file))
+    identity = volumes[mounts[str(Path(cfg.stream.token_file).parent)]]["projected"]["sources"]
+    assert Path(cfg.stream.ca_file).parent == Path(cfg.stream.token_file).parent
+    token = next(s["serviceAccountToken"] for s in identity if "serviceAccountToken" in s)
+    assert token["audience"] == "caldera-scheduler" and token["path"] == Path(cfg.stream.token_file).name
+    ca = next(s["secret"] for s in identity if "secret" in s)
+    assert ca["items"] == [{"key": "ca.crt", "path": Path(cfg.stream.ca_file).name}]  # never the server's key
+    assert not cfg.stream.cert_file and not cfg.stream.key_file
 
 
 def test_probes_and_scrape_use_the_metrics_port(pod, container, config) -> None:

@@ -1,0 +1,112 @@
+"""etcd, kube-apiserver and kube-controller-manager on loopback, as a real cluster runs them:
+TLS everywhere, client certificates for the system identities, Node and RBAC authorisation,
+the default admission chain plus NodeRestriction, bound ServiceAccount tokens."""
+
+from __future__ import annotations
+
+import ssl
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from central.localcluster import pki
+from central.localcluster.processes import StartError, Supervisor, free_port, port_in_use
+
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+SERVICE_RANGE = "10.0.0.0/24"
+# Every on-by-default controller (GC, namespaces, ServiceAccounts and their tokens, PV binding,
+# PDB status for the Eviction API, node lifecycle, ...) but node IPAM, which needs a pod network.
+CONTROLLERS = "*,-node-ipam-controller"
+
+# Identities that are not ServiceAccounts, as client certificates: (file stem, user, groups).
+IDENTITIES = (
+    ("admin", "caldera-local-admin", ("system:masters",)),
+    ("kube-controller-manager", "system:kube-controller-manager", ()),
+    ("simkubelet", "caldera-local:simkubelet", ()),
+)
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    apiserver: str  # https://127.0.0.1:PORT
+    etcd: str
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, *, cert: pki.Pair | None = None,
+                     token: str | None = None, namespace: str = "default") -> Path:
+    """A self-contained kubeconfig (file paths to the local PKI, or a bearer token)."""
+    user: dict = {"token": token} if token else {"client-certificate": str(cert.cert), "client-key": str(cert.key)}
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "caldera-local",
+           "clusters": [{"name": "caldera-local", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+           "users": [{"name": "caldera-local", "user": user}],
+           "contexts": [{"name": "caldera-local",
+                         "context": {"cluster": "caldera-local", "user": "caldera-local", "namespace": namespace}}]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> bytes:
+    with urllib.request.urlopen(url, context=context, timeout=timeout) as resp:  # noqa: S310 (loopback only)
+        return resp.read()
+
+
+def start(sup: Supervisor, bins: dict[str, Path], port: int = 0) -> Endpoints:
+    """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each."""
+    d = sup.dir
+    pkidir = d / "pki"
+    ca = pki.new_ca(pkidir)
+    serving = pki.issue(ca, pkidir, "apiserver", "kube-apiserver", server=True,
+                        dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                             "kubernetes.default.svc.cluster.local"), ips=("127.0.0.1", "10.0.0.1"))
+    clients = {stem: pki.issue(ca, pkidir, stem, user, orgs) for stem, user, orgs in IDENTITIES}
+    sa = pki.signing_key(pkidir)
+
+    if port and port_in_use(port):
+        raise StartError(f"port {port} on 127.0.0.1 is in use (asked for kube-apiserver's --port); choose another")
+    api_port = port or free_port()
+    etcd_port, peer_port = free_port(), free_port()
+    etcd_url = f"http://127.0.0.1:{etcd_port}"
+    peer_url = f"http://127.0.0.1:{peer_port}"
+    etcd = sup.start("etcd", [str(bins["etcd"]), "--name=local", f"--data-dir={d / 'etcd'}",
+                              f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+                              f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+                              f"--initial-cluster=local={peer_url}", "--unsafe-no-fsync", "--log-level=warn"])
+    sup.wait_ready(etcd, lambda: b"true" in _get(etcd_url + "/health"), 60)
+
+    server = f"https://127.0.0.1:{api_port}"
+    api = sup.start("kube-apiserver", [
+        str(bins["kube-apiserver"]), f"--etcd-servers={etcd_url}", f"--secure-port={api_port}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        # a loopback address cannot back the `kubernetes` Service endpoints; nothing in-cluster needs it
+        "--endpoint-reconciler-type=none",
+        f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}", f"--client-ca-file={ca.cert}",
+        f"--service-account-issuer={ISSUER}", f"--service-account-key-file={sa.cert}",
+        f"--service-account-signing-key-file={sa.key}", f"--api-audiences={ISSUER}",
+        "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+        f"--service-cluster-ip-range={SERVICE_RANGE}", "--allow-privileged=true", "--profiling=false",
+        f"--cert-dir={pkidir / 'generated'}"])
+    context = ssl.create_default_context(cafile=str(ca.cert))
+    admin = clients["admin"]
+    context.load_cert_chain(str(admin.cert), str(admin.key))
+    sup.wait_ready(api, lambda: _get(server + "/readyz", context) == b"ok", 120)
+
+    kcm_config = write_kubeconfig(d / "kubeconfigs" / "kube-controller-manager", server, ca.cert,
+                                  cert=clients["kube-controller-manager"])
+    kcm = sup.start("kube-controller-manager", [
+        str(bins["kube-controller-manager"]), f"--kubeconfig={kcm_config}",
+        f"--authentication-kubeconfig={kcm_config}", f"--authorization-kubeconfig={kcm_config}",
+        "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        f"--service-account-private-key-file={sa.key}", f"--root-ca-file={ca.cert}",
+        "--use-service-account-credentials=true", f"--controllers={CONTROLLERS}", "--leader-elect=false",
+        f"--service-cluster-ip-range={SERVICE_RANGE}", "--concurrent-gc-syncs=5", "--profiling=false",
+        f"--cert-dir={pkidir / 'generated'}"])
+    # Ready once the token controller has given the default namespace its ServiceAccount.
+    sup.wait_ready(kcm, lambda: bool(_get(server + "/api/v1/namespaces/default/serviceaccounts/default", context)), 120)
+
+    write_kubeconfig(d / "kubeconfig", server, ca.cert, cert=admin)
+    write_kubeconfig(d / "kubeconfigs" / "simkubelet", server, ca.cert, cert=clients["simkubelet"])
+    return Endpoints(server, etcd_url)

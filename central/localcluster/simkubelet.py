@@ -1,0 +1,368 @@
+"""Simulated kubelets: what `caldera up`'s nodes do instead of running containers (as KWOK).
+
+For every simulated node, the one process registers the Node (capacity, Ready, addresses),
+renews its Lease in `kube-node-lease` every 10 s (the node lifecycle controller taints a node
+whose Lease stops), and plays the kubelet's part for the pods bound to it:
+- a pod starts once its volumes exist (a PersistentVolumeClaim must be Bound, a ConfigMap or
+  Secret must exist, as the kubelet waits for them), then runs with a pod IP;
+- it ends after its `sim.caldera.sh/duration` (default: runs until deleted) with exit code
+  `sim.caldera.sh/exit-code` (default 0); `restartPolicy` Always/OnFailure restarts it;
+- a pod being deleted gracefully is stopped (containers terminated, phase Failed), then
+  removed with grace period 0 and the pod's UID as precondition, as the kubelet confirms.
+It runs as its own identity with its own ClusterRole (see `RBAC`), never as an admin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import ipaddress
+import itertools
+import json
+import logging
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from central.errors import InputError
+from central.kube.client import ApiError, KubeClient
+from central.kube.informer import Reflector, object_key
+from central.localcluster import versions
+from central.sim import podlife
+
+log = logging.getLogger("simkubelet")
+
+LEASE_SECONDS = 40
+RENEW_EVERY = 10.0
+RECHECK_EVERY = 1.0
+TERM_EXIT_CODE = 143  # SIGTERM
+POD_NETWORK = ipaddress.ip_network("10.128.0.0/9")
+GPU_CARD_MIB = 16384
+
+RBAC = [
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+     "metadata": {"name": "caldera-local:simkubelet"},
+     "rules": [
+         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["create", "get", "list", "watch", "patch", "delete"]},
+         {"apiGroups": [""], "resources": ["nodes/status", "pods/status"], "verbs": ["patch"]},
+         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+         {"apiGroups": [""], "resources": ["persistentvolumeclaims", "configmaps", "secrets"], "verbs": ["get"]},
+         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
+         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+     "metadata": {"name": "caldera-local:simkubelet"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "caldera-local:simkubelet"},
+     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "caldera-local:simkubelet"}]},
+]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    cpu: str = "32"
+    memory: str = "128Gi"
+    gpus: int = 0
+    numa: int = 1
+    pods: int = 110
+
+    def manifest(self) -> dict[str, Any]:
+        capacity = {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
+        if self.gpus:  # whole cards for the device plugin, and Volcano's gpushare resources
+            capacity.update({"nvidia.com/gpu": str(self.gpus), "volcano.sh/gpu-number": str(self.gpus),
+                             "volcano.sh/gpu-memory": str(self.gpus * GPU_CARD_MIB)})
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": self.name,
+                             "labels": {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
+                                        "kubernetes.io/arch": "amd64", "caldera.sh/simulated": "true"}},
+                "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SimKubelet:
+    def __init__(self, kube: KubeClient, nodes: list[NodeSpec], workers: int = 8):
+        self.kube = kube
+        self.nodes = {n.name: n for n in nodes}
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="simkubelet")
+        self._timers: list[tuple[float, int, str, str]] = []  # (when, seq, pod key, action)
+        self._seq = itertools.count()
+        self._wake = threading.Condition()
+        self._busy: set[str] = set()  # pod keys with an action in flight: one at a time per pod
+        self._ips = iter(POD_NETWORK.hosts())
+        self._stop = threading.Event()
+        self.pods = Reflector(kube, "/api/v1/pods", self._on_pod, query={"fieldSelector": "spec.nodeName!="})
+
+    # --- nodes -------------------------------------------------------------------------------
+
+    def register(self) -> None:
+        """Create (or refresh) every Node and its Lease, Ready."""
+        list(self.pool.map(self._register, self.nodes.values()))
+
+    def _register(self, spec: NodeSpec) -> None:
+        body = spec.manifest()
+        try:
+            self.kube.create("/api/v1/nodes", body)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        stamp = now()
+        address = str(ipaddress.ip_address("10.127.0.0") + list(self.nodes).index(spec.name) + 1)
+        status = dict(body["status"],
+                      conditions=[_condition("Ready", "True", "KubeletReady", stamp),
+                                  *(_condition(t, "False", "KubeletHas" + r, stamp) for t, r in
+                                    (("MemoryPressure", "SufficientMemory"), ("DiskPressure", "NoDiskPressure"),
+                                     ("PIDPressure", "SufficientPID")))],
+                      addresses=[{"type": "InternalIP", "address": address},
+                                 {"type": "Hostname", "address": spec.name}],
+                      nodeInfo={"kubeletVersion": versions.KUBERNETES, "kubeProxyVersion": versions.KUBERNETES,
+                                "operatingSystem": "linux", "architecture": "amd64",
+                                "containerRuntimeVersion": "sim://1", "osImage": "caldera simulated node",
+                                "kernelVersion": "", "machineID": spec.name, "systemUUID": spec.name,
+                                "bootID": spec.name})
+        self.kube.merge_patch(f"/api/v1/nodes/{spec.name}/status", {"status": status})
+        self._renew(spec.name)
+
+    def _renew(self, node: str) -> None:
+        url = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        spec = {"holderIdentity": node, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": stamp}
+        lease = self.kube.get_or_none(url)
+        if lease is None:
+            node_obj = self.kube.get(f"/api/v1/nodes/{node}")
+            self.kube.create("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": node, "namespace": "kube-node-lease",
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node,
+                                                  "uid": node_obj["metadata"]["uid"]}]},
+                "spec": spec})
+        else:
+            lease["spec"].update(spec)
+            self.kube.request("PUT", url, body=lease)
+
+    def _heartbeats(self) -> None:
+        while not self._stop.wait(RENEW_EVERY):
+            for node in self.nodes:
+                self.pool.submit(self._guard, self._renew, node)
+
+    # --- pods --------------------------------------------------------------------------------
+
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        if pod["spec"].get("nodeName") in self.nodes and kind != "DELETED":
+            self._schedule(0.0, object_key(pod), "sync")
+
+    def _schedule(self, delay: float, key: str, action: str) -> None:
+        with self._wake:
+            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._seq), key, action))
+            self._wake.notify()
+
+    def _timer_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._wake:
+                while not self._timers or self._timers[0][0] > time.monotonic():
+                    wait = self._timers[0][0] - time.monotonic() if self._timers else 1.0
+                    self._wake.wait(min(max(wait, 0.0), 1.0))
+                    if self._stop.is_set():
+                        return
+                _, _, key, action = heapq.heappop(self._timers)
+                if key in self._busy:  # let the action in flight finish first
+                    heapq.heappush(self._timers, (time.monotonic() + 0.05, next(self._seq), key, action))
+                    continue
+                self._busy.add(key)
+            self.pool.submit(self._run_action, key, action)
+
+    def _run_action(self, key: str, action: str) -> None:
+        try:
+            pod = self.pods.objects.get(key)
+            if pod is not None:
+                self._guard(self._sync if action == "sync" else self._exit, pod)
+        finally:
+            with self._wake:
+                self._busy.discard(key)
+
+    def _guard(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except InputError as err:
+            log.warning("%s", err)
+        except ApiError as err:
+            if err.code not in (404, 409):
+                log.warning("%s: %s", getattr(fn, "__name__", fn), err)
+        except Exception:  # a simulated kubelet keeps going, as a real one does
+            log.exception("simulated kubelet action failed")
+
+    def _sync(self, pod: dict[str, Any]) -> None:
+        meta, status = pod["metadata"], pod.get("status", {})
+        key = object_key(pod)
+        if meta.get("deletionTimestamp"):
+            self._terminate(pod)
+            return
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        if status.get("phase") == "Running":
+            self._plan_exit(pod)  # e.g. after a restart of this process
+            return
+        missing = self._missing_volume(pod)
+        if missing:
+            if not _waiting(status):
+                self._patch_status(pod, {"phase": "Pending", "containerStatuses": _containers(
+                    pod, {"waiting": {"reason": "ContainerCreating", "message": missing}}, ready=False)})
+            self._schedule(RECHECK_EVERY, key, "sync")
+            return
+        stamp = now()
+        node = self.nodes[pod["spec"]["nodeName"]]
+        host_ip = str(ipaddress.ip_address("10.127.0.0") + list(self.nodes).index(node.name) + 1)
+        pod_ip = str(next(self._ips))
+        running = self._patch_status(pod, {
+            "phase": "Running", "hostIP": host_ip, "hostIPs": [{"ip": host_ip}], "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}], "startTime": stamp,
+            "conditions": [_condition(t, "True", None, stamp) for t in
+                           ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")],
+            "initContainerStatuses": _containers(pod, {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                                      "startedAt": stamp, "finishedAt": stamp}},
+                                                 ready=False, init=True),
+            "containerStatuses": _containers(pod, {"running": {"startedAt": stamp}}, ready=True)})
+        self._plan_exit(running)
+
+    def _plan_exit(self, pod: dict[str, Any]) -> None:
+        duration = podlife.pod_duration(pod)
+        if duration is None:
+            return
+        started = _parse_time(_last_start(pod) or pod["status"].get("startTime"))
+        left = max(0.0, duration - (time.time() - started)) if started else duration
+        self._schedule(left, object_key(pod), "exit")
+
+    def _exit(self, pod: dict[str, Any]) -> None:
+        if pod["status"].get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+            return
+        code = podlife.pod_exit_code(pod)
+        policy = pod["spec"].get("restartPolicy", "Always")
+        stamp = now()
+        terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                      "startedAt": _last_start(pod) or stamp, "finishedAt": stamp}
+        if policy == "Always" or (policy == "OnFailure" and code != 0):
+            restarted = self._patch_status(pod, {"containerStatuses": _containers(
+                pod, {"running": {"startedAt": stamp}}, ready=True, last={"terminated": terminated}, restart=True)})
+            self._plan_exit(restarted)
+            return
+        self._patch_status(pod, {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "conditions": [_condition(t, "False", "PodCompleted", stamp) for t in ("Ready", "ContainersReady")],
+            "containerStatuses": _containers(pod, {"terminated": terminated}, ready=False)})
+
+    def _terminate(self, pod: dict[str, Any]) -> None:
+        meta, status = pod["metadata"], pod.get("status", {})
+        if status.get("phase") not in ("Succeeded", "Failed"):
+            stamp = now()
+            self._patch_status(pod, {"phase": "Failed", "containerStatuses": _containers(
+                pod, {"terminated": {"exitCode": TERM_EXIT_CODE, "reason": "Error",
+                                     "startedAt": _last_start(pod) or stamp, "finishedAt": stamp}}, ready=False)})
+        self.kube.request("DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                          body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                                "preconditions": {"uid": meta["uid"]}})
+
+    def _missing_volume(self, pod: dict[str, Any]) -> str | None:
+        ns = pod["metadata"]["namespace"]
+        for volume in pod["spec"].get("volumes") or []:
+            if "persistentVolumeClaim" in volume:
+                name = volume["persistentVolumeClaim"].get("claimName", "")
+                pvc = self.kube.get_or_none(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}")
+                if pvc is None or pvc.get("status", {}).get("phase") != "Bound":
+                    return f"PersistentVolumeClaim {ns}/{name} is not bound"
+            for field, resource, name_key in (("configMap", "configmaps", "name"), ("secret", "secrets", "secretName")):
+                source = volume.get(field)
+                if source and not source.get("optional"):
+                    name = source.get(name_key, "")
+                    if self.kube.get_or_none(f"/api/v1/namespaces/{ns}/{resource}/{name}") is None:
+                        return f"{field} {ns}/{name} not found"
+        return None
+
+    def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        meta = pod["metadata"]
+        return self.kube.merge_patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
+                                     {"metadata": {"uid": meta["uid"]}, "status": status})
+
+    # --- run ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.register()
+        self.pods.start()
+        threading.Thread(target=self._heartbeats, name="leases", daemon=True).start()
+        self._timer_loop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        self.pods.stop()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _condition(kind: str, value: str, reason: str | None, stamp: str) -> dict[str, Any]:
+    cond = {"type": kind, "status": value, "lastTransitionTime": stamp}
+    if kind in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure") and reason and reason.startswith("Kubelet"):
+        cond["lastHeartbeatTime"] = stamp
+    if reason:
+        cond["reason"] = reason
+    return cond
+
+
+def _containers(pod: dict[str, Any], state: dict[str, Any], ready: bool, init: bool = False,
+                last: dict[str, Any] | None = None, restart: bool = False) -> list[dict[str, Any]]:
+    field = "initContainers" if init else "containers"
+    previous = {c["name"]: c for c in pod.get("status", {}).get("initContainerStatuses" if init else "containerStatuses") or []}
+    out = []
+    for c in pod["spec"].get(field) or []:
+        count = previous.get(c["name"], {}).get("restartCount", 0) + (1 if restart else 0)
+        status = {"name": c["name"], "image": c.get("image", ""), "imageID": "sim://" + c.get("image", ""),
+                  "containerID": f"sim://{pod['metadata']['uid']}/{c['name']}/{count}",
+                  "ready": ready, "started": "running" in state, "restartCount": count, "state": state}
+        if last:
+            status["lastState"] = last
+        out.append(status)
+    return out
+
+
+def _waiting(status: dict[str, Any]) -> bool:
+    return any("waiting" in (c.get("state") or {}) for c in status.get("containerStatuses") or [])
+
+
+def _last_start(pod: dict[str, Any]) -> str | None:
+    for c in pod.get("status", {}).get("containerStatuses") or []:
+        running = (c.get("state") or {}).get("running")
+        if running:
+            return running.get("startedAt")
+    return None
+
+
+def _parse_time(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="simkubelet", description="simulated kubelets for caldera up")
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--nodes", required=True, help="JSON list of node specs (name, cpu, memory, gpus, numa, pods)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    nodes = [NodeSpec(**n) for n in json.loads(args.nodes)]
+    kubelet = SimKubelet(KubeClient.connect(args.kubeconfig, qps=500, burst=1000), nodes)
+    try:
+        kubelet.run()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
