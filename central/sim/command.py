@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
     parser.add_argument("--node-reports", action="append", metavar="PATH",
                         help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
-                             "per node or a directory of them; taken as current at the first cycle")
+                             "per node or a directory of them; each is fresh or stale by its own timestamp "
+                             "against --now (a report without one is taken as current)")
     parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
                                                      "matters for waiting times (sla)")
 
@@ -56,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         from central.agents.nodedata import read_node_reports  # only dry runs with reports need protobuf
 
         for data in read_node_reports(args.node_reports):
-            cache.set_node_data(replace(data, reported_at=start))
+            # A report's own time decides, against --now, whether it is fresh (a stale one
+            # counts as no report, as in the scheduler); one without a time is taken as current.
+            cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
     result = simulate(cache, conf, args.cycles, start)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
