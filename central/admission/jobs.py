@@ -267,12 +267,12 @@ def _validate_plugins(problems: Problems, job: Mapping[str, Any], spec: Mapping[
         except InputError as err:
             add(problems, err.where, err.message)
             continue
-        if name == "mpi":
-            master = plugin.option("master")
-            tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
-            task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
-            if master not in task_names:
-                add(problems, "spec.plugins.mpi", f"the mpi master task {quote(master)} is not among spec.tasks")
+        tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
+        task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
+        if name == "mpi" and plugin.option("master") not in task_names:
+            add(problems, "spec.plugins.mpi", f"the mpi master task {quote(plugin.option('master'))} is not among spec.tasks")
+        if name == "ray" and plugin.option("head") not in task_names:
+            add(problems, "spec.plugins.ray", f"the ray head task {quote(plugin.option('head'))} is not among spec.tasks")
 
 
 def _validate_volumes(problems: Problems, raw: Any) -> None:

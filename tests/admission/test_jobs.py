@@ -115,7 +115,7 @@ BAD = [
         "spec.tasks[1].policies[0].exitCode: 0 is not a valid error code",
         id="task-policy-exit-code-zero",
     ),
-    pytest.param(spec(plugins={"ray": []}), 'spec.plugins.ray: unable to find job plugin "ray"', id="unknown-plugin"),
+    pytest.param(spec(plugins={"gloo": []}), 'spec.plugins.gloo: unable to find job plugin "gloo"', id="unknown-plugin"),
     pytest.param(
         spec(plugins={"svc": ["--bogus"]}), 'spec.plugins.svc: unknown flag "--bogus"', id="unknown-plugin-flag"
     ),
@@ -128,6 +128,11 @@ BAD = [
         spec(plugins={"mpi": []}),
         'spec.plugins.mpi: the mpi master task "master" is not among spec.tasks',
         id="mpi-master-missing",
+    ),
+    pytest.param(
+        spec(plugins={"ray": []}),
+        'spec.plugins.ray: the ray head task "head" is not among spec.tasks',
+        id="ray-head-missing",
     ),
     pytest.param(
         in_task(1, dependsOn={"name": ["ghost"]}),
