@@ -184,6 +184,7 @@ def _validate_partitions(
     if not partition:
         return
     path = f"{where}.partitionPolicy"
+    exclusive_tiers(problems, partition.get("networkTopology"), f"{path}.networkTopology")
     total = fields.integer(problems, partition.get("totalPartitions"), f"{path}.totalPartitions", minimum=1)
     size = fields.integer(problems, partition.get("partitionSize"), f"{path}.partitionSize", minimum=1)
     minimum = fields.integer(problems, partition.get("minPartitions", 0), f"{path}.minPartitions")
@@ -300,7 +301,13 @@ def _validate_volumes(problems: Problems, raw: Any) -> None:
 
 
 def exclusive_tiers(problems: Problems, raw: Any, where: str) -> None:
+    """A networkTopology (of a Job, a partition, a PodGroup or its subgroup): mode hard or soft,
+    a tier by number or by name, not both."""
     topology = fields.mapping(problems, raw, where) or {}
+    if topology.get("mode") not in (None, "hard", "soft"):
+        add(problems, f"{where}.mode", f"must be hard or soft, got {quote(topology['mode'])}")
+    if topology.get("highestTierAllowed") is not None:
+        fields.integer(problems, topology["highestTierAllowed"], f"{where}.highestTierAllowed", minimum=0)
     if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
         add(problems, where, "must not specify highestTierAllowed and highestTierName simultaneously")
 

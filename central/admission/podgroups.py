@@ -2,7 +2,8 @@
 
 mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
 validate_podgroup(podgroup, cluster) -> list     queue exists and is Open, counts and quantities valid
-validate_pod(pod) -> list                        at most one JDB annotation, a count > 0 or 1%..99%
+validate_pod(pod, config) -> list                pods of this scheduler only: at most one JDB
+                                                 annotation, a count > 0 or 1%..99%
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from central.admission import fields
 from central.admission.cluster import DEFAULT_QUEUE, Cluster
+from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
 from central.admission.jobs import exclusive_tiers
 
@@ -46,6 +48,12 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
         fields.integer(problems, count, f"spec.minTaskMember.{task}")
     fields.resources(problems, spec.get("minResources"), "spec.minResources")
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
+    for i, policy in enumerate(fields.sequence(problems, spec.get("subGroupPolicy"), "spec.subGroupPolicy") or []):
+        where = f"spec.subGroupPolicy[{i}]"
+        policy = fields.mapping(problems, policy, where) or {}
+        if not isinstance(policy.get("name"), str) or not policy.get("name"):
+            add(problems, f"{where}.name", "is required")
+        exclusive_tiers(problems, policy.get("networkTopology"), f"{where}.networkTopology")
     queue = spec.get("queue") or DEFAULT_QUEUE
     if not isinstance(queue, str):
         add(problems, "spec.queue", f"must be a queue name, got {quote(queue)}")
@@ -60,8 +68,12 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
     return problems
 
 
-def validate_pod(pod: Mapping[str, Any]) -> Problems:
+def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG) -> Problems:
+    """Pods of other schedulers pass untouched, their JDB annotations included (as Volcano)."""
     problems: Problems = []
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    if (spec.get("schedulerName") or "default-scheduler") != config.scheduler_name:
+        return problems
     meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
     annotations = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
     present = [key for key in JDB_ANNOTATIONS if key in annotations]

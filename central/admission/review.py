@@ -59,7 +59,7 @@ def admit(
         mutated = mutate_podgroup(obj, cluster)
         errors = validate_podgroup(mutated, cluster)
     elif kind == "Pod":
-        mutated, errors = dict(obj), validate_pod(obj)
+        mutated, errors = dict(obj), validate_pod(obj, config)
     else:
         mutated, errors = dict(obj), []
     return Review(not errors, errors, mutated)

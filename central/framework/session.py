@@ -26,6 +26,7 @@ from central.framework.points import Points
 from central.framework.statement import Statement
 from central.model.cache import ClusterCache
 from central.model.objects import (
+    ALLOCATED_STATUSES,
     JobInfo,
     QueueInfo,
     TaskInfo,
@@ -281,6 +282,7 @@ class Session:
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:
         allocated = {name: self.dims.zeros() for name in self.queues}
+        pods = dict.fromkeys(self.queues, 0)  # allocated pods, which admission reads (a parent has none)
         phases: dict[str, dict[str, int]] = {name: {} for name in self.queues}
         for job in self.jobs.values():
             counts = phases.setdefault(job.queue, {})
@@ -290,12 +292,14 @@ class Session:
             while name in self.queues and name not in seen:  # the job's queue and its ancestors
                 seen.add(name)
                 allocated[name] += job.allocated
+                pods[name] += job.count(*ALLOCATED_STATUSES)
                 name = self.queues[name].parent or ("root" if name != "root" else None)
         out = {}
         for name in self.queues:
             vec = allocated[name]
             out[name] = {
-                "allocated": {n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                "allocated": {**{n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                              **({"pods": str(pods[name])} if pods[name] else {})},
                 **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
             }
         return out
