@@ -18,6 +18,7 @@ not counted (Caldera has none to count).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cmp_to_key
 from typing import Any
 
 from central.actions.victims import VictimFilter, allowed_victims
@@ -32,8 +33,10 @@ def topology_aware_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible:
     rows = ssn.placement.preemption_candidates(task)
     wanted = _candidate_count(len(rows), arguments)
     found: list[tuple[int, list[TaskInfo]]] = []
+    less = ssn.victim_less(task)
+    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
     for row, allowed in allowed_victims(ssn, task, eligible, "preemptable"):
-        victims = _select_victims(ssn, task, row, allowed, may_place)
+        victims = _select_victims(ssn, task, row, sorted(allowed, key=order), may_place)
         if victims:
             found.append((row, victims))
             if len(found) >= wanted:

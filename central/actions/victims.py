@@ -58,9 +58,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFil
 
 
 def allowed_victims(ssn: Session, task: TaskInfo, eligible: VictimFilter, point: str) -> Iterator[tuple[int, list[TaskInfo]]]:
-    """Per candidate node, best score first: (row, the victims the plugins allow there, in
-    victim order), skipping nodes where even all of them would not free the request and a
-    pod slot."""
+    """Per candidate node, best score first: (row, the victims the plugins allow there),
+    skipping nodes where even all of them would not free the request and a pod slot."""
     placement = ssn.placement
     guard = ssn.points.takes_part(point, "gang")
     less = ssn.victim_less(task)
@@ -76,7 +75,7 @@ def allowed_victims(ssn: Session, task: TaskInfo, eligible: VictimFilter, point:
             victims = [v for v in victims if v.job_uid == task.job_uid] + keep_gangs(
                 ssn.jobs, [v for v in victims if v.job_uid != task.job_uid])
         if victims and placement.room_after(task, row, np.sum([v.resreq for v in victims], axis=0), len(victims)):
-            yield int(row), sorted(victims, key=order)
+            yield int(row), victims
 
 
 def _at_most(ssn: Session, task: TaskInfo, candidates: list[TaskInfo], guard: bool) -> tuple[np.ndarray, int]:

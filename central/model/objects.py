@@ -257,6 +257,8 @@ class QueueInfo:
     parent: str | None
     state: str  # Open | Closing | Closed | Unknown
     creation: str = ""
+    hierarchy: str = ""  # annotation volcano.sh/hierarchy ("root/a/b"), drf's HDRF path
+    hierarchy_weights: str = ""  # annotation volcano.sh/hierarchy-weights ("1/2/3")
 
     @property
     def is_open(self) -> bool:

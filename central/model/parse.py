@@ -173,6 +173,9 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
         reclaimable=reclaimable, priority=integer(spec.get("priority", 0), "spec.priority"),
         parent=spec.get("parent") or None, state=state,
         creation=str(get_path(obj, "metadata.creationTimestamp", "")),
+        hierarchy=str(typed(get_path(obj, "metadata.annotations", {}), Mapping, "metadata.annotations")
+                      .get("volcano.sh/hierarchy", "")),
+        hierarchy_weights=str(get_path(obj, "metadata.annotations", {}).get("volcano.sh/hierarchy-weights", "")),
     )
 
 

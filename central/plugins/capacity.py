@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from central.api.resources import EPSILON, less_equal_on
+from central.api.resources import EPSILON, dominant_share, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
-from central.plugins.drf import dominant_share
 from central.plugins.proportion import job_min_resources
 
 ROOT = "root"

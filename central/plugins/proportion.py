@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from central.api.resources import EPSILON, less_equal, less_equal_on
+from central.api.resources import EPSILON, dominant_share, less_equal, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
-from central.plugins.drf import dominant_share
 
 
 @dataclass

@@ -104,13 +104,6 @@ def test_unknown_plugin_arguments_are_refused(tmp_path, capsys, plugin, message)
     assert message in capsys.readouterr().err
 
 
-def test_unsupported_hdrf_is_refused_not_ignored(tmp_path, capsys):
-    conf = tmp_path / "sched.conf"
-    conf.write_text("actions: allocate\ntiers:\n- plugins: [{name: drf, enableHierarchy: true}]\n")
-    assert run_simulate(tmp_path, NODE, "--config", str(conf)) == 2
-    assert "plugin drf: enableHierarchy: hierarchical DRF is not supported" in capsys.readouterr().err
-
-
 def test_missing_files(tmp_path, capsys):
     assert main(["simulate", "--manifests", str(tmp_path / "nope.yaml")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
