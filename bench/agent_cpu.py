@@ -66,6 +66,7 @@ def bench_agent(seconds: float) -> None:
         print(f"agent: ready {time.monotonic() - started:.2f} s after start")
         time.sleep(4)  # start-up and imports are not the steady state
         cpu0, t0 = sum(proc.cpu_times()[:2]), time.monotonic()
+        sent0 = _reports_sent(metrics_port)
         peak_rss = 0
         next_scrape = t0
         while time.monotonic() - t0 < seconds:
@@ -76,13 +77,20 @@ def bench_agent(seconds: float) -> None:
             time.sleep(0.5)
         cpu = sum(proc.cpu_times()[:2]) - cpu0
         wall = time.monotonic() - t0
+        sent = _reports_sent(metrics_port) - sent0
         print(f"agent: period 1 s, {wall:.0f} s measured: CPU {100 * cpu / wall:.2f} % of one core, "
-              f"RSS {proc.memory_info().rss / 2**20:.1f} MiB (peak {peak_rss / 2**20:.1f} MiB)")
+              f"RSS {proc.memory_info().rss / 2**20:.1f} MiB (peak {peak_rss / 2**20:.1f} MiB), "
+              f"{60 * sent / wall:.1f} reports per minute")
     finally:
         agent.terminate()
         agent.wait(timeout=10)
         receiver.stdin.close()
         receiver.wait(timeout=10)
+
+
+def _reports_sent(port: int) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("nodeagent_reports_sent_total"))
 
 
 def make_report(node: str, seq: int, full: bool) -> pb.NodeReport:

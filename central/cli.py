@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
     "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
+    "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
 
 
@@ -58,5 +59,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return module.run(parsed)
     except InputError as err:
-        print(f"caldera {name}: error: {err}", file=sys.stderr)
+        print(f"caldera {name}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, always
         return 2

@@ -1,8 +1,10 @@
 """The agent loop: sample, enforce QoS, publish (stream and /metrics) once per period.
 
 Everything runs on one thread except the report stream (its own thread, fed through the
-stream's single pending slot) and the metrics server (reads the latest snapshot). A failing
-collector or pod source degrades that part of the report; the loop itself never stops on one.
+stream's single pending slot), the API-server pod watch and the metrics server (reads the
+latest snapshot). A failing collector or pod source degrades that part of the report and
+fails /readyz; the loop itself never stops on one. Nothing reaches the stream before node
+usage is known (two samples), so a restarted agent never reports an idle node.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from nodeagent.config import AgentConfig
 from nodeagent.health import Health
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
+from nodeagent.podwatch import WatchPodSource
 from nodeagent.oversubscription import BatchEstimator
 from nodeagent.qos.manager import QosManager, online_usage
 from nodeagent.report import NodeSnapshot, QosState, sections
@@ -56,9 +59,12 @@ def _pod_source(cfg: AgentConfig, node_name: str) -> PodSource:
         return HttpPodSource(cfg.pods.kubelet_url, _existing(cfg.kube.token_file), level,
                              _existing(cfg.pods.kubelet_ca_file))
     if cfg.pods.source == "apiserver":
-        url = f"{cfg.kube.api_url.rstrip('/')}/api/v1/pods?fieldSelector=spec.nodeName%3D{node_name}"
-        return HttpPodSource(url, _existing(cfg.kube.token_file), level, _existing(cfg.kube.ca_file))
+        return WatchPodSource(cfg.kube.api_url, node_name, _existing(cfg.kube.token_file),
+                              _existing(cfg.kube.ca_file), level)
     return StaticPodSource()
+
+
+ESSENTIAL = ("node_usage", "pods", "pod_usage")  # /readyz fails while one of these cannot be read
 
 
 def _kube(cfg: AgentConfig, node_name: str) -> Any:
@@ -103,7 +109,7 @@ class Agent:
         return ReportStream(s.server, self.node_name, tls=tls, token_file=Path(s.token_file) if s.token_file else None,
                             heartbeat_s=s.heartbeat_s,
                             backoff_base_s=s.backoff_base_s, backoff_max_s=s.backoff_max_s,
-                            max_in_flight=s.max_in_flight)
+                            max_in_flight=s.max_in_flight, deadband_percent=s.deadband_percent)
 
     def _current_pods(self) -> list[PodInfo]:
         try:
@@ -134,9 +140,20 @@ class Agent:
         self.snapshot = NodeSnapshot(capacity, alloc_cpu, alloc_mem, usage, self._topology,
                                      self.gpu.collect(), pods, qos, self._kubelet, batch_cpu, batch_mem)
         self.last_tick = time.monotonic()
-        if self.stream is not None:
+        if self.stream is not None and self.snapshot.usage_known:  # never a zero priming sample
             self.stream.offer(sections(self.snapshot))
         return self.snapshot
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready once node usage is known and while the node and pod sources can be read."""
+        failing = [f"{c} ({self.health.failing[c]})" for c in ESSENTIAL if c in self.health.failing]
+        if failing:
+            return False, "failing: " + ", ".join(failing)
+        if self.snapshot is None or not self.snapshot.usage_known:
+            return False, "starting: no usage sample yet"
+        if self.stream is not None and self.stream.stats.refused:  # a token for another node, say
+            return False, "the scheduler refuses this agent: " + self.stream.stats.refused
+        return True, "ready"
 
     def run(self, stop: threading.Event) -> None:
         from nodeagent.exporter import MetricsServer
@@ -163,6 +180,9 @@ class Agent:
         finally:
             stop.set()
             self.qos.release()
+            close = getattr(self.pod_source, "close", None)
+            if close is not None:
+                close()
             for thread in threads:
                 thread.join(timeout=5)
             if server is not None:

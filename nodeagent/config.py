@@ -78,6 +78,7 @@ class StreamConfig:
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
     max_in_flight: int = 8
+    deadband_percent: float = 2.0  # of capacity: smaller moves of a measured figure are not a change
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,11 @@ _BY_KEY: dict[str, tuple[Callable[[Any], bool], str]] = {
     "paths.cgroup_version": (lambda v: v in (0, 1, 2), "must be 0 (detect), 1 or 2"),
     "paths.cgroup_driver": (lambda v: v in ("", "systemd", "cgroupfs"), 'must be "", "systemd" or "cgroupfs"'),
     "pods.source": (lambda v: v in ("none", "kubelet", "apiserver"), 'must be "none", "kubelet" or "apiserver"'),
-    "qos.default_level": (lambda v: v in QOS_LEVELS, f"must be one of {', '.join(QOS_LEVELS)}"),
+    "qos.default_level": (lambda v: v in ("", *QOS_LEVELS),
+                          f"must be \"\" (by Kubernetes QoS class) or one of {', '.join(QOS_LEVELS)}"),
+    "stream.deadband_percent": (lambda v: 0 <= v <= 100, "must be within 0..100 (0: every change is sent)"),
+    "qos.memory_protect.step_bytes": (_positive, "must be above 0"),
+    "qos.memory_protect.evict_after_samples": (lambda v: v >= 1, "must be at least 1"),
     "qos.cpu_suppress.min_cores": (_positive, "must be above 0 (a zero quota would stop offline pods)"),
     "qos.memory_protect.min_bytes": (_positive, "must be above 0"),
     "qos.memory_protect.hysteresis_percent": (lambda v: 0 <= v < 100, "must be at least 0 and below 100"),
@@ -167,6 +172,10 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
         default = getattr(cls(), name)
         key = f"{prefix}{name}"
         if dataclasses.is_dataclass(default):
+            if value is not None and not isinstance(value, dict):
+                # `qos: false` must not quietly mean "all defaults, enforcement on".
+                hint = f" (to turn it off, set {key}.enabled: false)" if hasattr(default, "enabled") else ""
+                raise ConfigError(key, f"must be a mapping of settings, not {type(value).__name__} {value!r}{hint}")
             values[name] = _build(type(default), value or {}, key + ".")
         else:
             values[name] = _coerce(key, type(default), value)
@@ -221,6 +230,12 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
         raise ConfigError("kube.api_url", 'must be set when pods.source is "apiserver"')
     if cfg.collect.window_s < cfg.collect.period_s:
         raise ConfigError("collect.window_s", "must be at least collect.period_s")
+    eviction = cfg.qos.eviction
+    if eviction.low_watermark_percent >= eviction.high_watermark_percent:
+        raise ConfigError("qos.eviction.low_watermark_percent", "must be below qos.eviction.high_watermark_percent")
+    if eviction.cpu_satisfaction_lower_percent >= eviction.cpu_satisfaction_upper_percent:
+        raise ConfigError("qos.eviction.cpu_satisfaction_lower_percent",
+                          "must be below qos.eviction.cpu_satisfaction_upper_percent")
     return cfg
 
 

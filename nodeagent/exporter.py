@@ -49,21 +49,41 @@ class AgentCollector:
         snap = agent.snapshot
         if snap is None:
             return
-        for name, doc, value in (
-            ("node_cpu_usage_cores", "Node CPU in use (last sample).", snap.usage.cpu_cores.last),
-            ("node_cpu_usage_p95_cores", "95th percentile of node CPU over the window.", snap.usage.cpu_cores.p95),
+        usage = snap.usage
+        for name, doc, value in (  # an unknown figure is left out, never exported as 0
+            ("node_cpu_usage_cores", "Node CPU in use (last sample).", usage.cpu_cores and usage.cpu_cores.last),
+            ("node_cpu_usage_p95_cores", "95th percentile of node CPU over the window.",
+             usage.cpu_cores and usage.cpu_cores.p95),
             ("node_cpu_allocatable_cores", "CPU the agent treats as allocatable.", snap.cpu_allocatable_cores),
-            ("node_memory_working_set_bytes", "Node memory in use, page cache excluded.", snap.usage.memory_bytes.last),
+            ("node_memory_working_set_bytes", "Node memory in use, page cache excluded.",
+             usage.memory_bytes and usage.memory_bytes.last),
             ("node_memory_allocatable_bytes", "Memory the agent treats as allocatable.", snap.memory_allocatable_bytes),
-            ("be_cpu_quota_cores", "CPU quota of the offline parent cgroup (0: none).",
+            ("batch_cpu_cores", "CPU offered to offline pods as kubernetes.io/batch-cpu (absent: usage unknown).",
+             None if snap.batch_cpu_millicores is None else snap.batch_cpu_millicores / 1000),
+            ("batch_memory_bytes", "Memory offered to offline pods as kubernetes.io/batch-memory (absent: unknown).",
+             snap.batch_memory_bytes),
+            ("be_cpu_quota_cores", "CPU quota of the offline cgroups together (0: none).",
              snap.qos.offline_cpu_quota_cores),
-            ("be_memory_limit_bytes", "Memory cap of the offline parent cgroup (0: none).",
+            ("be_memory_limit_bytes", "Memory cap of the offline cgroups together (0: none).",
              snap.qos.offline_memory_limit_bytes),
             ("node_taint_active", "1 while the offline NoSchedule taint is set.", float(snap.qos.no_schedule_taint)),
         ):
             gauge = _gauge(name, doc, ["node"])
-            gauge.add_metric([node], value)
+            if value is not None:
+                gauge.add_metric([node], value)
             yield gauge
+        pressure = _gauge("node_pressure_ratio", "Share of time tasks stalled on a resource (PSI, avg10).",
+                          ["node", "resource", "kind"])
+        for resource, p in sorted(usage.pressure.items()):
+            pressure.add_metric([node, resource, "some"], p.some_avg10)
+            if p.full_avg10 is not None:
+                pressure.add_metric([node, resource, "full"], p.full_avg10)
+        yield pressure
+        evicting = _gauge("eviction_pressure", "1 for each trigger calling for eviction this sample.",
+                          ["node", "cause"])
+        for cause in sorted(set(snap.qos.pressures)):
+            evicting.add_metric([node, cause], 1)
+        yield evicting
         numa_cap = _gauge("numa_memory_capacity_bytes", "Memory of a NUMA node.", ["node", "numa"])
         numa_free = _gauge("numa_memory_free_bytes", "Free memory of a NUMA node (free + file + reclaimable).",
                            ["node", "numa"])
@@ -109,14 +129,23 @@ class AgentCollector:
 
     def _pods(self, node: str, snap) -> Iterator[Metric]:
         labels = ["node", "namespace", "pod", "qos_level"]
+        info = _gauge("pod_qos_info", "One per pod: its co-location level and Kubernetes QoS class.",
+                      [*labels, "kube_qos_class"])
         cpu = _gauge("pod_cpu_usage_cores", "Pod CPU in use (window average).", labels)
         mem = _gauge("pod_memory_working_set_bytes", "Pod memory working set (last sample).", labels)
-        top = sorted(snap.pods, key=lambda u: -u.cpu_cores.avg)[: self.max_pod_series]
+        pressure = _gauge("pod_pressure_ratio", "Share of time the pod's tasks stalled (PSI some, avg10).",
+                          [*labels, "resource"])
+        top = sorted(snap.pods, key=lambda u: -(u.cpu_cores.avg if u.cpu_cores else 0.0))[: self.max_pod_series]
         for u in top:
             key = [node, u.pod.namespace, u.pod.name, u.pod.qos_level]
-            cpu.add_metric(key, u.cpu_cores.avg)
-            mem.add_metric(key, u.memory_bytes.last)
-        yield from (cpu, mem)
+            info.add_metric([*key, u.pod.qos_class], 1)
+            if u.cpu_cores is not None:
+                cpu.add_metric(key, u.cpu_cores.avg)
+            if u.memory_bytes is not None:
+                mem.add_metric(key, u.memory_bytes.last)
+            for resource, p in sorted(u.pressure.items()):
+                pressure.add_metric([*key, resource], p.some_avg10)
+        yield from (info, cpu, mem, pressure)
 
     def _health(self, node: str) -> Iterator[Metric]:
         agent = self.agent
@@ -128,13 +157,19 @@ class AgentCollector:
         for collector, ts in sorted(agent.health.last_success.items()):
             last.add_metric([node, collector], ts)
         writes = _counter("cgroup_writes", "cgroup writes by file and result.", ["node", "file", "result"])
-        for (file, result), n in sorted(agent.writer.results.items()):
+        for (file, result), n in sorted((agent.writer.results + agent.qos.online_writer.results).items()):
             writes.add_metric([node, file, result], n)
+        requests = _counter("pod_source_requests", "Requests the pod source made to the API server, by verb.",
+                            ["node", "verb"])
+        for verb, n in sorted(getattr(agent.pod_source, "requests", {}).items()):
+            requests.add_metric([node, verb], n)
         evictions = _counter("evictions", "Offline pod evictions by pressured resource and result.",
                              ["node", "resource", "result"])
-        for (resource, result), n in sorted(agent.qos.eviction.results.items()):
+        # every (resource, result) from zero, so rates and alerts see a series before the first eviction
+        counts = {(r, o): 0 for r in ("cpu", "memory") for o in ("ok", "failed")} | dict(agent.qos.eviction.results)
+        for (resource, result), n in sorted(counts.items()):
             evictions.add_metric([node, resource, result], n)
-        yield from (errors, last, writes, evictions)
+        yield from (errors, last, writes, requests, evictions)
 
     def _stream(self, node: str) -> Iterator[Metric]:
         stream = self.agent.stream
@@ -173,9 +208,9 @@ class MetricsServer:
                 elif self.path == "/healthz":  # the loop is still ticking
                     alive = time.monotonic() - agent.last_tick <= stale_after
                     code, body, kind = (200 if alive else 503), b"ok\n" if alive else b"stalled\n", "text/plain"
-                elif self.path == "/readyz":
-                    ready = agent.snapshot is not None
-                    code, body, kind = (200 if ready else 503), b"ready\n" if ready else b"starting\n", "text/plain"
+                elif self.path == "/readyz":  # usage known and the node and pod sources readable
+                    ready, why = agent.readiness()
+                    code, body, kind = (200 if ready else 503), why.encode() + b"\n", "text/plain"
                 else:
                     code, body, kind = 404, b"not found\n", "text/plain"
                 self.send_response(code)

@@ -5,7 +5,8 @@ ratio; the figure published is a weighted average of the last few samples whose 
 double towards the newest, so it follows load quickly but does not flap on one spike.
 Offline (BE) pods request it as kubernetes.io/batch-cpu (millicores) and
 kubernetes.io/batch-memory (bytes); the QoS strategies keep online pods safe when they
-grow back into it.
+grow back into it. Nothing is offered from unknown usage: while a figure is unknown its batch
+figure is None (unset in the report), and its history restarts when it is known again.
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ class BatchEstimator:
         self._cpu: deque[float] = deque(maxlen=samples)
         self._memory: deque[float] = deque(maxlen=samples)
 
-    def update(self, allocatable_cores: float, allocatable_bytes: float, online_cores: float, online_bytes: float) -> tuple[int, int]:
-        """Add a sample; return (batch millicores, batch bytes) to publish now."""
-        self._cpu.append(max(0.0, allocatable_cores - online_cores) * self.ratio * 1000)
-        self._memory.append(max(0.0, allocatable_bytes - online_bytes) * self.ratio)
-        return int(_smoothed(self._cpu)), int(_smoothed(self._memory))
+    def update(self, allocatable_cores: float, allocatable_bytes: float, online_cores: float | None,
+               online_bytes: float | None) -> tuple[int | None, int | None]:
+        """Add a sample; return (batch millicores, batch bytes) to publish now, None where unknown."""
+        return (self._add(self._cpu, allocatable_cores, online_cores, 1000),
+                self._add(self._memory, allocatable_bytes, online_bytes, 1))
+
+    def _add(self, history: deque[float], allocatable: float, online: float | None, unit: float) -> int | None:
+        if online is None:
+            history.clear()
+            return None
+        history.append(max(0.0, allocatable - online) * self.ratio * unit)
+        return int(_smoothed(history))
 
 
 def _smoothed(values: deque[float]) -> float:

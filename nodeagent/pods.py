@@ -1,8 +1,14 @@
-"""Which pods run on this node: one small interface, an HTTP implementation and a static one.
+"""Which pods run on this node: the PodInfo the agent needs, and how a PodList becomes it.
 
 The agent needs namespace, name, uid, the Kubernetes QoS class (it decides the cgroup path),
-the co-location QoS level from the `volcano.sh/qos-level` annotation, priority and requests.
-Without a pod source the agent still reports node-level data.
+the co-location QoS level, priority and requests. The QoS level is the `volcano.sh/qos-level`
+annotation (LC, HLS, LS online; BE offline) and, without one, follows the Kubernetes QoS class
+as koordinator maps it (`GetPodQoSClassWithKubeQoS`): BestEffort -> BE, Burstable and
+Guaranteed -> LS (koordinator's LSR for Guaranteed has no Volcano level; LS is its nearest).
+Volcano's own agent reads an unannotated pod as level 0, never offline; we do not, because an
+unannotated BestEffort pod sits in the cgroup the offline quota squeezes anyway.
+`qos.default_level` forces one level for every unannotated pod instead.
+The kubelet source polls its local /pods; the API-server source is a watch (`nodeagent.podwatch`).
 """
 
 from __future__ import annotations
@@ -17,8 +23,11 @@ from typing import Any, Protocol
 
 QOS_ANNOTATION = "volcano.sh/qos-level"
 CPUSET_ANNOTATION = "caldera.sh/cpuset"  # written by the scheduler's numa-aware plugin
+BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"  # offline pods' requests
 ONLINE_LEVELS = ("LC", "HLS", "LS")
 QOS_LEVELS = (*ONLINE_LEVELS, "BE")
+LEVEL_BY_KUBE_QOS = {"Guaranteed": "LS", "Burstable": "LS", "BestEffort": "BE"}
+MAX_ANNOTATION_CHARS = 1024  # a cpuset of 4096 CPUs spelled out fits; anything longer is garbage
 _QUANTITY = re.compile(r"^([0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 _SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -26,7 +35,7 @@ _SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 
 def parse_quantity(text: object) -> float:
     """A Kubernetes quantity ("500m", "2Gi", "1.5") as a number; raises ValueError."""
-    match = _QUANTITY.match(str(text).strip())
+    match = _QUANTITY.match(str(text).strip()[:64])
     if not match:
         raise ValueError(f"not a quantity: {text!r}")
     return float(match.group(1)) * _SUFFIX[match.group(2)]
@@ -43,6 +52,8 @@ class PodInfo:
     cpu_request_cores: float = 0.0
     memory_request_bytes: int = 0
     cpuset: str = ""  # CPUs the scheduler chose (annotation caldera.sh/cpuset), for pinning
+    cpu_limit_cores: float | None = None  # the pod's own limit (kubelet's pod cgroup); None: unlimited
+    memory_limit_bytes: int | None = None
 
     @property
     def online(self) -> bool:
@@ -63,40 +74,106 @@ class StaticPodSource:
         return list(self._pods)
 
 
-def pods_from_pod_list(doc: dict[str, Any], default_level: str) -> list[PodInfo]:
+def qos_level(annotation: object, qos_class: str, default_level: str = "") -> str:
+    """The co-location level: a valid annotation, else `default_level` when set, else by QoS class."""
+    if isinstance(annotation, str) and annotation in QOS_LEVELS:
+        return annotation
+    return default_level or LEVEL_BY_KUBE_QOS.get(qos_class, "LS")
+
+
+def kube_qos_class(spec: dict[str, Any]) -> str:
+    """The QoS class the API server would give (for objects whose status does not carry it yet)."""
+    requests = limits = 0
+    guaranteed = True
+    for container in spec.get("containers") or []:
+        resources = (container.get("resources") or {}) if isinstance(container, dict) else {}
+        req, lim = resources.get("requests") or {}, resources.get("limits") or {}
+        requests += len(req)
+        limits += len(lim)
+        for name in ("cpu", "memory"):
+            if name not in lim or req.get(name, lim[name]) != lim[name]:
+                guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def pod_info(item: dict[str, Any], default_level: str = "") -> PodInfo | None:
+    """One pod of a PodList or watch event; None when it is not running here or is malformed."""
+    meta, status, spec = (item.get(k) or {} for k in ("metadata", "status", "spec"))
+    if not (isinstance(meta, dict) and isinstance(status, dict) and isinstance(spec, dict)):
+        return None
+    if not isinstance(meta.get("uid"), str) or not meta["uid"] or status.get("phase") not in ("Running", "Pending"):
+        return None
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    qos_class = status.get("qosClass")
+    if qos_class not in LEVEL_BY_KUBE_QOS:
+        qos_class = kube_qos_class(spec)
+    cpu, memory = _requests(spec)
+    cpu_limit, memory_limit = _limits(spec)
+    cpuset = annotations.get(CPUSET_ANNOTATION, "")
+    priority = spec.get("priority")
+    return PodInfo(
+        namespace=str(meta.get("namespace", "default")),
+        name=str(meta.get("name", "")),
+        uid=meta["uid"],
+        qos_class=qos_class,
+        qos_level=qos_level(annotations.get(QOS_ANNOTATION), qos_class, default_level),
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
+        cpu_request_cores=cpu,
+        memory_request_bytes=int(memory),
+        cpuset=cpuset if isinstance(cpuset, str) and len(cpuset) <= MAX_ANNOTATION_CHARS else "",
+        cpu_limit_cores=cpu_limit,
+        memory_limit_bytes=None if memory_limit is None else int(memory_limit),
+    )
+
+
+def pods_from_pod_list(doc: dict[str, Any], default_level: str = "") -> list[PodInfo]:
     """Running pods of a v1 PodList (the kubelet's /pods answer); skips malformed items."""
-    pods = []
-    for item in doc.get("items") or []:
-        meta, status = item.get("metadata") or {}, item.get("status") or {}
-        if not meta.get("uid") or status.get("phase") not in ("Running", "Pending"):
-            continue
-        level = (meta.get("annotations") or {}).get(QOS_ANNOTATION, default_level)
-        cpu, memory = _requests(item.get("spec") or {})
-        pods.append(PodInfo(
-            namespace=meta.get("namespace", "default"),
-            name=meta.get("name", ""),
-            uid=meta["uid"],
-            qos_class=status.get("qosClass", "BestEffort"),
-            qos_level=level if level in QOS_LEVELS else default_level,
-            priority=int((item.get("spec") or {}).get("priority") or 0),
-            cpu_request_cores=cpu,
-            memory_request_bytes=int(memory),
-            cpuset=(meta.get("annotations") or {}).get(CPUSET_ANNOTATION, ""),
-        ))
-    return pods
+    items = doc.get("items") if isinstance(doc, dict) else None
+    pods = (pod_info(item, default_level) for item in items or [] if isinstance(item, dict))
+    return [p for p in pods if p is not None]
+
+
+def _summed(spec: dict[str, Any], kind: str) -> tuple[float | None, float | None]:
+    """Container requests or limits summed per resource (first name, else the batch-* one);
+    None when a container has none (for limits: the pod is unlimited) or it does not parse."""
+    totals: list[float | None] = [0.0, 0.0]
+    containers = spec.get("containers") or []
+    for container in containers if isinstance(containers, list) else []:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        values = (resources or {}).get(kind) if isinstance(resources, dict) else None
+        values = values if isinstance(values, dict) else {}
+        for i, (name, batch) in enumerate((("cpu", BATCH_CPU), ("memory", BATCH_MEMORY))):
+            try:
+                if name in values:
+                    value = parse_quantity(values[name])
+                elif batch in values:  # millicores for batch-cpu, as koordinator and Volcano count it
+                    value = parse_quantity(values[batch]) / (1000 if name == "cpu" else 1)
+                else:
+                    value = None
+            except ValueError:
+                value = None
+            totals[i] = None if value is None or totals[i] is None else totals[i] + value
+    return totals[0], totals[1]
 
 
 def _requests(spec: dict[str, Any]) -> tuple[float, float]:
-    """Summed container requests; an unparsable quantity counts as 0 (the pod still runs)."""
+    """Summed container requests; a missing or unparsable one counts as 0 (the pod still runs)."""
     cpu = memory = 0.0
-    for container in spec.get("containers") or []:
-        requests = (container.get("resources") or {}).get("requests") or {}
-        try:
-            cpu += parse_quantity(requests.get("cpu", 0))
-            memory += parse_quantity(requests.get("memory", 0))
-        except ValueError:
-            continue
+    containers = spec.get("containers") or []
+    for container in containers if isinstance(containers, list) else []:
+        one = {"containers": [container]}
+        c, m = _summed(one, "requests")
+        cpu, memory = cpu + (c or 0.0), memory + (m or 0.0)
     return cpu, memory
+
+
+def _limits(spec: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The pod's limits as the kubelet sets its cgroup: summed, or None if one container has none."""
+    if not spec.get("containers"):
+        return None, None
+    return _summed(spec, "limits")
 
 
 class HttpPodSource:
@@ -104,7 +181,7 @@ class HttpPodSource:
     (https://127.0.0.1:10250/pods) or from the API server
     (/api/v1/pods?fieldSelector=spec.nodeName=<node>)."""
 
-    def __init__(self, url: str, token_file: Path | None, default_level: str, ca_file: Path | None = None,
+    def __init__(self, url: str, token_file: Path | None, default_level: str = "", ca_file: Path | None = None,
                  timeout_s: float = 5.0) -> None:
         self._url, self._token_file, self._default = url, token_file, default_level
         self._timeout = timeout_s

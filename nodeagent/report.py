@@ -1,8 +1,8 @@
 """Turns what the collectors saw into the protobuf NodeReport sections of the contract.
 
 A report is made of independent sections (resources, topology, gpus, pods, qos); the stream
-sends all of them at connect and afterwards only those whose bytes changed. Values are rounded
-(millicores, KiB) so sampling noise below what the scheduler can use does not count as change.
+sends all of them at connect and afterwards only those that changed by more than its deadband
+(`nodeagent.deadband`). A figure that is unknown is left unset, never sent as 0.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from nodeagent.collect.gpu import GpuReport
 from nodeagent.collect.kubelet import KubeletCpuState
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
+from nodeagent.collect.psi import Pressure
 from nodeagent.collect.topology import Topology
 from nodeagent.collect.window import Stat
 
@@ -29,6 +30,7 @@ class QosState:
     no_schedule_taint: bool = False
     evictions_total: int = 0
     dry_run: bool = False
+    pressures: tuple[str, ...] = ()  # what called for eviction this sample
 
 
 @dataclass
@@ -42,17 +44,31 @@ class NodeSnapshot:
     pods: list[PodUsage] = field(default_factory=list)
     qos: QosState = field(default_factory=QosState)
     kubelet: KubeletCpuState = field(default_factory=KubeletCpuState)
-    batch_cpu_millicores: int = 0
-    batch_memory_bytes: int = 0
+    batch_cpu_millicores: int | None = None  # None: usage unknown, nothing offered
+    batch_memory_bytes: int | None = None
+
+    @property
+    def usage_known(self) -> bool:
+        return self.usage.cpu_cores is not None and self.usage.memory_bytes is not None
 
 
-def _cores(stat: Stat) -> pb.WindowStat:
+def _cores(stat: Stat | None) -> pb.WindowStat | None:
+    if stat is None:
+        return None
     return pb.WindowStat(last=round(stat.last, 3), avg=round(stat.avg, 3), p95=round(stat.p95, 3))
 
 
-def _bytes(stat: Stat) -> pb.WindowStat:
+def _bytes(stat: Stat | None) -> pb.WindowStat | None:
+    if stat is None:
+        return None
     return pb.WindowStat(**{k: float(int(v) // 1024 * 1024) for k, v in
                             (("last", stat.last), ("avg", stat.avg), ("p95", stat.p95))})
+
+
+def _pressure(values: dict[str, Pressure]) -> dict[str, pb.Pressure]:
+    return {f"{r}_pressure": pb.Pressure(some_avg10=p.some_avg10, some_avg60=p.some_avg60,
+                                         full_avg10=p.full_avg10, full_avg60=p.full_avg60)
+            for r, p in values.items()}
 
 
 def numa_cpu_usage(snap: NodeSnapshot, cpus: list[int]) -> float:
@@ -70,9 +86,10 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             memory_allocatable_bytes=snap.memory_allocatable_bytes,
             memory_usage_bytes=_bytes(snap.usage.memory_bytes),
             batch_cpu_millicores=snap.batch_cpu_millicores,
-            batch_memory_bytes=snap.batch_memory_bytes // 1024 * 1024,
+            batch_memory_bytes=None if snap.batch_memory_bytes is None else snap.batch_memory_bytes // 1024 * 1024,
             numa=[pb.NumaUsage(id=n.id, cpu_usage_cores=round(numa_cpu_usage(snap, n.cpus), 3))
-                  for n in topo.numa_nodes],
+                  for n in topo.numa_nodes] if snap.usage.per_cpu_cores else [],
+            **_pressure(snap.usage.pressure),
         ),
         "topology": pb.Topology(
             sockets=topo.sockets, cores=topo.cores, threads=topo.threads,
@@ -84,6 +101,7 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
                         for n in topo.numa_nodes],
             cpu_manager_policy=snap.kubelet.cpu_manager_policy,
             topology_manager_policy=snap.kubelet.topology_manager_policy,
+            cpus=[pb.Cpu(id=c.id, core=c.core, socket=c.socket, numa=c.numa, l3=c.l3) for c in topo.cpus],
         ),
         "gpus": pb.Gpus(status=snap.gpus.status, gpus=[
             pb.Gpu(index=g.index, uuid=g.uuid, model=g.model, memory_total_bytes=g.memory_total_bytes,
@@ -99,7 +117,7 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             pb.PodUsage(namespace=u.pod.namespace, name=u.pod.name, uid=u.pod.uid, qos_level=u.pod.qos_level,
                         cpu_usage_cores=_cores(u.cpu_cores), memory_working_set_bytes=_bytes(u.memory_bytes),
                         cpu_request_cores=u.pod.cpu_request_cores, memory_request_bytes=u.pod.memory_request_bytes,
-                        priority=u.pod.priority)
+                        priority=u.pod.priority, kube_qos_class=u.pod.qos_class, **_pressure(u.pressure))
             for u in snap.pods
         ]),
         "qos": pb.QosState(
@@ -108,6 +126,7 @@ def sections(snap: NodeSnapshot) -> dict[str, Message]:
             no_schedule_taint=snap.qos.no_schedule_taint,
             evictions_total=snap.qos.evictions_total,
             dry_run=snap.qos.dry_run,
+            pressures=list(snap.qos.pressures),
         ),
     }
 

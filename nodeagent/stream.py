@@ -1,5 +1,8 @@
 """The agent's end of the report stream: full report at connect, then changes plus heartbeats.
 
+A section counts as changed when it moved by more than the deadband (`nodeagent.deadband`);
+a heartbeat, due `heartbeat_s` after the last report, carries the latest resources section.
+
 Memory is bounded by design: `offer` replaces one pending snapshot (newer state supersedes
 older, nothing queues up while disconnected), and at most `max_in_flight` reports wait for an
 ack; beyond that the sender pauses and snapshots keep coalescing. A broken stream reconnects
@@ -27,7 +30,9 @@ import grpc
 from google.protobuf.message import Message
 
 from nodeagent.api.v1 import agent_pb2 as pb
+from nodeagent import deadband
 from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
+from nodeagent.deadband import Bands
 from nodeagent.report import SECTIONS
 
 log = logging.getLogger("nodeagent.stream")
@@ -59,14 +64,16 @@ class StreamStats:
     rejected: int = 0
     heartbeats: int = 0
     last_ack_unix_s: float = 0.0
+    refused: str = ""  # why the scheduler refused this agent's identity; "" once a report is acked
 
 
 class ReportStream:
     def __init__(self, target: str, node_name: str, *, tls: TlsFiles | None, token_file: Path | None = None,
                  heartbeat_s: float = 10.0, backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
-                 max_in_flight: int = 8, rng: random.Random | None = None) -> None:
+                 max_in_flight: int = 8, deadband_percent: float = 2.0, rng: random.Random | None = None) -> None:
         self.target, self.node_name, self.tls, self.token_file = target, node_name, tls, token_file
         self.heartbeat_s, self.max_in_flight = heartbeat_s, max_in_flight
+        self.deadband_percent = deadband_percent
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.epoch = uuid.uuid4().hex
         self.stats = StreamStats()
@@ -77,6 +84,7 @@ class ReportStream:
         self._sequence = 0
         self._acked_sequence = 0
         self._resync = False
+        self._last_failure = ""
 
     def offer(self, sections: dict[str, Message]) -> None:
         with self._cond:
@@ -95,10 +103,12 @@ class ReportStream:
                 self._session(stop)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
-                log.warning("report stream to %s broke: %s %s", self.target, code,
-                            exc.details() if hasattr(exc, "details") else exc)
-            except (OSError, ValueError) as exc:  # unreadable TLS files, a bad target: retried too
-                log.warning("report stream to %s cannot start: %s", self.target, exc)
+                details = exc.details() if hasattr(exc, "details") else str(exc)
+                refused = code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+                self.stats.refused = f"{code.name}: {details}" if refused and code else ""
+                self._log(f"report stream to {self.target} broke: {code} {details}")
+            except (OSError, ValueError) as exc:  # unreadable TLS files or token, a bad target: retried too
+                self._log(f"report stream to {self.target} cannot start: {exc}")
             finally:
                 self.stats.connected = False
             if stop.is_set():
@@ -106,6 +116,11 @@ class ReportStream:
             attempt = 0 if self.stats.acked > acked_before else attempt + 1
             self.stats.reconnects += 1
             stop.wait(self.backoff_delay(attempt))
+
+    def _log(self, message: str) -> None:
+        """A failure once at WARNING; the same failure again (every reconnect) only at DEBUG."""
+        log.log(logging.DEBUG if message == self._last_failure else logging.WARNING, "%s", message)
+        self._last_failure = message
 
     def _channel(self) -> grpc.Channel:
         options = [("grpc.keepalive_time_ms", 30_000), ("grpc.keepalive_timeout_ms", 10_000)]
@@ -147,6 +162,8 @@ class ReportStream:
             self._acked_sequence = max(self._acked_sequence, ack.sequence)
             if ack.accepted:
                 self.stats.acked += 1
+                self.stats.refused = ""
+                self._last_failure = ""
                 self.stats.last_ack_unix_s = time.time()
             else:
                 self.stats.rejected += 1
@@ -155,7 +172,7 @@ class ReportStream:
             self._cond.notify_all()
 
     def _reports(self, stop: threading.Event, ended: threading.Event) -> Iterator[pb.NodeReport]:
-        sent: dict[str, bytes] = {}
+        sent: dict[str, Message] = {}
         seen_version, last_send = -1, 0.0
         while not (stop.is_set() or ended.is_set()):
             with self._cond:
@@ -167,18 +184,19 @@ class ReportStream:
                     continue
                 snapshot, seen_version = self._pending, self._version
                 full = not sent or self._resync
+            bands = Bands(self.deadband_percent, snapshot.get("resources"))
             changed = {}
             for name in SECTIONS:
-                data = snapshot[name].SerializeToString(deterministic=True)
-                if full or sent.get(name) != data:
-                    changed[name], sent[name] = snapshot[name], data
+                if full or (name == "resources" and heartbeat_due) or \
+                        deadband.changed(name, snapshot[name], sent.get(name), bands):
+                    changed[name] = sent[name] = snapshot[name]
             if not changed and not heartbeat_due:
                 continue
             with self._cond:
                 self._resync = False
                 self._sequence += 1
                 sequence = self._sequence
-            if not changed:
+            if heartbeat_due and set(changed) <= {"resources"}:
                 self.stats.heartbeats += 1
             last_send = time.monotonic()
             self.stats.sent += 1

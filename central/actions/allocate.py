@@ -10,7 +10,8 @@
    the job is ready and tasks remain, it yields so other jobs get a turn.
 4. Ready: commit (binds), and the job goes back in line if it still has pending tasks.
    Only pipelined: keep the statement open, reserving the room in this session without
-   binding anything. Otherwise: discard, and the gang holds nothing.
+   binding anything. Otherwise: discard, and the gang holds nothing. Bad data met on the
+   way faults the job (its statement discarded) and the next job goes on.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ def allocate(ssn: Session) -> None:
             tasks = pending[job.uid] = PriorityQueue(ssn.task_less, (
                 t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
         stmt = ssn.statement()
-        place_tasks(ssn, stmt, tasks, job, queue)
-        if ssn.job_ready(job):
-            stmt.commit()
-            if tasks:
-                waiting.push(job)
-        elif not ssn.job_pipelined(job):
-            stmt.discard()
+        with ssn.job_boundary(job, "allocate", stmt):
+            place_tasks(ssn, stmt, tasks, job, queue)
+            if ssn.job_ready(job):
+                stmt.commit()
+                if tasks:
+                    waiting.push(job)
+            elif not ssn.job_pipelined(job):
+                stmt.discard()
         queues.push(queue)
 
 

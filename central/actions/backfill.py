@@ -16,12 +16,16 @@ def backfill(ssn: Session) -> None:
         if job.pending_phase or ssn.job_valid(job):
             continue
         for task in [t for t in job.tasks.values() if t.status == TaskStatus.PENDING and t.best_effort]:
-            rows = placement.feasible(task)
-            if not len(rows):
-                job.fit_errors[task.uid] = placement.fit_errors(task)
-                break
-            row, _ = placement.select(task, rows)
             stmt = ssn.statement()
-            stmt.allocate(task, ssn.nodes[row])
-            if ssn.job_ready(job):
-                stmt.commit()
+            with ssn.job_boundary(job, "backfill", stmt):
+                rows = placement.feasible(task)
+                if not len(rows):
+                    job.fit_errors[task.uid] = placement.fit_errors(task)
+                    stmt.discard()
+                    break
+                row, _ = placement.select(task, rows)
+                stmt.allocate(task, ssn.nodes[row])
+                if ssn.job_ready(job):
+                    stmt.commit()
+            if job.uid in ssn.faulted_jobs:
+                break

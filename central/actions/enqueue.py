@@ -18,7 +18,8 @@ def enqueue(ssn: Session) -> None:
         if not waiting:
             continue
         job = waiting.pop()
-        if job.min_resources is None or ssn.job_enqueueable(job):
-            ssn.job_enqueued(job)
-            job.phase = "Inqueue"
+        with ssn.job_boundary(job, "enqueue"):
+            if job.uid not in ssn.faulted_jobs and (job.min_resources is None or ssn.job_enqueueable(job)):
+                ssn.job_enqueued(job)
+                job.phase = "Inqueue"
         queues.push(queue)

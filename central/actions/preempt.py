@@ -20,6 +20,7 @@ from __future__ import annotations
 from central.actions.dryrun import topology_aware_room
 from central.actions.victims import make_room, pending_tasks, starving_jobs
 from central.framework.session import Session
+from central.framework.statement import Statement
 from central.model.objects import PREEMPTABLE_STATUSES, JobInfo, PodTemplate, TaskInfo
 
 REASON = "PreemptionByScheduler: preempted to make room for {}"
@@ -32,15 +33,17 @@ def preempt(ssn: Session) -> None:
         while jobs:
             job = jobs.pop()
             under_request.append(job)
-            if _between_jobs(ssn, job):
-                jobs.push(job)
+            stmt = ssn.statement()
+            with ssn.job_boundary(job, "preempt", stmt):
+                if _between_jobs(ssn, stmt, job):
+                    jobs.push(job)
         for job in under_request:
-            _within_job(ssn, job)
+            if job.uid not in ssn.faulted_jobs:
+                _within_job(ssn, job)
 
 
-def _between_jobs(ssn: Session, job: JobInfo) -> bool:
+def _between_jobs(ssn: Session, stmt: Statement, job: JobInfo) -> bool:
     """Preempt other jobs of the queue for `job`; True if it got room and may want more."""
-    stmt = ssn.statement()
     tasks = pending_tasks(ssn, job)
     assigned = False
     no_room: set[PodTemplate] = set()  # a template that found no room will not find it for a twin
@@ -71,8 +74,10 @@ def _within_job(ssn: Session, job: JobInfo) -> None:
         if task.preempt_never:
             continue
         stmt = ssn.statement()
-        placed = _make_room(ssn, stmt, task, lambda v, task=task: _preemptable(v, task) and v.job_uid == job.uid)
-        stmt.commit()
+        placed = False
+        with ssn.job_boundary(job, "preempt", stmt):
+            placed = _make_room(ssn, stmt, task, lambda v, task=task: _preemptable(v, task) and v.job_uid == job.uid)
+            stmt.commit()
         if not placed:
             return
 

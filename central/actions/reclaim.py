@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from central.actions.victims import make_room, pending_tasks, starving_jobs
 from central.framework.session import Session
+from central.framework.statement import Statement
 from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
 REASON = "PreemptionByScheduler: reclaimed by queue {} for {}"
@@ -25,12 +26,14 @@ def reclaim(ssn: Session) -> None:
         jobs = starving[queue.name]
         if ssn.overused(queue) or not jobs:
             continue
-        _reclaim_for(ssn, queue, jobs.pop())
+        job = jobs.pop()
+        stmt = ssn.statement()
+        with ssn.job_boundary(job, "reclaim", stmt):
+            _reclaim_for(ssn, stmt, queue, job)
         queues.push(queue)
 
 
-def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
-    stmt = ssn.statement()
+def _reclaim_for(ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
     tasks = pending_tasks(ssn, job)
     no_room: set[PodTemplate] = set()  # a template that found no room will not find it for a twin
     while tasks and ssn.job_starving(job):

@@ -7,11 +7,14 @@ client certificate (mTLS, CN or a SAN = the node). A stream may only report abou
 in plaintext mode without an authenticator (tests, trusted networks) it is bound to the first
 node it reports about. A violation aborts the stream with PERMISSION_DENIED (UNAUTHENTICATED
 for a missing or refused token, or one that expired while the stream was open: the agent
-reconnects with the kubelet's refreshed token), so a lying agent can only hurt its own node. A delta the store cannot merge
-is refused with `resync` set and the agent sends a full report next. Messages are capped in size
-and each stream in rate (a token bucket: `max_reports_per_s`, bursts of twice that); a report
-over the rate is refused unapplied, with `resync` so the agent's next report is complete.
-`ReceiverServer` runs the loop on its own thread so a synchronous scheduler can embed it.
+reconnects with the kubelet's refreshed token), so a lying agent can only hurt its own node.
+A delta the store cannot merge is refused with `resync` set and the agent sends a full report
+next. Messages are capped in size and each stream in rate (a token bucket: `max_reports_per_s`,
+bursts of twice that); a report over the rate is refused unapplied, with `resync` so the agent's
+next report is complete.
+`ReceiverServer` runs the loop on its own thread so a synchronous scheduler can embed it;
+`ReceiverCollector` exports its counters (`caldera_agent_reports_total{result}`: accepted,
+denied, unauthenticated, stale, rate_limited) and the fresh/stale node counts to /metrics.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Iterator
 
 import grpc
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from central.agents.store import NodeReportStore, StaleDelta
 from nodeagent.api.v1 import agent_pb2 as pb
@@ -92,6 +96,7 @@ class ReportService(pb_grpc.NodeReportServiceServicer):
         self.authenticate = authenticate
         self.accepted = 0
         self.denied = 0
+        self.stale = 0
         self.unauthenticated = 0
         self.rate_limited = 0
 
@@ -136,11 +141,33 @@ class ReportService(pb_grpc.NodeReportServiceServicer):
             try:
                 self.store.apply(report)
             except StaleDelta:
+                self.stale += 1
                 yield pb.Ack(sequence=report.sequence, accepted=False, resync=True,
                              reason="no full report to apply this delta to")
                 continue
             self.accepted += 1
             yield pb.Ack(sequence=report.sequence, accepted=True)
+
+
+class ReceiverCollector:
+    """Prometheus view of a receiver, read at scrape time."""
+
+    def __init__(self, service: ReportService) -> None:
+        self.service = service
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.service
+        reports = CounterMetricFamily("caldera_agent_reports", "Agent reports by result: accepted; denied "
+                                      "(stream not entitled to the node); unauthenticated (streams refused "
+                                      "for their token); stale (a delta without its full report); "
+                                      "rate_limited.", labels=["result"])
+        for result, n in (("accepted", s.accepted), ("denied", s.denied), ("unauthenticated", s.unauthenticated),
+                          ("stale", s.stale), ("rate_limited", s.rate_limited)):
+            reports.add_metric([result], n)
+        nodes = GaugeMetricFamily("caldera_agent_nodes", "Nodes with a report, by freshness.", labels=["state"])
+        nodes.add_metric(["fresh"], len(s.store.fresh_nodes()))
+        nodes.add_metric(["stale"], len(s.store.stale_nodes()))
+        yield from (reports, nodes)
 
 
 class ReceiverServer:

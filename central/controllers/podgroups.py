@@ -48,7 +48,7 @@ def podgroup_for_pod(
     controller = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
     name = f"podgroup-{controller['uid'] if controller else meta.get('uid', '')}"
     min_member = _min_member(owner)
-    requests, _ = pod_requests(spec)
+    requests = pod_requests(spec)
     carried = {k: str(v) for k, v in annotations.items() if k.startswith(CARRIED_PREFIXES)}
     podgroup = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",

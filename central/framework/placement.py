@@ -5,9 +5,10 @@ One filter chain, in kube-scheduler's order, gives every node a status (see
 or it is unresolvable.
 1. Template filters of the plugins (`static_predicate`: unschedulable nodes, selectors,
    affinity, taints), computed once per template per session.
-2. Resource fit: the task's kube-scheduler request (init containers included) against the
-   node's future idle (idle + releasing - pipelined) on cpu, memory and every scalar it asks
-   for, and a free pod slot (pods on the node less those releasing, against its `pods`).
+2. Resource fit: the task's effective request (init containers included, the same figure
+   the node is charged: see `central.model.podspec.pod_requests`) against the node's future
+   idle (idle + releasing - pipelined) on cpu, memory and every scalar it asks for, and a
+   free pod slot (pods on the node less those releasing, against its `pods`).
    Short is unschedulable, unless the node could not offer the request even with every pod
    on it gone: that is unresolvable.
 3. Row-local filters of the plugins (`row_predicate`: usage thresholds).
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from central.framework.session import Session
 
 _UNSCHEDULABLE, _UNRESOLVABLE = np.int8(Code.UNSCHEDULABLE), np.int8(Code.UNRESOLVABLE)
+EXCLUDED = "node(s) had data the scheduler could not read (see the Node's events)"
 
 
 class TemplateView:
@@ -64,6 +66,19 @@ class Placement:
         self.n = len(ssn.nodes)
         self._cols: dict[int, np.ndarray] = {}
         self._views: dict[PodTemplate, TemplateView] = {}
+        self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
+        self.excluding = False
+
+    def exclude(self, row: int) -> None:
+        """Take a node out of placement for the rest of the session (a fault boundary):
+        unresolvable for every template from now on."""
+        self.usable[row] = False
+        self.excluding = True
+        for view in self._views.values():
+            if not any(check.ok is self.usable for check in view.static):
+                view.static.append(Check(self.usable, EXCLUDED))
+            view.static_code[row] = _UNRESOLVABLE
+        self.table.touch(row)
 
     def columns(self, req: np.ndarray) -> np.ndarray:
         """Dimensions checked for a request: cpu and memory always, scalars only when asked for."""
@@ -81,6 +96,8 @@ class Placement:
         changes = self.table.changes
         if view is None:
             static = [check for fn in self.ssn.points.flat["static_predicate"] for check in fn(task.template)]
+            if self.excluding:
+                static.append(Check(self.usable, EXCLUDED))
             view = self._views[task.template] = TemplateView(self.n, static)
             self._refresh(task, view, np.arange(self.n))
         elif view.position < len(changes):
@@ -102,7 +119,7 @@ class Placement:
             yield fn(task, rows)
 
     def _resource_checks(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
-        req, table = task.init_resreq, self.table
+        req, table = task.resreq, self.table
         cols = self.columns(req)
         need = req[cols]
         short = table.future[rows][:, cols] + EPSILON <= need
@@ -124,7 +141,7 @@ class Placement:
         for checks in self._cached_steps(task, view, rows, static=False):
             fold(codes, checks)
         view.code[rows] = codes
-        req, table = task.init_resreq, self.table
+        req, table = task.resreq, self.table
         cols = self.columns(req)
         view.fits_idle[rows] = (np.all(table.idle[rows][:, cols] + EPSILON > req[cols], axis=1)
                                 & (table.pods[rows] < table.max_pods[rows]))
@@ -178,7 +195,7 @@ class Placement:
     def room_after(self, task: TaskInfo, row: int, freed: np.ndarray, pods: int) -> bool:
         """Would the request and a pod slot fit the node's future idle once `freed` resources
         and `pods` pod slots are given back? A bound checked before choosing victims."""
-        req, table = task.init_resreq, self.table
+        req, table = task.resreq, self.table
         cols = self.columns(req)
         if not np.all(table.future[row, cols] + freed[cols] + EPSILON > req[cols]):
             return False

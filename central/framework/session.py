@@ -18,7 +18,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from central.api.resources import format_value
+from central.errors import InputError
 from central.framework.conf import SchedulerConf
+from central.framework.faults import EVENT_REASON, Fault, JobBoundary
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
 from central.framework.plugin import Plugin
@@ -28,6 +30,7 @@ from central.model.cache import ClusterCache
 from central.model.objects import (
     ALLOCATED_STATUSES,
     JobInfo,
+    NodeInfo,
     QueueInfo,
     TaskInfo,
     TaskStatus,
@@ -55,6 +58,7 @@ class CycleResult:
     changed_podgroups: set[str] = field(default_factory=set)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
     plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
 
@@ -70,11 +74,18 @@ class Session:
         self.dims = cache.dims
         self.nodes = cache.node_list
         self.total = cache.table.alloc[: len(self.nodes)].sum(axis=0)
+        self._undo: list[Callable[[], None]] = []  # what rollback() restores besides task statuses
+        missing = [name for name in ("root", cache.default_queue) if name not in cache.queues]
+        self._undo.append(lambda: [cache.queues.pop(name, None) for name in missing])
         self.queues: dict[str, QueueInfo] = cache.all_queues()
         self.jobs: dict[str, JobInfo] = {job.uid: job for job in cache.iter_scheduling_jobs()}
         self.opened_as = {uid: (job.phase or "Pending", job.conditions) for uid, job in self.jobs.items()}
+        self._saved_jobs = [(job, job.phase, job.conditions, job.fit_errors) for job in self.jobs.values()]
+        cache.journal = []
         for job in self.jobs.values():
             job.fit_errors = {}
+        self.faults: dict[tuple[str, str], Fault] = {}
+        self.faulted_jobs: dict[str, str] = {}  # job uid -> reason
         self.binds: dict[str, str] = {}
         self.evictions: dict[str, str] = {}
         self.committed_pipelines: list[TaskInfo] = []
@@ -85,7 +96,12 @@ class Session:
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
-        self.tiers: list[list[Plugin]] = [[self._open_plugin(PLUGINS[opt.name], opt) for opt in tier] for tier in conf.tiers]
+        try:
+            self.tiers: list[list[Plugin]] = [[self._open_plugin(PLUGINS[opt.name], opt) for opt in tier]
+                                              for tier in conf.tiers]
+        except BaseException:
+            self.rollback()
+            raise
         self.points = Points(self.tiers)
 
     def _open_plugin(self, cls: type[Plugin], option: Any) -> Plugin:
@@ -147,7 +163,8 @@ class Session:
     # --- votes ------------------------------------------------------------------------------
 
     def job_valid(self, job: JobInfo) -> str | None:
-        return self.points.first_failure("job_valid", job)
+        faulted = self.faulted_jobs.get(job.uid)
+        return faulted if faulted is not None else self.points.first_failure("job_valid", job)
 
     def job_ready(self, job: JobInfo) -> bool:
         return self.points.all_true("job_ready", job)
@@ -213,6 +230,30 @@ class Session:
         else:
             notes[key] = value
 
+    # --- fault boundaries (see central.framework.faults) ---------------------------------------
+
+    def job_boundary(self, job: JobInfo, source: str, stmt: Statement | None = None) -> JobBoundary:
+        """A `with` block in which bad data of `job` faults the job (discarding `stmt`)."""
+        return JobBoundary(self, job, source, stmt)
+
+    def fault_job(self, job: JobInfo, err: InputError, source: str) -> None:
+        """The job cannot be scheduled this session: JobValid fails with the reason."""
+        reason = str(err)
+        self.faulted_jobs.setdefault(job.uid, reason)
+        self.faults.setdefault(("PodGroup", job.uid), Fault("PodGroup", job.uid, source, reason))
+
+    def fault_node(self, node: NodeInfo, err: InputError, source: str) -> None:
+        """No task is placed on the node this session."""
+        self.faults.setdefault(("Node", node.name), Fault("Node", node.name, source, str(err)))
+        self.placement.exclude(node.index)
+
+    def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
+        """A pending task faults its job; a placed one is only reported."""
+        self.faults.setdefault(("Pod", task.uid), Fault("Pod", task.uid, source, str(err)))
+        job = self.jobs.get(task.job_uid)
+        if task.status == TaskStatus.PENDING and job is not None:
+            self.faulted_jobs.setdefault(job.uid, str(err))
+
     # --- close ------------------------------------------------------------------------------
 
     def close(self) -> CycleResult:
@@ -221,7 +262,10 @@ class Session:
                 started = time.perf_counter()
                 plugin.on_session_close()
                 self.plugin_timings[(plugin.name, "OnSessionClose")] = time.perf_counter() - started
-        result = CycleResult(binds=dict(self.binds), evictions=dict(self.evictions))
+        for uid, reason in self.faulted_jobs.items():  # after gang's: the fault is the reason that counts
+            if self.jobs[uid].count(TaskStatus.PENDING):  # a job with nothing left to place is only reported
+                self.job_conditions[uid] = self.condition("Unschedulable", EVENT_REASON, reason)
+        result = CycleResult(binds=dict(self.binds), evictions=dict(self.evictions), faults=list(self.faults.values()))
         result.plugin_timings = dict(self.plugin_timings)
         result.annotations = {uid: notes for uid, notes in self.pod_annotations.items() if notes and uid in self.binds}
         for job in self.jobs.values():
@@ -239,10 +283,34 @@ class Session:
             statement.discard()
         for task in self.committed_pipelines:
             if task.status == TaskStatus.PIPELINED:
+                self._undo.append(lambda task=task, was=task.nominated_node: setattr(task, "nominated_node", was))
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = self._queue_statuses()
+        self.cache.journal = None
         return result
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Have `rollback()` call `undo` (for state a plugin keeps beyond the session)."""
+        self._undo.append(undo)
+
+    def rollback(self) -> None:
+        """Put the cache back exactly as this session found it: every task status and node
+        charge (from the cache's journal, newest first), job phases, conditions and fit
+        errors, nominations, and what plugins registered with `on_rollback`."""
+        cache = self.cache
+        journal, cache.journal = cache.journal or [], None
+        for task, status, node in reversed(journal):
+            cache.set_status(task, status, node)
+        for undo in reversed(self._undo):
+            undo()
+        for job, phase, conditions, fit_errors in self._saved_jobs:
+            job.phase, job.conditions, job.fit_errors = phase, conditions, fit_errors
+
+    def condition(self, kind: str, reason: str, message: str) -> dict[str, Any]:
+        """A PodGroup condition stamped by this session."""
+        return {"type": kind, "status": "True", "transitionID": self.uid, "reason": reason, "message": message,
+                "lastTransitionTime": self.now.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
     def _podgroup_status(self, job: JobInfo) -> dict[str, Any]:
         """Volcano's jobStatus: the phase a PodGroup ends the session in."""
@@ -269,6 +337,10 @@ class Session:
 
     def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
         reasons = {}
+        faulted = self.faulted_jobs.get(job.uid)
+        if faulted is not None:
+            return {task.uid: f"PodGroup {job.uid} cannot be scheduled: {faulted}"
+                    for task in job.tasks.values() if task.status == TaskStatus.PENDING}
         for uid, errors in job.fit_errors.items():
             reasons[uid] = str(errors)
         for task in job.tasks.values():

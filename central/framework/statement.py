@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from central.errors import InputError
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -43,12 +44,12 @@ class Statement:
 
     def discard(self) -> None:
         ssn = self.ssn
-        for kind, task, status, node, _ in reversed(self.ops):
+        while self.ops:  # popped one by one: a discard cut short resumes where it stopped
+            kind, task, status, node, _ = self.ops.pop()
             ssn.cache.set_status(task, status, node)
             ssn.points.notify("on_allocate" if kind == EVICT else "on_deallocate", task)
             if kind != EVICT:
                 ssn.last_transaction[task.uid] = kind
-        self.ops = []
         self._close()
 
     def commit(self) -> None:
@@ -65,9 +66,25 @@ class Statement:
         self._close()
 
     def _apply(self, kind: str, task: TaskInfo, status: TaskStatus, node: str | None, reason: str) -> None:
-        self.ops.append((kind, task, task.status, task.node, reason))
-        self.ssn.cache.set_status(task, status, node)
-        self.ssn.points.notify("on_deallocate" if kind == EVICT else "on_allocate", task)
+        """Apply one operation whole or not at all: if a plugin refuses it (bad data of the
+        task), the plugins already told are told the undo, and the task is put back."""
+        ssn = self.ssn
+        was = (task.status, task.node)
+        ssn.cache.set_status(task, status, node)
+        point, undo = ("on_deallocate", "on_allocate") if kind == EVICT else ("on_allocate", "on_deallocate")
+        told = 0
+        try:
+            for fn in ssn.points.flat[point]:
+                fn(task)
+                told += 1
+        except InputError:
+            for fn in reversed(ssn.points.flat[point][:told]):
+                undone = getattr(fn.__self__, undo, None)
+                if undone is not None:
+                    undone(task)
+            ssn.cache.set_status(task, *was)
+            raise
+        self.ops.append((kind, task, was[0], was[1], reason))
 
     def _close(self) -> None:
         if not self.closed:

@@ -12,9 +12,11 @@ max-requeue-num); a Job then gets an Event and is terminated, as Volcano's handl
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +34,7 @@ from central.model.parse import GROUP_NAME
 log = logging.getLogger(__name__)
 
 MAX_REQUEUE = 15
+WRITTEN_MEMO = 10_000  # objects whose last written content a loop remembers
 
 
 class ClaimMissing(Exception):
@@ -45,6 +48,10 @@ URLS = {
     "PodGroup": (VOLCANO_SCHEDULING, "podgroups"), "Queue": (VOLCANO_SCHEDULING, "queues"),
     "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"),
 }
+
+
+def _content(obj: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}, sort_keys=True)
 
 
 def url_for(kind: str, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
@@ -65,6 +72,8 @@ class ControllerLoop:
         self.reflectors: list[Reflector] = []
         self.syncs = 0
         self._threads: list[threading.Thread] = []
+        self._written: OrderedDict[str, str] = OrderedDict()  # object -> content last written (replace)
+        self._written_lock = threading.Lock()
 
     def watch(self, url: str, to_keys: Callable[[dict[str, Any]], list[str]], **kw: Any) -> Reflector:
         def handler(_: str, obj: dict[str, Any]) -> None:
@@ -120,13 +129,16 @@ class ControllerLoop:
 
     # --- idempotent API verbs ---------------------------------------------------------------
 
-    def create(self, obj: dict[str, Any]) -> None:
+    def create(self, obj: dict[str, Any]) -> bool:
+        """True if created, False if it existed already."""
         namespace = (obj.get("metadata") or {}).get("namespace")
         try:
             self.client.create(url_for(obj["kind"], namespace), obj)
+            return True
         except ApiError as err:
             if err.code != 409:
                 raise
+            return False
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         try:
@@ -136,16 +148,27 @@ class ControllerLoop:
                 raise
 
     def replace(self, obj: dict[str, Any]) -> None:
-        """Make the object say what `obj` says (the svc plugin's host lists after a scale). A PUT
-        without a resourceVersion, as ConfigMaps allow: the controllers may not read ConfigMaps,
-        and this one is the job's alone (policies.yaml); created if it is gone."""
+        """Make the object say what `obj` says (the svc plugin's host lists after a scale), by
+        delete and create: the controllers may neither read nor update ConfigMaps (an update
+        could claim anyone's object by adding a Job owner; policies.yaml checks the old object
+        on delete). Skipped when this process last wrote the same content."""
         meta = obj["metadata"]
-        try:
-            self.client.request("PUT", url_for(obj["kind"], meta.get("namespace"), meta["name"]), body=obj)
-        except ApiError as err:
-            if err.code != 404:
-                raise
-            self.create(obj)
+        if self._written.get(self._written_key(obj)) == _content(obj):
+            return
+        self.delete(obj["kind"], meta.get("namespace"), meta["name"])
+        self.create(obj)
+        self._remember(obj)
+
+    @staticmethod
+    def _written_key(obj: dict[str, Any]) -> str:
+        return f"{obj['kind']}/{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+
+    def _remember(self, obj: dict[str, Any]) -> None:
+        with self._written_lock:
+            self._written[self._written_key(obj)] = _content(obj)
+            self._written.move_to_end(self._written_key(obj))
+            while len(self._written) > WRITTEN_MEMO:
+                self._written.popitem(last=False)
 
     def write_status(self, kind: str, obj: dict[str, Any], status: dict[str, Any]) -> None:
         """PUT /status conditional on the resourceVersion we saw; a 409 raises (reconcile again)."""
@@ -248,7 +271,8 @@ class JobController(ControllerLoop):
             self.events.emit(job, "Warning" if bad else "Normal", reason, message)
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
-            self.create(obj)
+            if self.create(obj):  # a replace right after (the first pods made) need not write it again
+                self._remember(obj)
         for obj in d.update_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             self.replace(obj)

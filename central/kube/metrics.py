@@ -12,7 +12,7 @@ Deployment's probes and Prometheus' scrape config expect them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -43,6 +43,12 @@ class SchedulerMetrics:
         # a Gauge only for the name: prometheus_client would append `_total` to a Counter's
         self.preemption_attempts = Gauge(f"{prefix}_total_preemption_attempts", "Total preemption attempts",
                                          registry=r)
+        # Caldera's own (Volcano has none): objects faulted for bad data, cycles rolled back
+        self.faults = Counter("caldera_scheduling_faults", "Objects a cycle could not use because of their data",
+                              ["kind", "source"], registry=r)
+        self.rolled_back = Counter("caldera_cycles_rolled_back", "Cycles that failed and were rolled back",
+                                   registry=r)
+        self.leader = Gauge("caldera_scheduler_leader", "1 while this replica leads and schedules", registry=r)
         self.queue: dict[tuple[str, str], Gauge] = {}
         for figure in QUEUE_FIGURES:
             for unit in ("milli_cpu", "memory_bytes"):
@@ -72,6 +78,11 @@ class SchedulerMetrics:
         self.victims.set(evicted)
         if evicted:
             self.preemption_attempts.inc()
+
+    def observe_faults(self, faults: Iterable[Any]) -> None:
+        """Count a cycle's faults by object kind and the plugin or action that met them."""
+        for fault in faults:
+            self.faults.labels(fault.kind, fault.source).inc()
 
     def observe_queues(self, queues: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
         """`queues[name][figure][resource]` in Volcano's units (millicores, bytes, milli-units)."""

@@ -9,7 +9,10 @@ Order of start-up, each step a guard from Volcano's bug history:
    backoff when refused (the admission webhook may not serve yet);
 5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
    the cache, then the cycle runs under the feeder's lock on the live cache and hands its
-   decisions to the `KubeSink`; statuses are written at session close.
+   decisions to the `KubeSink`; statuses are written at session close. Objects whose data
+   the cycle could not use get Warning Events and are counted; a cycle that fails (a bug)
+   has rolled the cache back before the error reaches this loop, which logs it, counts it
+   and runs the next cycle on the clean cache.
 Losing the Lease stops scheduling at once (`run` returns 1 and the process exits, as Volcano
 does); a clean stop drains the binds and releases the Lease.
 
@@ -53,7 +56,7 @@ class ConfigFile:
     """The scheduler configuration, re-read when the file changes (a ConfigMap mount swaps a
     symlink). An invalid new version is logged and the last good one kept."""
 
-    def __init__(self, filename: str | None, loader: Callable[[str, str], Any], default: Any):
+    def __init__(self, filename: str | None, loader: Callable[[bytes, str], Any], default: Any):
         self.filename = filename
         self.loader = loader
         self.conf = default
@@ -63,12 +66,12 @@ class ConfigFile:
         self.rejected = 0
         if filename:  # a missing or invalid file at start-up is fatal: InputError
             try:
-                with open(filename) as f:
-                    text = f.read()
+                with open(filename, "rb") as f:
+                    data = f.read()
             except OSError as err:
                 raise InputError(filename, err.strerror or str(err)) from None
-            self.conf = loader(text, filename)
-            self._digest = hashlib.sha256(text.encode()).hexdigest()
+            self.conf = loader(data, filename)
+            self._digest = hashlib.sha256(data).hexdigest()
 
     def current(self) -> Any:
         if not self.filename:
@@ -77,12 +80,12 @@ class ConfigFile:
             st = os.stat(self.filename)
             if (st.st_mtime, st.st_size) != self._stat:
                 self._stat = (st.st_mtime, st.st_size)
-                with open(self.filename) as f:
-                    text = f.read()
-                digest = hashlib.sha256(text.encode()).hexdigest()
+                with open(self.filename, "rb") as f:
+                    data = f.read()
+                digest = hashlib.sha256(data).hexdigest()
                 if digest != self._digest:
                     self._digest = digest
-                    self.conf = self.loader(text, self.filename)
+                    self.conf = self.loader(data, self.filename)
                     self.reloads += 1
                     log.info("scheduler configuration reloaded from %s", self.filename)
         except InputError as err:
@@ -109,12 +112,13 @@ class Scheduler:
         self.metrics = metrics
         self.node_feed = node_feed  # the agents' reports (central.agents.feed.NodeDataFeed), if any
         self.on_leading = on_leading  # told True once leading, False when stopping
-        self.feeder = CacheFeeder(cache, scheduler_name)
+        events = EventRecorder(client, scheduler_name)
+        self.feeder = CacheFeeder(cache, scheduler_name,
+                                  on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
-        self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers,
-                             bind_backoff)
+        self.sink = KubeSink(client, self.feeder, objects, events, bind_workers, bind_backoff)
         self.queue_backoff, self.clock = queue_backoff, clock
         self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0
@@ -136,6 +140,8 @@ class Scheduler:
                 return 0
             if self.on_leading is not None:
                 self.on_leading(True)
+            if self.metrics is not None:
+                self.metrics.leader.set(1)
             self.ready.set()
             while not stop.is_set():
                 if self.elector is not None and not self.elector.leading.is_set():
@@ -147,10 +153,14 @@ class Scheduler:
                     self.run_once()
                 except Exception:  # one bad cycle must not stop scheduling (Volcano vo#5708)
                     self.failed_cycles += 1
-                    log.exception("scheduling cycle failed")
+                    if self.metrics is not None:
+                        self.metrics.rolled_back.inc()
+                    log.exception("scheduling cycle failed; the cache was rolled back to before it")
                 stop.wait(max(0.0, self.period - (time.monotonic() - started)))
             return 0
         finally:
+            if self.metrics is not None:
+                self.metrics.leader.set(0)
             if self.ready.is_set() and self.on_leading is not None:
                 self.on_leading(False)
             self.ready.clear()
@@ -171,8 +181,10 @@ class Scheduler:
             queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
+        self.sink.faults(result.faults)
         self.cycles += 1
         if self.metrics is not None:
+            self.metrics.observe_faults(result.faults)
             self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
                                        unschedulable=len(result.pending_reasons), evicted=len(result.evictions),
                                        steps_ms={step: s * 1000.0 for step, s in result.timings.items()},

@@ -152,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                           metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
                           on_leading=leader_label(client) if elector is not None else None)
+    if receiver is not None:
+        from central.agents.server import ReceiverCollector
+
+        metrics.registry.register(ReceiverCollector(receiver.service))
     stop = threading.Event()
     serving = start_receiver(receiver, stop) if receiver is not None else (lambda: True)
     # a warm standby is ready too; standbys take reports as well, so their node view is warm at hand-over

@@ -29,6 +29,8 @@
   replace the list). Custom resources accept no strategic merge (415): merge patch or PUT.
 - **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
   for in `kubectl describe pod`), rate-limited by the EventRecorder.
+- **faults**: an object whose data the cycle could not use (a malformed annotation on a
+  PodGroup, Pod or Node) gets a Warning Event saying which field and why.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from central.framework.faults import EVENT_REASON
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.feeder import CacheFeeder
@@ -111,6 +114,14 @@ class KubeSink:
             pod = pods.get(pod_key)
             if pod is not None:
                 self.events.emit(pod, "Warning", "FailedScheduling", message)
+
+    def faults(self, faults: list[Any]) -> None:
+        """This cycle's faults (`central.framework.faults.Fault`) become Warning Events on
+        the objects concerned."""
+        for fault in faults:
+            obj = self.objects.get(fault.kind, {}).get(fault.key)
+            if obj is not None:
+                self.events.emit(obj, "Warning", EVENT_REASON, fault.reason)
 
     # --- session close ------------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ whose Lease stops), and plays the kubelet's part for the pods bound to it:
   Secret must exist, as the kubelet waits for them), then runs with a pod IP;
 - it ends after its `sim.caldera.sh/duration` (default: runs until deleted) with exit code
   `sim.caldera.sh/exit-code` (default 0); `restartPolicy` Always/OnFailure restarts it;
+- with a hosts folder (the node agents' simulated /sys, /proc and cgroup trees), a running
+  pod gets its cgroup v1 directories as a container runtime makes them, so the agent finds,
+  measures and pins it; they go when the pod ends;
 - a pod being deleted gracefully is stopped (containers terminated, phase Failed), then
   removed with grace period 0 and the pod's UID as precondition, as the kubelet confirms.
 It runs as its own identity with its own ClusterRole (see `RBAC`), never as an admin.
@@ -18,6 +21,7 @@ import argparse
 import heapq
 import ipaddress
 import itertools
+import shutil
 import json
 import logging
 import sys
@@ -26,6 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from central.errors import InputError
@@ -86,8 +91,9 @@ def now() -> str:
 
 
 class SimKubelet:
-    def __init__(self, kube: KubeClient, nodes: list[NodeSpec], workers: int = 8):
+    def __init__(self, kube: KubeClient, nodes: list[NodeSpec], workers: int = 8, hosts: Path | None = None):
         self.kube = kube
+        self.hosts = hosts
         self.nodes = {n.name: n for n in nodes}
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="simkubelet")
         self._timers: list[tuple[float, int, str, str]] = []  # (when, seq, pod key, action)
@@ -227,7 +233,33 @@ class SimKubelet:
                                                                       "startedAt": stamp, "finishedAt": stamp}},
                                                  ready=False, init=True),
             "containerStatuses": _containers(pod, {"running": {"startedAt": stamp}}, ready=True)})
+        self._cgroups(running, create=True)
         self._plan_exit(running)
+
+    def _cgroups(self, pod: dict[str, Any], create: bool) -> None:
+        """The pod's cgroup v1 directories under the node's simulated cgroup tree."""
+        if self.hosts is None:
+            return
+        root = self.hosts / pod["spec"]["nodeName"] / "cgroup"
+        if not root.is_dir():
+            return
+        qos = (pod.get("status") or {}).get("qosClass", "BestEffort")
+        tier = "kubepods" if qos == "Guaranteed" else f"kubepods/{qos.lower()}"
+        node = self.nodes[pod["spec"]["nodeName"]]
+        cpus = f"0-{int(float(node.cpu)) - 1}"
+        for controller, files in (("cpuset", {"cpuset.cpus": cpus, "cpuset.mems": f"0-{node.numa - 1}"}),
+                                  ("cpuacct", {"cpuacct.usage": "0"}),
+                                  ("cpu", {"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000", "cpu.shares": "1024"}),
+                                  ("memory", {"memory.usage_in_bytes": "0", "memory.stat": "cache 0\ntotal_inactive_file 0\n",
+                                              "memory.limit_in_bytes": "9223372036854771712"})):
+            pod_dir = root / controller / tier / f"pod{pod['metadata']['uid']}"
+            if not create:
+                shutil.rmtree(pod_dir, ignore_errors=True)
+                continue
+            for directory in (pod_dir, *(pod_dir / c["name"] for c in pod["spec"].get("containers") or [])):
+                directory.mkdir(parents=True, exist_ok=True)
+                for name, text in files.items():
+                    (directory / name).write_text(text + "\n")
 
     def _plan_exit(self, pod: dict[str, Any]) -> None:
         duration = podlife.pod_duration(pod)
@@ -250,6 +282,7 @@ class SimKubelet:
                 pod, {"running": {"startedAt": stamp}}, ready=True, last={"terminated": terminated}, restart=True)})
             self._plan_exit(restarted)
             return
+        self._cgroups(pod, create=False)
         self._patch_status(pod, {
             "phase": "Succeeded" if code == 0 else "Failed",
             "conditions": [_condition(t, "False", "PodCompleted", stamp) for t in ("Ready", "ContainersReady")],
@@ -257,6 +290,7 @@ class SimKubelet:
 
     def _terminate(self, pod: dict[str, Any]) -> None:
         meta, status = pod["metadata"], pod.get("status", {})
+        self._cgroups(pod, create=False)
         if status.get("phase") not in ("Succeeded", "Failed"):
             stamp = now()
             self._patch_status(pod, {"phase": "Failed", "containerStatuses": _containers(
@@ -353,10 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="simkubelet", description="simulated kubelets for caldera up")
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--nodes", required=True, help="JSON list of node specs (name, cpu, memory, gpus, numa, pods)")
+    parser.add_argument("--hosts", type=Path, help="folder of the nodes' simulated host trees (HOSTS/NODE/cgroup)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     nodes = [NodeSpec(**n) for n in json.loads(args.nodes)]
-    kubelet = SimKubelet(KubeClient.connect(args.kubeconfig, qps=500, burst=1000), nodes)
+    kubelet = SimKubelet(KubeClient.connect(args.kubeconfig, qps=500, burst=1000), nodes, hosts=args.hosts)
     try:
         kubelet.run()
     except KeyboardInterrupt:

@@ -42,6 +42,9 @@ def write_host(root: Path, cpus: int, memory: str, numa: int) -> dict[str, str]:
     _write(proc / "loadavg", "0.00 0.00 0.00 1/100 1\n")
     _write(kubelet / "config.yaml", "kind: KubeletConfiguration\ncpuManagerPolicy: none\ntopologyManagerPolicy: none\n")
     for controller in ("cpu", "cpuacct", "cpuset", "memory"):
-        (cgroup / controller).mkdir(parents=True, exist_ok=True)
+        # The kubelet's QoS cgroups, without pod cgroups: the agent reports simulated pods with
+        # unknown usage, and stays ready (no kubepods at all would read as a wrong cgroup root).
+        (cgroup / controller / "kubepods" / "besteffort").mkdir(parents=True, exist_ok=True)
+        (cgroup / controller / "kubepods" / "burstable").mkdir(parents=True, exist_ok=True)
     return {"paths.sys_root": str(sys_root), "paths.proc_root": str(proc),
             "paths.kubelet_root": str(kubelet), "paths.cgroup_root": str(cgroup), "paths.cgroup_version": "1"}

@@ -29,12 +29,14 @@ from typing import Any
 from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane, install, synthhost
-from central.localcluster.processes import StartError, Supervisor, free_port
+from central.localcluster.processes import Process, StartError, Supervisor, free_port
 from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
 
 NAMESPACE = "caldera-system"
+REPO = Path(__file__).resolve().parents[2]
 CALDERA = [sys.executable, "-m", "caldera"]
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 AGENT_AUDIENCE = "caldera-scheduler"  # the audience of the agents' projected token (daemonset/nodeagent.yaml)
 
 
@@ -48,9 +50,23 @@ class Cluster:
     nodes: list[NodeSpec]
     sup: Supervisor
     ports: dict[str, int] = field(default_factory=dict)
+    runner: "_PodRunner | None" = None
 
     def admin(self) -> KubeClient:
         return KubeClient.connect(str(self.kubeconfig), qps=1000, burst=1000)
+
+    def start(self, workload: str, process_name: str | None = None) -> Process:
+        """Start (again) a replica of a workload of daemonset/; a name it ran under before keeps
+        its ports, so agents and probes find a restarted scheduler where they found it."""
+        assert self.runner is not None
+        proc = self.runner.start(workload, process_name=process_name)
+        port = self.ports.get(f"{proc.name}:--listen-port")
+        if port:
+            self.sup.wait_ready(proc, lambda: _http_ok(port, "/healthz"), 60)
+        return proc
+
+    def process(self, name: str) -> Process:
+        return next(p for p in self.sup.procs if p.name == name)
 
 
 SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
@@ -87,13 +103,14 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     cluster.ports["webhook"] = webhook_port
     configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
     workloads = install.install(admin, manifests, configmaps)
-    runner = _PodRunner(cluster, admin, workloads)
+    runner = cluster.runner = _PodRunner(cluster, admin, workloads)
     runner.run_job("caldera-certs", extra=["--ip-address=127.0.0.1"])
 
     say(f"registering {len(nodes)} simulated node(s) ...")
     node_json = json.dumps([n.__dict__ for n in nodes])
     kubelet = sup.start("simkubelet", [sys.executable, "-m", "central.localcluster.simkubelet",
-                                       f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}", f"--nodes={node_json}"])
+                                       f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}", f"--nodes={node_json}",
+                                       f"--hosts={sup.dir / 'nodes'}"], env=checkout_env())
     sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
 
     say("starting Caldera's webhook, controllers and scheduler ...")
@@ -141,14 +158,10 @@ class _PodRunner:
 
     def _localise(self, pod: str, word: str, mounts: dict[str, Path], ports: dict[str, int]) -> str:
         flag, eq, value = word.partition("=")
-        if eq and flag.endswith("port"):
-            chosen = ports.get(flag) or free_port()
+        if eq and (flag.endswith("port") or value.startswith("0.0.0.0:")):
+            chosen = ports.get(flag) or self.cluster.ports.get(f"{pod}:{flag}") or free_port()
             self.cluster.ports[f"{pod}:{flag}"] = chosen
-            return f"{flag}={chosen}"
-        if eq and value.startswith("0.0.0.0:"):
-            chosen = free_port()
-            self.cluster.ports[f"{pod}:{flag}"] = chosen
-            return f"{flag}=127.0.0.1:{chosen}"
+            return f"{flag}={chosen}" if flag.endswith("port") else f"{flag}=127.0.0.1:{chosen}"
         for mount_path, local in sorted(mounts.items(), key=lambda m: -len(m[0])):
             target = value if eq else word
             if target == mount_path or target.startswith(mount_path.rstrip("/") + "/"):
@@ -210,7 +223,8 @@ class _PodRunner:
         log = self.cluster.dir / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as out:
-            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120,
+                                  env=_env(template))
         if done.returncode != 0:
             raise StartError(f"the {name} Job failed (exit {done.returncode}); log: {log}")
 
@@ -255,10 +269,21 @@ class _PodRunner:
         return self.cluster.sup.start(name, argv, env=env)
 
 
+def checkout_env() -> dict[str, str]:
+    """This environment, with this checkout first on the path: the processes `up` starts run
+    the code `up` is part of (a worktree, a clone), whatever is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    return env
+
+
 def _env(template: dict[str, Any], node_name: str = "") -> dict[str, str]:
     """The container's env: plain values as given, downward-API fields as a kubelet fills them,
     but for the pod's name: no Pod object stands behind a local process."""
     env = dict(os.environ)
+    # The processes run from the cluster's directory: point `python -m caldera` at this checkout,
+    # not at whichever copy is installed, so a branch's cluster runs the branch's code.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
     fields = {"metadata.name": "", "metadata.namespace": NAMESPACE, "spec.nodeName": node_name}
     for var in template["containers"][0].get("env") or []:
         if "value" in var:

@@ -138,8 +138,7 @@ class PodTemplate:
     """What a pod's placement depends on. Shared by identical pods (one Volcano task)."""
 
     namespace: str
-    resreq: tuple[tuple[str, float], ...]  # containers + sidecars + overhead: what the node is charged
-    init_resreq: tuple[tuple[str, float], ...]  # kube-scheduler's request incl. init containers: what must fit
+    resreq: tuple[tuple[str, float], ...]  # the effective request (init containers too): charged and fitted
     labels: tuple[tuple[str, str], ...]
     node_selector: tuple[tuple[str, str], ...]
     required_node_terms: tuple[Selector, ...]  # ORed nodeSelectorTerms
@@ -184,8 +183,7 @@ class TaskInfo:
     annotations: dict[str, str] = field(default_factory=dict)
     spec_priority: int | None = None  # spec.priority as given; else priority_class decides
     priority_class: str = ""
-    resreq: np.ndarray | None = None  # dense vectors, set by the cache over its dimensions
-    init_resreq: np.ndarray | None = None
+    resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
 
     @property
     def best_effort(self) -> bool:
@@ -259,10 +257,14 @@ class QueueInfo:
     creation: str = ""
     hierarchy: str = ""  # annotation volcano.sh/hierarchy ("root/a/b"), drf's HDRF path
     hierarchy_weights: str = ""  # annotation volcano.sh/hierarchy-weights ("1/2/3")
+    tenants: frozenset[str] | None = None  # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
 
     @property
     def is_open(self) -> bool:
         return self.state == "Open"
+
+    def admits(self, namespace: str) -> bool:
+        return self.tenants is None or namespace in self.tenants
 
 
 class FitErrors:

@@ -96,8 +96,14 @@ def _container_requests(c: Mapping[str, Any], where: str) -> dict[str, float]:
     return {**limits, **requests}
 
 
-def pod_requests(spec: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-    """(resreq, init_resreq) as Volcano computes them; init_resreq is kube-scheduler's request."""
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
+    """The pod's effective request, what the kubelet admits it with: the larger of the app
+    containers plus sidecars and of each init container (plus the sidecars started before
+    it), then the pod overhead. The node is charged this and fit is checked against it.
+
+    Volcano charges the node only the app containers while checking fit with this figure,
+    so two pods whose init containers ask 20 CPUs both land on a 32-CPU node and the kubelet
+    rejects one (OutOfcpu): a deliberate difference, see docs/scheduling.md."""
     reqs: dict[str, float] = {}
     for i, c in enumerate(listed(spec, "containers")):
         reqs = add_lists(reqs, _container_requests(typed(c, Mapping, f"spec.containers[{i}]"), f"spec.containers[{i}]"))
@@ -113,11 +119,9 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, f
         else:
             init_max = max_lists(init_max, add_lists(c_reqs, sidecars))
     overhead = parse_resource_list(spec.get("overhead"), "spec.overhead")
-    resreq = add_lists(reqs, overhead)
-    init = add_lists(max_lists(reqs, init_max), overhead)
-    resreq.pop("pods", None)
-    init.pop("pods", None)
-    return resreq, init
+    effective = add_lists(max_lists(reqs, init_max), overhead)
+    effective.pop("pods", None)
+    return effective
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
@@ -159,7 +163,7 @@ def _guaranteed(spec: Mapping[str, Any]) -> bool:
 
 
 def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]) -> PodTemplate:
-    resreq, init = pod_requests(spec)
+    resreq = pod_requests(spec)
     affinity = typed(spec.get("affinity") or {}, Mapping, "spec.affinity")
     node_aff = typed(affinity.get("nodeAffinity") or {}, Mapping, "spec.affinity.nodeAffinity")
     required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
@@ -177,7 +181,6 @@ def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]
     return PodTemplate(
         namespace=namespace,
         resreq=tuple(sorted(resreq.items())),
-        init_resreq=tuple(sorted(init.items())),
         labels=tuple(sorted(labels.items())),
         node_selector=tuple(sorted(str_map(spec, "nodeSelector").items())),
         required_node_terms=required_terms,

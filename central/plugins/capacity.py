@@ -193,7 +193,7 @@ class Capacity(AccountingPlugin):
         left: dict[str, np.ndarray] = {}
         for task in candidates:
             quota = self.quotas.get(self.session.jobs[task.job_uid].queue)
-            if quota is None or not np.any((task.resreq > EPSILON) & (reclaimer.init_resreq > EPSILON)):
+            if quota is None or not np.any((task.resreq > EPSILON) & (reclaimer.resreq > EPSILON)):
                 continue
             allocated = left.setdefault(quota.name, quota.allocated.copy())
             if not np.all(quota.guarantee < allocated - task.resreq + EPSILON):

@@ -34,14 +34,14 @@ from central.api.resources import EPSILON
 from central.errors import InputError
 from central.framework.plugin import Plugin
 from central.framework.status import Check, Code
-from central.model.objects import TaskInfo, TaskStatus
+from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 from central.plugins.gpucards import (
     GPU_MEMORY,
     GPU_NUMBER,
     UNHEALTHY,
     GpuCards,
-    parse_ids,
 )
+from central.model.fields import parse_index_list
 
 GPU_INDEX = "volcano.sh/gpu-index"
 FIRST_FIT = ""  # Volcano gpushare's choice, the default
@@ -90,7 +90,7 @@ class DeviceShare(Plugin):
         self.cards = GpuCards(session.nodes)
         for node in session.nodes:
             if self.cards.has_cards(node.index):
-                unhealthy = set(parse_ids(node.annotations[UNHEALTHY])) if UNHEALTHY in node.annotations else set()
+                unhealthy = self._listed_unhealthy(node)
                 report = session.agents.data[node.index]  # a fresh agent report knows failing cards
                 if report is not None:
                     unhealthy |= {gpu.index for gpu in report.gpus if not gpu.healthy}
@@ -98,6 +98,18 @@ class DeviceShare(Plugin):
                     self.cards.set_unhealthy(node.index, sorted(unhealthy))
                 for task in node.tasks.values():
                     self._charge_placed(task)
+
+    def _listed_unhealthy(self, node: NodeInfo) -> set[int]:
+        """The cards named by the node's annotation; a list that does not read faults the node."""
+        text = node.annotations.get(UNHEALTHY)
+        if text is None:
+            return set()
+        cards = self.cards.count(node.index)
+        try:
+            return set(parse_index_list(text, f"Node {node.name}: metadata.annotations[{UNHEALTHY}]", cards))
+        except InputError as err:
+            self.session.fault_node(node, err, self.name)
+            return set(range(cards))
 
     # --- the hook for agent health --------------------------------------------------------
 
@@ -220,8 +232,12 @@ class DeviceShare(Plugin):
         if not (memory or number) or not index or task.node is None or task.uid in self.charged:
             return
         row = self.session.cache.nodes[task.node].index
-        width = self.cards.cap.shape[1]
-        chosen = [card for card in parse_ids(index) if card < width and self.cards.cap[row, card] > 0]
+        where = f"Pod {task.uid}: metadata.annotations[{GPU_INDEX}]"
+        try:
+            chosen = parse_index_list(index, where, self.cards.count(row))
+        except InputError as err:  # a placed pod: reported; which cards it holds is unknown
+            self.session.fault_task(task, err, self.name)
+            return
         if chosen:
             amounts = self.cards.whole_amounts(row, chosen) if number else [memory] * len(chosen)
             self._charge(task, row, chosen, amounts)

@@ -87,12 +87,12 @@ class Gang(Plugin):
             if not job.tasks:
                 continue
             if job_ready(job):
-                ssn.job_conditions[job.uid] = _condition(ssn, "Scheduled", "tasks in gang are ready to be scheduled", "")
+                ssn.job_conditions[job.uid] = ssn.condition("Scheduled", "tasks in gang are ready to be scheduled", "")
                 continue
             schedulable = job.ready_num + sum(
                 1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and ssn.last_transaction.get(t.uid))
             message = f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(ssn, job)}"
-            ssn.job_conditions[job.uid] = _condition(ssn, "Unschedulable", "NotEnoughResources", message)
+            ssn.job_conditions[job.uid] = ssn.condition("Unschedulable", "NotEnoughResources", message)
 
 
 def fit_error(ssn: Any, job: JobInfo) -> str:
@@ -118,9 +118,4 @@ def fit_error(ssn: Any, job: JobInfo) -> str:
 
 def _histogram(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _condition(ssn: Any, kind: str, reason: str, message: str) -> dict[str, Any]:
-    return {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message,
-            "lastTransitionTime": ssn.now.strftime("%Y-%m-%dT%H:%M:%SZ")}
 

@@ -45,11 +45,6 @@ def card_memory(node: NodeInfo) -> list[float]:
     return [total / number] * number if number > 0 else []
 
 
-def parse_ids(text: str) -> list[int]:
-    """A comma list of card ids ("0,2"); entries that are not ids are skipped."""
-    return [int(part) for part in text.split(",") if part.strip().isdigit()]
-
-
 class GpuCards:
     def __init__(self, nodes: Sequence[NodeInfo]):
         memory = [card_memory(node) for node in nodes]
@@ -69,6 +64,10 @@ class GpuCards:
 
     def has_cards(self, row: int) -> bool:
         return bool(self.cap[row].any())
+
+    def count(self, row: int) -> int:
+        """How many cards (or MIG slices) the node has: card ids run below this."""
+        return int((self.cap[row] > 0).sum())
 
     def set_unhealthy(self, row: int, card_ids: Iterable[int]) -> None:
         """Take these cards out of placement (the pods on them stay charged)."""

@@ -28,8 +28,10 @@ from itertools import combinations
 
 import numpy as np
 
+from central.errors import InputError
 from central.framework.plugin import Plugin
 from central.framework.status import Check
+from central.model.fields import parse_index_list
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskInfo, TaskStatus
 
@@ -90,8 +92,15 @@ class NumaAware(Plugin):
                 counted += [t for t in node.tasks.values() if t.status == TaskStatus.RUNNING]
         for task in counted:
             node = session.cache.nodes.get(task.node or "")
-            if CPUSET in task.annotations and node is not None:
-                self.taken.setdefault(node.index, set()).update(parse_cpus(task.annotations[CPUSET]))
+            data = session.agents.data[node.index] if node is not None and CPUSET in task.annotations else None
+            if data is not None and data.numa:  # without a report, nothing here reads the node's CPUs
+                where = f"Pod {task.uid}: metadata.annotations[{CPUSET}]"
+                try:
+                    cpus = parse_index_list(task.annotations[CPUSET], where, cpu_count(data))
+                except InputError as err:  # a placed pod: reported; the CPUs it claims are unknown
+                    session.fault_task(task, err, self.name)
+                    continue
+                self.taken.setdefault(node.index, set()).update(cpus)
 
     def _wants(self, task: TaskInfo) -> tuple[str, int] | None:
         """(the pod's own policy, or "none" when it names none, whole CPUs) for a Guaranteed
@@ -192,12 +201,9 @@ def _enforced(data: NodeData, policy: str) -> bool:
     return static or data.cpu_manager_policy == "none"
 
 
-def parse_cpus(text: str) -> set[int]:
-    out: set[int] = set()
-    for part in text.split(","):
-        if "-" in part:
-            low, high = part.split("-")
-            out.update(range(int(low), int(high) + 1))
-        elif part.strip():
-            out.add(int(part))
-    return out
+MAX_CPUS = 8192  # Linux's NR_CPUS ceiling: a report naming more is not believed
+
+
+def cpu_count(data: NodeData) -> int:
+    """CPU ids on the node run below this (from its NUMA cells): what bounds a cpuset."""
+    return min(max((max(cell.cpus, default=-1) for cell in data.numa), default=-1) + 1, MAX_CPUS)

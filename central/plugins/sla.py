@@ -29,22 +29,25 @@ class Sla(Plugin):
         for job in session.jobs.values():
             try:
                 self.deadlines[job.uid] = self._deadline(job)
-            except InputError as err:  # one bad annotation must not stop the cycle
-                session.job_notes[job.uid] = f"{err}; the job has no SLA"
+            except InputError as err:  # the job's problem, not the cycle's
+                session.fault_job(job, err, self.name)
                 self.deadlines[job.uid] = None
 
     def _deadline(self, job: JobInfo) -> datetime | None:
         wait: timedelta | None = self.default
+        where = "plugin sla: arguments.sla-waiting-time"
         if ANNOTATION in job.annotations:
-            wait = parse_duration(job.annotations[ANNOTATION], f"PodGroup {job.uid}: metadata.annotations[{ANNOTATION}]")
+            where = f"PodGroup {job.uid}: metadata.annotations[{ANNOTATION}]"
+            wait = parse_duration(job.annotations[ANNOTATION], where)
         if wait is None:
             return None
-        if not job.creation:
-            return self.session.now + wait  # not created yet as far as we know: the wait starts now
+        start = self.session.now  # not created yet as far as we know: the wait starts now
+        if job.creation:
+            start = parse_time(job.creation, f"PodGroup {job.uid}: metadata.creationTimestamp")
         try:
-            return parse_time(job.creation, "metadata.creationTimestamp") + wait
-        except InputError as err:
-            raise err.within(f"PodGroup {job.uid}") from None
+            return start + wait
+        except OverflowError:
+            raise InputError(where, f"a wait of {wait.days} days from {start:%Y-%m-%d} ends after year 9999") from None
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         ld, rd = self.deadlines.get(left.uid), self.deadlines.get(right.uid)

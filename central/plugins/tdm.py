@@ -24,7 +24,9 @@ revocable nodes to every pod.
 The budget comes from the PodGroup annotations `volcano.sh/jdb-max-unavailable` (evict
 while fewer than that many tasks are down) or `volcano.sh/jdb-min-available` (keep that many
 Running), each an integer or a percentage of the job's tasks (rounded up); without either,
-one task per job. Unlike Volcano, a job already below its min-available gives up nothing.
+one task per job. Unlike Volcano, a job already below its min-available gives up nothing,
+and a budget that does not read faults its job (see `central.framework.faults`), which then
+gives up nothing either.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from central.framework.plugin import Plugin
 from central.framework.status import Check
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
+from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
 
 ZONE = "volcano.sh/revocable-zone"
@@ -77,14 +80,11 @@ def inside(window: tuple[int, int], now: datetime) -> bool:
 
 def budget_value(job: JobInfo, key: str, total: int) -> int:
     """An int-or-percent budget annotation resolved against the job's task count."""
-    text = job.annotations[key].strip()
-    where = f"PodGroup {job.uid}: metadata.annotations[{key}]"
     try:
-        if text.endswith("%"):
-            return math.ceil(int(text[:-1]) * total / 100)
-        return int(text)
-    except ValueError:
-        raise InputError(where, f"expected an integer or a percentage like 25%, got {text!r}") from None
+        value, percent = count_or_percent(job.annotations[key], key)
+    except InputError as err:
+        raise err.within(f"PodGroup {job.uid}") from None
+    return math.ceil(value * total / 100) if percent else value
 
 
 def evictable(job: JobInfo) -> int:
@@ -97,6 +97,14 @@ def evictable(job: JobInfo) -> int:
     if MIN_AVAILABLE in job.annotations:
         return max(running - budget_value(job, MIN_AVAILABLE, total), 0)
     return 1
+
+
+def _forget_evict(cache: ClusterCache, last: datetime | None) -> None:
+    """Undo an eviction time recorded by a cycle that was rolled back."""
+    if last is None:
+        _last_evict.pop(cache, None)
+    else:
+        _last_evict[cache] = last
 
 
 def revocable(task: TaskInfo) -> bool:
@@ -134,10 +142,13 @@ class Tdm(Plugin):
         self.revocable_rows = np.array([z is not None for z in zones], dtype=bool)
         self.open_rows = np.array([z in self.open_zones for z in zones], dtype=bool)
         self.any_revocable = bool(self.revocable_rows.any())
-        for job in session.jobs.values():  # a malformed budget is reported now, not mid-cycle
-            for key in (MAX_UNAVAILABLE, MIN_AVAILABLE):
-                if key in job.annotations:
-                    budget_value(job, key, len(job.tasks))
+        for job in session.jobs.values():  # a malformed budget faults its job now, not mid-cycle
+            try:
+                for key in (MAX_UNAVAILABLE, MIN_AVAILABLE):
+                    if key in job.annotations:
+                        budget_value(job, key, len(job.tasks))
+            except InputError as err:
+                session.fault_job(job, err, self.name)
 
     # --- placement ------------------------------------------------------------------------
 
@@ -175,6 +186,7 @@ class Tdm(Plugin):
                    and self.zone_of_row[nodes[t.node].index] in closed]
         victims = self._within_budgets(leaving)
         if victims:
+            self.session.on_rollback(lambda: _forget_evict(cache, last))
             _last_evict[cache] = now
         reasons = []
         for task in victims:
@@ -183,19 +195,16 @@ class Tdm(Plugin):
         return reasons
 
     def _within_budgets(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
-        """The tasks, in order, as far as each job's disruption budget allows."""
+        """The tasks, in order, as far as each job's disruption budget allows (a faulted job,
+        whose budget may not be readable, gives up nothing)."""
         left: dict[str, int] = {}
         chosen = []
         for task in tasks:
             job = self.session.jobs.get(task.job_uid)
-            if job is None:
+            if job is None or job.uid in self.session.faulted_jobs:
                 continue
             if job.uid not in left:
-                try:
-                    left[job.uid] = evictable(job)
-                except InputError as err:  # one bad annotation must not stop the cycle
-                    self.session.job_notes[job.uid] = f"{err}; using the default budget of 1"
-                    left[job.uid] = min(1, job.count(TaskStatus.RUNNING))
+                left[job.uid] = evictable(job)
             if left[job.uid] > 0:
                 left[job.uid] -= 1
                 chosen.append(task)

@@ -16,18 +16,25 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
               now: datetime | None = None) -> CycleResult:
     """Open a session, run the actions in order, close it, and hand the decisions to `sink`.
 
-    `result.timings` holds seconds per step: "open", each action by name, "close".
+    The session is a transaction: if anything raises before it has closed (bad user data
+    does not: it faults its object, see `central.framework.faults`), the cache is rolled
+    back to where the session found it and the error goes to the caller; nothing reaches
+    the sink. `result.timings` holds seconds per step: "open", each action by name, "close".
     """
     timings: dict[str, float] = {}
     started = time.perf_counter()
     ssn = Session(cache, conf, now)
     timings["open"] = time.perf_counter() - started
-    for name in conf.actions:
+    try:
+        for name in conf.actions:
+            step = time.perf_counter()
+            ACTIONS[name](ssn)
+            timings[name] = time.perf_counter() - step
         step = time.perf_counter()
-        ACTIONS[name](ssn)
-        timings[name] = time.perf_counter() - step
-    step = time.perf_counter()
-    result = ssn.close()
+        result = ssn.close()
+    except BaseException:
+        ssn.rollback()
+        raise
     timings["close"] = time.perf_counter() - step
     result.timings = timings
     if sink is not None:

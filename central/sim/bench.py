@@ -81,7 +81,7 @@ def first_fit_baseline(cache: ClusterCache) -> tuple[int, float]:
     started = time.perf_counter()
     placed = 0
     for task in pods:
-        fits = np.flatnonzero(np.all(idle >= task.init_resreq, axis=1))
+        fits = np.flatnonzero(np.all(idle >= task.resreq, axis=1))
         if len(fits):
             idle[fits[0]] -= task.resreq
             placed += 1

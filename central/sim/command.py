@@ -2,22 +2,27 @@
 
     caldera simulate --manifests PATH [--manifests PATH ...] [--config FILE] [--cycles N]
                      [--output json|table] [--node-reports PATH ...] [--now TIME]
+    caldera simulate ... --until DURATION [--period 1s] [--stuck-after 10m]
+                     [--config A --config B ...] [--report FILE.html]
 
-Without --manifests it runs on the example cluster shipped with Caldera.
+Without --manifests it runs on the example cluster shipped with Caldera. With --until it
+runs over simulated time instead of for a number of cycles (central/sim/timed.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from central.errors import InputError
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf, load_config
+from central.manifests import read_file
 from central.model.cache import ClusterCache
-from central.model.fields import parse_time
+from central.model.fields import parse_duration, parse_time
 from central.model.queuetree import check_queues
 from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import render_table
@@ -31,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--manifests", action="append", metavar="PATH",
                         help="a multi-document YAML file or a directory of them (repeatable); "
                              "default: the shipped example cluster")
-    parser.add_argument("--config", metavar="FILE", help="volcano-scheduler.conf (default: Volcano's default)")
+    parser.add_argument("--config", metavar="FILE", action="append",
+                        help="volcano-scheduler.conf (default: Volcano's default); with --until, repeat it "
+                             "to compare configurations on the same workload")
     parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
     parser.add_argument("--output", choices=("json", "table"), default="table")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
@@ -40,26 +47,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "per node or a directory of them; each is fresh or stale by its own timestamp "
                              "against --now (a report without one is taken as current)")
     parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
-                                                     "matters for waiting times (sla)")
+                                                     "matters for waiting times (sla) and tdm windows")
+    parser.add_argument("--until", metavar="DURATION",
+                        help="run over simulated time up to DURATION (e.g. 2h, 168h): pods run for their "
+                             "sim.caldera.sh/duration, jobs complete, metrics are kept")
+    parser.add_argument("--period", metavar="DURATION", default="1s", help="schedule period with --until (default 1s)")
+    parser.add_argument("--stuck-after", metavar="DURATION", default="10m",
+                        help="with --until: a job starved of its peers this long counts as stuck (default 10m)")
+    parser.add_argument("--report", metavar="FILE.html", help="with --until: write a page with plots")
+    parser.add_argument("--trace", action="append", metavar="FILE",
+                        help="with --until: jobs from a trace (one JSON job a line, `caldera trace`), on top "
+                             "of the manifests")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.until is not None:
+        return run_timed(args)
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
-    conf = load_config(_read(args.config), args.config) if args.config else load_config(DEFAULT_CONF_YAML, "default configuration")
+    for flag, given in (("--report", args.report), ("--trace", args.trace), ("--config", len(args.config or ()) > 1)):
+        if given:
+            raise InputError(flag, "needs --until (a run over simulated time)")
+    conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
     manifests = read_manifests(paths)
     cache = ClusterCache(scheduler_name=args.scheduler_name)
     load_into(cache, manifests)
     check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
     start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
-    if args.node_reports:
-        from central.agents.nodedata import read_node_reports  # only dry runs with reports need protobuf
-
-        for data in read_node_reports(args.node_reports):
-            # A report's own time decides, against --now, whether it is fresh (a stale one
-            # counts as no report, as in the scheduler); one without a time is taken as current.
-            cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
+    for data in _node_reports(args):
+        # A report's own time decides, against --now, whether it is fresh (a stale one counts
+        # as no report, as in the scheduler); one without a time is taken as current.
+        cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
     result = simulate(cache, conf, args.cycles, start)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
@@ -68,8 +87,51 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as err:
-        raise InputError(path, f"cannot read: {err.strerror}") from None
+def run_timed(args: argparse.Namespace) -> int:
+    from central.sim import timed
+    from central.sim.timeline import progress_bar
+
+    until = _duration(args.until, "--until", positive=True)
+    bar = sys.stderr.isatty()  # a progress bar on a terminal only
+    options = timed.RunOptions(
+        until=until, period=_duration(args.period, "--period", positive=True),
+        stuck_after=_duration(args.stuck_after, "--stuck-after"),
+        start=parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc),
+        scheduler_name=args.scheduler_name, node_reports=tuple(_node_reports(args)),
+        progress=progress_bar(until) if bar else None)
+    workload = timed.read_workload(args.manifests or DEFAULT_MANIFESTS, args.trace or [])
+    configs = args.config or [None]
+    names = [timed.config_name(path) for path in configs]
+    if len(set(names)) < len(names):
+        raise InputError("--config", f"two configurations share a file name: {', '.join(names)}")
+    runs = {}
+    for name, path in zip(names, configs):
+        runs[name] = timed.run_once(workload, _conf(path), options)
+        if bar:
+            sys.stderr.write(f"  {name}\n" if len(configs) > 1 else "\n")
+    timed.print_runs(runs, args.output)
+    if args.report:
+        from central.sim.htmlreport import write_report
+
+        write_report(args.report, runs)
+    return 0
+
+
+def _conf(path: str | None) -> SchedulerConf:
+    return load_config(read_file(path), path) if path else load_config(DEFAULT_CONF_YAML, "default configuration")
+
+
+def _node_reports(args: argparse.Namespace) -> list:
+    if not args.node_reports:
+        return []
+    from central.agents.nodedata import read_node_reports  # only dry runs with reports need protobuf
+
+    return list(read_node_reports(args.node_reports))
+
+
+def _duration(text: str, flag: str, positive: bool = False) -> float:
+    seconds = parse_duration(text, flag).total_seconds()
+    if positive and seconds <= 0:
+        raise InputError(flag, f"must be longer than 0, got {text!r}")
+    return seconds
+

@@ -36,6 +36,9 @@ def render_table(result: SimulationResult, cache: ClusterCache, paths: list[str]
     if result.pending:
         lines += ["", f"Pending pods ({len(result.pending)}):"]
         lines += [f"  {pod}: {reason}" for pod, reason in sorted(result.pending.items())]
+    if result.faults:
+        lines += ["", f"Objects with data the scheduler could not use ({len(result.faults)}):"]
+        lines += [f"  {reason}" for _, reason in sorted(result.faults.items())]
     return "\n".join(lines)
 
 

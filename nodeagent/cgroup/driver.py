@@ -5,6 +5,12 @@ CPU usage           cpuacct/cpuacct.usage (ns)                cpu.stat usage_use
 memory working set  memory.usage_in_bytes - total_inactive_file   memory.current - inactive_file
 CPU quota           cpu/cpu.cfs_quota_us (+ cfs_period_us)    cpu.max "quota period" | "max period"
 memory cap          memory/memory.limit_in_bytes (-1 = none)  memory.high ("max" = none)
+memory usage        memory/memory.usage_in_bytes              memory.current
+reclaim             memory/memory.force_empty                 (memory.high reclaims by itself)
+online protection   (none)                                    memory.low
+CPU burst           cpu/cpu.cfs_burst_us                      cpu.max.burst
+pressure (PSI)      cpuacct/{cpu,memory,io}.pressure if the   {cpu,memory,io}.pressure
+                    kernel exposes PSI on v1 (psi=1, cgroup1)
 
 cgroupspy is v1-only, walks the whole hierarchy when built and swallows read errors, so the
 drivers read and write files directly; tests use cgroupspy as an independent v1 reader.
@@ -20,6 +26,7 @@ from typing import Protocol
 
 from nodeagent.cgroup.layout import CgroupLayout
 from nodeagent.collect.paths import read_text
+from nodeagent.collect.psi import Pressure, parse_pressure
 from nodeagent.health import Health
 
 NAME = "cgroup"
@@ -34,6 +41,7 @@ class CgroupWriter:
     def __init__(self, health: Health) -> None:
         self.health = health
         self.results: Counter[tuple[str, str]] = Counter()  # (file, ok|invalid|protected|failed)
+        self.last_errno = 0  # of the last failed kernel write (EBUSY: v1 cannot reclaim below usage)
         self._protected: tuple[Path, ...] = ()
 
     def protect(self, dirs: list[Path]) -> None:
@@ -54,7 +62,8 @@ class CgroupWriter:
             (directory / file).write_text(value)
         except OSError as exc:
             self.results[(file, "failed")] += 1
-            self.health.error(NAME, "write_failed", exc)
+            self.last_errno = exc.errno or 0
+            self.health.error(NAME, "write_failed", f"{directory / file} <- {value}: {exc.strerror or exc}")
             return False
         self.results[(file, "ok")] += 1
         return True
@@ -69,6 +78,13 @@ class CgroupDriver(Protocol):
     def set_cpu_quota(self, rel: str, cores: float | None) -> bool: ...
     def memory_cap(self, rel: str) -> int | None: ...
     def set_memory_cap(self, rel: str, limit: int | None) -> bool: ...
+    def memory_cap_file(self, rel: str) -> Path: ...
+    def memory_usage(self, rel: str) -> int | None: ...
+    def reclaim(self, rel: str) -> bool: ...
+    def cpu_burst_cores(self, rel: str) -> float | None: ...
+    def set_cpu_burst(self, rel: str, cores: float) -> bool: ...
+    def set_memory_low(self, rel: str, limit: int) -> bool: ...
+    def pressure(self, rel: str, resource: str) -> Pressure | None: ...
 
 
 def _stat_fields(text: str | None) -> dict[str, int]:
@@ -95,6 +111,13 @@ class _Base:
         except (ValueError, IndexError):
             self.health.error(NAME, "garbled_file", f"{rel}/{file}: {text[:40]!r}")
             return None
+
+    def pressure(self, rel: str, resource: str) -> Pressure | None:
+        """None where the kernel has no PSI for this cgroup (v1 without psi=1): unknown."""
+        path = self.layout.path("cpuacct" if self.layout.version == 1 else "cpu", rel) / f"{resource}.pressure"
+        if not path.exists():
+            return None
+        return parse_pressure(read_text(path, self.health, NAME))
 
     def _quota_us(self, cores: float | None, period: int) -> tuple[int, bool]:
         if cores is None:
@@ -134,6 +157,29 @@ class V1Driver(_Base):
         return self.writer.write(
             self.layout.path("memory", rel), "memory.limit_in_bytes", str(value), limit is None or limit > 0
         )
+
+    def memory_cap_file(self, rel: str) -> Path:
+        return self.layout.path("memory", rel) / "memory.limit_in_bytes"
+
+    def memory_usage(self, rel: str) -> int | None:
+        return self._int("memory", rel, "memory.usage_in_bytes")
+
+    def reclaim(self, rel: str) -> bool:
+        """Drops what the group can give back (page cache) without touching its limit."""
+        return self.writer.write(self.layout.path("memory", rel), "memory.force_empty", "0", True)
+
+    def cpu_burst_cores(self, rel: str) -> float | None:
+        burst = self._int("cpu", rel, "cpu.cfs_burst_us")
+        period = self._int("cpu", rel, "cpu.cfs_period_us")
+        return None if burst is None or not period or period <= 0 else burst / period
+
+    def set_memory_low(self, rel: str, limit: int) -> bool:
+        return False  # v1 has no memory.low
+
+    def set_cpu_burst(self, rel: str, cores: float) -> bool:
+        period = self._int("cpu", rel, "cpu.cfs_period_us") or 100_000
+        return self.writer.write(self.layout.path("cpu", rel), "cpu.cfs_burst_us", str(int(cores * period)),
+                                 cores >= 0)
 
 
 class V2Driver(_Base):
@@ -177,6 +223,28 @@ class V2Driver(_Base):
         return self.writer.write(
             self.layout.path("memory", rel), "memory.high", value, limit is None or limit > 0
         )
+
+    def memory_cap_file(self, rel: str) -> Path:
+        return self.layout.path("memory", rel) / "memory.high"
+
+    def memory_usage(self, rel: str) -> int | None:
+        return self._int("memory", rel, "memory.current")
+
+    def reclaim(self, rel: str) -> bool:
+        return True  # above memory.high the kernel reclaims and throttles by itself
+
+    def set_memory_low(self, rel: str, limit: int) -> bool:
+        return self.writer.write(self.layout.path("memory", rel), "memory.low", str(limit), limit >= 0)
+
+    def cpu_burst_cores(self, rel: str) -> float | None:
+        burst = self._int("cpu", rel, "cpu.max.burst")
+        current = self._cpu_max(rel)
+        return None if burst is None or current is None or current[1] <= 0 else burst / current[1]
+
+    def set_cpu_burst(self, rel: str, cores: float) -> bool:
+        current = self._cpu_max(rel)
+        period = current[1] if current else 100_000
+        return self.writer.write(self.layout.path("cpu", rel), "cpu.max.burst", str(int(cores * period)), cores >= 0)
 
 
 def open_driver(layout: CgroupLayout, writer: CgroupWriter) -> CgroupDriver:

@@ -5,6 +5,8 @@ the node and (last sample only) per CPU, which the report groups by NUMA node. p
 per-CPU times by position, not CPU id, so the per-CPU lines of /proc/stat are read directly.
 Memory is total - available: the working set, page cache excluded (counting cache caused
 premature evictions in Volcano #5333).
+Unknown is not zero: CPU is None until two samples exist, and both figures are None after a
+sample that failed (the window's older values are not passed off as current).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Iterator
 import psutil
 
 from nodeagent.collect.paths import HostPaths
+from nodeagent.collect.psi import Pressure, read_node_pressure
 from nodeagent.collect.window import Stat, Window
 from nodeagent.health import Health
 
@@ -52,10 +55,11 @@ def procfs(root: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class NodeUsage:
-    cpu_cores: Stat
-    memory_bytes: Stat
+    cpu_cores: Stat | None  # None: unknown
+    memory_bytes: Stat | None
     memory_total_bytes: int
     per_cpu_cores: dict[int, float] = field(default_factory=dict)  # last sample
+    pressure: dict[str, Pressure] = field(default_factory=dict)  # cpu/memory/io; absent: unknown
 
 
 class NodeUsageCollector:
@@ -66,6 +70,8 @@ class NodeUsageCollector:
         self._prev_per_cpu: dict[int, float] = {}
         self._per_cpu: dict[int, float] = {}
         self._total = 0
+        self._fresh = False  # the last sample succeeded
+        self._pressure: dict[str, Pressure] = {}
 
     def sample(self, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
@@ -75,6 +81,7 @@ class NodeUsageCollector:
                 memory = psutil.virtual_memory()
         except (OSError, ValueError, IndexError, KeyError) as exc:
             self._health.error(NAME, "read_failed", exc)
+            self._fresh, self._prev = False, None  # the next good sample only primes the delta again
             return
         try:
             per_cpu = per_cpu_busy_s((self._paths.proc_root / "stat").read_text())
@@ -90,7 +97,11 @@ class NodeUsageCollector:
         self._prev, self._prev_per_cpu = (now, busy), per_cpu
         self._total = int(memory.total)
         self._mem.add(float(memory.total - memory.available))
+        self._fresh = True
+        self._pressure = read_node_pressure(self._paths.proc_root, self._health)
         self._health.ok(NAME)
 
     def usage(self) -> NodeUsage:
-        return NodeUsage(self._cpu.stat(), self._mem.stat(), self._total, dict(self._per_cpu))
+        if not self._fresh:
+            return NodeUsage(None, None, self._total, {})
+        return NodeUsage(self._cpu.stat(), self._mem.stat(), self._total, dict(self._per_cpu), dict(self._pressure))

@@ -44,15 +44,26 @@ def read_int(path: Path, health: Health, collector: str) -> int | None:
         return None
 
 
-def parse_cpu_list(text: str) -> list[int]:
-    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError."""
-    cpus: list[int] = []
+MAX_CPUS = 8192  # the kernel's NR_CPUS ceiling: bounds what a cpulist (or an annotation) can expand to
+
+
+def parse_cpu_list(text: str, limit: int = MAX_CPUS) -> list[int]:
+    """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError.
+
+    Bounded: every id must be below `limit` (the node's CPUs where known, else MAX_CPUS),
+    checked before a range is expanded, and text longer than a full cpulist is refused, so a
+    hostile annotation such as "0-99999999999" costs nothing (it cost 170 MB once)."""
+    if len(text) > 8 * MAX_CPUS:
+        raise ValueError(f"cpu list of {len(text)} characters is too long")
+    cpus: set[int] = set()
     for part in text.strip().split(","):
         if not part:
             continue
         lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
-        if first < 0 or last < first:
+        if not lo.strip().isascii() or not (hi or lo).strip().isascii():
             raise ValueError(f"bad cpu range {part!r}")
-        cpus.extend(range(first, last + 1))
-    return cpus
+        first, last = int(lo), int(hi or lo)
+        if first < 0 or last < first or last >= limit:
+            raise ValueError(f"bad cpu range {part!r} (CPUs 0-{limit - 1})")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)

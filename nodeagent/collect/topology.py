@@ -25,6 +25,16 @@ class NumaNode:
     distances: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class CpuInfo:
+    """Where one CPU sits: its core, socket, NUMA node and L3 cache (-1: unknown)."""
+    id: int
+    core: int = -1
+    socket: int = -1
+    numa: int = -1
+    l3: int = -1
+
+
 @dataclass
 class Topology:
     sockets: int = 0
@@ -33,6 +43,24 @@ class Topology:
     online_cpus: list[int] = field(default_factory=list)
     offline_cpus: list[int] = field(default_factory=list)
     numa_nodes: list[NumaNode] = field(default_factory=list)
+    cpus: list[CpuInfo] = field(default_factory=list)
+
+
+def _l3_id(cpu_dir, health: Health) -> int:
+    """The L3 cache's id (older kernels have no `id`: the first CPU sharing it stands in)."""
+    for index in sorted(cpu_dir.glob("cache/index[0-9]*")):
+        if (read_text(index / "level", health, NAME) or "").strip() != "3":
+            continue
+        if (index / "id").exists():
+            value = read_int(index / "id", health, NAME)
+            return -1 if value is None else value
+        shared = read_text(index / "shared_cpu_list", health, NAME)
+        try:
+            return min(parse_cpu_list(shared or ""), default=-1)
+        except ValueError:
+            health.error(NAME, "garbled_file", f"{index}/shared_cpu_list")
+            return -1
+    return -1
 
 
 def _cpu_list(paths: HostPaths, rel: str, health: Health) -> list[int] | None:
@@ -56,15 +84,20 @@ def read_topology(paths: HostPaths, health: Health) -> Topology:
     topo = Topology(online_cpus=online, offline_cpus=sorted(set(present) - set(online)))
     packages: set[int] = set()
     cores: set[tuple[int, int]] = set()
+    infos = []
     for cpu in online:
         package = read_int(cpu_dir / f"cpu{cpu}/topology/physical_package_id", health, NAME)
         core = read_int(cpu_dir / f"cpu{cpu}/topology/core_id", health, NAME)
+        infos.append(CpuInfo(cpu, -1 if core is None else core, -1 if package is None else package,
+                             l3=_l3_id(cpu_dir / f"cpu{cpu}", health)))
         if package is None or core is None:
             continue
         packages.add(package)
         cores.add((package, core))
     topo.sockets, topo.cores, topo.threads = len(packages), len(cores), len(online)
     topo.numa_nodes = _numa_nodes(paths, health, set(online))
+    numa_of = {c: n.id for n in topo.numa_nodes for c in n.cpus}
+    topo.cpus = [CpuInfo(i.id, i.core, i.socket, numa_of.get(i.id, -1), i.l3) for i in infos]
     health.ok(NAME)
     return topo
 

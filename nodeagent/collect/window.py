@@ -21,9 +21,10 @@ class Window:
     def add(self, value: float) -> None:
         self._samples.append(value)
 
-    def stat(self) -> Stat:
+    def stat(self) -> Stat | None:
+        """None while there is no sample: unknown, never zero."""
         if not self._samples:
-            return Stat()
+            return None
         ordered = sorted(self._samples)
         p95 = ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
         return Stat(self._samples[-1], sum(ordered) / len(ordered), p95)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.admission import Cluster, admit, admit_delete
-from central.admission.podgroups import validate_pod
+from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue
 from tests.admission.helpers import job, podgroup, queue
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from central.agents import NodeReportStore, ReceiverServer, ServerTls
+from central.agents.server import ReceiverCollector
 from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.collect.gpu import GpuReport
 from nodeagent.collect.node_usage import NodeUsage
@@ -154,6 +156,12 @@ def test_delta_without_full_report_asks_for_resync(agent_runner) -> None:
         stream.offer(sections(snapshot(3.0)))
         wait_for(lambda: stream.stats.rejected >= 1)
         wait_for(lambda: (r := store.latest("node-a")) is not None and r.full)
+        assert server.service.stale >= 1
+        registry = CollectorRegistry()
+        registry.register(ReceiverCollector(server.service))
+        assert registry.get_sample_value("caldera_agent_reports_total", {"result": "stale"}) == server.service.stale
+        assert registry.get_sample_value("caldera_agent_reports_total", {"result": "accepted"}) >= 2
+        assert registry.get_sample_value("caldera_agent_nodes", {"state": "fresh"}) == 1
     finally:
         server.stop()
 
@@ -310,5 +318,27 @@ def test_oversized_report_is_refused() -> None:
             _raw_stream(port, [huge])
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert store.latest("node-a") is None
+    finally:
+        server.stop()
+
+
+def test_noise_is_not_reported_and_the_heartbeat_carries_the_latest_values(agent_runner) -> None:
+    store = NodeReportStore()
+    server = ReceiverServer(store, "127.0.0.1:0", tls=None)
+    port = server.start()
+    try:
+        stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=1.0)
+        stream.offer(sections(snapshot(1.0)))
+        agent_runner(stream)
+        wait_for(lambda: stream.stats.acked == 1)
+        for i in range(10):  # 8 cores x 2 % = 0.16: these moves are noise
+            stream.offer(sections(snapshot(1.0 + 0.01 * i)))
+            time.sleep(0.02)
+        assert stream.stats.sent - stream.stats.heartbeats == 1  # the full report; no change sent since
+        # A heartbeat carries the latest figure all the same.
+        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == pytest.approx(1.09))
+        assert stream.stats.sent - stream.stats.heartbeats == 1
+        stream.offer(sections(snapshot(3.0)))  # a real move goes out at once
+        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 3.0)
     finally:
         server.stop()

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from central.actions.allocate import allocate
 from central.errors import InputError
 from central.framework.conf import load_config
 from central.framework.session import Session
@@ -53,13 +54,18 @@ def test_bad_arguments_name_the_argument(plugin, where):
     assert where in str(err.value)
 
 
-def test_bad_budget_names_the_podgroup():
+def test_bad_budget_faults_the_podgroup_and_others_schedule():
+    """The session used to refuse to open: every tenant stopped for one PodGroup's typo."""
     case = {"nodes": {"n1": GPU_NODE},
-            "podgroups": {"ns/j": {"minMember": 1, "annotations": {"volcano.sh/jdb-min-available": "lots"}}},
-            "pods": {"ns/j-0": {"group": "j", "cpu": 1}}}
-    with pytest.raises(InputError) as err:
-        session_for(case, conf_with("{name: tdm}"))
-    assert "PodGroup ns/j: metadata.annotations[volcano.sh/jdb-min-available]" in str(err.value)
+            "podgroups": {"ns/j": {"minMember": 1, "annotations": {"volcano.sh/jdb-min-available": "lots"}},
+                          "ns/k": {"minMember": 1}},
+            "pods": {"ns/j-0": {"group": "j", "cpu": 1}, "ns/k-0": {"group": "k", "cpu": 1}}}
+    ssn = session_for(case, conf_with("{name: tdm}"))
+    assert ssn.job_valid(ssn.jobs["ns/j"]).startswith("PodGroup ns/j: metadata.annotations[volcano.sh/jdb-min-available]")
+    allocate(ssn)
+    result = ssn.close()
+    assert result.binds == {"ns/k-0": "n1"}
+    assert [(f.kind, f.key, f.source) for f in result.faults] == [("PodGroup", "ns/j", "tdm")]
 
 
 def test_bad_argument_is_one_line_from_the_cli(tmp_path, capsys):

@@ -4,6 +4,7 @@ import numpy as np
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from central.api.quantity import parse_quantity
 from central.api.resources import EPSILON
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.framework.session import Session
@@ -29,9 +30,19 @@ def clusters(draw):
         podgroups[f"ns/j{j}"] = {"minMember": draw(st.integers(1, size)), "queue": draw(st.sampled_from(sorted(queues)))}
         cpu = draw(st.sampled_from(["250m", "500m", "1", "2", "3"]))
         gpu = draw(st.sampled_from([0, 0, 1]))
+        init = draw(st.sampled_from([None, None, "1", "4", "8"]))  # an init container's cpu
         for t in range(size):
-            pods[f"ns/j{j}-{t}"] = {"group": f"j{j}", "cpu": cpu, "memory": "1Gi", **({"nvidia.com/gpu": gpu} if gpu else {})}
+            pods[f"ns/j{j}-{t}"] = {"group": f"j{j}", "cpu": cpu, "memory": "1Gi", **({"nvidia.com/gpu": gpu} if gpu else {}),
+                                    **({"spec": {"initContainers": [{"name": "init", "image": "x", "resources": {
+                                        "requests": {"cpu": init}}}]}} if init else {})}
     return {"nodes": nodes, "queues": queues, "podgroups": podgroups, "pods": pods}
+
+
+def admitted_cpu(spec: dict) -> float:
+    """What the kubelet admits a shorthand pod with, in millicores: the larger of its container
+    and its init container (an oracle written apart from the scheduler's own formula)."""
+    init = (spec.get("spec") or {}).get("initContainers") or [{"resources": {"requests": {"cpu": "0"}}}]
+    return max(float(parse_quantity(str(spec["cpu"]))), float(parse_quantity(init[0]["resources"]["requests"]["cpu"]))) * 1000
 
 
 def load(case) -> ClusterCache:
@@ -62,6 +73,9 @@ def test_scheduling_invariants(case, conf_text):
         for name, used in node_usage(cache).items():
             node = cache.nodes[name]
             assert np.all(used <= cache.table.alloc[node.index] + EPSILON)
+            admitted = sum(admitted_cpu(case["pods"][uid]) for uid, t in cache.tasks.items()
+                           if t.node == name and t.status in ALLOCATED_STATUSES | {TaskStatus.RELEASING})
+            assert admitted <= cache.table.alloc[node.index][0] + EPSILON, f"{name}: the kubelet would refuse a pod"
             assert np.allclose(cache.table.used[node.index], used)
             assert np.allclose(cache.table.pipelined[node.index], 0)  # pipelines are session-only
         for job in cache.jobs.values():

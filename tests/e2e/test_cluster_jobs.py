@@ -56,3 +56,26 @@ def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     wait_for(lambda: phase(tenant, "flaky") == "Failed", "the Job Failed after its retries", timeout=120)
     status = tenant.job("flaky")["status"]
     assert status.get("retryCount") == 2, status
+
+
+def test_objects_from_volcanos_documentation_are_accepted_and_run(tenant: Tenant) -> None:
+    import yaml
+    from pathlib import Path
+
+    from central.localcluster.install import Discovery, apply
+
+    text = (Path(__file__).parents[1] / "data" / "volcano-docs" / "objects.yaml").read_text()
+    discovery = Discovery(tenant.kube)
+    for obj in yaml.safe_load_all(text.replace("QUEUE", tenant.queue + "-docs")):
+        if obj["kind"] not in ("PriorityClass", "Queue"):
+            obj["metadata"]["namespace"] = tenant.namespace
+        apply(tenant.kube, discovery, obj)  # the real apiserver, the webhook, the schema
+    wait_for(lambda: phase(tenant, "docs-job") == "Running", "the documented job Running", timeout=90)
+    ns = tenant.namespace
+    assert tenant.kube.get(f"/api/v1/namespaces/{ns}/services/docs-job")  # svc plugin
+    assert tenant.kube.get(f"/api/v1/namespaces/{ns}/configmaps/docs-job-svc")
+    pods = tenant.pods("volcano.sh/job-name=docs-job")
+    assert len(pods) == 3 and all(p["status"]["phase"] == "Running" for p in pods)
+    assert all(p["spec"].get("priority") == 1000 for p in pods)  # Priority admission resolved `normal`
+    env = {e["name"] for p in pods for c in p["spec"]["containers"] for e in c.get("env", [])}
+    assert {"VK_TASK_INDEX", "VC_TASK_INDEX"} <= env  # env plugin

@@ -37,3 +37,6 @@ def eventually(check: Callable[[], object], timeout: float = 10.0, what: str = "
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
+
+
+from tests.kube.realapi import real, real_api  # noqa: E402,F401  (fixtures)

@@ -25,12 +25,21 @@ def test_rate_limiter_allows_a_burst_then_spaces_requests():
     assert slept == [0.1, 0.1, 0.1]
 
 
-def test_errors_carry_the_status_code_reason_and_message(api, kube):
+def test_errors_carry_the_status_code_reason_and_message(real):
+    url = path(CORE, "pods", real.namespace, "x")
     with pytest.raises(ApiError) as err:
-        kube.get(path(CORE, "pods", "default", "x"))
+        real.kube.get(url)
     assert (err.value.code, err.value.reason, err.value.message) == (404, "NotFound", 'pods "x" not found')
-    api.store.fail("get", "pods", times=1, code=503)
+    real.proxy.fail("get", "pods", times=1, code=503, reason="ServiceUnavailable")
     with pytest.raises(ApiError) as err:
-        kube.get(path(CORE, "pods", "default", "x"))
-    assert (err.value.code, err.value.reason) == (503, "InternalError")
-    assert kube.get_or_none(path(CORE, "pods", "default", "x")) is None
+        real.kube.get(url)
+    assert (err.value.code, err.value.reason) == (503, "ServiceUnavailable")
+    assert real.kube.get_or_none(url) is None
+
+
+def test_a_fork_shares_the_connection_but_not_the_rate_limit(kube):
+    lease_client = kube.fork()
+    assert lease_client.api is kube.api
+    kube.limiter._tokens = -1000.0  # binds have queued far ahead on the main client...
+    lease_client.limiter.sleep = lambda seconds: pytest.fail(f"the fork waited {seconds}s")
+    lease_client.limiter.acquire()  # ...and the Lease call does not wait behind them

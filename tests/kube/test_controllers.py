@@ -238,8 +238,8 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(api, kube, cluster)
                 raise
             return False
 
-    def hosts() -> str:
-        return api.store.get("configmaps", "default", "train-svc")["data"]["VC_WORKER_HOSTS"]
+    def hosts() -> str:  # deleted and created again on a scale: absent for a moment
+        return (api.store.get("configmaps", "default", "train-svc") or {"data": {}})["data"].get("VC_WORKER_HOSTS", "")
 
     eventually(lambda: scale(3), what="scaled to 3")
     eventually(lambda: len(pods_of(api, "train")) == 3, what="three pods")
@@ -250,3 +250,5 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(api, kube, cluster)
     eventually(lambda: hosts() == "train-worker-0.train", what="one host")
     eventually(lambda: api.store.get("podgroups", "default", "train")["spec"]["minMember"] == 1, what="minMember 1")
     assert api.store.get("podgroups", "default", "train")["spec"]["minTaskMember"] == {"worker": 1}
+    # written when the job was made and once per scale: never read, never rewritten unchanged
+    assert (api.store.count("create", "configmaps"), api.store.count("delete", "configmaps")) == (3, 2)

@@ -1,4 +1,5 @@
-"""List+watch against the stand-in: resume from the last resourceVersion, re-list on 410."""
+"""List+watch against the real kube-apiserver (through the fault proxy for cut streams and
+410 Gone): resume from the last resourceVersion, re-list on 410; and the cache feeder."""
 
 from __future__ import annotations
 
@@ -25,57 +26,61 @@ class Recorder:
             return [name for k, name in self.events if k == kind]
 
 
-def test_lists_then_watches_and_resumes_without_replay(api, kube):
-    api.put(pod("a"))
+def test_lists_then_watches_and_resumes_without_replay(real):
+    ns = real.namespace
+    real.admin.create(path(CORE, "pods", ns), pod("a", ns))
     seen = Recorder()
-    reflector = Reflector(kube, path(CORE, "pods"), seen).start()
+    reflector = Reflector(real.kube, path(CORE, "pods", ns), seen).start()
     try:
-        eventually(lambda: api.store.count("watch", "pods") == 1, what="the first watch")
-        api.store.close_watches()  # the server ends the stream; the reflector must resume
-        eventually(lambda: api.store.count("watch", "pods") >= 2, what="a second watch")
-        api.put(pod("b"))
+        eventually(lambda: real.proxy.open_watches("pods") == 1, what="the first watch")
+        real.proxy.close_watches()  # the stream ends; the reflector must resume
+        eventually(lambda: real.proxy.count("watch", "pods") >= 2, what="a second watch")
+        real.admin.create(path(CORE, "pods", ns), pod("b", ns))
         eventually(lambda: "b" in seen.names("ADDED"), what="pod b")
-        kube.delete(path(CORE, "pods", "default", "a"))
+        real.admin.delete(path(CORE, "pods", ns, "a"))
         eventually(lambda: "a" in seen.names("DELETED"), what="pod a deleted")
         assert seen.names("ADDED") == ["a", "b"]  # nothing replayed after the reconnect
         assert reflector.relists == 0
-        assert set(reflector.objects) == {"default/b"}
+        assert set(reflector.objects) == {f"{ns}/b"}
     finally:
         reflector.stop()
 
 
-def test_gone_resource_version_relists_and_drops_vanished_objects(api, kube):
-    api.put(pod("a"))
-    api.put(pod("b"))
+def test_gone_resource_version_relists_and_drops_vanished_objects(real):
+    ns = real.namespace
+    for name in ("a", "b"):
+        real.admin.create(path(CORE, "pods", ns), pod(name, ns))
     seen = Recorder()
-    reflector = Reflector(kube, path(CORE, "pods"), seen, backoff=(0.5, 1.0)).start()
+    reflector = Reflector(real.kube, path(CORE, "pods", ns), seen, backoff=(0.2, 0.5)).start()
     try:
-        eventually(lambda: api.store.count("watch", "pods") == 1, what="the first watch")
-        api.store.fail("watch", "pods", times=1)
-        api.store.close_watches()
-        eventually(lambda: api.store.count("watch", "pods") >= 2, what="the failed watch")
-        # while the reflector backs off: changes it will miss, then compaction
-        with api.store.lock:
-            api.store.delete("pods", ("default", "a"))
-        api.put(pod("c"))
-        api.store.compact()
+        eventually(lambda: real.proxy.open_watches("pods") == 1, what="the first watch")
+        real.proxy.fail("watch", "pods", code=503, times=10_000)  # the reflector backs off...
+        real.proxy.close_watches()
+        eventually(lambda: real.proxy.count("watch", "pods") >= 2, what="the failed watch")
+        real.admin.delete(path(CORE, "pods", ns, "a"))  # ...and misses these changes
+        real.admin.create(path(CORE, "pods", ns), pod("c", ns))
+        real.proxy.gone("pods")  # its resourceVersion was compacted away meanwhile
+        real.proxy.clear_failures()
         eventually(lambda: reflector.relists == 1, what="a re-list after 410 Gone")
-        assert set(reflector.objects) == {"default/b", "default/c"}
+        assert set(reflector.objects) == {f"{ns}/b", f"{ns}/c"}
         assert seen.names("DELETED") == ["a"]
         assert seen.names("ADDED") == ["a", "b", "c"]
-        api.put(pod("d"))  # and it watches again from the new list
+        real.admin.create(path(CORE, "pods", ns), pod("d", ns))  # and it watches again
         eventually(lambda: "d" in seen.names("ADDED"), what="pod d")
     finally:
         reflector.stop()
 
 
-def test_field_selector_transition_removes_bound_pod(api, kube):
-    api.put(pod("a"))
+def test_field_selector_transition_removes_bound_pod(real):
+    ns = real.namespace
+    real.admin.create(path(CORE, "pods", ns), pod("a", ns))
     seen = Recorder()
-    reflector = Reflector(kube, path(CORE, "pods"), seen, query={"fieldSelector": "spec.nodeName="}).start()
+    reflector = Reflector(real.kube, path(CORE, "pods", ns), seen, query={"fieldSelector": "spec.nodeName="}).start()
     try:
         eventually(reflector.synced.is_set, what="sync")
-        kube.create(path(CORE, "pods", "default", "a", "binding"), {"target": {"name": "n1"}})
+        real.admin.create(path(CORE, "pods", ns, "a", "binding"),
+                          {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "a"},
+                           "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}})
         eventually(lambda: "a" in seen.names("DELETED"), what="the bound pod leaving the selector")
         assert reflector.objects == {}
     finally:
@@ -143,3 +148,48 @@ def test_a_parked_pod_that_gets_bound_or_deleted_leaves_the_backoff():
     on_pod("DELETED", pod("gone"))
     assert feeder.parked == {}
     assert cache.of("Pod")["default/bound"]["spec"]["nodeName"] == "n2"
+
+
+REGRESSIONS = __import__("pathlib").Path(__file__).resolve().parent.parent / "data" / "regressions" / "manifests"
+
+
+def _cache_state(cache):
+    return (sorted(cache.nodes), sorted(cache.tasks), sorted(cache.jobs), sorted(cache.queues),
+            cache.table.alloc[: len(cache.node_list)].tolist(), cache.table.used[: len(cache.node_list)].tolist(),
+            cache.table.max_pods[: len(cache.node_list)].tolist())
+
+
+def test_unreadable_objects_are_refused_whole_logged_and_marked():
+    """Quantities the cache cannot hold (2^64 pods, 1e999999999 CPUs, NaN) arriving through the
+    informer leave the cache exactly as it was: no node half-inserted, the reason kept."""
+    import yaml
+
+    from central.model.cache import ClusterCache
+
+    cache = ClusterCache()
+    told = []
+    feeder = CacheFeeder(cache, "volcano", on_refused=lambda obj, why: told.append((obj["metadata"]["name"], why)))
+    feeder.handler("Node")("ADDED", {"kind": "Node", "metadata": {"name": "good"},
+                                     "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": 110}}})
+    before = _cache_state(cache)
+    refused = 0
+    for path in sorted(REGRESSIONS.glob("*.yaml")):
+        if path.stem.startswith(("alias-", "deep-")):
+            continue  # YAML-only shapes: an API object is JSON
+        try:
+            docs = list(yaml.safe_load_all(path.read_bytes()))
+        except (yaml.YAMLError, RecursionError):
+            continue  # not an object at all: the reader refuses the file
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") in ("Node", "Pod", "Queue", "PodGroup"):
+                refused += 1
+                feeder.handler(doc["kind"])("ADDED", doc)
+                assert _cache_state(cache) == before, path.name
+                assert told[-1][1] == feeder.refused[f"{doc['kind']} {'ns/' if doc['kind'] == 'Pod' else ''}"
+                                                     f"{doc['metadata']['name']}"]
+                feeder.handler(doc["kind"])("MODIFIED", doc)  # a resync: told once, not again
+    assert refused >= 8 and len(told) <= refused and set(feeder.refused) == {"Node n2", "Pod ns/p", "Queue q"}
+    assert feeder.refused["Node n2"].startswith("status.allocatable.")
+    assert "too large" in feeder.refused["Pod ns/p"] or "finite" in feeder.refused["Pod ns/p"]
+    feeder.handler("Node")("DELETED", {"kind": "Node", "metadata": {"name": "n2"}})
+    assert "Node n2" not in feeder.refused

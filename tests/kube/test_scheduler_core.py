@@ -98,3 +98,77 @@ def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
         receiver.stop()
     assert leading == [True, False]
     assert api.store.get("nodes", "", "n1")["status"]["allocatable"]["kubernetes.io/batch-memory"] == str(2 << 30)
+
+
+SLA_CONF = """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: sla}, {name: gang}]
+- plugins: [{name: predicates}, {name: proportion}]
+"""
+
+
+def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(api, kube):
+    from central.kube.metrics import SchedulerMetrics
+
+    api.put(node("n1"))
+    bad = podgroup("bad", 1)
+    bad["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": "87600000h"}
+    api.put(bad)
+    api.put(pod("bad-0", group="bad"))
+    good = gang(api, "good", 1, "1")
+    metrics = SchedulerMetrics()
+    conf = ConfigFile(None, load_config, load_config(SLA_CONF, "sla"))
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, metrics=metrics)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: api.store.get("pods", "default", good[0])["spec"].get("nodeName"), what="the good pod bound")
+        eventually(lambda: [e for e in api.store.objects["events"].values() if e["reason"] == "InvalidSchedulingData"],
+                   what="the Warning Event on the bad PodGroup")
+    finally:
+        stop.set()
+        thread.join(10)
+    [event] = [e for e in api.store.objects["events"].values() if e["reason"] == "InvalidSchedulingData"]
+    assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "PodGroup"
+    assert event["message"].startswith("PodGroup default/bad: metadata.annotations[volcano.sh/sla-waiting-time]")
+    assert not api.store.get("pods", "default", "bad-0")["spec"].get("nodeName")
+    assert metrics.faults.labels("PodGroup", "sla")._value.get() >= 1
+    assert scheduler.failed_cycles == 0
+
+
+def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(api, kube, monkeypatch):
+    """A bug in the middle of the first cycle (after a gang was committed): nothing of that
+    cycle reaches the API or stays in the cache, and the next cycle binds each pod once."""
+    from central.kube.metrics import SchedulerMetrics
+    from central.plugins.gang import Gang
+
+    api.put(node("n1"))
+    first, second = gang(api, "first", 2, "1"), gang(api, "second", 2, "1")
+    original, calls = Gang.job_ready, []
+
+    def job_ready_once_broken(self, job):
+        calls.append(job.uid)
+        if len(calls) == 3:  # the first gang is committed by now
+            raise RuntimeError("a plugin bug")
+        return original(self, job)
+
+    monkeypatch.setattr(Gang, "job_ready", job_ready_once_broken)
+    metrics = SchedulerMetrics()
+    stop = threading.Event()
+    conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
+    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, bind_backoff=(0.01, 0.05),
+                          metrics=metrics)
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: all(api.store.get("pods", "default", n)["spec"].get("nodeName") for n in first + second),
+                   what="both gangs bound")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert scheduler.failed_cycles == 1 and metrics.rolled_back._value.get() == 1
+    assert api.store.count("bind", "pods") == 4
+    assert scheduler.cache.table.pods[scheduler.cache.nodes["n1"].index] == 4

@@ -24,6 +24,9 @@ def fake_sys(root: Path) -> Path:
         socket, core = cpu // 4, (cpu % 4) // 2
         write(root, f"devices/system/cpu/cpu{cpu}/topology/physical_package_id", f"{socket}\n")
         write(root, f"devices/system/cpu/cpu{cpu}/topology/core_id", f"{core}\n")
+        write(root, f"devices/system/cpu/cpu{cpu}/cache/index0/level", "1\n")
+        write(root, f"devices/system/cpu/cpu{cpu}/cache/index3/level", "3\n")
+        write(root, f"devices/system/cpu/cpu{cpu}/cache/index3/id", f"{socket}\n")  # one L3 per socket
     for node, cpus in ((0, "0-3"), (1, "4-7")):
         write(root, f"devices/system/node/node{node}/cpulist", cpus + "\n")
         write(root, f"devices/system/node/node{node}/distance", "10 21\n" if node == 0 else "21 10\n")

@@ -17,6 +17,7 @@ from nodeagent.cgroup.layout import CgroupLayout
 from nodeagent.config import load_config
 from nodeagent.exporter import MetricsServer
 from nodeagent.pods import PodInfo, StaticPodSource
+from nodeagent.report import sections
 from tests.nodeagent.fakes import FakeDevice, FakeNvml, fake_pod_cgroup, fake_proc, fake_sys, write
 
 ONLINE = PodInfo("shop", "web-0", "11111111-1111-1111-1111-111111111111", "Burstable", "LC", 1000)
@@ -135,3 +136,90 @@ def test_failing_pod_source_keeps_the_last_list(tmp_path: Path, source_error: Ex
     agent.pod_source = Broken()
     snap = agent.tick()
     assert len(snap.pods) == 2 and agent.health.errors[("pods", "source_failed")] == 1
+
+
+class Offers:
+    """Stands in for the ReportStream: records what the agent offers."""
+
+    def __init__(self) -> None:
+        from nodeagent.stream import StreamStats
+
+        self.sections: list[dict] = []
+        self.stats = StreamStats()
+
+    def offer(self, sections: dict) -> None:
+        self.sections.append(sections)
+
+
+def test_unknown_is_reported_as_unknown_and_never_primed_with_zero(tmp_path: Path) -> None:
+    agent = build_agent(tmp_path)
+    agent.stream = offers = Offers()
+    agent.tick()
+    assert offers.sections == []  # one sample: CPU unknown, nothing reaches the scheduler
+    assert agent.readiness() == (False, "starting: no usage sample yet")
+    agent.tick()
+    [first] = offers.sections
+    assert first["resources"].HasField("cpu_usage_cores") and first["resources"].HasField("batch_cpu_millicores")
+    assert agent.readiness()[0]
+    (tmp_path / "proc").rename(tmp_path / "proc-gone")  # /proc unreadable from now on
+    snap = agent.tick()
+    assert snap.usage.cpu_cores is None and snap.batch_cpu_millicores is None
+    assert len(offers.sections) == 1  # an unknown sample is not offered either
+    ready, why = agent.readiness()
+    assert not ready and "node_usage" in why
+
+
+def test_failing_pod_source_fails_readiness(tmp_path: Path) -> None:
+    agent = build_agent(tmp_path)
+    agent.tick()
+    agent.tick()
+
+    class Broken:
+        def pods(self) -> list[PodInfo]:
+            raise OSError("connection refused")
+
+    agent.pod_source = Broken()
+    agent.tick()
+    assert agent.readiness() == (False, "failing: pods (source_failed)")
+
+
+def test_batch_qos_and_psi_metrics(tmp_path: Path) -> None:
+    write(tmp_path / "proc", "pressure/cpu", "some avg10=12.50 avg60=3.00 avg300=1.00 total=5\n"
+          "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    agent = build_agent(tmp_path)
+    write(agent.layout.path("cpu", agent.layout.pod_dir(OFFLINE.uid, OFFLINE.qos_class)), "cpu.pressure",
+          "some avg10=40.00 avg60=10.00 avg300=1.00 total=5\nfull avg10=20.00 avg60=5.00 avg300=0.00 total=1\n")
+    server = MetricsServer(agent, "127.0.0.1", 0, max_pod_series=10)
+    port = server.start()
+    try:
+        agent.tick()
+        agent.tick()
+        families = {f.name: f for f in text_string_to_metric_families(scrape(port)[1])}
+        [pod_psi] = families["nodeagent_pod_pressure_ratio"].samples
+        assert (pod_psi.labels["pod"], pod_psi.labels["resource"], pod_psi.value) == ("train-0", "cpu", 0.4)
+        report_pods = {p.name: p for p in sections(agent.snapshot)["pods"].pods}
+        assert report_pods["train-0"].cpu_pressure.full_avg10 == 0.2
+        assert not report_pods["web-0"].HasField("cpu_pressure")  # unknown, not 0
+        assert report_pods["train-0"].kube_qos_class == "BestEffort"
+        [batch_cpu] = families["nodeagent_batch_cpu_cores"].samples
+        [batch_mem] = families["nodeagent_batch_memory_bytes"].samples
+        assert batch_cpu.value == agent.snapshot.batch_cpu_millicores / 1000 and batch_mem.value > 0
+        levels = {s.labels["pod"]: (s.labels["qos_level"], s.labels["kube_qos_class"])
+                  for s in families["nodeagent_pod_qos_info"].samples}
+        assert levels == {"web-0": ("LC", "Burstable"), "train-0": ("BE", "BestEffort")}
+        psi = {(s.labels["resource"], s.labels["kind"]): s.value
+               for s in families["nodeagent_node_pressure_ratio"].samples}
+        assert psi == {("cpu", "some"): 0.125, ("cpu", "full"): 0.0}
+    finally:
+        server.stop()
+
+
+def test_unreadable_cgroup_tree_fails_readiness(tmp_path: Path) -> None:
+    agent = build_agent(tmp_path)
+    agent.tick()
+    agent.tick()
+    assert agent.readiness()[0]
+    (tmp_path / "cg").rename(tmp_path / "cg-gone")
+    snap = agent.tick()
+    assert all(u.cpu_cores is None and u.memory_bytes is None for u in snap.pods)  # unknown, not 0
+    assert agent.readiness() == (False, "failing: pod_usage (no_pod_cgroup_readable)")

@@ -32,6 +32,11 @@ def test_file_and_flags_merge(tmp_path: Path) -> None:
     pytest.param("qos:\n  eviction:\n    dry_run: 1\n", "qos.eviction.dry_run", id="int-for-bool"),
     pytest.param("collect:\n  peroid_s: 1\n", "collect.peroid_s", id="unknown-key"),
     pytest.param("collect: 5\n", "collect", id="section-not-a-mapping"),
+    pytest.param("qos: false\n", "qos", id="qos-false-is-not-defaults"),
+    pytest.param("qos:\n  memory_protect: off\n", "qos.memory_protect", id="nested-off-is-not-defaults"),
+    pytest.param("qos:\n  eviction:\n    low_watermark_percent: 95\n", "qos.eviction.low_watermark_percent",
+                 id="low-watermark-above-high"),
+    pytest.param("stream:\n  deadband_percent: -1\n", "stream.deadband_percent", id="negative-deadband"),
     pytest.param("collect:\n  period_s: -1\n", "collect.period_s", id="negative-period"),
     pytest.param("collect:\n  period_s: 10\n  window_s: 5\n", "collect.window_s", id="window-below-period"),
     pytest.param("qos:\n  default_level: GOLD\n", "qos.default_level", id="bad-qos-level"),
@@ -45,6 +50,17 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert err.value.key == key
+
+
+def test_qos_false_says_how_to_turn_qos_off(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("qos: false\n")
+    with pytest.raises(ConfigError, match=r"qos\.enabled: false"):
+        load_config(path)
+    path.write_text("qos:\n  enabled: false\n")
+    assert load_config(path).qos.enabled is False
+    path.write_text("qos:\n")  # an empty section is the defaults, as YAML spells it
+    assert load_config(path).qos.enabled is True
 
 
 @pytest.mark.parametrize("argv, needle", [

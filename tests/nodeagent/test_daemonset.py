@@ -66,7 +66,7 @@ def test_service_account_and_rbac_bind_together(docs, pod) -> None:
 
 def test_rbac_is_least_privilege(docs) -> None:
     grants = {(r, v) for rule in docs["ClusterRole"]["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods", "get"), ("pods", "list"),
+    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods", "get"), ("pods", "list"), ("pods", "watch"),
                       ("pods/eviction", "create")}
     assert all(rule["apiGroups"] == [""] for rule in docs["ClusterRole"]["rules"])
 

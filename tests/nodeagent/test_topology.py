@@ -19,7 +19,7 @@ def test_parse_cpu_list(text: str, cpus: list[int]) -> None:
     assert parse_cpu_list(text) == cpus
 
 
-@pytest.mark.parametrize("text", ["a-b", "3-1", "-1"])
+@pytest.mark.parametrize("text", ["a-b", "3-1", "-1", "0-99999999999", "1," * 40000])
 def test_parse_cpu_list_rejects_garbage(text: str) -> None:
     with pytest.raises(ValueError):
         parse_cpu_list(text)
@@ -35,7 +35,19 @@ def test_two_numa_nodes_with_smt_and_an_offline_cpu(tmp_path: Path) -> None:
     assert topo.numa_nodes[0].distances == [10, 21]
     assert topo.numa_nodes[0].memory_total_bytes == 16384 * 1024
     assert topo.numa_nodes[0].memory_free_bytes == (4096 + 2048 + 1024) * 1024
+    assert [(c.id, c.core, c.socket, c.numa, c.l3) for c in topo.cpus] == [
+        (0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (2, 1, 0, 0, 0), (3, 1, 0, 0, 0),  # SMT siblings share a core
+        (4, 0, 1, 1, 1), (5, 0, 1, 1, 1), (6, 1, 1, 1, 1)]
     assert health.error_count() == 0
+
+
+def test_l3_without_an_id_falls_back_to_the_first_sharing_cpu(tmp_path: Path) -> None:
+    fake_sys(tmp_path)
+    for cpu in range(8):
+        (tmp_path / f"devices/system/cpu/cpu{cpu}/cache/index3/id").unlink()
+        write(tmp_path, f"devices/system/cpu/cpu{cpu}/cache/index3/shared_cpu_list", "4-7\n" if cpu >= 4 else "0-3\n")
+    topo = read_topology(HostPaths(sys_root=tmp_path), Health())
+    assert [c.l3 for c in topo.cpus] == [0, 0, 0, 0, 4, 4, 4]
 
 
 @pytest.mark.parametrize("rel, text, reason", [
@@ -71,6 +83,7 @@ def test_this_machines_sysfs() -> None:
     health = Health()
     topo = read_topology(HostPaths(), health)
     assert set(topo.online_cpus) >= os.sched_getaffinity(0)
+    assert [c.id for c in topo.cpus] == topo.online_cpus and all(c.core >= 0 and c.socket >= 0 for c in topo.cpus)
     assert topo.threads >= 1 and topo.sockets >= 1 and 1 <= topo.cores <= topo.threads
     if Path("/sys/devices/system/node/node0").exists():
         assert topo.numa_nodes and topo.numa_nodes[0].memory_total_bytes > 0

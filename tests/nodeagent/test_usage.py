@@ -51,7 +51,8 @@ def test_node_usage_survives_a_missing_proc(tmp_path: Path) -> None:
     collector = NodeUsageCollector(HostPaths(proc_root=tmp_path / "absent"), health, window=10)
     collector.sample()
     assert health.errors[("node_usage", "read_failed")] == 1
-    assert collector.usage().cpu_cores.last == 0.0
+    assert collector.usage().cpu_cores is None and collector.usage().memory_bytes is None  # unknown, not 0
+    assert health.failing == {"node_usage": "read_failed"}
 
 
 LAYOUTS = [
@@ -100,4 +101,5 @@ def test_pod_without_cgroup_is_counted_not_fatal(tmp_path: Path) -> None:
     collector = PodUsageCollector(open_driver(layout, CgroupWriter(health)), window=5)
     collector.sample([PodInfo("ns", "gone", UID)])
     assert health.errors[("cgroup", "missing_file")] >= 1
-    assert os.path.exists(tmp_path) and collector.usage()[0].cpu_cores.last == 0.0
+    assert os.path.exists(tmp_path) and collector.usage()[0].cpu_cores is None  # unknown, not 0
+    assert collector.usage()[0].memory_bytes is None

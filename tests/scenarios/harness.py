@@ -30,8 +30,7 @@ from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.api.quantity import parse_quantity
 from central.model.cache import ClusterCache
 from central.model.nodedata import GpuCard, NodeData, NumaCell
-from central.plugins.numaaware import parse_cpus
-from central.model.fields import parse_time
+from central.model.fields import parse_index_list, parse_time
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 
@@ -103,7 +102,7 @@ def node_data_of(case: dict[str, Any], now: datetime) -> list[NodeData]:
     out = []
     for name, spec in (case.get("node_reports") or {}).items():
         spec = dict(spec)
-        numa = tuple(NumaCell(i, frozenset(parse_cpus(str(c["cpus"]))), frozenset(parse_cpus(str(c.get("free", c["cpus"])))),
+        numa = tuple(NumaCell(i, frozenset(_cpus(c["cpus"])), frozenset(_cpus(c.get("free", c["cpus"]))),
                               float(parse_quantity(c.get("memory", "32Gi"))), float(parse_quantity(c.get("memory_free", c.get("memory", "32Gi")))))
                      for i, c in enumerate(spec.pop("numa", [])))
         usage = {k: spec.pop(k) for k in ("cpu_usage", "memory_usage") if k in spec}
@@ -119,6 +118,10 @@ def node_data_of(case: dict[str, Any], now: datetime) -> list[NodeData]:
         spec.pop("unhealthy_gpus", None)
         assert not spec, f"unknown node report shorthand keys {list(spec)}"
     return out
+
+
+def _cpus(text: object) -> list[int]:
+    return parse_index_list(str(text), "node_reports numa cpus", 4096)
 
 
 def run_case(case: dict[str, Any]) -> tuple[SimulationResult, ClusterCache]:

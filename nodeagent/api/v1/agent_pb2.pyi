@@ -16,8 +16,20 @@ class WindowStat(_message.Message):
     p95: float
     def __init__(self, last: _Optional[float] = ..., avg: _Optional[float] = ..., p95: _Optional[float] = ...) -> None: ...
 
+class Pressure(_message.Message):
+    __slots__ = ("some_avg10", "some_avg60", "full_avg10", "full_avg60")
+    SOME_AVG10_FIELD_NUMBER: _ClassVar[int]
+    SOME_AVG60_FIELD_NUMBER: _ClassVar[int]
+    FULL_AVG10_FIELD_NUMBER: _ClassVar[int]
+    FULL_AVG60_FIELD_NUMBER: _ClassVar[int]
+    some_avg10: float
+    some_avg60: float
+    full_avg10: float
+    full_avg60: float
+    def __init__(self, some_avg10: _Optional[float] = ..., some_avg60: _Optional[float] = ..., full_avg10: _Optional[float] = ..., full_avg60: _Optional[float] = ...) -> None: ...
+
 class Resources(_message.Message):
-    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_millicores", "batch_memory_bytes", "numa")
+    __slots__ = ("cpu_capacity_cores", "cpu_allocatable_cores", "cpu_usage_cores", "memory_capacity_bytes", "memory_allocatable_bytes", "memory_usage_bytes", "batch_cpu_millicores", "batch_memory_bytes", "numa", "cpu_pressure", "memory_pressure", "io_pressure")
     CPU_CAPACITY_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_ALLOCATABLE_CORES_FIELD_NUMBER: _ClassVar[int]
     CPU_USAGE_CORES_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +39,9 @@ class Resources(_message.Message):
     BATCH_CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
     BATCH_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     NUMA_FIELD_NUMBER: _ClassVar[int]
+    CPU_PRESSURE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_PRESSURE_FIELD_NUMBER: _ClassVar[int]
+    IO_PRESSURE_FIELD_NUMBER: _ClassVar[int]
     cpu_capacity_cores: float
     cpu_allocatable_cores: float
     cpu_usage_cores: WindowStat
@@ -36,7 +51,10 @@ class Resources(_message.Message):
     batch_cpu_millicores: int
     batch_memory_bytes: int
     numa: _containers.RepeatedCompositeFieldContainer[NumaUsage]
-    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_millicores: _Optional[int] = ..., batch_memory_bytes: _Optional[int] = ..., numa: _Optional[_Iterable[_Union[NumaUsage, _Mapping]]] = ...) -> None: ...
+    cpu_pressure: Pressure
+    memory_pressure: Pressure
+    io_pressure: Pressure
+    def __init__(self, cpu_capacity_cores: _Optional[float] = ..., cpu_allocatable_cores: _Optional[float] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_capacity_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_usage_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., batch_cpu_millicores: _Optional[int] = ..., batch_memory_bytes: _Optional[int] = ..., numa: _Optional[_Iterable[_Union[NumaUsage, _Mapping]]] = ..., cpu_pressure: _Optional[_Union[Pressure, _Mapping]] = ..., memory_pressure: _Optional[_Union[Pressure, _Mapping]] = ..., io_pressure: _Optional[_Union[Pressure, _Mapping]] = ...) -> None: ...
 
 class NumaUsage(_message.Message):
     __slots__ = ("id", "cpu_usage_cores")
@@ -65,7 +83,7 @@ class NumaNode(_message.Message):
     def __init__(self, id: _Optional[int] = ..., cpus: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., distances: _Optional[_Iterable[int]] = ..., free_cpus: _Optional[_Iterable[int]] = ..., free_cpus_known: _Optional[bool] = ...) -> None: ...
 
 class Topology(_message.Message):
-    __slots__ = ("sockets", "cores", "threads", "online_cpus", "offline_cpus", "numa_nodes", "cpu_manager_policy", "topology_manager_policy")
+    __slots__ = ("sockets", "cores", "threads", "online_cpus", "offline_cpus", "numa_nodes", "cpu_manager_policy", "topology_manager_policy", "cpus")
     SOCKETS_FIELD_NUMBER: _ClassVar[int]
     CORES_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
@@ -74,6 +92,7 @@ class Topology(_message.Message):
     NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
     CPU_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
     sockets: int
     cores: int
     threads: int
@@ -82,7 +101,22 @@ class Topology(_message.Message):
     numa_nodes: _containers.RepeatedCompositeFieldContainer[NumaNode]
     cpu_manager_policy: str
     topology_manager_policy: str
-    def __init__(self, sockets: _Optional[int] = ..., cores: _Optional[int] = ..., threads: _Optional[int] = ..., online_cpus: _Optional[_Iterable[int]] = ..., offline_cpus: _Optional[_Iterable[int]] = ..., numa_nodes: _Optional[_Iterable[_Union[NumaNode, _Mapping]]] = ..., cpu_manager_policy: _Optional[str] = ..., topology_manager_policy: _Optional[str] = ...) -> None: ...
+    cpus: _containers.RepeatedCompositeFieldContainer[Cpu]
+    def __init__(self, sockets: _Optional[int] = ..., cores: _Optional[int] = ..., threads: _Optional[int] = ..., online_cpus: _Optional[_Iterable[int]] = ..., offline_cpus: _Optional[_Iterable[int]] = ..., numa_nodes: _Optional[_Iterable[_Union[NumaNode, _Mapping]]] = ..., cpu_manager_policy: _Optional[str] = ..., topology_manager_policy: _Optional[str] = ..., cpus: _Optional[_Iterable[_Union[Cpu, _Mapping]]] = ...) -> None: ...
+
+class Cpu(_message.Message):
+    __slots__ = ("id", "core", "socket", "numa", "l3")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CORE_FIELD_NUMBER: _ClassVar[int]
+    SOCKET_FIELD_NUMBER: _ClassVar[int]
+    NUMA_FIELD_NUMBER: _ClassVar[int]
+    L3_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    core: int
+    socket: int
+    numa: int
+    l3: int
+    def __init__(self, id: _Optional[int] = ..., core: _Optional[int] = ..., socket: _Optional[int] = ..., numa: _Optional[int] = ..., l3: _Optional[int] = ...) -> None: ...
 
 class GpuProcess(_message.Message):
     __slots__ = ("pid", "used_memory_bytes", "pod_uid")
@@ -143,7 +177,7 @@ class Gpus(_message.Message):
     def __init__(self, status: _Optional[str] = ..., gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ...) -> None: ...
 
 class PodUsage(_message.Message):
-    __slots__ = ("namespace", "name", "uid", "qos_level", "cpu_usage_cores", "memory_working_set_bytes", "cpu_request_cores", "memory_request_bytes", "priority")
+    __slots__ = ("namespace", "name", "uid", "qos_level", "cpu_usage_cores", "memory_working_set_bytes", "cpu_request_cores", "memory_request_bytes", "priority", "kube_qos_class", "cpu_pressure", "memory_pressure", "io_pressure")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
@@ -153,6 +187,10 @@ class PodUsage(_message.Message):
     CPU_REQUEST_CORES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    KUBE_QOS_CLASS_FIELD_NUMBER: _ClassVar[int]
+    CPU_PRESSURE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_PRESSURE_FIELD_NUMBER: _ClassVar[int]
+    IO_PRESSURE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     uid: str
@@ -162,7 +200,11 @@ class PodUsage(_message.Message):
     cpu_request_cores: float
     memory_request_bytes: int
     priority: int
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., qos_level: _Optional[str] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_working_set_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., cpu_request_cores: _Optional[float] = ..., memory_request_bytes: _Optional[int] = ..., priority: _Optional[int] = ...) -> None: ...
+    kube_qos_class: str
+    cpu_pressure: Pressure
+    memory_pressure: Pressure
+    io_pressure: Pressure
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., qos_level: _Optional[str] = ..., cpu_usage_cores: _Optional[_Union[WindowStat, _Mapping]] = ..., memory_working_set_bytes: _Optional[_Union[WindowStat, _Mapping]] = ..., cpu_request_cores: _Optional[float] = ..., memory_request_bytes: _Optional[int] = ..., priority: _Optional[int] = ..., kube_qos_class: _Optional[str] = ..., cpu_pressure: _Optional[_Union[Pressure, _Mapping]] = ..., memory_pressure: _Optional[_Union[Pressure, _Mapping]] = ..., io_pressure: _Optional[_Union[Pressure, _Mapping]] = ...) -> None: ...
 
 class Pods(_message.Message):
     __slots__ = ("pods",)
@@ -171,18 +213,20 @@ class Pods(_message.Message):
     def __init__(self, pods: _Optional[_Iterable[_Union[PodUsage, _Mapping]]] = ...) -> None: ...
 
 class QosState(_message.Message):
-    __slots__ = ("offline_cpu_quota_cores", "offline_memory_limit_bytes", "no_schedule_taint", "evictions_total", "dry_run")
+    __slots__ = ("offline_cpu_quota_cores", "offline_memory_limit_bytes", "no_schedule_taint", "evictions_total", "dry_run", "pressures")
     OFFLINE_CPU_QUOTA_CORES_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     NO_SCHEDULE_TAINT_FIELD_NUMBER: _ClassVar[int]
     EVICTIONS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    PRESSURES_FIELD_NUMBER: _ClassVar[int]
     offline_cpu_quota_cores: float
     offline_memory_limit_bytes: int
     no_schedule_taint: bool
     evictions_total: int
     dry_run: bool
-    def __init__(self, offline_cpu_quota_cores: _Optional[float] = ..., offline_memory_limit_bytes: _Optional[int] = ..., no_schedule_taint: _Optional[bool] = ..., evictions_total: _Optional[int] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+    pressures: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, offline_cpu_quota_cores: _Optional[float] = ..., offline_memory_limit_bytes: _Optional[int] = ..., no_schedule_taint: _Optional[bool] = ..., evictions_total: _Optional[int] = ..., dry_run: _Optional[bool] = ..., pressures: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeReport(_message.Message):
     __slots__ = ("node_name", "agent_epoch", "sequence", "timestamp_unix_ms", "full", "resources", "topology", "gpus", "pods", "qos")

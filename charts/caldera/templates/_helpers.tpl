@@ -1,0 +1,82 @@
+{{/*
+The objects of one manifest file of daemonset/ ("files/<name>"), each a dict.
+*/}}
+{{- define "caldera.objects" -}}
+{{- $objects := list -}}
+{{- range $doc := regexSplit "(?m)^---[ \t]*$" (.root.Files.Get (printf "files/%s" .file)) -1 -}}
+{{- $obj := fromYaml $doc -}}
+{{- if and $obj (hasKey $obj "kind") -}}
+{{- $objects = append $objects $obj -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $objects -}}
+{{- end -}}
+
+{{/*
+The pod spec of a workload (a CronJob's lives in its jobTemplate), or nothing.
+*/}}
+{{- define "caldera.podTemplate" -}}
+{{- if eq .kind "CronJob" -}}{{ toJson .spec.jobTemplate.spec.template }}
+{{- else if has .kind (list "Deployment" "DaemonSet" "Job") -}}{{ toJson .spec.template }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Apply the values to one object in place: image, replicas, resources, node selection,
+the scheduler's configuration, the agent's configuration. Objects no value names stay as
+daemonset/ has them.
+*/}}
+{{- define "caldera.customize" -}}
+{{- $obj := .obj -}}
+{{- $v := .root.Values -}}
+{{- $component := get (dict "caldera-scheduler" "scheduler" "caldera-controllers" "controllers"
+      "caldera-admission" "admission" "caldera-nodeagent" "agent"
+      "caldera-certs" "certs" "caldera-certs-renew" "certs") $obj.metadata.name -}}
+{{- $values := get $v (default "none" $component) -}}
+{{- $template := include "caldera.podTemplate" $obj -}}
+{{- if and $template $values -}}
+{{- $pod := $obj.spec.template -}}
+{{- if eq $obj.kind "CronJob" -}}{{- $pod = $obj.spec.jobTemplate.spec.template -}}{{- end -}}
+{{- range $c := $pod.spec.containers -}}
+{{- $_ := set $c "image" (printf "%s:%s" $v.image.repository (default $.root.Chart.AppVersion $v.image.tag)) -}}
+{{- if $v.image.pullPolicy -}}{{- $_ := set $c "imagePullPolicy" $v.image.pullPolicy -}}{{- end -}}
+{{- if $values.resources -}}{{- $_ := set $c "resources" $values.resources -}}{{- end -}}
+{{- end -}}
+{{- if $values.nodeSelector -}}{{- $_ := set $pod.spec "nodeSelector" $values.nodeSelector -}}{{- end -}}
+{{- if $values.tolerations -}}{{- $_ := set $pod.spec "tolerations" $values.tolerations -}}{{- end -}}
+{{- if and (eq $obj.kind "Deployment") (hasKey $values "replicas") -}}
+{{- $_ := set $obj.spec "replicas" $values.replicas -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq $obj.kind "Job") (eq $obj.metadata.name "caldera-certs") -}}
+{{- /* a Job's pod is immutable: one Job per release revision, the previous one removed by helm */ -}}
+{{- $_ := set $obj.metadata "name" (printf "caldera-certs-%d" .root.Release.Revision) -}}
+{{- end -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "volcano-scheduler-configmap") -}}
+{{- $conf := $v.scheduler.config -}}
+{{- if $v.scheduler.numaAware -}}
+{{- $parsed := fromYaml (default (get $obj.data "volcano-scheduler.conf") $conf) -}}
+{{- $last := last $parsed.tiers -}}
+{{- $_ := set $last "plugins" (append $last.plugins (dict "name" "numa-aware")) -}}
+{{- $conf = toYaml $parsed -}}
+{{- end -}}
+{{- if $conf -}}{{- $_ := set $obj.data "volcano-scheduler.conf" $conf -}}{{- end -}}
+{{- end -}}
+{{- if and (eq $obj.kind "DaemonSet") (eq $obj.metadata.name "caldera-nodeagent") $v.agent.cgroupWritableSubtrees -}}
+{{- /* the cgroup tree read-only, only the named subtrees (where pods' cgroups live) writable */ -}}
+{{- $pod := $obj.spec.template.spec -}}
+{{- $agent := first $pod.containers -}}
+{{- range $m := $agent.volumeMounts -}}
+{{- if eq $m.name "host-cgroup" -}}{{- $_ := set $m "readOnly" true -}}{{- end -}}
+{{- end -}}
+{{- range $i, $sub := $v.agent.cgroupWritableSubtrees -}}
+{{- $name := printf "host-cgroup-rw-%d" $i -}}
+{{- $_ := set $agent "volumeMounts" (append $agent.volumeMounts (dict "name" $name "mountPath" (printf "/host/cgroup/%s" $sub) "mountPropagation" "HostToContainer")) -}}
+{{- $_ := set $pod "volumes" (append $pod.volumes (dict "name" $name "hostPath" (dict "path" (printf "/sys/fs/cgroup/%s" $sub) "type" "Directory"))) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
+{{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
+{{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,70 @@
+"""Each component's ServiceAccount can do what it needs (the other e2e tests prove that by
+working) and is refused what it must not, by the real apiserver's RBAC and admission policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from central.kube.client import ApiError, KubeClient
+from central.localcluster import controlplane
+from tests.e2e.conftest import Tenant, volcano_job, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def as_token(tenant: Tenant, token_file) -> KubeClient:
+    path = controlplane.write_kubeconfig(tenant.cluster.dir / "kubeconfigs" / f"test-{token_file.parent.name}",
+                                         tenant.cluster.server, tenant.cluster.dir / "pki" / "ca.crt",
+                                         token=token_file.read_text())
+    return KubeClient.connect(str(path))
+
+
+def test_an_agent_may_patch_only_its_own_node(tenant: Tenant) -> None:
+    agent = as_token(tenant, tenant.cluster.dir / "nodes" / "node-1" / "kube-token")
+    label = {"metadata": {"labels": {"e2e.caldera.sh/touched": tenant.namespace[:60]}}}
+    agent.merge_patch("/api/v1/nodes/node-1", label)
+    with pytest.raises(ApiError) as refused:
+        agent.merge_patch("/api/v1/nodes/node-2", label)
+    assert refused.value.code in (403, 422), refused.value
+
+
+def test_the_scheduler_may_not_write_a_job_spec(tenant: Tenant) -> None:
+    url = f"/apis/batch.volcano.sh/v1alpha1/namespaces/{tenant.namespace}/jobs"
+    tenant.create(url, volcano_job("mine", tenant.queue, replicas=1))
+    scheduler = KubeClient.connect(str(tenant.cluster.dir / "kubeconfigs" / "caldera-scheduler"))
+    wait_for(lambda: tenant.podgroup("mine"), "the job's PodGroup")
+    with pytest.raises(ApiError) as refused:
+        scheduler.merge_patch(f"{url}/mine", {"spec": {"maxRetry": 9}})
+    assert refused.value.code == 403
+    with pytest.raises(ApiError) as secrets:
+        scheduler.get(f"/api/v1/namespaces/{tenant.namespace}/secrets")
+    assert secrets.value.code == 403
+
+
+def test_the_controllers_may_not_read_secrets(tenant: Tenant) -> None:
+    controllers = KubeClient.connect(str(tenant.cluster.dir / "kubeconfigs" / "caldera-controllers"))
+    with pytest.raises(ApiError) as refused:
+        controllers.get("/api/v1/namespaces/caldera-system/secrets/caldera-admission-tls")
+    assert refused.value.code == 403
+
+
+def test_an_agent_may_evict_only_pods_on_its_own_node(tenant: Tenant) -> None:
+    ns = tenant.namespace
+    for name, node in (("here", "node-1"), ("there", "node-2")):
+        tenant.create(f"/api/v1/namespaces/{ns}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"schedulerName": "volcano", "nodeSelector": {"kubernetes.io/hostname": node},
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}})
+    wait_for(lambda: all(p["spec"].get("nodeName") for p in tenant.pods()) and len(tenant.pods()) == 2, "both bound")
+    agent = as_token(tenant, tenant.cluster.dir / "nodes" / "node-1" / "kube-token")
+
+    def evict(name: str) -> None:
+        agent.create(f"/api/v1/namespaces/{ns}/pods/{name}/eviction", {
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}})
+
+    with pytest.raises(ApiError) as refused:
+        evict("there")
+    assert refused.value.code in (400, 403), refused.value
+    evict("here")
+    wait_for(lambda: [p["metadata"]["name"] for p in tenant.pods()] == ["there"], "only the pod on node-1 evicted")

@@ -1,0 +1,132 @@
+"""charts/caldera rendered by the real helm (built from its Go module, versions.HELM): it lints,
+renders exactly what the kustomization applies, and each value changes what it says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from central.localcluster import versions
+from central.localcluster.build import BuildError
+from central.localcluster.helm import helm_binary
+from tests.kube.test_manifests import documents
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "caldera"
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    try:
+        return helm_binary(progress=print)
+    except BuildError as err:
+        pytest.skip(f"helm cannot be built here: {err}")
+
+
+def render(helm: Path, *values: str) -> list[dict[str, Any]]:
+    # the cluster the control-plane tests run (helm built by `go install` defaults to v1.20)
+    args = [str(helm), "template", "caldera", str(CHART), "--kube-version", versions.KUBERNETES]
+    for value in values:
+        args += ["--set-json" if value.startswith("json:") else "--set", value.removeprefix("json:")]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def test_helm_lint(helm):
+    result = subprocess.run([str(helm), "lint", "--strict", str(CHART)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_default_values_render_exactly_the_kustomization(helm):
+    rendered = render(helm)
+    expected = documents()
+    # the one deliberate difference: a Job's pod is immutable, so helm names it per revision
+    for obj in rendered:
+        if key(obj) == ("Job", "caldera-system", "caldera-certs-1"):
+            obj["metadata"]["name"] = "caldera-certs"
+    got, want = by_key(rendered), by_key(expected)  # helm orders by kind for install, not by file
+    assert sorted(got) == sorted(want) and len(rendered) == len(expected)
+    for name, obj in want.items():
+        assert got[name] == obj, name
+
+
+def by_key(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {key(o): o for o in objects}
+
+
+def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    template = obj["spec"]["jobTemplate"]["spec"]["template"] if obj["kind"] == "CronJob" else obj["spec"]["template"]
+    return template["spec"]["containers"]
+
+
+def test_image_and_placement_values(helm):
+    objects = render(helm, "image.repository=registry.example/caldera", "image.tag=9.9.9",
+                     "image.pullPolicy=Always", "json:scheduler.nodeSelector={\"role\":\"control\"}",
+                     "json:agent.resources={\"limits\":{\"memory\":\"256Mi\"}}", "controllers.replicas=3")
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "DaemonSet", "Job", "CronJob")]
+    assert {c["image"] for o in workloads for c in containers(o)} == {"registry.example/caldera:9.9.9"}
+    assert {c["imagePullPolicy"] for o in workloads for c in containers(o)} == {"Always"}
+    objects = by_key(objects)
+    scheduler = objects[("Deployment", "caldera-system", "caldera-scheduler")]
+    assert scheduler["spec"]["template"]["spec"]["nodeSelector"] == {"role": "control"}
+    [agent] = containers(objects[("DaemonSet", "caldera-system", "caldera-nodeagent")])
+    assert agent["resources"] == {"limits": {"memory": "256Mi"}}
+    assert objects[("Deployment", "caldera-system", "caldera-controllers")]["spec"]["replicas"] == 3
+
+
+def test_numa_aware_is_one_flag_and_the_config_stays_valid(helm):
+    from central.framework.conf import load_config
+
+    objects = by_key(render(helm, "scheduler.numaAware=true"))
+    conf = objects[("ConfigMap", "caldera-system", "volcano-scheduler-configmap")]["data"]["volcano-scheduler.conf"]
+    config = load_config(conf, "chart")
+    assert "numa-aware" in [p.name for p in config.tiers[-1]]
+
+
+def test_agent_thresholds_merge_into_its_config_which_loads(helm, tmp_path):
+    from nodeagent.config import load_config
+
+    objects = by_key(render(helm, "json:agent.config={\"qos\":{\"cpu_suppress\":{\"threshold_percent\":70}}}"))
+    text = objects[("ConfigMap", "caldera-system", "caldera-nodeagent-config")]["data"]["agent.yaml"]
+    (tmp_path / "agent.yaml").write_text(text)
+    config = load_config(tmp_path / "agent.yaml")
+    assert config.qos.cpu_suppress.threshold_percent == 70
+    assert config.qos.memory_protect.min_bytes == 536870912  # the rest kept, integers intact
+
+
+def test_cert_manager_instead_of_caldera_certs(helm):
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in render(helm, "certs.enabled=false")}
+    assert not {name for kind, name in kinds if name.startswith("caldera-certs")}
+    assert ("Deployment", "caldera-admission") in kinds
+
+
+def test_monitoring_objects_come_from_daemonset_monitoring(helm):
+    objects = render(helm, "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
+                     "metrics.dashboard.enabled=true")
+    kinds = {o["kind"] for o in objects}
+    assert {"PodMonitor", "PrometheusRule"} <= kinds
+    [dashboard] = [o for o in objects if o["metadata"]["name"] == "caldera-grafana-dashboard"]
+    assert json.loads(dashboard["data"]["caldera.json"]) == json.loads(
+        (ROOT / "daemonset" / "monitoring" / "dashboard.json").read_text())
+    assert not {"PodMonitor", "PrometheusRule"} & {o["kind"] for o in render(helm)}
+
+
+def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
+    objects = by_key(render(helm, "json:agent.cgroupWritableSubtrees=[\"kubepods.slice\"]"))
+    pod = objects[("DaemonSet", "caldera-system", "caldera-nodeagent")]["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["/host/cgroup"]["readOnly"] is True
+    writable = [m for m in mounts.values() if not m.get("readOnly") and "hostPath" in volumes[m["name"]]]
+    assert [(m["mountPath"], volumes[m["name"]]["hostPath"]["path"]) for m in writable] == [
+        ("/host/cgroup/kubepods.slice", "/sys/fs/cgroup/kubepods.slice")]
