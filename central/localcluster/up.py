@@ -29,7 +29,7 @@ from typing import Any
 from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane, install, synthhost
-from central.localcluster.processes import Process, StartError, Supervisor, free_port
+from central.localcluster.processes import Process, StartError, Supervisor, alive, free_port
 from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
 
@@ -75,10 +75,13 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
        agents: bool = True, scheduler_conf: str | None = None, say=print) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError."""
-    directory.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(directory)
-    if sup.procs:
+    if any(alive(p.pid) for p in sup.procs):
         raise StartError(f"{directory} already holds a running cluster; `caldera down --dir {directory}` first")
+    if (directory / "state.json").exists():  # left by a cluster whose processes are gone: start afresh
+        down(directory)
+        sup = Supervisor(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     try:
         return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say)
     except BaseException:
