@@ -204,6 +204,7 @@ def _validate_partitions(
     if not partition:
         return
     path = f"{where}.partitionPolicy"
+    exclusive_tiers(problems, partition.get("networkTopology"), f"{path}.networkTopology")
     total = fields.integer(problems, partition.get("totalPartitions"), f"{path}.totalPartitions", minimum=1)
     size = fields.integer(problems, partition.get("partitionSize"), f"{path}.partitionSize", minimum=1)
     minimum = fields.integer(problems, partition.get("minPartitions", 0), f"{path}.minPartitions")
@@ -287,12 +288,12 @@ def _validate_plugins(problems: Problems, job: Mapping[str, Any], spec: Mapping[
         except InputError as err:
             add(problems, err.where, err.message)
             continue
-        if name == "mpi":
-            master = plugin.option("master")
-            tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
-            task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
-            if master not in task_names:
-                add(problems, "spec.plugins.mpi", f"the mpi master task {quote(master)} is not among spec.tasks")
+        tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
+        task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
+        if name == "mpi" and plugin.option("master") not in task_names:
+            add(problems, "spec.plugins.mpi", f"the mpi master task {quote(plugin.option('master'))} is not among spec.tasks")
+        if name == "ray" and plugin.option("head") not in task_names:
+            add(problems, "spec.plugins.ray", f"the ray head task {quote(plugin.option('head'))} is not among spec.tasks")
 
 
 def _validate_volumes(problems: Problems, raw: Any) -> None:
@@ -320,7 +321,13 @@ def _validate_volumes(problems: Problems, raw: Any) -> None:
 
 
 def exclusive_tiers(problems: Problems, raw: Any, where: str) -> None:
+    """A networkTopology (of a Job, a partition, a PodGroup or its subgroup): mode hard or soft,
+    a tier by number or by name, not both."""
     topology = fields.mapping(problems, raw, where) or {}
+    if topology.get("mode") not in (None, "hard", "soft"):
+        add(problems, f"{where}.mode", f"must be hard or soft, got {quote(topology['mode'])}")
+    if topology.get("highestTierAllowed") is not None:
+        fields.integer(problems, topology["highestTierAllowed"], f"{where}.highestTierAllowed", minimum=0)
     if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
         add(problems, where, "must not specify highestTierAllowed and highestTierName simultaneously")
 

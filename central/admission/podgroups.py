@@ -20,7 +20,6 @@ from central.model.annotations import ALLOWED_NAMESPACES
 from central.model.parse import parse_podgroup
 
 
-
 def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
     out = copy.deepcopy(dict(podgroup))
     spec = out.setdefault("spec", {})
@@ -49,6 +48,12 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster,
         fields.integer(problems, count, f"spec.minTaskMember.{task}")
     fields.resources(problems, spec.get("minResources"), "spec.minResources")
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
+    for i, policy in enumerate(fields.sequence(problems, spec.get("subGroupPolicy"), "spec.subGroupPolicy") or []):
+        where = f"spec.subGroupPolicy[{i}]"
+        policy = fields.mapping(problems, policy, where) or {}
+        if not isinstance(policy.get("name"), str) or not policy.get("name"):
+            add(problems, f"{where}.name", "is required")
+        exclusive_tiers(problems, policy.get("networkTopology"), f"{where}.networkTopology")
     queue = spec.get("queue") or DEFAULT_QUEUE
     old_spec = old.get("spec") if isinstance(old, Mapping) else None
     if isinstance(old_spec, Mapping) and (old_spec.get("queue") or DEFAULT_QUEUE) == queue:

@@ -42,7 +42,9 @@ def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFI
     meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
     raw = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
     _pinning_is_the_schedulers(problems, pod, old, user, config)
-    _disruption_budget(problems, raw)
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    if spec.get("schedulerName") == config.scheduler_name:  # another scheduler's pod: its JDB is not ours (Volcano)
+        _disruption_budget(problems, raw)
     fields.interpreted(problems, raw, "Pod")
     if not problems:  # the model's parser repeats the checks above in its own words
         fields.readable(problems, parse_pod, dict(pod, metadata={"name": "x", **meta}))

@@ -148,3 +148,12 @@ def less_equal_on(a: Vector, b: Vector, dims: Vector) -> bool:
     """Volcano's LessEqualWithDimension: compare only the dimensions where `dims` is non-zero."""
     mask = dims > EPSILON
     return bool(np.all(a[mask] < b[mask] + EPSILON))
+
+
+def dominant_share(allocated: Vector, total: Vector) -> float:
+    """max over resources of allocated/total, where x/0 is 1 (0/0 is 0): DRF's share."""
+    has = total > EPSILON
+    share = float(np.divide(allocated, total, out=np.zeros_like(allocated), where=has).max(initial=0.0))
+    if share < 1.0 and np.any(allocated[~has] > EPSILON):
+        return 1.0
+    return share

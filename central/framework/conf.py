@@ -123,8 +123,37 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
             raise InputError(f"{where}.name",
                              f"unknown action {shown(item.get('name'))}; valid: {', '.join(sorted(actions))}")
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
+        _check_action_arguments(item["name"], configurations[item["name"]], f"{where}.arguments")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
     return SchedulerConf(names, tiers, configurations, metrics)
+
+
+# Per-action arguments Caldera reads (Volcano's names and defaults), by type; an action
+# listed here refuses other keys. `predicateErrorCacheEnable` and
+# `topologyAwarePreemptWorkerNum` are accepted and have no effect (one template view
+# caches predicate results; dry runs are sequential).
+ACTION_ARGUMENTS: dict[str, dict[str, type]] = {
+    "allocate": {"predicateErrorCacheEnable": bool},
+    "backfill": {"predicateErrorCacheEnable": bool},
+    "reclaim": {"predicateErrorCacheEnable": bool},
+    "preempt": {"predicateErrorCacheEnable": bool, "enableTopologyAwarePreemption": bool,
+                "topologyAwarePreemptWorkerNum": int, "minCandidateNodesPercentage": int,
+                "minCandidateNodesAbsolute": int, "maxCandidateNodesAbsolute": int},
+}
+
+
+def _check_action_arguments(action: str, arguments: Mapping[str, Any], where: str) -> None:
+    known = ACTION_ARGUMENTS.get(action)
+    if known is None:
+        return
+    for key, value in arguments.items():
+        kind = known.get(key)
+        if kind is None:
+            raise InputError(f"{where}.{key}", f"unknown argument of {action}; valid: {', '.join(sorted(known))}")
+        if kind is bool and not isinstance(value, bool):
+            raise InputError(f"{where}.{key}", f"expected true or false, got {value!r}")
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
 
 
 def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:

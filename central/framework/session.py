@@ -36,6 +36,8 @@ from central.model.objects import (
     TaskStatus,
 )
 
+SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
 if TYPE_CHECKING:
     from central.plugins.agentview import AgentView
     from central.plugins.nodeindex import NodeIndex
@@ -319,12 +321,14 @@ class Session:
             conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
         unschedulable = new is not None and new["type"] == "Unschedulable"
         running = job.count(TaskStatus.RUNNING)
-        scheduled = job.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
+        # session allocated or is binding does not count yet), plus Releasing pods still on a node.
+        scheduled = job.count(*SCHEDULED_STATUSES)
         scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
         phase = job.phase or "Pending"
         if running and unschedulable:
             phase = "Unknown"
-        elif scheduled >= job.min_available and scheduled:
+        elif scheduled >= job.min_available:
             done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
             phase = "Completed" if done == scheduled else "Running"
         elif phase != "Inqueue":
@@ -357,6 +361,7 @@ class Session:
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:
         allocated = {name: self.dims.zeros() for name in self.queues}
+        pods = dict.fromkeys(self.queues, 0)  # allocated pods, which admission reads (a parent has none)
         phases: dict[str, dict[str, int]] = {name: {} for name in self.queues}
         for job in self.jobs.values():
             counts = phases.setdefault(job.queue, {})
@@ -366,12 +371,14 @@ class Session:
             while name in self.queues and name not in seen:  # the job's queue and its ancestors
                 seen.add(name)
                 allocated[name] += job.allocated
+                pods[name] += job.count(*ALLOCATED_STATUSES)
                 name = self.queues[name].parent or ("root" if name != "root" else None)
         out = {}
         for name in self.queues:
             vec = allocated[name]
             out[name] = {
-                "allocated": {n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                "allocated": {**{n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                              **({"pods": str(pods[name])} if pods[name] else {})},
                 **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
             }
         return out

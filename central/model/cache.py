@@ -343,6 +343,7 @@ class ClusterCache:
         t.releasing[row] = 0
         t.pipelined[row] = 0
         t.pods[row] = 0
+        t.releasing_pods[row] = 0
         t.max_pods[row] = node.max_pods
         t.idle[row] = t.alloc[row]
         t.touch(row)

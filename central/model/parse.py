@@ -80,7 +80,7 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
     class_name = typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName")
     task = TaskInfo(
         uid=f"{namespace}/{name}", name=name, namespace=namespace, job_uid="",
-        role=annotations.get(TASK_SPEC, ""),
+        role=annotations.get(TASK_SPEC) or labels.get(TASK_SPEC, ""),
         index=_annotation_int(annotations, TASK_INDEX) if TASK_INDEX in annotations else _name_index(name),
         template=template,
         priority=spec_priority or 0, preemptable=preemptable, preempt_never=policy == "Never",
@@ -180,6 +180,9 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
         reclaimable=reclaimable, priority=integer(spec.get("priority", 0), "spec.priority"),
         parent=typed(spec.get("parent") or "", str, "spec.parent") or None, state=state,
         creation=str(get_path(obj, "metadata.creationTimestamp", "")), tenants=tenants,
+        hierarchy=str(typed(get_path(obj, "metadata.annotations", {}), Mapping, "metadata.annotations")
+                      .get("volcano.sh/hierarchy", "")),
+        hierarchy_weights=str(get_path(obj, "metadata.annotations", {}).get("volcano.sh/hierarchy-weights", "")),
     )
 
 

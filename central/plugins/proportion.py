@@ -14,10 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+<<<<<<< HEAD
 from central.api.resources import EPSILON, format_value, less_equal, less_equal_on
+=======
+from central.api.resources import EPSILON, dominant_share, less_equal, less_equal_on
+>>>>>>> volcano
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
-from central.plugins.drf import dominant_share
 
 
 @dataclass
@@ -131,8 +134,8 @@ class Proportion(AccountingPlugin):
         return False
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        attr = self.attrs.get(queue.name)
-        return attr is not None and less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        """As Allocatable: a queue that is not Open never reclaims."""
+        return self.allocatable(queue, task)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Victims come only from queues allocated beyond their deserved share, while they are."""
@@ -144,8 +147,6 @@ class Proportion(AccountingPlugin):
             if attr is None:
                 continue
             allocated = allocations.setdefault(queue, attr.allocated.copy())
-            if np.any(allocated + EPSILON < reclaimer.resreq):
-                continue
             if not less_equal(allocated, attr.deserved):
                 allocated -= task.resreq
                 victims.append(task)

@@ -40,6 +40,7 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.plugin import Plugin
+from central.framework.status import Check
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
 from central.model.annotations import count_or_percent
@@ -151,13 +152,13 @@ class Tdm(Plugin):
 
     # --- placement ------------------------------------------------------------------------
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         if not self.any_revocable:
             return []
         if revocable(task):
-            return [(~self.revocable_rows[rows] | self.open_rows[rows],
-                     "node(s) were in a revocable zone outside its time window")]
-        return [(~self.revocable_rows[rows], "node(s) were in a revocable zone, only for preemptable tasks")]
+            return [Check(~self.revocable_rows[rows] | self.open_rows[rows],
+                          "node(s) were in a revocable zone outside its time window")]
+        return [Check(~self.revocable_rows[rows], "node(s) were in a revocable zone, only for preemptable tasks")]
 
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         if not self.open_zones or not revocable(task):

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
     parser.add_argument("--node-reports", action="append", metavar="PATH",
                         help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
-                             "per node or a directory of them; taken as current at the first cycle")
+                             "per node or a directory of them; each is fresh or stale by its own timestamp "
+                             "against --now (a report without one is taken as current)")
     parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
                                                      "matters for waiting times (sla) and tdm windows")
     parser.add_argument("--until", metavar="DURATION",
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
+<<<<<<< HEAD
     # the bar's total is the cycles; reading a large cluster shows as its own stage first
     with progress_bar("reading manifests", args.cycles, enabled=not args.quiet) as step:
         manifests = read_manifests(paths)
@@ -88,6 +90,18 @@ def run(args: argparse.Namespace) -> int:
             cache.set_node_data(replace(data, reported_at=start))
         step(0, "scheduling")
         result = simulate(cache, conf, args.cycles, start, progress=step)
+=======
+    manifests = read_manifests(paths)
+    cache = ClusterCache(scheduler_name=args.scheduler_name)
+    load_into(cache, manifests)
+    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
+    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
+    for data in _node_reports(args):
+        # A report's own time decides, against --now, whether it is fresh (a stale one counts
+        # as no report, as in the scheduler); one without a time is taken as current.
+        cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
+    result = simulate(cache, conf, args.cycles, start)
+>>>>>>> volcano
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
