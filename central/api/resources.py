@@ -78,15 +78,17 @@ def max_lists(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float
 
 
 def format_value(name: str, value: float) -> str:
-    """A canonical value back in Kubernetes notation, for people."""
+    """A canonical value back in Kubernetes notation, for people and for statuses the API
+    parses again: whole numbers only (`:g` wrote 4244750m as '4.24475e+06m', which no
+    quantity parser takes, and kept only 6 digits)."""
     if name == MEMORY:
         for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if value >= size and value % size == 0:
                 return f"{int(value // size)}{suffix}"
-        return f"{value:g}"
+        return str(round(value))
     if value % 1000 == 0:
         return f"{int(value // 1000)}"
-    return f"{value:g}m"
+    return f"{round(value)}m"
 
 
 class Dimensions:
