@@ -14,6 +14,9 @@ from central.errors import InputError
 from central.model.fields import yaml_problem
 
 SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml's C loader where PyYAML was built with it: the same safe subset, about 10x faster
+# than the pure-Python one on large manifests (simulate on 20,000 pods spent most of its time there)
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -21,7 +24,7 @@ def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     for file in _files(Path(path_text)):
         try:
-            docs = list(yaml.safe_load_all(file.read_text()))
+            docs = list(yaml.load_all(file.read_text(), Loader=LOADER))  # noqa: S506 (a safe loader)
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(str(file), f"cannot read: {getattr(err, 'strerror', None) or err}") from None
         except yaml.YAMLError as err:
