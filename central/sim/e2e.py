@@ -10,7 +10,9 @@ the bench lifts the not-ready taint a new Node gets, as that controller would fo
 
 The clock runs from the first pod create to the last bind the bench's watch sees; pods are
 created from prepared bodies by many threads, each with its own kept-alive connection, so the
-creates are not the bound (their own rate is printed). Volcano's scheduler is not run:
+creates are not the bound (their own rate is printed); on a machine where the API server
+cannot take creates faster than a scheduler binds, `--backlog` creates every pod first and
+times the scheduler and its binds alone. Volcano's scheduler is not run:
 `volcano.sh/volcano` is not served by the Go module proxy (403), so it cannot be built here.
 """
 
