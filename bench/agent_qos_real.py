@@ -86,7 +86,8 @@ def case(name: str, anon: int, cache: int, target: int, tmp: str) -> None:
                 strategy.apply(64 << 30, 64 << 30)  # online uses it all: the target is the floor
             stuck = strategy.stuck_groups()
             line = (f"{name}: after: {samples} samples, usage {start // MB} -> {driver.memory_usage(group) // MB} MiB, "
-                    f"limit {_mib(driver.memory_cap(group))}, force_empty {writer.results[('memory.force_empty', 'ok')]}, "
+                    f"limit {_mib(driver.memory_cap(group))}, "
+                    f"force_empty {writer.results[('memory.force_empty', 'ok')]}, "
                     f"holder {'alive' if proc.poll() is None else 'killed'}")
             if stuck:
                 proc.kill()  # the eviction fallback: the offender goes

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from central.admission.cluster import Cluster  # noqa: E402
 from central.framework.conf import DEFAULT_CONF_YAML, load_config  # noqa: E402
 from central.model.fields import parse_duration  # noqa: E402
 from central.sim.timed import RunOptions, Workload, admit_job, run_once  # noqa: E402
@@ -53,7 +54,8 @@ def main() -> None:
     objects = cluster(args.nodes, args.seed)
     workload = Workload(static=[("bench", o) for o in objects if o["kind"] == "Node"],
                         submitted=[("bench", o) for o in objects if o["kind"] == "Queue"])
-    workload.submitted += [("bench", admit_job(job_from_row(row))) for row in rows]
+    admission = Cluster.from_objects(o for o in objects if o["kind"] == "Queue")
+    workload.submitted += [("bench", admit_job(job_from_row(row), admission)) for row in rows]
     pods = sum(t["replicas"] for row in rows for t in row["tasks"])
     options = RunOptions(until=until, period=1.0, stuck_after=600.0, start=datetime(2026, 1, 5, tzinfo=timezone.utc),
                          progress=_daily(time.perf_counter()))

@@ -59,5 +59,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return module.run(parsed)
     except InputError as err:
-        print(f"caldera {name}: error: {err}", file=sys.stderr)
+        print(f"caldera {name}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, always
         return 2

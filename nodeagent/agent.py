@@ -151,6 +151,8 @@ class Agent:
             return False, "failing: " + ", ".join(failing)
         if self.snapshot is None or not self.snapshot.usage_known:
             return False, "starting: no usage sample yet"
+        if self.stream is not None and self.stream.stats.refused:  # a token for another node, say
+            return False, "the scheduler refuses this agent: " + self.stream.stats.refused
         return True, "ready"
 
     def run(self, stop: threading.Event) -> None:

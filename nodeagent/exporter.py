@@ -165,7 +165,9 @@ class AgentCollector:
             requests.add_metric([node, verb], n)
         evictions = _counter("evictions", "Offline pod evictions by pressured resource and result.",
                              ["node", "resource", "result"])
-        for (resource, result), n in sorted(agent.qos.eviction.results.items()):
+        # every (resource, result) from zero, so rates and alerts see a series before the first eviction
+        counts = {(r, o): 0 for r in ("cpu", "memory") for o in ("ok", "failed")} | dict(agent.qos.eviction.results)
+        for (resource, result), n in sorted(counts.items()):
             evictions.add_metric([node, resource, result], n)
         yield from (errors, last, writes, requests, evictions)
 

@@ -64,6 +64,7 @@ class StreamStats:
     rejected: int = 0
     heartbeats: int = 0
     last_ack_unix_s: float = 0.0
+    refused: str = ""  # why the scheduler refused this agent's identity; "" once a report is acked
 
 
 class ReportStream:
@@ -83,6 +84,7 @@ class ReportStream:
         self._sequence = 0
         self._acked_sequence = 0
         self._resync = False
+        self._last_failure = ""
 
     def offer(self, sections: dict[str, Message]) -> None:
         with self._cond:
@@ -101,10 +103,12 @@ class ReportStream:
                 self._session(stop)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
-                log.warning("report stream to %s broke: %s %s", self.target, code,
-                            exc.details() if hasattr(exc, "details") else exc)
-            except (OSError, ValueError) as exc:  # unreadable TLS files, a bad target: retried too
-                log.warning("report stream to %s cannot start: %s", self.target, exc)
+                details = exc.details() if hasattr(exc, "details") else str(exc)
+                refused = code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+                self.stats.refused = f"{code.name}: {details}" if refused and code else ""
+                self._log(f"report stream to {self.target} broke: {code} {details}")
+            except (OSError, ValueError) as exc:  # unreadable TLS files or token, a bad target: retried too
+                self._log(f"report stream to {self.target} cannot start: {exc}")
             finally:
                 self.stats.connected = False
             if stop.is_set():
@@ -112,6 +116,11 @@ class ReportStream:
             attempt = 0 if self.stats.acked > acked_before else attempt + 1
             self.stats.reconnects += 1
             stop.wait(self.backoff_delay(attempt))
+
+    def _log(self, message: str) -> None:
+        """A failure once at WARNING; the same failure again (every reconnect) only at DEBUG."""
+        log.log(logging.DEBUG if message == self._last_failure else logging.WARNING, "%s", message)
+        self._last_failure = message
 
     def _channel(self) -> grpc.Channel:
         options = [("grpc.keepalive_time_ms", 30_000), ("grpc.keepalive_timeout_ms", 10_000)]
@@ -153,6 +162,8 @@ class ReportStream:
             self._acked_sequence = max(self._acked_sequence, ack.sequence)
             if ack.accepted:
                 self.stats.acked += 1
+                self.stats.refused = ""
+                self._last_failure = ""
                 self.stats.last_ack_unix_s = time.time()
             else:
                 self.stats.rejected += 1

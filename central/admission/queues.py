@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from central.admission import fields
+from central.model.parse import parse_queue
 from central.admission.cluster import DEFAULT_QUEUE, ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
@@ -79,6 +80,9 @@ def validate_queue(
     fields.at_most(problems, own["guarantee"], own["deserved"], "spec.guarantee.resource", "spec.deserved")
     fields.at_most(problems, own["deserved"], own["capability"], "spec.deserved", "spec.capability")
     fields.at_most(problems, own["guarantee"], own["capability"], "spec.guarantee.resource", "spec.capability")
+    fields.interpreted(problems, meta.get("annotations"), "Queue")
+    if not problems:
+        fields.readable(problems, parse_queue, queue)
     if name == ROOT:
         current = quotas(cluster.queues[ROOT])
         if own != current:
@@ -176,5 +180,5 @@ def validate_queue_delete(name: str, cluster: Cluster) -> Problems:
     if name in cluster.queues and cluster.children(name):
         add(problems, "metadata.name", f"queue {quote(name)} has child queues {', '.join(cluster.children(name))}")
     if cluster.podgroups_in(name):
-        add(problems, "metadata.name", f"queue {quote(name)} still has {len(cluster.podgroups_in(name))} PodGroup(s)")
+        add(problems, "metadata.name", f"queue {quote(name)} still has {cluster.podgroups_in(name)} PodGroup(s)")
     return problems

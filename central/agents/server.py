@@ -7,10 +7,11 @@ client certificate (mTLS, CN or a SAN = the node). A stream may only report abou
 in plaintext mode without an authenticator (tests, trusted networks) it is bound to the first
 node it reports about. A violation aborts the stream with PERMISSION_DENIED (UNAUTHENTICATED
 for a missing or refused token, or one that expired while the stream was open: the agent
-reconnects with the kubelet's refreshed token), so a lying agent can only hurt its own node. A delta the store cannot merge
-is refused with `resync` set and the agent sends a full report next. Messages are capped in size
-and each stream in rate (a token bucket: `max_reports_per_s`, bursts of twice that); a report
-over the rate is refused unapplied, with `resync` so the agent's next report is complete.
+reconnects with the kubelet's refreshed token), so a lying agent can only hurt its own node.
+A delta the store cannot merge is refused with `resync` set and the agent sends a full report
+next. Messages are capped in size and each stream in rate (a token bucket: `max_reports_per_s`,
+bursts of twice that); a report over the rate is refused unapplied, with `resync` so the agent's
+next report is complete.
 `ReceiverServer` runs the loop on its own thread so a synchronous scheduler can embed it;
 `ReceiverCollector` exports its counters (`caldera_agent_reports_total{result}`: accepted,
 denied, unauthenticated, stale, rate_limited) and the fresh/stale node counts to /metrics.

@@ -17,7 +17,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from central.api.quantity import parse_quantity
+from central.api.quantity import INT64_MAX, parse_quantity
 from central.errors import InputError
 
 CPU = "cpu"
@@ -51,6 +51,8 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
         raise InputError(where, f"expected a map of resource name to quantity, got {type(raw).__name__}")
     out: dict[str, float] = {}
     for name, value in raw.items():
+        if not isinstance(name, str):
+            raise InputError(f"{where}", f"resource names must be strings, got {name!r}")
         try:
             quantity = parse_quantity(value)
         except InputError as err:
@@ -58,8 +60,14 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
         if quantity < 0:
             raise InputError(f"{where}.{name}", f"must not be negative, got {value!r}")
         if is_scheduled_resource(name) or name == PODS:
-            out[str(name)] = canonical(name, quantity)
+            value = canonical(name, quantity)
+            if value > INT64_MAX:  # cpu and scalars count in milli-units, bounded like kube's MilliValue
+                raise InputError(f"{where}.{name}", f"too large: {value:.0f} in {_UNITS.get(name, 'milli-units')} exceeds int64")
+            out[str(name)] = value
     return out
+
+
+_UNITS = {MEMORY: "bytes", PODS: "pods", CPU: "millicores"}
 
 
 def add_lists(*lists: Mapping[str, float]) -> dict[str, float]:

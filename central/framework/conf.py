@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 
-from central.errors import InputError
-from central.model.fields import yaml_problem
+from central.errors import InputError, shown
+from central.model.fields import typed, yaml_documents
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
 PLUGIN_FLAGS = (
@@ -76,15 +75,15 @@ class SchedulerConf:
         return next((p for tier in self.tiers for p in tier if p.name == name), None)
 
 
-def load_config(text: str, source: str = "scheduler configuration") -> SchedulerConf:
+def load_config(text: str | bytes, source: str = "scheduler configuration") -> SchedulerConf:
     """Parse and validate a configuration; InputError names `source` and the key."""
     from central.actions import ACTIONS  # the registries import the framework, not the reverse
     from central.plugins import PLUGINS
 
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise InputError(source, yaml_problem(err)) from None
+    docs = yaml_documents(text, source)
+    if len(docs) > 1:
+        raise InputError(source, f"expected one YAML document, got {len(docs)}")
+    raw = docs[0] if docs else None
     try:
         conf = _build(raw, set(ACTIONS), set(PLUGINS))
         _try_plugins(conf)
@@ -120,8 +119,8 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
         where = f"configurations[{i}]"
         item = _mapping(item, where)
         _known_keys(item, {"name", "arguments"}, where)
-        if item.get("name") not in actions:
-            raise InputError(f"{where}.name", f"unknown action {item.get('name')!r}; valid: {', '.join(sorted(actions))}")
+        if not isinstance(item.get("name"), str) or item["name"] not in actions:
+            raise InputError(f"{where}.name", f"unknown action {shown(item.get('name'))}; valid: {', '.join(sorted(actions))}")
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
     return SchedulerConf(names, tiers, configurations, metrics)
@@ -136,14 +135,14 @@ def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:
 def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
     raw = _mapping(raw, where)
     name = raw.get("name")
-    if name not in plugins:
-        raise InputError(f"{where}.name", f"unknown plugin {name!r}; valid: {', '.join(sorted(plugins))}")
+    if not isinstance(name, str) or name not in plugins:
+        raise InputError(f"{where}.name", f"unknown plugin {shown(name)}; valid: {', '.join(sorted(plugins))}")
     _known_keys(raw, {"name", "arguments", *PLUGIN_FLAGS}, where)
     flags = {}
     for flag in PLUGIN_FLAGS:
         if flag in raw:
             if not isinstance(raw[flag], bool):
-                raise InputError(f"{where}.{flag}", f"expected true or false, got {raw[flag]!r}")
+                raise InputError(f"{where}.{flag}", f"expected true or false, got {shown(raw[flag])}")
             flags[flag] = raw[flag]
     return PluginOption(name, flags, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
 
@@ -163,12 +162,8 @@ def _known_keys(raw: Mapping[str, Any], known: set[str], where: str) -> None:
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InputError(where, f"expected a map, got {type(value).__name__}")
-    return value
+    return typed(value, Mapping, where)
 
 
 def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(where, f"expected a list, got {type(value).__name__}")
-    return value
+    return typed(value, list, where)

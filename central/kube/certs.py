@@ -19,17 +19,18 @@ import base64
 import datetime as dt
 import logging
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from central.certs import (CA_CRT, CA_KEY, TLS_CRT, TLS_KEY, CertError, KeyPair, ServingRequest, ca_problem,
                            certificate_problem, issue_serving, new_ca, serving_problem, service_dns_names)
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
+from central.vcctl.common import api_errors
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ADMISSION_REGISTRATION = "/apis/admissionregistration.k8s.io/v1"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "caldera-certs")
@@ -93,7 +94,7 @@ def _write(client: KubeClient, namespace: str, name: str, data: dict[str, bytes]
     client.request("PUT", path(CORE, "secrets", namespace, name), body=body)
 
 
-def _retrying(step):  # type: ignore[no-untyped-def]
+def _retrying(step: Callable[[], T]) -> T:
     """Run `step()` again when another run changed the Secret between our read and write."""
     for attempt in range(5):
         try:
@@ -166,15 +167,15 @@ def ensure_certificates(client: KubeClient, namespace: str, targets: list[Target
     return [ensure_serving(client, namespace, target, ca, now) for target in targets]
 
 
-def default_targets(namespace: str, webhook_service: str = WEBHOOK_SERVICE,
-                    scheduler_service: str = SCHEDULER_SERVICE, dns_names: tuple[str, ...] = (),
-                    ip_addresses: tuple[str, ...] = ()) -> list[Target]:
-    """The webhook's and the scheduler's certificates; `dns_names`/`ip_addresses` go into both
-    (a local run reaches both servers at 127.0.0.1)."""
+def default_targets(namespace: str, webhook: tuple[str, str] = (WEBHOOK_SECRET, WEBHOOK_SERVICE),
+                    scheduler: tuple[str, str] = (SCHEDULER_SECRET, SCHEDULER_SERVICE),
+                    dns_names: tuple[str, ...] = (), ip_addresses: tuple[str, ...] = ()) -> list[Target]:
+    """The webhook's and the scheduler's certificates, each a (Secret, Service) pair;
+    `dns_names`/`ip_addresses` go into both (a local run reaches both servers at 127.0.0.1)."""
     def target(secret: str, service: str) -> Target:
         names = service_dns_names(service, namespace) + tuple(dns_names)
         return Target(secret, ServingRequest(f"{service}.{namespace}.svc", names, tuple(ip_addresses)))
-    return [target(WEBHOOK_SECRET, webhook_service), target(SCHEDULER_SECRET, scheduler_service)]
+    return [target(*webhook), target(*scheduler)]
 
 
 def write_files(directory: Path, outcome: Outcome) -> Path:
@@ -241,20 +242,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write each Secret as files: DIR/<secret>/{ca.crt,tls.crt,tls.key}")
 
 
+@api_errors("certs")
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        targets = default_targets(args.namespace, args.webhook_service, args.scheduler_service,
+        targets = default_targets(args.namespace, (args.webhook_secret, args.webhook_service),
+                                  (args.scheduler_secret, args.scheduler_service),
                                   tuple(args.dns_name), tuple(args.ip_address))
     except CertError as err:
         raise InputError("--ip-address", str(err)) from None
-    targets = [Target(args.webhook_secret, targets[0].request), Target(args.scheduler_secret, targets[1].request)]
     client = KubeClient.connect(args.kubeconfig)
-    try:
-        outcomes = ensure_certificates(client, args.namespace, targets, ca_secret=args.ca_secret)
-    except ApiError as err:
-        print(f"caldera certs: the API refused: {err}", file=sys.stderr)
-        return 1
+    outcomes = ensure_certificates(client, args.namespace, targets, ca_secret=args.ca_secret)
     for outcome in outcomes:
         print(outcome.line(args.namespace))
         if args.out_dir:

@@ -100,21 +100,6 @@ class SchedulerMetrics:
         self._queue_labels = seen
 
 
-class AgentNodeCounts:
-    """`caldera_agent_nodes{state="fresh"|"stale"}`: nodes whose agent reported recently, or
-    not; read from the report store at scrape time."""
-
-    def __init__(self, store: Any):
-        self.store = store
-
-    def collect(self) -> Any:
-        family = GaugeMetricFamily("caldera_agent_nodes", "Nodes by the freshness of their agent's report",
-                                   labels=["state"])
-        family.add_metric(["fresh"], float(len(self.store.fresh_nodes())))
-        family.add_metric(["stale"], float(len(self.store.stale_nodes())))
-        return [family]
-
-
 class QueuePodGroupCounts:
     """`volcano_queue_pod_group_<phase>_count{queue_name}` from the Queue controller's view,
     read at scrape time (a custom collector: no state to go stale, one series per queue)."""

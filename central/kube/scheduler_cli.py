@@ -14,7 +14,7 @@ from typing import Any, Callable
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, exit_on_lost
-from central.kube.metrics import AgentNodeCounts, SchedulerMetrics, serve
+from central.kube.metrics import SchedulerMetrics, serve
 from central.kube.scheduler import ConfigFile, Scheduler
 
 log = logging.getLogger(__name__)
@@ -148,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
                                 retry_period=args.leader_elect_retry_period, on_lost=exit_on_lost)
     receiver, feed = agent_receiver(args, client)
     metrics = SchedulerMetrics()
-    if receiver is not None:
-        metrics.registry.register(AgentNodeCounts(receiver.store))
     scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
                           scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                           metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,

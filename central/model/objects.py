@@ -255,10 +255,14 @@ class QueueInfo:
     parent: str | None
     state: str  # Open | Closing | Closed | Unknown
     creation: str = ""
+    tenants: frozenset[str] | None = None  # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
 
     @property
     def is_open(self) -> bool:
         return self.state == "Open"
+
+    def admits(self, namespace: str) -> bool:
+        return self.tenants is None or namespace in self.tenants
 
 
 class FitErrors:

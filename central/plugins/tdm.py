@@ -42,6 +42,7 @@ from central.errors import InputError
 from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
+from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
 
 ZONE = "volcano.sh/revocable-zone"
@@ -78,14 +79,11 @@ def inside(window: tuple[int, int], now: datetime) -> bool:
 
 def budget_value(job: JobInfo, key: str, total: int) -> int:
     """An int-or-percent budget annotation resolved against the job's task count."""
-    text = job.annotations[key].strip()
-    where = f"PodGroup {job.uid}: metadata.annotations[{key}]"
     try:
-        if text.endswith("%"):
-            return math.ceil(int(text[:-1]) * total / 100)
-        return int(text)
-    except (ValueError, OverflowError):  # a percentage of 10^400 overflows the division
-        raise InputError(where, f"expected an integer or a percentage like 25%, got {text!r}") from None
+        value, percent = count_or_percent(job.annotations[key], key)
+    except InputError as err:
+        raise err.within(f"PodGroup {job.uid}") from None
+    return math.ceil(value * total / 100) if percent else value
 
 
 def evictable(job: JobInfo) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf, load_config
+from central.manifests import read_file
 from central.model.cache import ClusterCache
 from central.model.fields import parse_duration, parse_time
 from central.model.queuetree import check_queues
@@ -114,7 +115,7 @@ def run_timed(args: argparse.Namespace) -> int:
 
 
 def _conf(path: str | None) -> SchedulerConf:
-    return load_config(_read(path), path) if path else load_config(DEFAULT_CONF_YAML, "default configuration")
+    return load_config(read_file(path), path) if path else load_config(DEFAULT_CONF_YAML, "default configuration")
 
 
 def _node_reports(args: argparse.Namespace) -> list:
@@ -131,9 +132,3 @@ def _duration(text: str, flag: str, positive: bool = False) -> float:
         raise InputError(flag, f"must be longer than 0, got {text!r}")
     return seconds
 
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as err:
-        raise InputError(path, f"cannot read: {err.strerror}") from None

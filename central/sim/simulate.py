@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from central.framework.conf import SchedulerConf
+from central.framework.session import CycleResult
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
@@ -42,6 +43,17 @@ class SimulationResult:
         }
 
 
+    def add(self, result: CycleResult) -> None:
+        """Take in one more cycle: binds, evictions, faults and PodGroups add up; pipelined, pending
+        and queues are the latest cycle's."""
+        self.binds.update(result.binds)
+        self.annotations.update(result.annotations)
+        self.evictions.extend(result.evictions)
+        self.podgroups.update(result.podgroups)
+        self.pipelined, self.pending, self.queues = result.pipelined, result.pending_reasons, result.queues
+        self.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
+
+
 SCHEDULE_PERIOD = timedelta(seconds=1)  # Volcano's default --schedule-period
 
 
@@ -51,12 +63,7 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: d
     start = start or datetime.now(timezone.utc)
     for cycle in range(cycles):
         result = run_cycle(cache, conf, now=start + cycle * SCHEDULE_PERIOD)
-        out.binds.update(result.binds)
-        out.annotations.update(result.annotations)
-        out.evictions.extend(result.evictions)
-        out.podgroups.update(result.podgroups)
-        out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
-        out.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
+        out.add(result)
         _advance(cache, result.binds, result.annotations, result.evictions)
     return out
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import yaml
-
 from central.errors import InputError
+from central.manifests import read_file
+from central.model.fields import yaml_documents
 from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.jobs import JOB_NAMESPACE as JOB_NAMESPACE_LABEL
@@ -52,9 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @api_errors("job")
 def run(args: argparse.Namespace) -> int:
+    # A bad file is the user's to fix whatever the cluster: read it before connecting.
+    job = (_job_from_file(args) if args.filename else _job_from_flags(args)) if args.action == "run" else {}
     client = connect(args)
     if args.action == "run":
-        job = _job_from_file(args) if args.filename else _job_from_flags(args)
         namespace = job["metadata"].setdefault("namespace", args.namespace)
         job = admitted(client, job, f"Job {namespace}/{job['metadata']['name']}")
         created = client.create(path(VOLCANO_BATCH, "jobs", namespace), job)
@@ -120,17 +121,12 @@ def _job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _job_from_file(args: argparse.Namespace) -> dict[str, Any]:
-    try:
-        with open(args.filename) as f:
-            job = yaml.safe_load(f)
-    except OSError as err:
-        raise InputError(args.filename, err.strerror or str(err)) from None
-    except yaml.YAMLError as err:
-        raise InputError(args.filename, f"not valid YAML: {err}") from None
+    docs = yaml_documents(read_file(args.filename), args.filename)
+    job = docs[0] if len(docs) == 1 else None
     if not isinstance(job, dict) or job.get("kind") != "Job" or not str(job.get("apiVersion", "")).startswith(
             "batch.volcano.sh/"):
         raise InputError(args.filename, "expected one batch.volcano.sh Job")
-    if not (job.get("metadata") or {}).get("name"):
+    if not isinstance(job.get("metadata"), dict) or not isinstance(job["metadata"].get("name"), str):
         raise InputError(args.filename, "metadata.name: required")
     return job
 

@@ -101,7 +101,8 @@ class QosManager:
                                    {rel: pod.cpu_limit_cores for rel, pod in own.items()})
         limit = self.memory.limit_bytes
         if online_mem is not None:
-            owners = {rel: ", ".join(f"{u.pod.namespace}/{u.pod.name}" for u in group) for rel, group in members.items()}
+            owners = {rel: ", ".join(f"{u.pod.namespace}/{u.pod.name}" for u in group)
+                      for rel, group in members.items()}
             limit = self.memory.apply(allocatable_bytes, int(online_mem), weights, owners,
                                       {rel: pod.memory_limit_bytes for rel, pod in own.items()})
         self.burst.apply([u.pod for u in pods if u.pod.qos_level == "LS"])
@@ -128,7 +129,8 @@ class QosManager:
             allocatable_cores, allocatable_bytes, offline_held=quota is not None)
         pressures += self.eviction.cpu_satisfaction(quota, offline_cpu, sum(u.pod.cpu_request_cores for u in offline))
         for rel, excess in self.memory.stuck_groups().items():
-            pressures.append(Pressure("memory", excess, "memory_target", tuple(u.pod.uid for u in members.get(rel, []))))
+            uids = tuple(u.pod.uid for u in members.get(rel, []))
+            pressures.append(Pressure("memory", excess, "memory_target", uids))
         return pressures
 
 

@@ -31,6 +31,7 @@ from nodeagent.cgroup.driver import CgroupDriver
 from nodeagent.health import Health
 
 MIN_GROUP_CORES = 0.01  # the kernel's 1 ms quota floor at the default 100 ms period
+PINNED_SLACK = 4 << 20  # usage this close to a pinned limit is still "at the limit"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ class CpuSuppression:
                 self.quotas.pop(rel, None)  # a vanished pod cgroup has nothing left to restore
 
 
+PAGE = 4096
+
+
 class MemoryProtection:
     def __init__(self, cfg: MemoryProtectConfig, driver: CgroupDriver, offline_rel: str,
                  health: Health | None = None) -> None:
@@ -106,6 +110,7 @@ class MemoryProtection:
         self.limits: dict[str, int] = {}  # group -> limit in force
         self.targets: dict[str, int] = {}  # group -> where the limit should be
         self.stuck: dict[str, int] = {}  # group -> consecutive samples above target
+        self.pinned: set[str] = set()  # v1 groups held at what the kernel could not reclaim
         self._own: dict[str, int | None] = {}  # pod group -> its own limit, restored on release
         self._capping = False
         self._owners: dict[str, str] = {}
@@ -159,11 +164,17 @@ class MemoryProtection:
         return out
 
     def _lower(self, rel: str, target: int) -> None:
+        if rel in self.limits and self._drifted(rel, self.limits[rel]):
+            del self.limits[rel]  # the kubelet's QoS sync rewrote it (T23, ko#1734): write ours again
+            self.pinned.discard(rel)
         usage = self._driver.memory_usage(rel)
         if self._driver.layout.version == 2 or usage is None or usage <= target:
             if self.limits.get(rel) != target and self._driver.set_memory_cap(rel, target):
                 self.limits[rel] = target
             return
+        if rel in self.pinned and self.limits.get(rel, 0) <= usage + PINNED_SLACK:
+            return  # pinned at what is left: only eviction, or the pods freeing memory, moves it now
+        self.pinned.discard(rel)
         step = max(target, usage - self.cfg.step_bytes)
         if self.limits.get(rel) == step or self._driver.set_memory_cap(rel, step):
             self.limits[rel] = step
@@ -178,10 +189,16 @@ class MemoryProtection:
         if self.limits.get(rel) != pinned and self._driver.set_memory_cap(rel, pinned):
             self.limits[rel] = pinned
         if pinned > target:
+            self.pinned.add(rel)
             self._health.error("memory_protect", "target_unreachable",
                                f"{self._driver.memory_cap_file(rel)}: held at {pinned} bytes, target {target} "
                                f"(usage {left}; the rest is not reclaimable without swap); "
                                f"pods: {self._owners.get(rel, 'unknown')}")
+
+    def _drifted(self, rel: str, limit: int) -> bool:
+        """The cap in the file is no longer ours. Within a page is ours: v1 rounds to pages."""
+        current = self._driver.memory_cap(rel)
+        return current is None or abs(current - limit) >= PAGE
 
     def release(self, groups: set[str] | None = None) -> None:
         """Gives the groups back their own limit (unlimited for the QoS parent)."""
@@ -191,3 +208,4 @@ class MemoryProtection:
                 self.limits.pop(rel, None)
             self.stuck.pop(rel, None)
             self.targets.pop(rel, None)
+            self.pinned.discard(rel)

@@ -107,7 +107,7 @@ BAD = [
     ),
     pytest.param(
         spec(policies=[policy(event="PodFailed", timeout="ten minutes")]),
-        "spec.policies[0].timeout: invalid duration",
+        "spec.policies[0].timeout: expected a duration like 90s",
         id="bad-timeout",
     ),
     pytest.param(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.admission import Cluster, admit, admit_delete
-from central.admission.podgroups import validate_pod
+from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue
 from tests.admission.helpers import job, podgroup, queue
 
@@ -217,7 +217,8 @@ def test_podgroup_in_default_queue_takes_the_namespace_queue() -> None:
     ],
 )
 def test_pod_disruption_budget_annotations(annotations: dict[str, str], expected: list[str]) -> None:
-    errors = validate_pod({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations}})
+    errors = validate_pod({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations},
+                           "spec": {"schedulerName": "volcano"}})
     assert len(errors) == len(expected) and all(e.startswith(x) for e, x in zip(errors, expected, strict=True)), errors
 
 

@@ -66,11 +66,15 @@ def test_a_token_for_the_node_streams_its_reports(tmp_path, agent_runner):  # no
         server.stop()
 
 
-def test_a_token_for_another_node_is_denied(tmp_path, agent_runner):  # noqa: F811
+def test_a_token_for_another_node_is_denied_logged_once_and_said_by_the_agent(tmp_path, agent_runner,  # noqa: F811
+                                                                               caplog):
     server, store, stream, _ = _run(tmp_path, agent_runner, Tokens({"t-b": AgentIdentity("node-b")}), "node-a", "t-b")
     try:
-        wait_for(lambda: server.service.denied >= 2 and stream.stats.reconnects >= 2)
+        wait_for(lambda: server.service.denied >= 3 and stream.stats.reconnects >= 3)
         assert store.latest("node-a") is None and stream.stats.acked == 0
+        assert stream.stats.refused.startswith("PERMISSION_DENIED: this stream is not entitled to report node")
+        agent_warnings = [r for r in caplog.records if r.name == "nodeagent.stream" and r.levelname == "WARNING"]
+        assert len(agent_warnings) == 1  # not one per reconnect
     finally:
         server.stop()
 

@@ -27,7 +27,7 @@ def run_simulate(tmp_path, manifest: str, *extra: str):
     pytest.param("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {memory: lots}}\n",
                  "Node n1: status.allocatable.memory", id="node-quantity"),
     pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: two}\n",
-                 "PodGroup default/pg: spec.minMember: expected int", id="podgroup-minmember"),
+                 "PodGroup default/pg: spec.minMember: expected an integer", id="podgroup-minmember"),
     pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\nspec: {weight: -1}\n",
                  "Queue q: spec.weight: must not be negative", id="queue-weight"),
     pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
@@ -82,7 +82,7 @@ def test_bad_plugin_argument_is_reported_by_simulate(tmp_path, capsys):
     conf = tmp_path / "sched.conf"
     conf.write_text("actions: allocate\ntiers:\n- plugins: [{name: binpack, arguments: {binpack.weight: heavy}}]\n")
     assert run_simulate(tmp_path, NODE, "--config", str(conf)) == 2
-    assert "plugin binpack: arguments.binpack.weight: expected a number, got 'heavy'" in capsys.readouterr().err
+    assert "plugin binpack: arguments.binpack.weight: expected a number within ±1e+09, got 'heavy'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("plugin, message", [

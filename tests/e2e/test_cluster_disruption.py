@@ -96,3 +96,14 @@ def test_scaling_resizes_the_podgroup_and_the_pods(tenant: Tenant, to: int) -> N
              and len(tenant.pods("volcano.sh/job-name=elastic")) == to, f"{to} pods")
     hosts = tenant.kube.get(f"/api/v1/namespaces/{tenant.namespace}/configmaps/elastic-svc")["data"]
     assert len(hosts["worker.host"].split()) == to, hosts
+
+
+def test_a_deleted_pod_is_replaced_and_the_job_keeps_running(tenant: Tenant) -> None:
+    tenant.create(JOBS.format(ns=tenant.namespace), volcano_job("steady", tenant.queue, replicas=2))
+    wait_for(lambda: len(running_pods(tenant, "steady")) == 2, "two running pods")
+    victim = running_pods(tenant, "steady")[0]
+    tenant.kube.delete(f"/api/v1/namespaces/{tenant.namespace}/pods/{victim['metadata']['name']}")  # graceful
+    wait_for(lambda: len(running_pods(tenant, "steady")) == 2
+             and victim["metadata"]["uid"] not in {p["metadata"]["uid"] for p in running_pods(tenant, "steady")},
+             "the job controller to replace the deleted pod", timeout=90)
+    wait_for(lambda: phase(tenant, "steady") == "Running", "the job Running with its replacement")

@@ -66,7 +66,8 @@ def test_a_corrupt_managed_secret_is_replaced(kube):
 def _foreign_secret(kube, pair: KeyPair, ca_pem: bytes) -> None:
     kube.create(path(CORE, "secrets", NS), {
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": WEBHOOK_SECRET, "namespace": NS, "labels": {"app.kubernetes.io/managed-by": "cert-manager"}},
+        "metadata": {"name": WEBHOOK_SECRET, "namespace": NS,
+                     "labels": {"app.kubernetes.io/managed-by": "cert-manager"}},
         "data": {k: base64.b64encode(v).decode() for k, v in
                  {"ca.crt": ca_pem, "tls.crt": pair.cert_pem, "tls.key": pair.key_pem}.items()}})
 
@@ -143,3 +144,19 @@ def test_the_webhook_fills_in_its_own_ca_bundle_and_follows_a_new_ca(api, kube, 
     injector.sync()
     hooks = kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
     assert {w["clientConfig"]["caBundle"] for w in hooks["webhooks"]} == {base64.b64encode(b"CA-2").decode()}
+
+
+def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path, capsys):
+    import yaml
+
+    from central.cli import main
+    from tests.kube.test_scheduler_command import free_port
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+        "users": [{"name": "x", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    assert main(["certs", "--kubeconfig", str(kubeconfig)]) == 1
+    assert "caldera certs: error: cannot reach the API server" in capsys.readouterr().err

@@ -119,3 +119,14 @@ def test_monitoring_objects_come_from_daemonset_monitoring(helm):
     assert json.loads(dashboard["data"]["caldera.json"]) == json.loads(
         (ROOT / "daemonset" / "monitoring" / "dashboard.json").read_text())
     assert not {"PodMonitor", "PrometheusRule"} & {o["kind"] for o in render(helm)}
+
+
+def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
+    objects = by_key(render(helm, "json:agent.cgroupWritableSubtrees=[\"kubepods.slice\"]"))
+    pod = objects[("DaemonSet", "caldera-system", "caldera-nodeagent")]["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["/host/cgroup"]["readOnly"] is True
+    writable = [m for m in mounts.values() if not m.get("readOnly") and "hostPath" in volumes[m["name"]]]
+    assert [(m["mountPath"], volumes[m["name"]]["hostPath"]["path"]) for m in writable] == [
+        ("/host/cgroup/kubepods.slice", "/sys/fs/cgroup/kubepods.slice")]

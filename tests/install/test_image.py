@@ -75,7 +75,8 @@ def test_the_dockerfile_builds_and_the_image_runs(tmp_path):
     _run(*buildah, "add", base, str(_base_tar()), "/")
     _run(*buildah, "commit", "--quiet", base, "localhost/caldera-base:bookworm")
     tag = f"localhost/caldera:{VERSION}"
-    _run(*buildah, "bud", "--pull=false", "--isolation", "chroot", "--build-arg", "BASE=localhost/caldera-base:bookworm",
+    _run(*buildah, "bud", "--pull=false", "--isolation", "chroot",
+         "--build-arg", "BASE=localhost/caldera-base:bookworm",
          *_host_trust(tmp_path), "-t", tag, "-f", str(ROOT / "Dockerfile"), str(ROOT), timeout=1800)
     config = json.loads(_run(*buildah, "inspect", "--type", "image", tag))["OCIv1"]["config"]
     assert config["User"] == "1000:1000" and config["Entrypoint"] == ["caldera"]

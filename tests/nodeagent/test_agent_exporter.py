@@ -139,8 +139,13 @@ def test_failing_pod_source_keeps_the_last_list(tmp_path: Path, source_error: Ex
 
 
 class Offers:
+    """Stands in for the ReportStream: records what the agent offers."""
+
     def __init__(self) -> None:
+        from nodeagent.stream import StreamStats
+
         self.sections: list[dict] = []
+        self.stats = StreamStats()
 
     def offer(self, sections: dict) -> None:
         self.sections.append(sections)
@@ -202,7 +207,8 @@ def test_batch_qos_and_psi_metrics(tmp_path: Path) -> None:
         levels = {s.labels["pod"]: (s.labels["qos_level"], s.labels["kube_qos_class"])
                   for s in families["nodeagent_pod_qos_info"].samples}
         assert levels == {"web-0": ("LC", "Burstable"), "train-0": ("BE", "BestEffort")}
-        psi = {(s.labels["resource"], s.labels["kind"]): s.value for s in families["nodeagent_node_pressure_ratio"].samples}
+        psi = {(s.labels["resource"], s.labels["kind"]): s.value
+               for s in families["nodeagent_node_pressure_ratio"].samples}
         assert psi == {("cpu", "some"): 0.125, ("cpu", "full"): 0.0}
     finally:
         server.stop()

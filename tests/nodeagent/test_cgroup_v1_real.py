@@ -106,17 +106,17 @@ def test_suppression_cuts_offline_and_spares_online(hierarchy) -> None:
     procs += [_burner(cpu, f"{group}/offline"), _burner(cpu, f"{group}/online")]
     time.sleep(0.2)  # let both start spinning
 
-    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=20, min_cores=0.05), driver, f"{group}/offline")
+    strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=5, min_cores=0.01), driver, f"{group}/offline")
     # Other work on a shared machine can take CPU from the burners in one window, so the
     # experiment gets up to five tries; every assertion below must hold in one of them.
     measurable = False
     for _ in range(5):
         assert driver.set_cpu_quota(f"{group}/offline", None)  # unlimited: the fair baseline
         offline_before, online_before = _shares(driver, group)
-        # One CPU is allocatable to these two; online uses up to half: 20 % x 1 core - online
-        # leaves offline (about) the 0.05-core floor, also on a busy machine.
+        # One CPU is allocatable to these two; online uses up to half of it (far less when the
+        # machine is busy): 5 % x 1 core - online leaves offline (about) the 0.01-core floor.
         quota = strategy.apply(1.0, online_before)
-        assert quota is not None and 0.05 <= quota <= 0.2
+        assert quota is not None and 0.01 <= quota <= 0.05
         offline_after, online_after = _shares(driver, group)
         measurable = measurable or offline_before > quota + 0.05
         capped = offline_after <= quota + 0.05
@@ -271,7 +271,8 @@ def test_cpu_burst_lets_a_limited_group_borrow_unused_quota(hierarchy) -> None:
     from nodeagent.qos.burst import CpuBurst, CpuBurstConfig
 
     # The writer that may touch online pods, as the QoS manager builds it.
-    burst = CpuBurst(CpuBurstConfig(percent=100), open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), CgroupWriter(Health())))
+    unguarded = open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), CgroupWriter(Health()))
+    burst = CpuBurst(CpuBurstConfig(percent=100), unguarded)
     assert burst.burst_tree(rel) == 1
     assert driver.cpu_burst_cores(rel) == pytest.approx(0.2)
     # Idle, then 40 ms of work at once: more than one period's 20 ms, paid from the burst.

@@ -294,9 +294,15 @@ def test_v1_memory_protection_steps_reclaims_then_pins_and_reports_stuck(tmp_pat
     assert strategy.apply(10_000 * MB, 9_500 * MB, owners={OFFLINE: "batch/hog"}) == 600 * MB  # EBUSY: pinned
     assert writer.results[("memory.force_empty", "ok")] == 1 and writer.cache == 0
     assert health.failing["memory_protect"] == "target_unreachable"
-    assert strategy.apply(10_000 * MB, 9_500 * MB) == 600 * MB  # still there: no pointless writes
+    failed = writer.results[("memory.limit_in_bytes", "failed")]
+    assert strategy.apply(10_000 * MB, 9_500 * MB) == 600 * MB  # still pinned: no pointless writes
     assert strategy.stuck_groups() == {OFFLINE: 300 * MB}  # what eviction must free
     assert writer.results[("memory.limit_in_bytes", "ok")] == 2
+    assert writer.results[("memory.limit_in_bytes", "failed")] == failed
+    assert writer.results[("memory.force_empty", "ok")] == 1
+    writer.anon = 450 * MB  # the pods freed memory themselves: lowering resumes
+    (tmp_path / "memory" / OFFLINE / "memory.usage_in_bytes").write_text(f"{450 * MB}\n")
+    assert strategy.apply(10_000 * MB, 9_500 * MB) == 450 * MB
 
 
 def test_v1_memory_protection_warning_names_the_file_and_the_pods(tmp_path: Path, caplog) -> None:
@@ -370,7 +376,8 @@ def test_a_pod_group_share_never_exceeds_its_own_limit(tmp_path: Path) -> None:
 ])
 def test_cpu_burst_for_ls_pods_with_a_quota(tmp_path: Path, version, quota_file, quota, burst_file, expected) -> None:
     layout = CgroupLayout(tmp_path, version, "cgroupfs")
-    pods = [PodInfo("shop", "web", "uid-web", "Burstable", "LS"), PodInfo("shop", "free", "uid-free", "Burstable", "LS")]
+    pods = [PodInfo("shop", "web", "uid-web", "Burstable", "LS"),
+            PodInfo("shop", "free", "uid-free", "Burstable", "LS")]
     for pod in pods:
         rel = layout.pod_dir(pod.uid, pod.qos_class)
         fake_pod_cgroup(layout, rel, 0, 0, 0)

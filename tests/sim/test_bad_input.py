@@ -61,3 +61,10 @@ def test_a_bad_pod_stops_the_run_before_it_starts(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert f"{tmp_path / 'pod.yaml'}: Pod default/p: spec.containers[0].resources.requests.cpu" in err
+
+
+def test_jobs_pass_admission_against_the_workloads_queues(tmp_path, capsys):
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "job.yaml").write_text((JOB % ("", "")).replace("spec:\n", "spec:\n  queue: nowhere\n", 1))
+    assert main(["simulate", "--manifests", str(tmp_path), "--until", "1h"]) == 2
+    assert f"{tmp_path / 'job.yaml'}: Job default/j: spec.queue" in capsys.readouterr().err

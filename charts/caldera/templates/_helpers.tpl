@@ -62,6 +62,19 @@ daemonset/ has them.
 {{- end -}}
 {{- if $conf -}}{{- $_ := set $obj.data "volcano-scheduler.conf" $conf -}}{{- end -}}
 {{- end -}}
+{{- if and (eq $obj.kind "DaemonSet") (eq $obj.metadata.name "caldera-nodeagent") $v.agent.cgroupWritableSubtrees -}}
+{{- /* the cgroup tree read-only, only the named subtrees (where pods' cgroups live) writable */ -}}
+{{- $pod := $obj.spec.template.spec -}}
+{{- $agent := first $pod.containers -}}
+{{- range $m := $agent.volumeMounts -}}
+{{- if eq $m.name "host-cgroup" -}}{{- $_ := set $m "readOnly" true -}}{{- end -}}
+{{- end -}}
+{{- range $i, $sub := $v.agent.cgroupWritableSubtrees -}}
+{{- $name := printf "host-cgroup-rw-%d" $i -}}
+{{- $_ := set $agent "volumeMounts" (append $agent.volumeMounts (dict "name" $name "mountPath" (printf "/host/cgroup/%s" $sub) "mountPropagation" "HostToContainer")) -}}
+{{- $_ := set $pod "volumes" (append $pod.volumes (dict "name" $name "hostPath" (dict "path" (printf "/sys/fs/cgroup/%s" $sub) "type" "Directory"))) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
 {{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
