@@ -16,7 +16,7 @@ from central.api.resources import EPSILON
 from central.model.cache import ClusterCache
 from central.model.objects import READY_STATUSES
 from central.scheduler.cycle import run_cycle
-from central.sim.bench import BENCH_CONF, bytes_per_pod, first_fit_baseline, synthetic_cluster
+from central.sim.bench import BENCH_CONF, bytes_per_pod, floor_baseline, synthetic_cluster
 from central.framework.conf import load_config
 
 FULL = os.environ.get("CALDERA_SCALE") == "full"
@@ -30,12 +30,13 @@ def test_t29_a_large_session_keeps_its_invariants_and_memory_budget():
     cache = ClusterCache()
     for obj in objects:
         cache.apply(obj)
-    baseline, _ = first_fit_baseline(cache)
+    floor = floor_baseline(cache)  # None only without a C compiler
     result = run_cycle(cache, load_config(BENCH_CONF, "bench configuration"))
     rows = len(cache.node_list)
     t = cache.table
     assert np.all(t.used[:rows] <= t.alloc[:rows] + EPSILON) and np.all(t.pods[:rows] <= t.max_pods[:rows])
-    assert len(result.binds) >= 0.99 * baseline  # gangs cost a little against a gang-blind first fit
+    if floor is not None:  # gangs cost a little against the gang-blind compiled placement
+        assert len(result.binds) >= 0.99 * floor[0]
     assert len(set(result.binds)) == len(result.binds)
     for job in cache.jobs.values():
         placed = sum(t.status in READY_STATUSES for t in job.tasks.values())
