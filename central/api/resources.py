@@ -88,13 +88,11 @@ def max_lists(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float
 
 def format_value(name: str, value: float) -> str:
     """A canonical value back in Kubernetes notation, for people and for statuses the API
-    parses again: whole numbers only (`:g` wrote 4244750m as '4.24475e+06m', which no
-    quantity parser takes, and kept only 6 digits)."""
+    parses again (`:g` wrote 4244750m as '4.24475e+06m', which no quantity parser takes)."""
     if name == MEMORY:
         for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if value >= size and value % size == 0:
                 return f"{int(value // size)}{suffix}"
-<<<<<<< HEAD
         return _plain(value)
     if value % 1000 == 0:
         return f"{int(value // 1000)}"
@@ -104,12 +102,6 @@ def format_value(name: str, value: float) -> str:
 def _plain(value: float) -> str:
     """Digits, never an exponent: 8221750, not 8.22175e+06."""
     return str(int(value)) if float(value).is_integer() else f"{value:f}".rstrip("0")
-=======
-        return str(round(value))
-    if value % 1000 == 0:
-        return f"{int(value // 1000)}"
-    return f"{round(value)}m"
->>>>>>> perf
 
 
 class Dimensions:

@@ -36,12 +36,7 @@ import numpy as np
 from central.api.resources import EPSILON, dominant_share, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
-<<<<<<< HEAD
-from central.plugins.drf import dominant_share
 from central.plugins.proportion import job_min_resources, over_share
-=======
-from central.plugins.proportion import job_min_resources
->>>>>>> volcano
 
 ROOT = "root"
 

@@ -14,11 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-<<<<<<< HEAD
-from central.api.resources import EPSILON, format_value, less_equal, less_equal_on
-=======
-from central.api.resources import EPSILON, dominant_share, less_equal, less_equal_on
->>>>>>> volcano
+from central.api.resources import EPSILON, dominant_share, format_value, less_equal, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 

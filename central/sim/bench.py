@@ -204,18 +204,15 @@ def report_preemption(row: dict[str, float]) -> str:
 
 
 def report(row: dict[str, float]) -> str:
-<<<<<<< HEAD
-    ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"] if row["session_pods_per_s"] else float("inf")
-=======
-    if row["floor_pods_per_s"] is None:
-        floor_line = f"  compiled floor:       not measured ({floor.unavailable()})"
+    if row["floor_pods_per_s"] is None or not row["session_cpu_pods_per_s"]:
+        why = floor.unavailable() or "nothing placed"
+        floor_line = f"  compiled floor:       not measured ({why})"
         floor_placed = ""
     else:
         floor_line = (f"  compiled floor:       {row['floor_pods_per_s']:,.0f} pods/s of CPU time  (the session's "
                       f"{row['session_cpu_pods_per_s']:,.0f} pods/s of CPU time is 1/"
                       f"{row['floor_pods_per_s'] / row['session_cpu_pods_per_s']:,.0f} of it)")
         floor_placed = f" (the floor places {row['floor_placed']:,})"
->>>>>>> perf
     return "\n".join([
         f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack{row['plugins']})",
         f"  placed:               {row['placed']:,} pods{floor_placed}",
@@ -235,7 +232,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cluster sizes to run (repeatable; default: 1000x10000 and 5000x50000)")
     parser.add_argument("--agent-plugins", action="store_true",
                         help="give every node an agent report and add the usage and numa-aware plugins")
-<<<<<<< HEAD
+    parser.add_argument("--e2e", action="store_true",
+                        help="end to end through a real local API server instead: Caldera's scheduler process, "
+                             "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000)")
+    parser.add_argument("--backlog", action="store_true",
+                        help="with --e2e: create every pod first, then start the scheduler; the clock runs from "
+                             "its start (the scheduler and its binds alone, not the creates)")
     parser.add_argument("--preemption", metavar="NODESxPODS", default=cluster_size("1000x15000"),
                         type=lambda text: None if text == "none" else cluster_size(text),
                         help="size of the preemption run: nodes x low-priority pods that fill them, or none "
@@ -243,6 +245,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.e2e:
+        return run_e2e(args.size or [(1000, 10000)], args.backlog)
     sizes = args.size or [(1000, 10000), (5000, 50000)]
     runs = len(sizes) + (args.preemption is not None)
     with progress_bar("bench", runs) as step:
@@ -257,32 +261,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cluster_size(text: str) -> tuple[int, int]:
-    """NODESxPODS as (nodes, pods), both at least 1; an argparse `type`, so a bad size is
-    refused, naming its flag, before any run starts."""
-=======
-    parser.add_argument("--e2e", action="store_true",
-                        help="end to end through a real local API server instead: Caldera's scheduler process, "
-                             "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000)")
-    parser.add_argument("--backlog", action="store_true",
-                        help="with --e2e: create every pod first, then start the scheduler; the clock runs from "
-                             "its start (the scheduler and its binds alone, not the creates)")
-    parser.add_argument("--preemption", metavar="NODESxPODS", default="1000x15000",
-                        help="size of the preemption run: nodes x low-priority pods that fill them (none to skip)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.e2e:
-        return run_e2e(args.size or ["1000x10000"], args.backlog)
-    for size in args.size or ["1000x10000", "5000x50000"]:
-        nodes, pods = _size(size)
-        print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
-    if args.preemption != "none":
-        print(report_preemption(run_preemption(*_size(args.preemption))), flush=True)
-    return 0
-
-
-def run_e2e(sizes: list[str], backlog: bool) -> int:
+def run_e2e(sizes: list[tuple[int, int]], backlog: bool) -> int:
     import os
     import sys
 
@@ -292,13 +271,12 @@ def run_e2e(sizes: list[str], backlog: bool) -> int:
     from central.sim import e2e
 
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    parsed = [_size(size) for size in sizes]
     why = build.unavailable([*build.CONTROL_PLANE, "kube-scheduler"])
     if why:
         print(f"caldera bench --e2e: {why}", file=sys.stderr)
         return 2
     lines = []
-    for nodes, pods in parsed:
+    for nodes, pods in sizes:
         mode = "pods created first, then the scheduler started" if backlog else "pods created while it runs"
         print(f"{nodes:,} nodes / {pods:,} pods end to end, {mode} (load {os.getloadavg()[0]:.1f}; "
               "volcano.sh/volcano is not served by the Go module proxy, so Volcano is not run)", flush=True)
@@ -314,8 +292,9 @@ def run_e2e(sizes: list[str], backlog: bool) -> int:
     return 0
 
 
-def _size(text: str) -> tuple[int, int]:
->>>>>>> perf
+def cluster_size(text: str) -> tuple[int, int]:
+    """NODESxPODS as (nodes, pods), both at least 1; an argparse `type`, so a bad size is
+    refused, naming its flag, before any run starts."""
     nodes, _, pods = text.partition("x")
     if not (nodes.isdigit() and pods.isdigit()) or int(nodes) < 1 or int(pods) < 1:
         raise argparse.ArgumentTypeError(f"expected NODESxPODS with both at least 1, such as 1000x10000, got {text!r}")

@@ -79,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
     start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
-<<<<<<< HEAD
     # the bar's total is the cycles; reading a large cluster shows as its own stage first
     with progress_bar("reading manifests", args.cycles, enabled=not args.quiet) as step:
         manifests = read_manifests(paths)
@@ -87,21 +86,11 @@ def run(args: argparse.Namespace) -> int:
         load_into(cache, manifests)
         check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
         for data in _node_reports(args):
-            cache.set_node_data(replace(data, reported_at=start))
+            # A report's own time decides, against --now, whether it is fresh (a stale one counts
+            # as no report, as in the scheduler); one without a time is taken as current.
+            cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
         step(0, "scheduling")
         result = simulate(cache, conf, args.cycles, start, progress=step)
-=======
-    manifests = read_manifests(paths)
-    cache = ClusterCache(scheduler_name=args.scheduler_name)
-    load_into(cache, manifests)
-    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
-    for data in _node_reports(args):
-        # A report's own time decides, against --now, whether it is fresh (a stale one counts
-        # as no report, as in the scheduler); one without a time is taken as current.
-        cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
-    result = simulate(cache, conf, args.cycles, start)
->>>>>>> volcano
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
