@@ -172,8 +172,8 @@ class KubeClient:
             target = full_url[len(self._base):] if full_url.startswith(self._base) else full_url
             response = self._pool.urlopen(method, target, body=body, headers=headers, preload_content=False,
                                           timeout=limits)
-        except urllib3.exceptions.SSLError as err:  # as the generated client did; the rest propagate
-            raise ApiError(0, "SSLError", str(err)) from None
+        except urllib3.exceptions.HTTPError as err:  # no answer at all (refused, reset, TLS): code 0
+            raise ApiError(0, type(err).__name__, str(err)) from None
         if not 200 <= response.status < 300:
             data = response.read()
             response.release_conn()

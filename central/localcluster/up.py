@@ -36,7 +36,6 @@ from central.localcluster.simkubelet import NodeSpec
 NAMESPACE = "caldera-system"
 REPO = Path(__file__).resolve().parents[2]
 CALDERA = [sys.executable, "-m", "caldera"]
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
 AGENT_AUDIENCE = "caldera-scheduler"  # the audience of the agents' projected token (daemonset/nodeagent.yaml)
 
 
@@ -290,10 +289,7 @@ def checkout_env() -> dict[str, str]:
 def _env(template: dict[str, Any], node_name: str = "") -> dict[str, str]:
     """The container's env: plain values as given, downward-API fields as a kubelet fills them,
     but for the pod's name: no Pod object stands behind a local process."""
-    env = dict(os.environ)
-    # The processes run from the cluster's directory: point `python -m caldera` at this checkout,
-    # not at whichever copy is installed, so a branch's cluster runs the branch's code.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = checkout_env()
     fields = {"metadata.name": "", "metadata.namespace": NAMESPACE, "spec.nodeName": node_name}
     for var in template["containers"][0].get("env") or []:
         if "value" in var:

@@ -78,7 +78,10 @@ def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], 
             except ApiError as err:
                 if err.code == 404:
                     raise InputError("", err.message or "not found") from None
-                print(f"caldera {command}: error: {err}", file=sys.stderr)
+                if err.code == 0:
+                    print(f"caldera {command}: error: cannot reach the API server: {err.message}", file=sys.stderr)
+                else:
+                    print(f"caldera {command}: error: {err}", file=sys.stderr)
             except (HTTPError, OSError) as err:
                 print(f"caldera {command}: error: cannot reach the API server: {err}", file=sys.stderr)
             return 1

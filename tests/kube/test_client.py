@@ -43,3 +43,26 @@ def test_a_fork_shares_the_connection_but_not_the_rate_limit(kube):
     kube.limiter._tokens = -1000.0  # binds have queued far ahead on the main client...
     lease_client.limiter.sleep = lambda seconds: pytest.fail(f"the fork waited {seconds}s")
     lease_client.limiter.acquire()  # ...and the Lease call does not wait behind them
+
+
+def test_no_answer_at_all_is_an_api_error_with_code_zero(tmp_path):
+    """A refused connection (an apiserver restarting) must reach callers as ApiError, which
+    every worker handles, not as a urllib3 exception that would end the worker."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the block ends: nothing listens there
+    config = tmp_path / "kubeconfig"
+    config.write_text(f"""apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+""")
+    from central.kube.client import KubeClient
+    client = KubeClient.connect(str(config))
+    with pytest.raises(ApiError) as err:
+        client.request("GET", "/api/v1/pods", timeout=2.0)
+    assert err.value.code == 0
