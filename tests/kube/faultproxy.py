@@ -59,6 +59,7 @@ class FaultProxy:
         self.admin_context.load_cert_chain(str(admin.cert), str(admin.key))
         self.token_context = ssl.create_default_context(cafile=str(ca.cert))
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.requests: list[tuple[str, str]] = []  # (verb, resource) in the order they arrived
         self._failures: list[dict[str, Any]] = []
         self._gone: Counter[str] = Counter()
         self.latency = 0.0
@@ -77,10 +78,13 @@ class FaultProxy:
 
     # --- what tests ask for -----------------------------------------------------------------
 
-    def fail(self, verb: str, resource: str, code: int = 500, times: int = 1, reason: str = "InternalError") -> None:
-        """Answer the next `times` (verb, resource) requests with `code`."""
+    def fail(self, verb: str, resource: str, code: int = 500, times: int = 1, reason: str = "InternalError",
+             after: bool = False) -> None:
+        """Answer the next `times` (verb, resource) requests with `code`; with `after`, each is
+        carried out first and only its reply is lost on the way back."""
         with self._lock:
-            self._failures.append({"verb": verb, "resource": resource, "code": code, "left": times, "reason": reason})
+            self._failures.append({"verb": verb, "resource": resource, "code": code, "left": times, "reason": reason,
+                                   "after": after})
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -119,6 +123,7 @@ class FaultProxy:
             self._failures.clear()
             self._gone.clear()
             self.counts.clear()
+            self.requests.clear()
             self.latency = 0.0
 
     def stop(self) -> None:
@@ -131,6 +136,7 @@ class FaultProxy:
     def _injected(self, verb: str, resource: str) -> dict[str, Any] | None:
         with self._lock:
             self.counts[(verb, resource)] += 1
+            self.requests.append((verb, resource))
             for failure in self._failures:
                 if failure["left"] and failure["verb"] in (verb, "*") and failure["resource"] in (resource, "*"):
                     failure["left"] -= 1
@@ -195,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
-        if injected:
+        if injected and not injected["after"]:
             return self._send_json(injected["code"], _status(injected["code"], injected["reason"], "injected fault"))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         token = self.headers.get("Authorization", "").startswith("Bearer ")
@@ -205,6 +211,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             upstream.request(self.command, self.path, body=body, headers=headers)
             answer = upstream.getresponse()
+            if injected:  # carried out; the reply is lost
+                answer.read()
+                return self._send_json(injected["code"], _status(injected["code"], injected["reason"],
+                                                                 "injected fault after the request was carried out"))
             self.send_response(answer.status)
             for key, value in answer.getheaders():
                 if key.lower() not in _HOP:
