@@ -115,6 +115,10 @@ def test_a_refused_builtin_queue_is_retried_until_it_exists(real):
     assert scheduler.cycles > 0  # scheduling did not wait for them
 
 
+def team(real) -> dict:
+    return real.get("scheduling.volcano.sh/v1beta1", "Queue", "team")
+
+
 def podgroup(name: str) -> dict:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 2, "queue": "default"}}
@@ -134,8 +138,10 @@ def test_status_write_conflict_rereads_and_retries(real):
     try:
         eventually(scheduler.synced, what="sync")
         stale = scheduler.reflectors["PodGroup"].objects[f"{real.namespace}/pg"]
-        real.kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", real.namespace, "pg"), {"metadata": {"labels": {"x": "1"}}})
-        eventually(lambda: scheduler.reflectors["PodGroup"].objects[f"{real.namespace}/pg"] is not stale, what="the change")
+        real.kube.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", real.namespace, "pg"),
+                              {"metadata": {"labels": {"x": "1"}}})
+        eventually(lambda: scheduler.reflectors["PodGroup"].objects[f"{real.namespace}/pg"] is not stale,
+                   what="the change")
         scheduler.reflectors["PodGroup"].objects[f"{real.namespace}/pg"] = stale  # as if the watch lagged behind
         scheduler.sink.update_podgroup_status(f"{real.namespace}/pg", UNSCHEDULABLE)
         scheduler.sink.flush()
@@ -196,7 +202,8 @@ def test_evict_goes_through_the_eviction_api(real, refusals):
     victim["spec"]["nodeName"] = "n1"
     victim["spec"]["terminationGracePeriodSeconds"] = 0  # no kubelet here to end it gracefully
     real.put(victim)
-    real.proxy.fail("create", "pods/eviction", times=refusals, code=429, reason="TooManyRequests")  # a PodDisruptionBudget says not now
+    # a PodDisruptionBudget says not now (the e2e suite has a real one refuse)
+    real.proxy.fail("create", "pods/eviction", times=refusals, code=429, reason="TooManyRequests")
     done = []
 
     def cycle(cache, conf, sink):
@@ -228,12 +235,12 @@ def test_queue_status_write_keeps_the_controllers_state(real):
 
     scheduler, stop, thread = start(real.kube, cycle=cycle)
     try:
-        eventually(lambda: (real.get("scheduling.volcano.sh/v1beta1", "Queue", "team").get("status") or {}).get("allocated"), what="the write")
+        eventually(lambda: (team(real).get("status") or {}).get("allocated"), what="the write")
     finally:
         stop.set()
         thread.join(10)
     # allocated is the scheduler's; state and counts stay the Queue controller's
-    assert real.get("scheduling.volcano.sh/v1beta1", "Queue", "team")["status"] == {"state": "Closed", "allocated": {"cpu": "2"}}
+    assert team(real)["status"] == {"state": "Closed", "allocated": {"cpu": "2"}}
 
 
 def test_a_failing_cycle_does_not_stop_scheduling(real):
