@@ -119,7 +119,8 @@ def test_a_leader_whose_lease_is_taken_stops_scheduling(real):
         thread.join(10)
     assert outcome == [1]  # run() returns 1: the process exits, as Volcano's does
     assert scheduler.elector.lost.is_set()
-    assert lease(real)["spec"]["holderIdentity"] == "intruder"  # shutting down did not "release" a Lease it no longer holds
+    # shutting down did not "release" a Lease it no longer holds
+    assert lease(real)["spec"]["holderIdentity"] == "intruder"
 
 
 class HangingLeaseApi:
