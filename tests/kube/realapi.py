@@ -69,6 +69,7 @@ class Api:
     admin: KubeClient  # straight to the apiserver
 
     discovery: Discovery
+    kubeconfig: str  # for a process: through the proxy, as the admin
 
     @property
     def proxy(self) -> FaultProxy:
@@ -119,7 +120,7 @@ def real(real_api: RealApi, tmp_path: Path) -> Iterator[Api]:
     kubeconfig = real_api.proxy.kubeconfig(tmp_path / "proxy-kubeconfig", real_api.ca)
     try:
         yield Api(real_api, namespace, KubeClient.connect(str(kubeconfig), qps=1000, burst=1000), admin,
-                  Discovery(admin))
+                  Discovery(admin), str(kubeconfig))
     finally:
         real_api.proxy.reset()
         _clean(admin, namespace)
