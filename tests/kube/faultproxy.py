@@ -49,6 +49,13 @@ def classify(method: str, url: str) -> tuple[str, str]:
     return verb, resource
 
 
+def namespace_of(url: str) -> str:
+    """The namespace a request is in ("" for a cluster-scoped one)."""
+    segments = [s for s in urlsplit(url).path.split("/") if s][:5]
+    at = segments.index("namespaces") + 1 if "namespaces" in segments else len(segments)
+    return segments[at] if at < len(segments) else ""
+
+
 class FaultProxy:
     def __init__(self, upstream: str, ca: pki.Pair, admin: pki.Pair, workdir: Path):
         self.upstream = urlsplit(upstream)
@@ -59,6 +66,7 @@ class FaultProxy:
         self.admin_context.load_cert_chain(str(admin.cert), str(admin.key))
         self.token_context = ssl.create_default_context(cafile=str(ca.cert))
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.namespaced: Counter[tuple[str, str, str]] = Counter()
         self.requests: list[tuple[str, str]] = []  # (verb, resource) in the order they arrived
         self._failures: list[dict[str, Any]] = []
         self._gone: Counter[str] = Counter()
@@ -79,12 +87,12 @@ class FaultProxy:
     # --- what tests ask for -----------------------------------------------------------------
 
     def fail(self, verb: str, resource: str, code: int = 500, times: int = 1, reason: str = "InternalError",
-             after: bool = False) -> None:
-        """Answer the next `times` (verb, resource) requests with `code`; with `after`, each is
-        carried out first and only its reply is lost on the way back."""
+             after: bool = False, namespace: str | None = None) -> None:
+        """Answer the next `times` (verb, resource) requests (in `namespace` if given) with
+        `code`; with `after`, each is carried out first and only its reply is lost on the way back."""
         with self._lock:
             self._failures.append({"verb": verb, "resource": resource, "code": code, "left": times, "reason": reason,
-                                   "after": after})
+                                   "after": after, "namespace": namespace})
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -110,9 +118,13 @@ class FaultProxy:
         with self._lock:
             return sum(1 for r in self._streams.values() if r == resource) // 2
 
-    def count(self, verb: str, resource: str) -> int:
+    def count(self, verb: str, resource: str, namespace: str | None = None) -> int:
+        """Requests seen; with `namespace`, only those in it (a previous test's lingering thread
+        may still be calling into its terminating namespace)."""
         with self._lock:
-            return self.counts[(verb, resource)]
+            if namespace is None:
+                return self.counts[(verb, resource)]
+            return self.namespaced[(verb, resource, namespace)]
 
     def kubeconfig(self, path: Path, ca: Path) -> Path:
         """A kubeconfig without credentials for the proxy: it forwards as the admin."""
@@ -123,6 +135,7 @@ class FaultProxy:
             self._failures.clear()
             self._gone.clear()
             self.counts.clear()
+            self.namespaced.clear()
             self.requests.clear()
             self.latency = 0.0
 
@@ -133,12 +146,14 @@ class FaultProxy:
 
     # --- the proxy's own decisions -----------------------------------------------------------
 
-    def _injected(self, verb: str, resource: str) -> dict[str, Any] | None:
+    def _injected(self, verb: str, resource: str, namespace: str) -> dict[str, Any] | None:
         with self._lock:
             self.counts[(verb, resource)] += 1
+            self.namespaced[(verb, resource, namespace)] += 1
             self.requests.append((verb, resource))
             for failure in self._failures:
-                if failure["left"] and failure["verb"] in (verb, "*") and failure["resource"] in (resource, "*"):
+                if failure["left"] and failure["verb"] in (verb, "*") and failure["resource"] in (resource, "*") \
+                        and failure["namespace"] in (namespace, None):
                     failure["left"] -= 1
                     return failure
             if verb == "watch" and self._gone[resource]:
@@ -191,7 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         if proxy.latency:
             time.sleep(proxy.latency)
-        injected = proxy._injected(verb, resource)
+        injected = proxy._injected(verb, resource, namespace_of(self.path))
         if injected and injected.get("gone"):
             event = {"type": "ERROR", "object": _status(410, "Expired", "too old resource version (injected)")}
             data = (json.dumps(event) + "\n").encode()
