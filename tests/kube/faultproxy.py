@@ -68,6 +68,7 @@ class FaultProxy:
         self.counts: Counter[tuple[str, str]] = Counter()
         self.namespaced: Counter[tuple[str, str, str]] = Counter()
         self.requests: list[tuple[str, str]] = []  # (verb, resource) in the order they arrived
+        self.forbidden: list[str] = []  # "verb resource: message" of each 403 the apiserver answered
         self._failures: list[dict[str, Any]] = []
         self._gone: Counter[str] = Counter()
         self.latency = 0.0
@@ -137,6 +138,7 @@ class FaultProxy:
             self.counts.clear()
             self.namespaced.clear()
             self.requests.clear()
+            self.forbidden.clear()
             self.latency = 0.0
 
     def stop(self) -> None:
@@ -234,8 +236,11 @@ class _Handler(BaseHTTPRequestHandler):
             for key, value in answer.getheaders():
                 if key.lower() not in _HOP:
                     self.send_header(key, value)
-            if verb != "watch":
+            if verb != "watch" or answer.status != 200:
                 data = answer.read()
+                if answer.status == 403:
+                    with proxy._lock:
+                        proxy.forbidden.append(f"{verb} {resource}: {json.loads(data or b'{}').get('message')}")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

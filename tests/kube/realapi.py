@@ -15,11 +15,15 @@ import pytest
 
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane
-from central.localcluster.install import Discovery, apply, kustomization_objects, repo_manifests
+from central.localcluster.install import (Discovery, apply, kustomization_objects, repo_manifests,
+                                          service_account_token)
 from central.localcluster.pki import Pair
 from central.localcluster.processes import Supervisor
 from tests.kube.conftest import eventually
 from tests.kube.faultproxy import FaultProxy
+
+
+_RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 
 @dataclass
@@ -32,8 +36,22 @@ class RealApi:
     def ca(self) -> Path:
         return self.dir / "pki" / "ca.crt"
 
+    rbac_applied: bool = False
+
     def admin(self) -> KubeClient:
         return KubeClient.connect(str(self.dir / "kubeconfig"), qps=1000, burst=1000)
+
+    def apply_rbac(self) -> None:
+        """daemonset/'s namespace, ServiceAccounts and RBAC, as installed (once a session; no
+        webhook configuration, as no webhook serves here)."""
+        if self.rbac_applied:
+            return
+        admin = self.admin()
+        discovery = Discovery(admin)
+        for obj in kustomization_objects(repo_manifests()):
+            if obj["kind"] in _RBAC_KINDS:
+                apply(admin, discovery, obj)
+        self.rbac_applied = True
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +111,15 @@ class Api:
             # a merge patch: the node controller may have written the new Node already
             stored = self.admin.merge_patch(f"{url}/{obj['metadata']['name']}/status", {"status": obj["status"]})
         return stored
+
+    def as_account(self, account: str, tmp: Path) -> KubeClient:
+        """A client through the proxy with a token of daemonset/'s ServiceAccount
+        caldera-system/`account`: RBAC as installed judges each call (`proxy.forbidden`)."""
+        self.real.apply_rbac()
+        token = service_account_token(self.admin, "caldera-system", account, controlplane.ISSUER)
+        kubeconfig = controlplane.write_kubeconfig(tmp / f"{account}.kubeconfig", self.proxy.url, self.real.ca,
+                                                   token=token)
+        return KubeClient.connect(str(kubeconfig), qps=1000, burst=1000)
 
     def get(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
         return self.admin.get_or_none(self.url(api_version, kind, name))
