@@ -19,7 +19,6 @@ from central.localcluster.install import (Discovery, apply, kustomization_object
                                           service_account_token)
 from central.localcluster.pki import Pair
 from central.localcluster.processes import Supervisor
-from tests.kube.conftest import eventually
 from tests.kube.faultproxy import FaultProxy
 
 
@@ -137,6 +136,8 @@ class Api:
 
 @pytest.fixture
 def real(real_api: RealApi, tmp_path: Path) -> Iterator[Api]:
+    from tests.kube.conftest import eventually  # here: tests.kube.conftest imports this module
+
     admin = real_api.admin()
     namespace = f"t-{uuid.uuid4().hex[:10]}"
     admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
