@@ -1,4 +1,4 @@
-"""The admission webhook over real HTTPS, deciding against objects watched from the stand-in."""
+"""The admission webhook over real HTTPS, deciding against objects watched from a real kube-apiserver."""
 
 from __future__ import annotations
 
