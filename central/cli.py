@@ -34,8 +34,70 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Options a user may give before the command, as with kubectl (`caldera -n team job list`):
+# they are moved after it, so each command parses them itself and one that has no use for
+# them refuses them (exit 2) rather than ignoring them.
+GLOBAL_OPTIONS = {"-k": "--kubeconfig", "--kubeconfig": "--kubeconfig", "--context": "--context",
+                  "-n": "--namespace", "--namespace": "--namespace", "-s": "--master", "--master": "--master",
+                  "-o": "--output", "--output": "--output"}
+
+
+def hoist_globals(args: list[str]) -> list[str]:
+    """`[-k F] [-n NS] COMMAND REST` as `COMMAND REST -k F -n NS`; other leading arguments
+    (`--version`, `--help`, a typo) are left where they are for `main` to answer."""
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        name, eq, value = args[i].partition("=")
+        if name not in GLOBAL_OPTIONS:
+            break
+        if not eq:
+            if i + 1 >= len(args):
+                break
+            value = args[i + 1]
+            i += 1
+        moved.append(f"{GLOBAL_OPTIONS[name]}={value}")
+        i += 1
+    if not moved or i >= len(args):
+        return args
+    return args[i:] + moved
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("caldera")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every flag's help ends with its default, unless the text already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and "(default" not in text and action.default not in (None, False, "", [])
+                and action.default is not argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with `_HelpFormatter`; its subcommands' parsers are Parsers too."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="caldera", description="Volcano-compatible batch scheduling.")
+    parser = Parser(
+        prog="caldera", description="Volcano-compatible batch scheduling.",
+        epilog="-k/--kubeconfig, --context, -n/--namespace, -s/--master and -o/--output may also come "
+               "before the command, as with kubectl.")
+    parser.add_argument("-v", "--version", action="version", version=f"caldera {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("agent", help="run the node agent (see `caldera agent --help`)")
     for name, (_, help_text) in COMMANDS.items():
@@ -44,20 +106,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
     if not args or args[0] not in COMMANDS:
         parser = _parser()
-        if args and not args[0].startswith("-"):
+        if not args:
+            parser.print_help(sys.stderr)
+            return 2
+        if not args[0].startswith("-"):
             parser.error(f"unknown command {args[0]!r}; choose from: agent, {', '.join(COMMANDS)}")
-        parser.print_help()
-        return 0 if args else 2
+        if args[0].partition("=")[0] in GLOBAL_OPTIONS:
+            parser.error(f"{args[0]} needs a command after it, e.g. caldera {args[0]} ... job list")
+        parser.parse_args(args[:1])  # --help and --version exit here, anything else is an error (exit 2)
+        parser.error(f"{args[0]} needs a command after it")  # parse_args has exited unless args[0] parsed
     name = args[0]
     module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"caldera {name}", description=COMMANDS[name][1])
+    parser = Parser(prog=f"caldera {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
     parsed = parser.parse_args(args[1:])
     try:
         return module.run(parsed)
     except InputError as err:
-        print(f"caldera {name}: error: {err}", file=sys.stderr)
+        print(f"caldera {name}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, always
         return 2

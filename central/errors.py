@@ -19,3 +19,9 @@ class InputError(ValueError):
         """The same error, located inside `outer` (a file, an object)."""
         where = f"{outer}: {self.where}" if self.where else outer
         return InputError(where, self.message)
+
+
+def shown(value: object) -> str:
+    """`repr` cut to one readable line: error messages quote user data, which may be huge."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"

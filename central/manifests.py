@@ -8,10 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from central.errors import InputError
-from central.model.fields import yaml_problem
+from central.model.fields import yaml_documents
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -20,21 +18,25 @@ def read_objects(path_text: str) -> list[tuple[str, dict[str, Any]]]:
     """(file, object) for every object under `path_text`."""
     out: list[tuple[str, dict[str, Any]]] = []
     for file in _files(Path(path_text)):
-        try:
-            docs = list(yaml.safe_load_all(file.read_text()))
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(str(file), f"cannot read: {getattr(err, 'strerror', None) or err}") from None
-        except yaml.YAMLError as err:
-            raise InputError(str(file), yaml_problem(err)) from None
-        for i, doc in enumerate(docs):
+        for i, doc in enumerate(yaml_documents(read_file(file), str(file))):
             if doc is None:
                 continue
-            items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-            for item in items or []:
+            items = (doc.get("items") or []) if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+            if not isinstance(items, list):
+                raise InputError(f"{file}: document {i + 1}: items", "expected a list of objects")
+            for item in items:
                 if not isinstance(item, dict) or not isinstance(item.get("kind"), str) or not item["kind"]:
                     raise InputError(f"{file}: document {i + 1}", "expected a Kubernetes object (a map with a kind)")
                 out.append((str(file), item))
     return out
+
+
+def read_file(path: Path | str) -> bytes:
+    """A file's bytes; InputError naming it when it cannot be read (decoding is the parser's)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise InputError(str(path), f"cannot read: {err.strerror or err}") from None
 
 
 def _files(path: Path) -> list[Path]:

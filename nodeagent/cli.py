@@ -1,7 +1,9 @@
 """`caldera agent`: run the node agent, or print one node report as JSON (`--once --output json`).
 
-Every setting of the config schema is also a flag named by its dotted key, e.g.
-`--qos.cpu_suppress.threshold_percent 70`; flags override the YAML file given with --config.
+Every setting of the config schema is also a flag, in the kebab-case Kubernetes components
+use: the key `qos.cpu_suppress.threshold_percent` is `--qos-cpu-suppress-threshold-percent 70`
+(the dotted key, `--qos.cpu_suppress.threshold_percent`, is accepted too). Flags override the
+YAML file given with --config.
 A bad config is refused at start with one line naming the key, exit status 2.
 """
 
@@ -29,15 +31,25 @@ _UNSET = object()
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caldera agent", description=__doc__.splitlines()[0],
                                      argument_default=argparse.SUPPRESS)
-    parser.add_argument("--config", type=Path, help="YAML config file (keys as in daemonset/nodeagent-config)")
+    parser.add_argument("--config", type=Path,
+                        help="YAML file of settings, nested by the dotted keys of the flags below (the "
+                             "DaemonSet mounts one from the ConfigMap caldera-nodeagent-config, "
+                             "daemonset/nodeagent.yaml); default: none, built-in defaults")
     parser.add_argument("--once", action="store_true", help="collect once, print one full report and exit")
-    parser.add_argument("--output", choices=["json"], default="json", help="format for --once")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    group = parser.add_argument_group("settings (override the config file)")
+    parser.add_argument("--output", choices=["json"], default="json", help="format for --once (default: json)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="(default: INFO)")
+    group = parser.add_argument_group("settings (override the config file; each also as --<dotted.key>)")
     for key, kind, default in leaves():
-        group.add_argument(f"--{key}", dest=f"set:{key}", metavar=kind.__name__.upper(),
-                           help=f"default {default!r}")
+        group.add_argument(flag_name(key), dest=f"set:{key}", metavar=kind.__name__.upper(),
+                           help=f"{key} (default: {default!r})")
+        group.add_argument(f"--{key}", dest=f"set:{key}", help=argparse.SUPPRESS)  # the config key, as before
     return parser
+
+
+def flag_name(key: str) -> str:
+    """The flag of a config key: `qos.cpu_suppress.enabled` -> `--qos-cpu-suppress-enabled`."""
+    return "--" + key.replace(".", "-").replace("_", "-")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

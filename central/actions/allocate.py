@@ -19,7 +19,7 @@ from __future__ import annotations
 from central.framework.ordering import PriorityQueue
 from central.framework.session import Session
 from central.framework.statement import Statement
-from central.model.objects import FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
+from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
 
 def allocate(ssn: Session) -> None:
@@ -72,7 +72,9 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], j
     while tasks:
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
-            job.fit_errors[task.uid] = f"queue {queue.name} has no room for it: its allocation plus the request exceeds the queue's deserved share"
+            numbers = ssn.queue_notes.pop(queue.name, "")
+            job.fit_errors[task.uid] = (f"queue {queue.name} has no room for it: its allocation plus the request exceeds "
+                                        f"the queue's deserved share" + (f" ({numbers})" if numbers else ""))
             continue
         if task.template in failed:
             job.fit_errors[task.uid] = failed[task.template]
@@ -90,20 +92,19 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], j
 
 
 def need_continue(job: JobInfo) -> bool:
-    """Volcano's NeedContinueAllocating: after a task fits nowhere, can the gang still be met
-    by the tasks of other roles?"""
+    """Volcano's NeedContinueAllocating: after a task fits nowhere, may the job's other tasks
+    still make it ready? Never when every task is needed; with a job-wide minMember below the
+    roles' sum, if the ready tasks and the pending ones of roles that have not failed reach
+    it; otherwise unless a failed role holds fewer placed tasks than its minTaskMember."""
+    if job.min_available == len(job.tasks):
+        return False
     failed_roles = {job.tasks[uid].role for uid in job.fit_errors if uid in job.tasks}
-    pending_ok: dict[str, int] = {}
-    for (role, status), n in job.role_counts.items():
-        if status == TaskStatus.PENDING and role not in failed_roles and n:
-            pending_ok[role] = pending_ok.get(role, 0) + n
-    if job.min_available < sum(job.task_min_available.values()) or not job.task_min_available:
-        occupied = job.ready_num + job.count(TaskStatus.PIPELINED)
-        return occupied + sum(pending_ok.values()) >= job.min_available
-    placed = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
-              TaskStatus.SUCCEEDED, TaskStatus.PIPELINED)
-    for role, minimum in job.task_min_available.items():
-        have = pending_ok.get(role, 0) + sum(job.role_counts.get((role, s), 0) for s in placed)
-        if have < minimum:
+    if job.min_available < sum(job.task_min_available.values()):
+        left = sum(n for (role, status), n in job.role_counts.items()
+                   if status == TaskStatus.PENDING and role not in failed_roles)
+        return job.ready_num + left >= job.min_available
+    for role in failed_roles:
+        minimum = job.task_min_available.get(role, 0)
+        if minimum and sum(job.role_counts.get((role, s), 0) for s in READY_STATUSES) < minimum:
             return False
     return True

@@ -6,15 +6,18 @@
    try to make room (see `victims.make_room`) among Bound/Running, preemptable tasks of
    other jobs in the same queue, while the job is still starving. Tasks with
    preemptionPolicy Never do not preempt; a BestEffort preemptor takes only BestEffort
-   victims. The statement commits only if the job is then pipelined (gang-complete).
+   victims, any other preemptor takes BestEffort ones too. The statement commits only if the job is then pipelined (gang-complete).
 3. Within a job: a starving job's pending tasks may take from its own lower-priority tasks,
    one statement per task.
 Evictions carry a DisruptionTarget-style reason; the pipelined preemptor is nominated to its
-node, and the next cycle's allocate tries that node first.
+node, and the next cycle's allocate tries that node first. With the action argument
+`enableTopologyAwarePreemption`, victims are chosen by a dry run with reprieve instead
+(see `central.actions.dryrun`).
 """
 
 from __future__ import annotations
 
+from central.actions.dryrun import topology_aware_room
 from central.actions.victims import make_room, pending_tasks, starving_jobs
 from central.framework.session import Session
 from central.framework.statement import Statement
@@ -81,11 +84,17 @@ def _within_job(ssn: Session, job: JobInfo) -> None:
 
 def _make_room(ssn: Session, stmt, task: TaskInfo, eligible) -> bool:
     queue = ssn.queues[ssn.jobs[task.job_uid].queue]
-    return make_room(ssn, stmt, task, eligible, ssn.preemptable, REASON.format(task.uid),
+    arguments = ssn.conf.action_arguments("preempt")
+    if arguments.get("enableTopologyAwarePreemption", False):
+        return topology_aware_room(ssn, stmt, task, eligible, arguments, REASON.format(task.uid),
+                                   lambda: ssn.allocatable(queue, task))
+    return make_room(ssn, stmt, task, eligible, "preemptable", REASON.format(task.uid),
                      lambda: ssn.allocatable(queue, task))
 
 
 def _preemptable(victim: TaskInfo, preemptor: TaskInfo) -> bool:
-    if victim.status not in PREEMPTABLE_STATUSES or not victim.preemptable or victim.best_effort:
+    """Bound or Running and preemptable; a BestEffort preemptor takes only BestEffort victims
+    (a BestEffort victim frees a pod slot, which may be all the preemptor lacks)."""
+    if victim.status not in PREEMPTABLE_STATUSES or not victim.preemptable:
         return False
-    return not preemptor.best_effort
+    return victim.best_effort or not preemptor.best_effort

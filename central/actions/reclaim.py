@@ -40,7 +40,7 @@ def _reclaim_for(ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) 
         task = tasks.pop()
         if task.preempt_never or task.template in no_room or not ssn.preemptive(queue, task):
             continue
-        if not make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), ssn.reclaimable,
+        if not make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), "reclaimable",
                          REASON.format(queue.name, task.uid), lambda: True, ssn.can_give_up):
             no_room.add(task.template)
     if ssn.job_pipelined(job):
@@ -50,7 +50,7 @@ def _reclaim_for(ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) 
 
 
 def _reclaimable(ssn: Session, victim: TaskInfo, queue: QueueInfo) -> bool:
-    if victim.status != TaskStatus.RUNNING or not victim.preemptable or victim.best_effort:
+    if victim.status != TaskStatus.RUNNING or not victim.preemptable:
         return False
     victim_job = ssn.jobs.get(victim.job_uid)
     if victim_job is None or victim_job.queue == queue.name:

@@ -11,6 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from central.errors import InputError
+from central.model.annotations import ALLOWED_NAMESPACES, namespaces
+
 ROOT = "root"
 DEFAULT_QUEUE = "default"
 
@@ -38,11 +41,23 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(_map(obj, "metadata").get("name") or "")
 
 
+def podgroup_queue(obj: Mapping[str, Any]) -> str | None:
+    """The queue a PodGroup (or a Volcano Job, standing for the PodGroup its controller makes)
+    holds a place in; None for any other object."""
+    kind = obj.get("kind")
+    if kind == "PodGroup" or kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+        return str(_map(obj, "spec").get("queue") or DEFAULT_QUEUE)
+    return None
+
+
 @dataclass(frozen=True)
 class Cluster:
+    """What admission decides against. PodGroups are only counted per queue: no rule needs more,
+    and a count is cheap to keep current (central.kube.webhook.ClusterView)."""
+
     queues: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    podgroups: list[Mapping[str, Any]] = field(default_factory=list)
-    namespaces: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    podgroups: dict[str, int] = field(default_factory=dict)  # queue -> PodGroups in it
+    namespaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # A copy: the caller's dict (say, an informer's cache) is never written to.
@@ -51,25 +66,16 @@ class Cluster:
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> Cluster:
         queues: dict[str, Mapping[str, Any]] = {}
-        podgroups: list[Mapping[str, Any]] = []
+        podgroups: dict[str, int] = {}
         namespaces: dict[str, Mapping[str, Any]] = {}
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Queue":
                 queues[_name(obj)] = obj
-            elif kind == "PodGroup":
-                podgroups.append(obj)
-            elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
-                # An existing Volcano Job stands for the PodGroup its controller made.
-                podgroups.append(
-                    {
-                        "kind": "PodGroup",
-                        "metadata": _map(obj, "metadata"),
-                        "spec": {"queue": _map(obj, "spec").get("queue") or DEFAULT_QUEUE},
-                    }
-                )
             elif kind == "Namespace":
                 namespaces[_name(obj)] = obj
+            elif (queue := podgroup_queue(obj)) is not None:
+                podgroups[queue] = podgroups.get(queue, 0) + 1
         return cls(queues, podgroups, namespaces)
 
     def with_queue(self, queue: Mapping[str, Any]) -> Cluster:
@@ -77,7 +83,8 @@ class Cluster:
         return replace(self, queues={**self.queues, _name(queue): queue})
 
     def with_podgroup(self, podgroup: Mapping[str, Any]) -> Cluster:
-        return replace(self, podgroups=[*self.podgroups, podgroup])
+        queue = podgroup_queue(podgroup) or DEFAULT_QUEUE
+        return replace(self, podgroups={**self.podgroups, queue: self.podgroups.get(queue, 0) + 1})
 
     def state(self, name: str) -> str:
         queue = self.queues[name]
@@ -92,8 +99,25 @@ class Cluster:
     def children(self, name: str) -> list[str]:
         return sorted(q for q in self.queues if q != name and self.parent(q) == name)
 
-    def podgroups_in(self, queue: str) -> list[Mapping[str, Any]]:
-        return [pg for pg in self.podgroups if str(_map(pg, "spec").get("queue") or DEFAULT_QUEUE) == queue]
+    def podgroups_in(self, queue: str) -> int:
+        return self.podgroups.get(queue, 0)
+
+    def refusing_queue(self, name: str, namespace: str) -> str | None:
+        """The queue on the way from `name` to root whose tenants exclude `namespace`, if any
+        (annotation caldera.sh/allowed-namespaces; an unreadable one admits no namespace)."""
+        seen: set[str] = set()
+        while name in self.queues and name not in seen:
+            text = _map(_map(self.queues[name], "metadata"), "annotations").get(ALLOWED_NAMESPACES)
+            if text is not None:
+                try:
+                    tenants = namespaces(text)
+                except InputError:
+                    return name
+                if tenants is not None and namespace not in tenants:
+                    return name
+            seen.add(name)
+            name = self.parent(name) or ""
+        return None
 
     def namespace_queue(self, namespace: str) -> str | None:
         annotations = _map(_map(self.namespaces.get(namespace), "metadata"), "annotations")

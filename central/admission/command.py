@@ -11,7 +11,9 @@ same key is refused.
 
 Output (json): one object {"<Kind>/<namespace or empty>/<name>": {"allowed": bool, "errors":
 ["<field.path>: <message>", ...]}}. Exit 0 when all are allowed, 1 when any is denied, 2 when
-the input cannot be read (the message names the file; no traceback).
+the input cannot be read (the message names the file; no traceback), 3 on an internal error
+(a bug in Caldera; see caldera.cli). Pods are checked as the pods webhook would check them when
+created by --as (default: an ordinary user, so scheduler-only annotations are refused).
 """
 
 from __future__ import annotations
@@ -48,21 +50,41 @@ CLUSTER_SCOPED = frozenset(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = AdmissionConfig()
     parser.add_argument(
-        "--manifests", required=True, help="YAML file or directory of objects to check as create requests"
+        "--manifests",
+        required=True,
+        action="append",
+        metavar="PATH",
+        help="YAML file or directory of objects to check as create requests (repeatable)",
     )
-    parser.add_argument("--cluster", help="YAML file or directory of the objects that already exist (queues, ...)")
-    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
     parser.add_argument(
-        "--max-tasks", type=int, default=defaults.max_tasks_per_job, help="tasks per job (default %(default)s)"
+        "--cluster",
+        action="append",
+        metavar="PATH",
+        help="YAML file or directory of the objects that already exist (queues, ...; repeatable; default: none)",
+    )
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="(default: table)")
+    # The limits carry the webhook's flag names (`caldera webhook --max-tasks-per-job`); the
+    # shorter names they had here still work.
+    parser.add_argument(
+        "--max-tasks-per-job",
+        "--max-tasks",
+        dest="max_tasks",
+        type=int,
+        default=defaults.max_tasks_per_job,
+        help="tasks per job (default %(default)s)",
     )
     parser.add_argument(
+        "--max-replicas-per-task",
         "--max-task-replicas",
+        dest="max_task_replicas",
         type=int,
         default=defaults.max_replicas_per_task,
         help="replicas per task (default %(default)s)",
     )
     parser.add_argument(
+        "--max-replicas-per-job",
         "--max-replicas",
+        dest="max_replicas",
         type=int,
         default=defaults.max_replicas_per_job,
         help="replicas per job, all tasks together (default %(default)s)",
@@ -73,6 +95,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=defaults.max_queue_depth,
         help="queue hierarchy depth (default %(default)s)",
     )
+    parser.add_argument("--as", dest="user", default=None, metavar="USER",
+                        help="the requesting user, as the API server's userInfo.username")
     parser.add_argument(
         "--scheduler-name",
         default=defaults.scheduler_name,
@@ -88,9 +112,9 @@ def run(args: argparse.Namespace) -> int:
         max_queue_depth=args.max_queue_depth,
         scheduler_name=args.scheduler_name,
     )
-    manifests = read_objects(args.manifests)
-    existing = [obj for _, obj in read_objects(args.cluster)] if args.cluster else []
-    results = validate_objects([obj for _, obj in manifests], Cluster.from_objects(existing), config)
+    manifests = [item for path in args.manifests for item in read_objects(path)]
+    existing = [obj for path in args.cluster or () for _, obj in read_objects(path)]
+    results = validate_objects([obj for _, obj in manifests], Cluster.from_objects(existing), config, args.user)
     print(json.dumps(results, indent=2) if args.output == "json" else render_table(results))
     return 0 if all(r["allowed"] for r in results.values()) else 1
 
@@ -103,7 +127,7 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 def validate_objects(
-    objects: list[dict[str, Any]], cluster: Cluster, config: AdmissionConfig
+    objects: list[dict[str, Any]], cluster: Cluster, config: AdmissionConfig, user: str | None = None
 ) -> dict[str, dict[str, Any]]:
     """{key: {"allowed", "errors"}} for each object (in manifest order), admitted in apply order."""
     results: dict[str, dict[str, Any]] = {}
@@ -114,7 +138,7 @@ def validate_objects(
                 False, ["metadata.name: an earlier object in the manifests has the same kind, namespace and name"]
             )
         else:
-            review = admit(obj, cluster, config)
+            review = admit(obj, cluster, config, user=user)
         if review.allowed and obj.get("kind") == "Queue":
             cluster = cluster.with_queue(review.object)
         elif review.allowed and obj.get("kind") == "PodGroup":

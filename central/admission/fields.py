@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from central.api.quantity import parse_quantity
-from central.errors import InputError
+from central.errors import InputError, shown
+from central.model import annotations
 
 Problems = list[str]
 
@@ -25,6 +26,23 @@ BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 def add(problems: Problems, path: str, message: str) -> None:
     problems.append(f"{path}: {message}" if path else message)
+
+
+def readable(problems: Problems, parse: Callable[..., Any], *args: Any, prefix: str = "") -> Any:
+    """What the scheduler and the agent will read must parse: run the model's own parser (so
+    admission can never let in what they would refuse) and turn its InputError into a problem."""
+    try:
+        return parse(*args)
+    except InputError as err:
+        add(problems, f"{prefix}{err.where}", err.message)
+        return None
+
+
+def interpreted(problems: Problems, raw_annotations: Any, kind: str, prefix: str = "") -> None:
+    """The annotations plugins and the agent interpret (central.model.annotations), each valid."""
+    if isinstance(raw_annotations, Mapping):
+        for err in annotations.check(raw_annotations, kind):
+            add(problems, f"{prefix}{err.where}", err.message)
 
 
 def integer(
@@ -121,6 +139,7 @@ def fmt(value: Decimal, resource: str = "") -> str:
 def quote(value: Any) -> str:
     """A value as it appears in messages: JSON-like, so strings are in double quotes."""
     try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return json.dumps(str(value))
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return shown(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"

@@ -31,6 +31,8 @@ from central.admission.policies import validate_policies
 from central.admission.templates import validate_template, validate_topology_policy
 from central.controllers.plugins import NEEDS, PLUGINS
 from central.errors import InputError
+from central.model.annotations import ALLOWED_NAMESPACES
+from central.model.parse import parse_pod
 
 DEFAULT_MAX_RETRY = 3
 UPDATABLE = (
@@ -122,10 +124,28 @@ def validate_job(
     _validate_volumes(problems, spec.get("volumes"))
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
     if old is None:
-        queue_problems(problems, cluster, spec.get("queue"), "spec.queue")
+        queue_problems(problems, cluster, spec.get("queue"), "spec.queue", namespace_of(job))
     else:
-        _validate_update(problems, spec, (old.get("spec") or {}))
+        old_spec = old.get("spec")
+        _validate_update(problems, spec, old_spec if isinstance(old_spec, Mapping) else {})
+    fields.interpreted(problems, meta.get("annotations"), "Job")
+    if not problems:
+        _pods_are_readable(problems, job, spec)
     return problems
+
+
+def _pods_are_readable(problems: Problems, job: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    """Each task's pods as the scheduler will parse them (one per task: they share a template)."""
+    for i, task in enumerate(spec.get("tasks") or []):
+        template = task.get("template") or {}
+        where = f"spec.tasks[{i}].template."
+        meta = fields.mapping(problems, template.get("metadata"), f"{where}metadata")
+        if meta is None:
+            continue
+        fields.interpreted(problems, meta.get("annotations"), "Pod", where)
+        pod = {"kind": "Pod", "metadata": {**meta, "name": "x", "namespace": namespace_of(job)},
+               "spec": {**template.get("spec", {}), "schedulerName": spec.get("schedulerName")}}
+        fields.readable(problems, parse_pod, pod, prefix=where)
 
 
 def _validate_tasks(
@@ -184,6 +204,7 @@ def _validate_partitions(
     if not partition:
         return
     path = f"{where}.partitionPolicy"
+    exclusive_tiers(problems, partition.get("networkTopology"), f"{path}.networkTopology")
     total = fields.integer(problems, partition.get("totalPartitions"), f"{path}.totalPartitions", minimum=1)
     size = fields.integer(problems, partition.get("partitionSize"), f"{path}.partitionSize", minimum=1)
     minimum = fields.integer(problems, partition.get("minPartitions", 0), f"{path}.minPartitions")
@@ -267,12 +288,12 @@ def _validate_plugins(problems: Problems, job: Mapping[str, Any], spec: Mapping[
         except InputError as err:
             add(problems, err.where, err.message)
             continue
-        if name == "mpi":
-            master = plugin.option("master")
-            tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
-            task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
-            if master not in task_names:
-                add(problems, "spec.plugins.mpi", f"the mpi master task {quote(master)} is not among spec.tasks")
+        tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
+        task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
+        if name == "mpi" and plugin.option("master") not in task_names:
+            add(problems, "spec.plugins.mpi", f"the mpi master task {quote(plugin.option('master'))} is not among spec.tasks")
+        if name == "ray" and plugin.option("head") not in task_names:
+            add(problems, "spec.plugins.ray", f"the ray head task {quote(plugin.option('head'))} is not among spec.tasks")
 
 
 def _validate_volumes(problems: Problems, raw: Any) -> None:
@@ -300,13 +321,26 @@ def _validate_volumes(problems: Problems, raw: Any) -> None:
 
 
 def exclusive_tiers(problems: Problems, raw: Any, where: str) -> None:
+    """A networkTopology (of a Job, a partition, a PodGroup or its subgroup): mode hard or soft,
+    a tier by number or by name, not both."""
     topology = fields.mapping(problems, raw, where) or {}
+    if topology.get("mode") not in (None, "hard", "soft"):
+        add(problems, f"{where}.mode", f"must be hard or soft, got {quote(topology['mode'])}")
+    if topology.get("highestTierAllowed") is not None:
+        fields.integer(problems, topology["highestTierAllowed"], f"{where}.highestTierAllowed", minimum=0)
     if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
         add(problems, where, "must not specify highestTierAllowed and highestTierName simultaneously")
 
 
-def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str) -> None:
-    """A job (or PodGroup of a job) may only go to an existing, Open, non-root leaf queue."""
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str, namespace: str) -> None:
+    """A job (or PodGroup of a job) may only go to an existing, Open, non-root leaf queue that
+    takes jobs from its namespace."""
     if not isinstance(queue, str):
         add(problems, where, f"must be a queue name, got {quote(queue)}")
     elif queue not in cluster.queues:
@@ -326,21 +360,26 @@ def queue_problems(problems: Problems, cluster: Cluster, queue: Any, where: str)
             f"can only submit job to a leaf queue; queue {quote(queue)} has child queues "
             f"{', '.join(cluster.children(queue))}",
         )
+    elif (refusing := cluster.refusing_queue(queue, namespace)) is not None:
+        add(problems, where, f"queue {quote(refusing)} does not take jobs from namespace {quote(namespace)} "
+                             f"(its annotation {ALLOWED_NAMESPACES})")
 
 
 def _validate_update(problems: Problems, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
-    for key in sorted(set(new) | set(old)):
+    for key in sorted(set(new) | set(old), key=str):
         if key in ("minAvailable", "priorityClassName", "tasks"):
             continue
         if new.get(key) != old.get(key):
             add(problems, f"spec.{key}", f"may not change on update ({UPDATABLE})")
     new_tasks, old_tasks = new.get("tasks") or [], old.get("tasks") or []
+    if not isinstance(new_tasks, list) or not isinstance(old_tasks, list):
+        return  # reported by the checks of spec.tasks
     if len(new_tasks) != len(old_tasks):
         add(problems, "spec.tasks", f"tasks may not be added or removed on update ({UPDATABLE})")
         return
     for i, (a, b) in enumerate(zip(new_tasks, old_tasks, strict=True)):
         if not isinstance(a, Mapping) or not isinstance(b, Mapping):
             continue
-        for key in sorted(set(a) | set(b)):
+        for key in sorted(set(a) | set(b), key=str):
             if key not in ("replicas", "minAvailable") and a.get(key) != b.get(key):
                 add(problems, f"spec.tasks[{i}].{key}", f"may not change on update ({UPDATABLE})")

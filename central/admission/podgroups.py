@@ -1,24 +1,23 @@
-"""Admission of PodGroups (scheduling.volcano.sh/v1beta1) and of pods' disruption-budget annotations.
+"""Admission of PodGroups (scheduling.volcano.sh/v1beta1), on CREATE and UPDATE.
 
 mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
-validate_podgroup(podgroup, cluster) -> list     queue exists and is Open, counts and quantities valid
-validate_pod(pod) -> list                        at most one JDB annotation, a count > 0 or 1%..99%
+validate_podgroup(podgroup, cluster) -> list     queue exists, is Open and takes the namespace; counts,
+                                                 quantities and interpreted annotations valid, and the
+                                                 scheduler's parser reads it
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from central.admission import fields
 from central.admission.cluster import DEFAULT_QUEUE, Cluster
 from central.admission.fields import Problems, add, quote
-from central.admission.jobs import exclusive_tiers
-
-JDB_ANNOTATIONS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
-_PERCENT = re.compile(r"^(\d+)%$")
+from central.admission.jobs import exclusive_tiers, namespace_of
+from central.model.annotations import ALLOWED_NAMESPACES
+from central.model.parse import parse_podgroup
 
 
 def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
@@ -33,7 +32,10 @@ def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, 
     return out
 
 
-def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems:
+def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster,
+                      old: Mapping[str, Any] | None = None) -> Problems:
+    """Every problem; on UPDATE (`old`) the queue is checked only if it changed, so a closed
+    queue still lets its PodGroups be resized."""
     problems: Problems = []
     meta = fields.mapping(problems, podgroup.get("metadata"), "metadata") or {}
     fields.dns_label(problems, meta.get("name"), "metadata.name", max_length=253)
@@ -46,8 +48,17 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
         fields.integer(problems, count, f"spec.minTaskMember.{task}")
     fields.resources(problems, spec.get("minResources"), "spec.minResources")
     exclusive_tiers(problems, spec.get("networkTopology"), "spec.networkTopology")
+    for i, policy in enumerate(fields.sequence(problems, spec.get("subGroupPolicy"), "spec.subGroupPolicy") or []):
+        where = f"spec.subGroupPolicy[{i}]"
+        policy = fields.mapping(problems, policy, where) or {}
+        if not isinstance(policy.get("name"), str) or not policy.get("name"):
+            add(problems, f"{where}.name", "is required")
+        exclusive_tiers(problems, policy.get("networkTopology"), f"{where}.networkTopology")
     queue = spec.get("queue") or DEFAULT_QUEUE
-    if not isinstance(queue, str):
+    old_spec = old.get("spec") if isinstance(old, Mapping) else None
+    if isinstance(old_spec, Mapping) and (old_spec.get("queue") or DEFAULT_QUEUE) == queue:
+        pass
+    elif not isinstance(queue, str):
         add(problems, "spec.queue", f"must be a queue name, got {quote(queue)}")
     elif queue not in cluster.queues:
         add(problems, "spec.queue", f"unable to find queue {quote(queue)}")
@@ -57,27 +68,11 @@ def validate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> Problems
             "spec.queue",
             f"can only submit PodGroup to queue with state Open; queue {quote(queue)} is {cluster.state(queue)}",
         )
+    elif (refusing := cluster.refusing_queue(queue, namespace_of(podgroup))) is not None:
+        add(problems, "spec.queue", f"queue {quote(refusing)} does not take PodGroups from namespace "
+                                    f"{quote(namespace_of(podgroup))} (its annotation {ALLOWED_NAMESPACES})")
+    fields.interpreted(problems, meta.get("annotations"), "PodGroup")
+    if not problems:
+        fields.readable(problems, parse_podgroup, podgroup)
     return problems
 
-
-def validate_pod(pod: Mapping[str, Any]) -> Problems:
-    problems: Problems = []
-    meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
-    annotations = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
-    present = [key for key in JDB_ANNOTATIONS if key in annotations]
-    if len(present) > 1:
-        add(problems, "metadata.annotations", f"must not set both {present[0]} and {present[1]}")
-    for key in present:
-        value = str(annotations[key])
-        percent = _PERCENT.match(value)
-        if percent and not 1 <= int(percent[1]) <= 99:
-            add(
-                problems, f"metadata.annotations[{key}]", f"a percentage must be between 1% and 99%, got {quote(value)}"
-            )
-        elif not percent and not (value.isdigit() and int(value) > 0):
-            add(
-                problems,
-                f"metadata.annotations[{key}]",
-                f"must be an integer > 0 or a percentage 1%..99%, got {quote(value)}",
-            )
-    return problems

@@ -5,9 +5,13 @@
     validate_queue_delete(name, cluster) -> list                 why the queue may not be deleted
 
 Rules (Volcano's queue webhook plus its hierarchy checks): state Open or Closed; weight in
-1..65535; guarantee <= deserved <= capability per dimension; the parent exists and is not the
-queue itself, the hierarchy has no cycle and is at most `max_queue_depth` deep; a parent holds
-no PodGroups; a queue's capability is within every ancestor's; the children's guarantee and
+1..65535; guarantee <= deserved <= capability per dimension, and every guaranteed resource
+has a deserved amount; the HDRF annotations `volcano.sh/hierarchy` ("root/a/b") and
+`volcano.sh/hierarchy-weights` ("1/2/3") have as many parts, the weights are numbers > 0,
+and no other queue's path lies below this one's; the parent exists and is not the queue
+itself, the hierarchy has no cycle and is at most `max_queue_depth` deep; a parent holds no
+PodGroups (Caldera's, stricter than Volcano) and, when it has no child yet, no allocated pods
+(`status.allocated.pods`, Volcano's); a queue's capability is within every ancestor's; the children's guarantee and
 deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
 once read an unset parent guarantee as 0, vo#5634). The tree checks run on the cluster as it
 would be after the change, so an update that shrinks a parent below its children is refused
@@ -22,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from central.admission import fields
+from central.model.parse import parse_queue
 from central.admission.cluster import DEFAULT_QUEUE, ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
@@ -77,8 +82,15 @@ def validate_queue(
             add(problems, path, f"queue state must be in [Open, Closed], got {quote(state)}")
     own = quotas(queue, problems)
     fields.at_most(problems, own["guarantee"], own["deserved"], "spec.guarantee.resource", "spec.deserved")
+    for res in sorted(set(own["guarantee"]) - set(own["deserved"])):
+        add(problems, f"spec.deserved.{res}",
+            f"must be set and >= spec.guarantee.resource.{res} ({fields.fmt(own['guarantee'][res], res)})")
+    _validate_hierarchy_annotations(problems, queue, name, cluster)
     fields.at_most(problems, own["deserved"], own["capability"], "spec.deserved", "spec.capability")
     fields.at_most(problems, own["guarantee"], own["capability"], "spec.guarantee.resource", "spec.capability")
+    fields.interpreted(problems, meta.get("annotations"), "Queue")
+    if not problems:
+        fields.readable(problems, parse_queue, queue)
     if name == ROOT:
         current = quotas(cluster.queues[ROOT])
         if own != current:
@@ -116,6 +128,10 @@ def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: Admi
         add(
             problems, "spec.parent", f"parent queue {quote(parent)} already holds PodGroups; only leaf queues hold jobs"
         )
+    pods = _allocated_pods(cluster.queues[parent])
+    if parent != ROOT and pods and not [c for c in cluster.children(parent) if c != name]:
+        add(problems, "spec.parent", f"queue {quote(parent)} cannot be the parent of {quote(name)}: "
+                                     f"it has allocated pods ({pods})")
     own = quotas(cluster.queues[name])
     for ancestor in ancestors:
         fields.at_most(
@@ -137,6 +153,47 @@ def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: Admi
                     f"{fields.fmt(own['capability'][res], res)} is less than the capability "
                     f"of descendant queue {quote(descendant)} ({fields.fmt(theirs[res], res)})",
                 )
+
+
+HIERARCHY = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
+
+
+def _validate_hierarchy_annotations(problems: Problems, queue: Mapping[str, Any], name: str, cluster: Cluster) -> None:
+    annotations = (queue.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        return
+    path, weights = str(annotations.get(HIERARCHY, "")), str(annotations.get(HIERARCHY_WEIGHTS, ""))
+    if not path and not weights:
+        return
+    where = "metadata.annotations"
+    if len(path.split("/")) != len(weights.split("/")):
+        add(problems, f"{where}[{HIERARCHY}]", f"{quote(path)} must have as many parts as {HIERARCHY_WEIGHTS} {quote(weights)}")
+        return
+    for part in weights.split("/"):
+        try:
+            weight = float(part)
+        except ValueError:
+            add(problems, f"{where}[{HIERARCHY_WEIGHTS}]", f"{quote(part)} in {quote(weights)} is not a number")
+            return
+        if not weight > 0:
+            add(problems, f"{where}[{HIERARCHY_WEIGHTS}]", f"{quote(part)} in {quote(weights)} must be > 0")
+            return
+    for other, obj in sorted(cluster.queues.items()):
+        theirs = str(((obj.get("metadata") or {}).get("annotations") or {}).get(HIERARCHY, ""))
+        if other != name and theirs.startswith(path + "/"):
+            add(problems, f"{where}[{HIERARCHY}]",
+                f"{quote(path)} may not be a path above {quote(theirs)} of queue {quote(other)}")
+            return
+
+
+def _allocated_pods(queue: Mapping[str, Any]) -> int:
+    status = queue.get("status") if isinstance(queue.get("status"), Mapping) else {}
+    allocated = status.get("allocated") if isinstance(status.get("allocated"), Mapping) else {}
+    try:
+        return int(str(allocated.get("pods", 0)))
+    except ValueError:
+        return 0
 
 
 def _children_fit(problems: Problems, cluster: Cluster, parent: str, bound: str) -> None:
@@ -176,5 +233,5 @@ def validate_queue_delete(name: str, cluster: Cluster) -> Problems:
     if name in cluster.queues and cluster.children(name):
         add(problems, "metadata.name", f"queue {quote(name)} has child queues {', '.join(cluster.children(name))}")
     if cluster.podgroups_in(name):
-        add(problems, "metadata.name", f"queue {quote(name)} still has {len(cluster.podgroups_in(name))} PodGroup(s)")
+        add(problems, "metadata.name", f"queue {quote(name)} still has {cluster.podgroups_in(name)} PodGroup(s)")
     return problems

@@ -20,8 +20,10 @@ from typing import Any
 from central.admission.cluster import Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.jobs import mutate_job, validate_job
-from central.admission.podgroups import mutate_podgroup, validate_pod, validate_podgroup
+from central.admission.podgroups import mutate_podgroup, validate_podgroup
+from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue, validate_queue, validate_queue_delete
+from central.errors import InputError
 
 
 @dataclass
@@ -47,7 +49,18 @@ def admit(
     cluster: Cluster,
     config: AdmissionConfig = DEFAULT_CONFIG,
     old: Mapping[str, Any] | None = None,
+    user: str | None = None,
 ) -> Review:
+    """The decision on `obj` (`old` makes it an update; `user` is the requester's username).
+    A malformed object is a denial naming the field, never an exception."""
+    try:
+        return _admit(obj, cluster, config, old, user)
+    except InputError as err:  # a validator met a shape it did not expect: still the user's error
+        return Review(False, [f"{err.where}: {err.message}" if err.where else err.message], dict(obj))
+
+
+def _admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig, old: Mapping[str, Any] | None,
+           user: str | None) -> Review:
     kind = kind_of(obj)
     if kind == "Job":
         mutated = mutate_job(obj, config)
@@ -57,9 +70,9 @@ def admit(
         errors = validate_queue(mutated, cluster, config, old)
     elif kind == "PodGroup":
         mutated = mutate_podgroup(obj, cluster)
-        errors = validate_podgroup(mutated, cluster)
+        errors = validate_podgroup(mutated, cluster, old)
     elif kind == "Pod":
-        mutated, errors = dict(obj), validate_pod(obj)
+        mutated, errors = dict(obj), validate_pod(obj, config, old, user)
     else:
         mutated, errors = dict(obj), []
     return Review(not errors, errors, mutated)

@@ -1,7 +1,9 @@
 """Checks of a task's pod template, the part of Kubernetes' own pod validation jobs need.
 
 validate_template(problems, template, where)          containers, images, names, quantities,
-                                                      requests <= limits, restartPolicy
+                                                      requests <= limits, restartPolicy, and
+                                                      pod-level spec.resources as Kubernetes
+                                                      checks them (PodLevelResources)
 validate_topology_policy(problems, task, where)       NUMA policies need whole CPUs
 """
 
@@ -11,11 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from central.admission import fields
-from central.admission.fields import Problems, add, quote
+from central.admission.fields import Problems, add, fmt, quote
 from central.api.quantity import parse_quantity
 from central.errors import InputError
 
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+POD_LEVEL_RESOURCES = ("cpu", "memory")  # and hugepages-*
 
 
 def validate_template(problems: Problems, raw: Any, where: str) -> None:
@@ -31,6 +34,7 @@ def validate_template(problems: Problems, raw: Any, where: str) -> None:
             f"{where}.spec.restartPolicy",
             f"must be Always, OnFailure or Never, got {quote(spec['restartPolicy'])}",
         )
+    declared: dict[str, list[tuple[dict, dict]]] = {}  # containers' (requests, limits) by kind
     for key in ("containers", "initContainers"):
         containers = fields.sequence(problems, spec.get(key), f"{where}.spec.{key}")
         if key == "containers" and containers == []:
@@ -51,6 +55,35 @@ def validate_template(problems: Problems, raw: Any, where: str) -> None:
             requests = fields.resources(problems, res.get("requests"), f"{path}.resources.requests")
             limits = fields.resources(problems, res.get("limits"), f"{path}.resources.limits")
             fields.at_most(problems, requests, limits, f"{path}.resources.requests", f"{path}.resources.limits")
+            declared.setdefault(key, []).append((requests, limits))
+    if spec.get("resources") is not None:
+        _validate_pod_resources(problems, spec["resources"], declared, f"{where}.spec.resources")
+
+
+def _validate_pod_resources(problems: Problems, raw: Any, declared: dict[str, list[tuple[dict, dict]]], path: str) -> None:
+    """Pod-level resources: cpu, memory and hugepages only; requests <= limits; requests at
+    least what the containers ask together (the larger of the app containers' sum and any
+    init container's); no container's limit above the pod's."""
+    res = fields.mapping(problems, raw, path) or {}
+    requests = fields.resources(problems, res.get("requests"), f"{path}.requests")
+    limits = fields.resources(problems, res.get("limits"), f"{path}.limits")
+    for kind, values in (("requests", requests), ("limits", limits)):
+        for name in sorted(values):
+            if name not in POD_LEVEL_RESOURCES and not name.startswith("hugepages-"):
+                add(problems, f"{path}.{kind}.{name}", "pod-level resources support only cpu, memory and hugepages-*")
+    fields.at_most(problems, requests, limits, f"{path}.requests", f"{path}.limits")
+    app, init = declared.get("containers", []), declared.get("initContainers", [])
+    for name in sorted(requests):
+        together = max([sum((r.get(name, 0) for r, _ in app), start=0)] + [r.get(name, 0) for r, _ in init])
+        if together > requests[name]:
+            add(problems, f"{path}.requests.{name}",
+                f"{fmt(requests[name], name)} must be >= the containers' aggregate requests ({fmt(together, name)})")
+    for name in sorted(limits):
+        for kind, group in (("containers", app), ("initContainers", init)):
+            for j, (_, own) in enumerate(group):
+                if name in own and own[name] > limits[name]:
+                    add(problems, f"{path}.limits.{name}",
+                        f"{fmt(limits[name], name)} must be >= the limit of {kind}[{j}] ({fmt(own[name], name)})")
 
 
 def validate_topology_policy(problems: Problems, task: Mapping[str, Any], where: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from central.errors import InputError
+from central.manifests import read_file
 from central.model.nodedata import GpuCard, NodeData, NumaCell
 from nodeagent.api.v1 import agent_pb2 as pb
 
@@ -58,15 +59,17 @@ def read_node_reports(paths: Iterable[str]) -> list[NodeData]:
 
 def _parse(file: Path) -> pb.NodeReport:
     try:
-        raw = json.loads(file.read_text())
-    except OSError as err:
-        raise InputError(str(file), f"cannot read: {err.strerror}") from None
+        raw = json.loads(read_file(file))  # bytes: UTF-8, -16 or -32, as JSON allows
+    except UnicodeDecodeError as err:
+        raise InputError(str(file), f"not UTF-8, -16 or -32 text: {err.reason} at byte {err.start}") from None
     except json.JSONDecodeError as err:
         raise InputError(str(file), f"malformed JSON at line {err.lineno}: {err.msg}") from None
+    except RecursionError:
+        raise InputError(str(file), "nested too deep") from None
     try:
         report = json_format.ParseDict(raw, pb.NodeReport())
     except json_format.ParseError as err:
-        raise InputError(str(file), f"not a node report: {err}") from None
+        raise InputError(str(file), f"not a node report: {str(err).splitlines()[0]}") from None
     if not report.node_name:
         raise InputError(f"{file}: node_name", "is required")
     return report

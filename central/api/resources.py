@@ -17,7 +17,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from central.api.quantity import parse_quantity
+from central.api.quantity import INT64_MAX, parse_quantity
 from central.errors import InputError
 
 CPU = "cpu"
@@ -51,6 +51,8 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
         raise InputError(where, f"expected a map of resource name to quantity, got {type(raw).__name__}")
     out: dict[str, float] = {}
     for name, value in raw.items():
+        if not isinstance(name, str):
+            raise InputError(f"{where}", f"resource names must be strings, got {name!r}")
         try:
             quantity = parse_quantity(value)
         except InputError as err:
@@ -58,8 +60,15 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
         if quantity < 0:
             raise InputError(f"{where}.{name}", f"must not be negative, got {value!r}")
         if is_scheduled_resource(name) or name == PODS:
-            out[str(name)] = canonical(name, quantity)
+            value = canonical(name, quantity)
+            if value > INT64_MAX:  # cpu and scalars count in milli-units, bounded like kube's MilliValue
+                unit = _UNITS.get(name, "milli-units")
+                raise InputError(f"{where}.{name}", f"too large: {value:.0f} in {unit} exceeds int64")
+            out[str(name)] = value
     return out
+
+
+_UNITS = {MEMORY: "bytes", PODS: "pods", CPU: "millicores"}
 
 
 def add_lists(*lists: Mapping[str, float]) -> dict[str, float]:
@@ -78,15 +87,21 @@ def max_lists(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float
 
 
 def format_value(name: str, value: float) -> str:
-    """A canonical value back in Kubernetes notation, for people."""
+    """A canonical value back in Kubernetes notation, for people and for statuses the API
+    parses again (`:g` wrote 4244750m as '4.24475e+06m', which no quantity parser takes)."""
     if name == MEMORY:
         for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if value >= size and value % size == 0:
                 return f"{int(value // size)}{suffix}"
-        return f"{value:g}"
+        return _plain(value)
     if value % 1000 == 0:
         return f"{int(value // 1000)}"
-    return f"{value:g}m"
+    return f"{_plain(value)}m"
+
+
+def _plain(value: float) -> str:
+    """Digits, never an exponent: 8221750, not 8.22175e+06."""
+    return str(int(value)) if float(value).is_integer() else f"{value:f}".rstrip("0")
 
 
 class Dimensions:
@@ -134,3 +149,12 @@ def less_equal_on(a: Vector, b: Vector, dims: Vector) -> bool:
     """Volcano's LessEqualWithDimension: compare only the dimensions where `dims` is non-zero."""
     mask = dims > EPSILON
     return bool(np.all(a[mask] < b[mask] + EPSILON))
+
+
+def dominant_share(allocated: Vector, total: Vector) -> float:
+    """max over resources of allocated/total, where x/0 is 1 (0/0 is 0): DRF's share."""
+    has = total > EPSILON
+    share = float(np.divide(allocated, total, out=np.zeros_like(allocated), where=has).max(initial=0.0))
+    if share < 1.0 and np.any(allocated[~has] > EPSILON):
+        return 1.0
+    return share

@@ -9,11 +9,10 @@ controller (which derives events from pods and applies actions). A Command is ho
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from central.errors import InputError
+from central.model import fields
 
 # Events.
 ANY = "*"
@@ -74,21 +73,6 @@ def commands_for(commands: list[Mapping[str, Any]], kind: str, name: str) -> lis
     return sorted(found, key=lambda c: str((c.get("metadata") or {}).get("creationTimestamp", "")))
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(text: Any) -> float:
     """A Go duration (`90s`, `10m`, `1h30m`) in seconds, as a policy's `timeout` is written."""
-    value = str(text).strip()
-    if value in ("0", ""):
-        return 0.0
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(value):
-        if match.start() != pos:
-            break
-        total += float(match[1]) * _UNIT_SECONDS[match[2]]
-        pos = match.end()
-    if pos != len(value) or not isinstance(text, str):
-        raise InputError("", f"invalid duration {text!r}: expected e.g. '90s', '10m' or '1h30m'")
-    return total
+    return fields.parse_duration(text, "").total_seconds()

@@ -3,8 +3,11 @@
 Volcano's controller reacts to pod events as they happen; this is the level-triggered form:
 the events are read off the pods as they are now.
 - PodFailed: a pod in phase Failed (its containers' exit codes are matched by `exitCode`);
-- PodEvicted: a pod Failed with reason Evicted, or being deleted with condition DisruptionTarget
-  (an eviction or preemption, never the controller's own deletes);
+- PodEvicted: a pod Failed with reason Evicted, or any deletion of the job's pod (a preemption,
+  an eviction, a plain `kubectl delete pod`) except the controller's own, which it marks with
+  `volcano.sh/controller-out-of-sync` before deleting, as Volcano does. (Volcano sees the
+  delete event; read level-triggered, a pod removed with no grace period is already gone and
+  is simply recreated.)
 - PodPending: a pod still Pending; only acts through a `timeout` (counted from its creation);
 - Unknown: a pod in phase Unknown;
 - TaskFailed: a container restarted at least the task's maxRetry times;
@@ -28,6 +31,7 @@ from central.controllers import bus
 from central.controllers.plugins.base import TASK_INDEX, TASK_SPEC
 
 JOB_VERSION = "volcano.sh/job-version"
+OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"  # the controller deletes this pod itself
 DEFAULT_TASK_MAX_RETRY = 3
 STAR_EVENTS = frozenset({bus.POD_FAILED, bus.POD_EVICTED, bus.UNKNOWN, bus.TASK_FAILED})
 
@@ -118,10 +122,7 @@ def _evicted(pod: Mapping[str, Any]) -> bool:
     status = pod.get("status") or {}
     if pod_phase(pod) == "Failed" and status.get("reason") == "Evicted":
         return True
-    disrupted = any(
-        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
-    return is_terminating(pod) and disrupted
+    return is_terminating(pod) and OUT_OF_SYNC not in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
 def pod_events(pod: Mapping[str, Any], task_max_retry: int) -> list[tuple[str, float | None, list[int]]]:

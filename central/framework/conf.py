@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 
-from central.errors import InputError
-from central.model.fields import yaml_problem
+from central.errors import InputError, shown
+from central.model.fields import typed, yaml_documents
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
 PLUGIN_FLAGS = (
@@ -76,15 +75,15 @@ class SchedulerConf:
         return next((p for tier in self.tiers for p in tier if p.name == name), None)
 
 
-def load_config(text: str, source: str = "scheduler configuration") -> SchedulerConf:
+def load_config(text: str | bytes, source: str = "scheduler configuration") -> SchedulerConf:
     """Parse and validate a configuration; InputError names `source` and the key."""
     from central.actions import ACTIONS  # the registries import the framework, not the reverse
     from central.plugins import PLUGINS
 
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise InputError(source, yaml_problem(err)) from None
+    docs = yaml_documents(text, source)
+    if len(docs) > 1:
+        raise InputError(source, f"expected one YAML document, got {len(docs)}")
+    raw = docs[0] if docs else None
     try:
         conf = _build(raw, set(ACTIONS), set(PLUGINS))
         _try_plugins(conf)
@@ -120,11 +119,41 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
         where = f"configurations[{i}]"
         item = _mapping(item, where)
         _known_keys(item, {"name", "arguments"}, where)
-        if item.get("name") not in actions:
-            raise InputError(f"{where}.name", f"unknown action {item.get('name')!r}; valid: {', '.join(sorted(actions))}")
+        if not isinstance(item.get("name"), str) or item["name"] not in actions:
+            raise InputError(f"{where}.name",
+                             f"unknown action {shown(item.get('name'))}; valid: {', '.join(sorted(actions))}")
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
+        _check_action_arguments(item["name"], configurations[item["name"]], f"{where}.arguments")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
     return SchedulerConf(names, tiers, configurations, metrics)
+
+
+# Per-action arguments Caldera reads (Volcano's names and defaults), by type; an action
+# listed here refuses other keys. `predicateErrorCacheEnable` and
+# `topologyAwarePreemptWorkerNum` are accepted and have no effect (one template view
+# caches predicate results; dry runs are sequential).
+ACTION_ARGUMENTS: dict[str, dict[str, type]] = {
+    "allocate": {"predicateErrorCacheEnable": bool},
+    "backfill": {"predicateErrorCacheEnable": bool},
+    "reclaim": {"predicateErrorCacheEnable": bool},
+    "preempt": {"predicateErrorCacheEnable": bool, "enableTopologyAwarePreemption": bool,
+                "topologyAwarePreemptWorkerNum": int, "minCandidateNodesPercentage": int,
+                "minCandidateNodesAbsolute": int, "maxCandidateNodesAbsolute": int},
+}
+
+
+def _check_action_arguments(action: str, arguments: Mapping[str, Any], where: str) -> None:
+    known = ACTION_ARGUMENTS.get(action)
+    if known is None:
+        return
+    for key, value in arguments.items():
+        kind = known.get(key)
+        if kind is None:
+            raise InputError(f"{where}.{key}", f"unknown argument of {action}; valid: {', '.join(sorted(known))}")
+        if kind is bool and not isinstance(value, bool):
+            raise InputError(f"{where}.{key}", f"expected true or false, got {value!r}")
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
 
 
 def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:
@@ -136,14 +165,14 @@ def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:
 def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
     raw = _mapping(raw, where)
     name = raw.get("name")
-    if name not in plugins:
-        raise InputError(f"{where}.name", f"unknown plugin {name!r}; valid: {', '.join(sorted(plugins))}")
+    if not isinstance(name, str) or name not in plugins:
+        raise InputError(f"{where}.name", f"unknown plugin {shown(name)}; valid: {', '.join(sorted(plugins))}")
     _known_keys(raw, {"name", "arguments", *PLUGIN_FLAGS}, where)
     flags = {}
     for flag in PLUGIN_FLAGS:
         if flag in raw:
             if not isinstance(raw[flag], bool):
-                raise InputError(f"{where}.{flag}", f"expected true or false, got {raw[flag]!r}")
+                raise InputError(f"{where}.{flag}", f"expected true or false, got {shown(raw[flag])}")
             flags[flag] = raw[flag]
     return PluginOption(name, flags, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
 
@@ -163,12 +192,8 @@ def _known_keys(raw: Mapping[str, Any], known: set[str], where: str) -> None:
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InputError(where, f"expected a map, got {type(value).__name__}")
-    return value
+    return typed(value, Mapping, where)
 
 
 def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(where, f"expected a list, got {type(value).__name__}")
-    return value
+    return typed(value, list, where)

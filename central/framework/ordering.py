@@ -1,43 +1,59 @@
 """Priority queues ordered by the session's ordering points, like Volcano's PriorityQueue.
 
 Items are compared when pushed and popped, with the plugins' current view (a DRF share moves
-as jobs get resources), exactly as a heap over a `less` function behaves.
+as jobs get resources). Because that view changes between operations, the order items come
+out in depends on which comparisons the heap makes; this heap makes exactly the ones Go's
+container/heap makes (items pushed one by one, `up` on push, swap-and-`down` on pop), so a
+queue of jobs or queues comes out in Volcano's order.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class _Entry:
-    __slots__ = ("item", "less")
-
-    def __init__(self, item: Any, less: Callable[[Any, Any], bool]):
-        self.item = item
-        self.less = less
-
-    def __lt__(self, other: "_Entry") -> bool:
-        return self.less(self.item, other.item)
-
-
 class PriorityQueue(Generic[T]):
+    __slots__ = ("_less", "_items")
+
     def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()):
         self._less = less
-        self._heap = [_Entry(i, less) for i in items]
-        heapq.heapify(self._heap)
+        self._items: list[T] = []
+        for item in items:
+            self.push(item)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, _Entry(item, self._less))
+        items, less = self._items, self._less
+        items.append(item)
+        j = len(items) - 1
+        while j > 0:
+            i = (j - 1) // 2
+            if not less(items[j], items[i]):
+                break
+            items[i], items[j] = items[j], items[i]
+            j = i
 
     def pop(self) -> T:
-        return heapq.heappop(self._heap).item
+        items, less = self._items, self._less
+        n = len(items) - 1
+        items[0], items[n] = items[n], items[0]
+        i = 0
+        while True:
+            j = 2 * i + 1
+            if j >= n:
+                break
+            if j + 1 < n and less(items[j + 1], items[j]):
+                j += 1
+            if not less(items[j], items[i]):
+                break
+            items[i], items[j] = items[j], items[i]
+            i = j
+        return items.pop()
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._items)
 
     def __bool__(self) -> bool:
-        return bool(self._heap)
+        return bool(self._items)

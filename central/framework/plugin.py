@@ -51,7 +51,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from central.errors import InputError
+from central.errors import InputError, shown
+
+MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow waiting)
 
 if TYPE_CHECKING:
     from central.framework.conf import PluginOption
@@ -89,17 +91,18 @@ class Plugin:
             if isinstance(value, str) and value.lower() in ("true", "false"):
                 return value.lower() == "true"
             if not isinstance(value, bool):
-                raise InputError(f"plugin {self.name}: arguments.{key}", f"expected true or false, got {value!r}")
+                raise InputError(f"plugin {self.name}: arguments.{key}", f"expected true or false, got {shown(value)}")
             return value
         if kind in (int, float):
             try:
-                if isinstance(value, bool):
+                if isinstance(value, bool) or not abs(float(value)) <= MAX_NUMBER:  # also refuses NaN
                     raise ValueError
                 return kind(value)
-            except (TypeError, ValueError):
-                raise InputError(f"plugin {self.name}: arguments.{key}", f"expected a number, got {value!r}") from None
+            except (TypeError, ValueError, OverflowError):
+                raise InputError(f"plugin {self.name}: arguments.{key}",
+                                 f"expected a number within ±{MAX_NUMBER:.0e}, got {shown(value)}") from None
         if not isinstance(value, kind):
-            raise InputError(f"plugin {self.name}: arguments.{key}", f"expected {kind.__name__}, got {value!r}")
+            raise InputError(f"plugin {self.name}: arguments.{key}", f"expected {kind.__name__}, got {shown(value)}")
         return value
 
 

@@ -54,6 +54,10 @@ class Points:
             ]
         self.flat = {point: [fn for tier in tiers for fn in tier] for point, tiers in self.by_point.items()}
 
+    def takes_part(self, point: str, plugin: str) -> bool:
+        """Does the named plugin answer at this point (present, and its flag on)?"""
+        return any(getattr(fn, "__self__", None) is not None and fn.__self__.name == plugin for fn in self.flat[point])
+
     # --- combination rules ------------------------------------------------------------------
 
     def order(self, point: str, left: Any, right: Any, *context: Any) -> int:

@@ -36,6 +36,8 @@ from central.model.objects import (
     TaskStatus,
 )
 
+SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
 if TYPE_CHECKING:
     from central.plugins.agentview import AgentView
     from central.plugins.nodeindex import NodeIndex
@@ -91,6 +93,7 @@ class Session:
         self.last_transaction: dict[str, str] = {}
         self.job_conditions: dict[str, dict[str, Any]] = {}
         self.job_notes: dict[str, str] = {}  # job uid -> why a gate held it back (for people)
+        self.queue_notes: dict[str, str] = {}  # queue -> why its last allocatable check said no, with numbers
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
@@ -298,8 +301,8 @@ class Session:
         errors, nominations, and what plugins registered with `on_rollback`."""
         cache = self.cache
         journal, cache.journal = cache.journal or [], None
-        for task, status, node in reversed(journal):
-            cache.set_status(task, status, node)
+        for i in range(len(journal) - 3, -1, -3):
+            cache.set_status(journal[i], journal[i + 1], journal[i + 2])
         for undo in reversed(self._undo):
             undo()
         for job, phase, conditions, fit_errors in self._saved_jobs:
@@ -318,12 +321,14 @@ class Session:
             conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
         unschedulable = new is not None and new["type"] == "Unschedulable"
         running = job.count(TaskStatus.RUNNING)
-        scheduled = job.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
+        # session allocated or is binding does not count yet), plus Releasing pods still on a node.
+        scheduled = job.count(*SCHEDULED_STATUSES)
         scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
         phase = job.phase or "Pending"
         if running and unschedulable:
             phase = "Unknown"
-        elif scheduled >= job.min_available and scheduled:
+        elif scheduled >= job.min_available:
             done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
             phase = "Completed" if done == scheduled else "Running"
         elif phase != "Inqueue":
@@ -346,10 +351,17 @@ class Session:
                 elif job.pending_phase:
                     why = self.job_notes.get(job.uid, "waiting for the enqueue action")
                     reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
+                elif job.fit_errors:  # not tried: a twin of the same template already found no node
+                    first = next(iter(job.fit_errors.values()))
+                    reasons[task.uid] = f"not tried after {len(job.fit_errors)} pod(s) of its job found no node: {first}"
+                else:
+                    why = self.job_notes.get(job.uid, "the job was not reached this cycle")
+                    reasons[task.uid] = f"PodGroup {job.uid} is admitted, its pods are waiting: {why}"
         return reasons
 
     def _queue_statuses(self) -> dict[str, dict[str, Any]]:
         allocated = {name: self.dims.zeros() for name in self.queues}
+        pods = dict.fromkeys(self.queues, 0)  # allocated pods, which admission reads (a parent has none)
         phases: dict[str, dict[str, int]] = {name: {} for name in self.queues}
         for job in self.jobs.values():
             counts = phases.setdefault(job.queue, {})
@@ -359,12 +371,14 @@ class Session:
             while name in self.queues and name not in seen:  # the job's queue and its ancestors
                 seen.add(name)
                 allocated[name] += job.allocated
+                pods[name] += job.count(*ALLOCATED_STATUSES)
                 name = self.queues[name].parent or ("root" if name != "root" else None)
         out = {}
         for name in self.queues:
             vec = allocated[name]
             out[name] = {
-                "allocated": {n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                "allocated": {**{n: format_value(n, float(v)) for n, v in zip(self.dims.names, vec) if v > 0},
+                              **({"pods": str(pods[name])} if pods[name] else {})},
                 **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
             }
         return out

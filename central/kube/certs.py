@@ -229,11 +229,13 @@ def _url_path(url: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--namespace", default=NAMESPACE, help="where the Secrets and Services live")
-    parser.add_argument("--ca-secret", default=CA_SECRET)
-    parser.add_argument("--webhook-secret", default=WEBHOOK_SECRET)
-    parser.add_argument("--webhook-service", default=WEBHOOK_SERVICE)
-    parser.add_argument("--scheduler-secret", default=SCHEDULER_SECRET)
-    parser.add_argument("--scheduler-service", default=SCHEDULER_SERVICE)
+    parser.add_argument("--ca-secret", default=CA_SECRET, help="Secret holding the CA")
+    parser.add_argument("--webhook-secret", default=WEBHOOK_SECRET, help="Secret for the webhook's certificate")
+    parser.add_argument("--webhook-service", default=WEBHOOK_SERVICE, help="Service the webhook certificate names")
+    parser.add_argument("--scheduler-secret", default=SCHEDULER_SECRET,
+                        help="Secret for the scheduler's agent endpoint certificate")
+    parser.add_argument("--scheduler-service", default=SCHEDULER_SERVICE,
+                        help="Service the scheduler certificate names")
     parser.add_argument("--dns-name", action="append", default=[], metavar="NAME",
                         help="another DNS name for both certificates (repeatable)")
     parser.add_argument("--ip-address", action="append", default=[], metavar="IP",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from central.controllers.bus import TERMINATE_JOB
+from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
 from central.kube.client import (CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient,
                                  path)
@@ -284,7 +285,7 @@ class JobController(ControllerLoop):
         if d.update_podgroup is not None:
             self._resize_podgroup(f"{namespace}/{job['metadata']['name']}", d.update_podgroup)
         for name in d.delete_pods:
-            self.delete("Pod", namespace, name)
+            self._delete_own_pod(namespace, name)
         for pod in d.create_pods:
             self.create(pod)
         if d.status_changed:
@@ -293,6 +294,17 @@ class JobController(ControllerLoop):
             self.delete("Command", namespace, name)
         if d.delete_job:
             self.delete("Job", namespace, job["metadata"]["name"])
+
+    def _delete_own_pod(self, namespace: str, name: str) -> None:
+        """Mark the pod as deleted by this controller (Volcano's out-of-sync annotation), so the
+        deletion is not read back as PodEvicted, then delete it."""
+        try:
+            self.client.merge_patch(url_for("Pod", namespace, name), {"metadata": {"annotations": {OUT_OF_SYNC: "true"}}})
+        except ApiError as err:
+            if err.code == 404:
+                return
+            raise
+        self.delete("Pod", namespace, name)
 
     def _resize_podgroup(self, key: str, fields: dict[str, Any]) -> None:
         """An Update of the PodGroup read (as Volcano's): maps such as minTaskMember are replaced

@@ -29,11 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=3, help="Job controller workers")
     parser.add_argument("--scheduler-name", action="append", default=None,
                         help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
-    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--lock-object-namespace", default="caldera-system")
-    parser.add_argument("--lock-object-name", default="vc-controller-manager")
-    parser.add_argument("--kube-api-qps", type=float, default=50.0)
-    parser.add_argument("--kube-api-burst", type=int, default=100)
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                        help="elect a leader on a Lease before reconciling")
+    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
+    parser.add_argument("--lock-object-name", default="vc-controller-manager", help="name of the Lease")
+    parser.add_argument("--kube-api-qps", type=float, default=50.0, help="API requests per second")
+    parser.add_argument("--kube-api-burst", type=int, default=100, help="API requests allowed in a burst")
     parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
 

@@ -11,6 +11,11 @@ is applied with the assumed node filled in. The assumption ends when the API sho
 bound, or when the bind fails: the binder then hands over the pod as the API has it now,
 which releases the node, and the pod is retried in a later cycle, after a backoff that
 doubles with each failure of the same pod (1 s to 10 s, as kube-scheduler's).
+
+An object the cache cannot read (a quantity beyond int64, a map where a name belongs) is
+refused whole: the cache keeps the last good version, or none, and never half of it. The
+refusal is logged once per reason, kept in `refused` (object -> reason) until the object is
+fixed or deleted, and handed to `on_refused` (the scheduler turns it into a Warning Event).
 """
 
 from __future__ import annotations
@@ -23,19 +28,23 @@ from typing import Any
 
 from central.errors import InputError
 from central.kube.informer import Handler
+from central.model.fields import object_ref
 
 log = logging.getLogger(__name__)
 
 
 class CacheFeeder:
-    def __init__(self, cache: Any, scheduler_name: str = "volcano", clock: Callable[[], float] = time.monotonic):
+    def __init__(self, cache: Any, scheduler_name: str = "volcano", clock: Callable[[], float] = time.monotonic,
+                 on_refused: Callable[[dict[str, Any], str], None] | None = None):
         self.cache = cache
+        self.on_refused = on_refused
         self.scheduler_name = scheduler_name
         self.clock = clock
         self.lock = threading.RLock()
         self.assumed: dict[str, str] = {}  # pod key -> node, binds not yet confirmed
         self.parked: dict[str, tuple[float, dict[str, Any]]] = {}  # pod key -> (until, latest pod): backing off
         self.rejected = 0  # objects the cache refused (malformed); logged, never fatal
+        self.refused: dict[str, str] = {}  # "Kind ns/name" -> why the cache holds no current version of it
         self.events = 0
 
     def handler(self, kind: str) -> Handler:
@@ -47,10 +56,13 @@ class CacheFeeder:
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
         kind = obj["kind"]
-        meta = obj["metadata"]
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return self._refuse(obj, "metadata.name: is required")
         with self.lock:
             self.events += 1
             if event == "DELETED":
+                self.refused.pop(object_ref(obj), None)
                 if kind == "Pod":
                     self.assumed.pop(f"{meta.get('namespace')}/{meta['name']}", None)
                     self.parked.pop(f"{meta.get('namespace')}/{meta['name']}", None)
@@ -63,12 +75,23 @@ class CacheFeeder:
             try:
                 self.cache.apply(obj)
             except InputError as err:
-                self.rejected += 1
-                log.warning("ignoring %s: %s", kind, err)
+                self._refuse(obj, str(err).removeprefix(f"{object_ref(obj)}: "))
+            else:
+                self.refused.pop(object_ref(obj), None)
+
+    def _refuse(self, obj: dict[str, Any], reason: str) -> None:
+        ref = object_ref(obj)
+        self.rejected += 1
+        if self.refused.get(ref) != reason:  # once per reason, not once per resync
+            log.warning("not scheduling with %s: %s", ref, reason)
+            self.refused[ref] = reason
+            meta = obj.get("metadata")
+            if self.on_refused is not None and isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                self.on_refused(obj, reason)
 
     def _pod_view(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """The pod as the cache should see it, or None for pods that are none of our business."""
-        spec = pod.get("spec") or {}
+        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
         key = f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
         if spec.get("nodeName"):
             self.assumed.pop(key, None)

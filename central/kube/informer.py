@@ -82,6 +82,8 @@ class Reflector:
                 self._stop.wait(delay)
                 delay = min(delay * 2, self.backoff[1])
             except Exception as err:  # network errors from urllib3 and the like: resume later
+                if self._stop.is_set():  # stop() closed the stream under the watch
+                    return
                 log.warning("%s: %s: %s; retrying in %.1fs", self.url, type(err).__name__, err, delay)
                 self._stop.wait(delay)
                 delay = min(delay * 2, self.backoff[1])

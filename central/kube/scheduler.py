@@ -56,7 +56,7 @@ class ConfigFile:
     """The scheduler configuration, re-read when the file changes (a ConfigMap mount swaps a
     symlink). An invalid new version is logged and the last good one kept."""
 
-    def __init__(self, filename: str | None, loader: Callable[[str, str], Any], default: Any):
+    def __init__(self, filename: str | None, loader: Callable[[bytes, str], Any], default: Any):
         self.filename = filename
         self.loader = loader
         self.conf = default
@@ -66,12 +66,12 @@ class ConfigFile:
         self.rejected = 0
         if filename:  # a missing or invalid file at start-up is fatal: InputError
             try:
-                with open(filename) as f:
-                    text = f.read()
+                with open(filename, "rb") as f:
+                    data = f.read()
             except OSError as err:
                 raise InputError(filename, err.strerror or str(err)) from None
-            self.conf = loader(text, filename)
-            self._digest = hashlib.sha256(text.encode()).hexdigest()
+            self.conf = loader(data, filename)
+            self._digest = hashlib.sha256(data).hexdigest()
 
     def current(self) -> Any:
         if not self.filename:
@@ -80,12 +80,12 @@ class ConfigFile:
             st = os.stat(self.filename)
             if (st.st_mtime, st.st_size) != self._stat:
                 self._stat = (st.st_mtime, st.st_size)
-                with open(self.filename) as f:
-                    text = f.read()
-                digest = hashlib.sha256(text.encode()).hexdigest()
+                with open(self.filename, "rb") as f:
+                    data = f.read()
+                digest = hashlib.sha256(data).hexdigest()
                 if digest != self._digest:
                     self._digest = digest
-                    self.conf = self.loader(text, self.filename)
+                    self.conf = self.loader(data, self.filename)
                     self.reloads += 1
                     log.info("scheduler configuration reloaded from %s", self.filename)
         except InputError as err:
@@ -112,12 +112,13 @@ class Scheduler:
         self.metrics = metrics
         self.node_feed = node_feed  # the agents' reports (central.agents.feed.NodeDataFeed), if any
         self.on_leading = on_leading  # told True once leading, False when stopping
-        self.feeder = CacheFeeder(cache, scheduler_name)
+        events = EventRecorder(client, scheduler_name)
+        self.feeder = CacheFeeder(cache, scheduler_name,
+                                  on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
-        self.sink = KubeSink(client, self.feeder, objects, EventRecorder(client, scheduler_name), bind_workers,
-                             bind_backoff)
+        self.sink = KubeSink(client, self.feeder, objects, events, bind_workers, bind_backoff)
         self.queue_backoff, self.clock = queue_backoff, clock
         self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0

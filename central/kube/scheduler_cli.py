@@ -31,11 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="elect a leader on a Lease before scheduling (default on)")
     parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
     parser.add_argument("--lock-object-name", default="vc-scheduler", help="name of the Lease")
-    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
-    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
-    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0)
-    parser.add_argument("--kube-api-qps", type=float, default=2000.0)
-    parser.add_argument("--kube-api-burst", type=int, default=2000)
+    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
+                        help="seconds a Lease holds without renewal")
+    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
+                        help="seconds the leader keeps trying to renew before it gives up")
+    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0,
+                        help="seconds between tries to acquire or renew the Lease")
+    parser.add_argument("--kube-api-qps", type=float, default=2000.0, help="API requests per second")
+    parser.add_argument("--kube-api-burst", type=int, default=2000, help="API requests allowed in a burst")
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
     parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
@@ -48,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how an agent proves its node: its projected ServiceAccount token checked with "
                              "TokenReview (default), a client certificate, or not at all (a stream is bound to "
                              "the first node it reports; tests only)")
-    parser.add_argument("--agent-token-audience", default="caldera-scheduler")
+    parser.add_argument("--agent-token-audience", default="caldera-scheduler",
+                        help="the audience agents' tokens must carry (--agent-auth token)")
     parser.add_argument("--agent-service-account", default="caldera-system:caldera-nodeagent",
                         help="namespace:name of the agents' ServiceAccount; tokens of any other are refused")
     parser.add_argument("--agent-insecure", action="store_true",

@@ -1,6 +1,7 @@
 """`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
 
-Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`);
+Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
+`/pods/validate` for the pods of Caldera's scheduler and any pod pinning CPUs);
 each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
 as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
@@ -32,26 +33,68 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
+from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
+from central.admission.pods import concerns
 from central.certs import KeyPair, certificate_problem
+from central.errors import InputError
 from central.kube.certs import WEBHOOK_CONFIGURATIONS, inject_ca_bundle
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
 from central.kube.metrics import serve
+from central.model.fields import check_tree
 
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
+ROUTES.add("/pods/validate")
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 
 
 class ClusterView:
-    """The objects admission decides against, kept current by reflectors."""
+    """The objects admission decides against, kept current by reflectors.
 
-    def __init__(self, client: KubeClient):
-        self.reflectors = [Reflector(client, url, lambda *_: None) for url in (
-            path(VOLCANO_SCHEDULING, "queues"), path(VOLCANO_SCHEDULING, "podgroups"), path(CORE, "namespaces"))]
+    Each event updates the view in place (a queue, a namespace, one PodGroup's place in its
+    queue's count); a request copies only the queues, so its cost does not grow with the
+    number of PodGroups in the cluster."""
+
+    def __init__(self, client: KubeClient | None):
+        self._lock = threading.Lock()
+        self.queues: dict[str, dict[str, Any]] = {}
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self._podgroup_queue: dict[str, str] = {}  # PodGroup key -> its queue
+        self._counts: dict[str, int] = {}  # queue -> PodGroups
+        self._cluster: Cluster | None = None
+        self.reflectors = [] if client is None else [  # None: events come through `apply` (tests)
+            Reflector(client, path(VOLCANO_SCHEDULING, "queues"), self._on("Queue")),
+            Reflector(client, path(VOLCANO_SCHEDULING, "podgroups"), self._on("PodGroup")),
+            Reflector(client, path(CORE, "namespaces"), self._on("Namespace"))]
+
+    def _on(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        def handle(event: str, obj: dict[str, Any]) -> None:
+            with self._lock:
+                self.apply(kind, event, obj)
+        return handle
+
+    def apply(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        self._cluster = None
+        if kind in ("Queue", "Namespace"):
+            table = self.queues if kind == "Queue" else self.namespaces
+            table.pop(name, None)
+            if event != "DELETED":
+                table[name] = dict(obj, kind=kind)
+        else:
+            key = f"{meta.get('namespace')}/{name}"
+            before = self._podgroup_queue.pop(key, None)
+            if before is not None:
+                self._counts[before] -= 1
+            if event != "DELETED":
+                queue = podgroup_queue(dict(obj, kind=kind)) or DEFAULT_QUEUE
+                self._podgroup_queue[key] = queue
+                self._counts[queue] = self._counts.get(queue, 0) + 1
 
     def start(self) -> "ClusterView":
         for reflector in self.reflectors:
@@ -66,23 +109,36 @@ class ClusterView:
         return all(r.synced.is_set() for r in self.reflectors)
 
     def cluster(self) -> Cluster:
-        kinds = ("Queue", "PodGroup", "Namespace")
-        return Cluster.from_objects(dict(obj, kind=kind) for reflector, kind in zip(self.reflectors, kinds)
-                                    for obj in list(reflector.objects.values()))
+        """The view as a Cluster, rebuilt only after something changed (O(queues))."""
+        with self._lock:
+            if self._cluster is None:
+                self._cluster = Cluster(dict(self.queues), dict(self._counts), dict(self.namespaces))
+            return self._cluster
 
 
 def review(route: str, request: dict[str, Any], view: ClusterView, config: AdmissionConfig) -> dict[str, Any]:
-    """The AdmissionReview response for one request."""
+    """The AdmissionReview response for one request. A malformed object is a denial naming the
+    field (admission is total); only a bug in Caldera reaches the handler's 500."""
     uid = request.get("uid", "")
     if not view.synced():
         return _deny(uid, 503, "admission is starting: its caches have not synced yet")
     obj = request.get("object") or {}
     old = request.get("oldObject") or None
+    if not isinstance(obj, dict) or old is not None and not isinstance(old, dict):
+        return _deny(uid, 400, "object: expected a Kubernetes object")
+    try:
+        check_tree(request, "request")
+    except InputError as err:
+        return _deny(uid, 400, err.message)
+    if route.startswith("/pods/") and not concerns(obj, config, old):
+        return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
     cluster = view.cluster()
+    user_info = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
     if request.get("operation") == "DELETE":
         decision = admit_delete(old or {}, cluster)
     else:
-        decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None)
+        decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None,
+                         user=user_info.get("username"))
     if route.endswith("/mutate"):
         patch = json_patch(obj, decision.object) if request.get("operation") == "CREATE" else []
         response: dict[str, Any] = {"uid": uid, "allowed": True}
@@ -221,7 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(self.rfile.read(length))
             request = body["request"]
-        except (ValueError, KeyError, TypeError):
+            if not isinstance(request, dict):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
             return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
         try:
             if route == EVICTION_ROUTE:
@@ -293,33 +351,39 @@ class CaBundleInjector:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--bind-address", default="0.0.0.0", help="address the HTTPS and health ports listen on")
-    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--port", type=int, default=8443, help="HTTPS port of the webhook")
     parser.add_argument("--health-port", type=int, default=0,
                         help="plain HTTP /healthz (alive) and /readyz (certificate usable, caches synced, "
                              "caBundle filled in); off when 0")
-    parser.add_argument("--tls-cert-file", required=True)
-    parser.add_argument("--tls-key-file", required=True)
+    parser.add_argument("--tls-cert-file", required=True, help="the serving certificate (PEM)")
+    parser.add_argument("--tls-key-file", required=True, help="its private key (PEM)")
     parser.add_argument("--ca-bundle-file", default="",
                         help="fill this CA into the webhook configurations' caBundle at start and when it changes")
-    parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"])
+    parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"],
+                        help="MutatingWebhookConfiguration whose caBundle is kept filled in")
     parser.add_argument("--validating-configuration",
-                        default=WEBHOOK_CONFIGURATIONS["validatingwebhookconfigurations"])
+                        default=WEBHOOK_CONFIGURATIONS["validatingwebhookconfigurations"],
+                        help="ValidatingWebhookConfiguration whose caBundle is kept filled in")
     parser.add_argument("--webhook-url", default="",
                         help="with --ca-bundle-file: point clientConfig at this URL (plus each route) instead of "
                              "the Service, for a webhook running outside the cluster, e.g. https://127.0.0.1:8443")
     parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
                         help="the schedulerName Jobs get by default")
-    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job)
-    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task)
-    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job)
-    parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth)
+    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job, help="tasks per job")
+    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task,
+                        help="replicas per task")
+    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job,
+                        help="replicas per job, all tasks together")
+    parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
+    parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
+                        help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
-                             scheduler_name=args.scheduler_name)
+                             scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user)
     tls = TLSContext(args.tls_cert_file, args.tls_key_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()

@@ -25,6 +25,7 @@ IDENTITIES = (
     ("admin", "caldera-local-admin", ("system:masters",)),
     ("kube-controller-manager", "system:kube-controller-manager", ()),
     ("simkubelet", "caldera-local:simkubelet", ()),
+    ("kube-scheduler", "system:kube-scheduler", ()),
 )
 
 
@@ -54,8 +55,9 @@ def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) 
         return resp.read()
 
 
-def start(sup: Supervisor, bins: dict[str, Path], port: int = 0) -> Endpoints:
-    """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each."""
+def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS) -> Endpoints:
+    """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each;
+    `controllers` is the controller manager's --controllers."""
     d = sup.dir
     pkidir = d / "pki"
     ca = pki.new_ca(pkidir)
@@ -101,7 +103,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0) -> Endpoints:
         f"--authentication-kubeconfig={kcm_config}", f"--authorization-kubeconfig={kcm_config}",
         "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
         f"--service-account-private-key-file={sa.key}", f"--root-ca-file={ca.cert}",
-        "--use-service-account-credentials=true", f"--controllers={CONTROLLERS}", "--leader-elect=false",
+        "--use-service-account-credentials=true", f"--controllers={controllers}", "--leader-elect=false",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--concurrent-gc-syncs=5", "--profiling=false",
         f"--cert-dir={pkidir / 'generated'}"])
     # Ready once the token controller has given the default namespace its ServiceAccount.
@@ -109,4 +111,25 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0) -> Endpoints:
 
     write_kubeconfig(d / "kubeconfig", server, ca.cert, cert=admin)
     write_kubeconfig(d / "kubeconfigs" / "simkubelet", server, ca.cert, cert=clients["simkubelet"])
+    write_kubeconfig(d / "kubeconfigs" / "kube-scheduler", server, ca.cert, cert=clients["kube-scheduler"])
     return Endpoints(server, etcd_url)
+
+
+def start_kube_scheduler(sup: Supervisor, bins: dict[str, Path], qps: float, burst: int) -> None:
+    """kube-scheduler with its default profile, as user system:kube-scheduler (the built-in
+    RBAC for it applies), on the apiserver `start` launched under the same `sup`. The client
+    rate limits are the only settings changed (the defaults, 50/100, would cap binds)."""
+    kubeconfig = sup.dir / "kubeconfigs" / "kube-scheduler"
+    conf = sup.dir / "kube-scheduler.yaml"
+    conf.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False}}))
+    port = free_port()
+    proc = sup.start("kube-scheduler", [
+        str(bins["kube-scheduler"]), f"--config={conf}", f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}",
+        f"--cert-dir={sup.dir / 'pki' / 'generated'}"])
+    # /healthz is open to anyone (--authorization-always-allow-paths); its serving cert is self-signed
+    sup.wait_ready(proc, lambda: _get(f"https://127.0.0.1:{port}/healthz", ssl._create_unverified_context()) == b"ok",
+                   120)

@@ -73,13 +73,14 @@ class NodeSpec:
     gpus: int = 0
     numa: int = 1
     pods: int = 110
+    taints: tuple[dict[str, str], ...] = ()  # the Node's own, as a kubelet's --register-with-taints
 
     def manifest(self) -> dict[str, Any]:
         capacity = {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
         if self.gpus:  # whole cards for the device plugin, and Volcano's gpushare resources
             capacity.update({"nvidia.com/gpu": str(self.gpus), "volcano.sh/gpu-number": str(self.gpus),
                              "volcano.sh/gpu-memory": str(self.gpus * GPU_CARD_MIB)})
-        return {"apiVersion": "v1", "kind": "Node",
+        return {"apiVersion": "v1", "kind": "Node", **({"spec": {"taints": list(self.taints)}} if self.taints else {}),
                 "metadata": {"name": self.name,
                              "labels": {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
                                         "kubernetes.io/arch": "amd64", "caldera.sh/simulated": "true"}},

@@ -29,7 +29,7 @@ from typing import Any
 from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane, install, synthhost
-from central.localcluster.processes import Process, StartError, Supervisor, free_port
+from central.localcluster.processes import Process, StartError, Supervisor, alive, free_port
 from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
 
@@ -73,25 +73,32 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 
 
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
-       agents: bool = True, scheduler_conf: str | None = None, say=print) -> Cluster:
-    """Start everything; on any failure stop what was started and raise StartError/BuildError."""
-    directory.mkdir(parents=True, exist_ok=True)
+       agents: bool = True, scheduler_conf: str | None = None, say=print, controllers: bool = True,
+       kcm_controllers: str = controlplane.CONTROLLERS) -> Cluster:
+    """Start everything; on any failure stop what was started and raise StartError/BuildError.
+    With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
+    without `controllers` Caldera's controllers are not started."""
     sup = Supervisor(directory)
-    if sup.procs:
+    if any(alive(p.pid) for p in sup.procs):
         raise StartError(f"{directory} already holds a running cluster; `caldera down --dir {directory}` first")
+    if (directory / "state.json").exists():  # left by a cluster whose processes are gone: start afresh
+        down(directory)
+        sup = Supervisor(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     try:
-        return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say)
+        return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say,
+                   controllers, kcm_controllers)
     except BaseException:
         sup.stop_all()
         raise
 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
-        scheduler_conf: str | None, say) -> Cluster:
+        scheduler_conf: str | None, say, controllers: bool, kcm_controllers: str) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
-    endpoints = controlplane.start(sup, bins, port)
+    endpoints = controlplane.start(sup, bins, port, kcm_controllers)
     cluster = Cluster(sup.dir, endpoints.apiserver, sup.dir / "kubeconfig", nodes, sup)
     admin = cluster.admin()
     discovery = install.Discovery(admin)
@@ -106,20 +113,23 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     runner = cluster.runner = _PodRunner(cluster, admin, workloads)
     runner.run_job("caldera-certs", extra=["--ip-address=127.0.0.1"])
 
-    say(f"registering {len(nodes)} simulated node(s) ...")
-    node_json = json.dumps([n.__dict__ for n in nodes])
-    kubelet = sup.start("simkubelet", [sys.executable, "-m", "central.localcluster.simkubelet",
-                                       f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}", f"--nodes={node_json}",
-                                       f"--hosts={sup.dir / 'nodes'}"], env=checkout_env())
-    sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
+    if nodes:
+        say(f"registering {len(nodes)} simulated node(s) ...")
+        node_json = json.dumps([n.__dict__ for n in nodes])
+        kubelet = sup.start("simkubelet", [sys.executable, "-m", "central.localcluster.simkubelet",
+                                           f"--kubeconfig={sup.dir / 'kubeconfigs' / 'simkubelet'}",
+                                           f"--nodes={node_json}", f"--hosts={sup.dir / 'nodes'}"],
+                                          env=checkout_env())
+        sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
 
-    say("starting Caldera's webhook, controllers and scheduler ...")
+    say(f"starting Caldera's webhook, {'controllers and ' if controllers else ''}scheduler ...")
     webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}",
                                                        "--bind-address=127.0.0.1"],
                            ports={"--port": webhook_port})
     sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 60)
-    controllers = runner.start("caldera-controllers")
-    sup.wait_ready(controllers, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
+    if controllers:
+        proc = runner.start("caldera-controllers")
+        sup.wait_ready(proc, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
     scheduler = runner.start("caldera-scheduler")
     sup.wait_ready(scheduler, lambda: _http_ok(cluster.ports["caldera-scheduler:--listen-port"], "/readyz"), 60)
     if agents:

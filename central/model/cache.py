@@ -81,9 +81,10 @@ class ClusterCache:
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
-        # While a session is open: (task, status, node) before each status change, so that a
-        # failed session can be rolled back (Session.rollback).
-        self.journal: list[tuple[TaskInfo, TaskStatus, str | None]] | None = None
+        # While a session is open: task, status, node before each status change, flat (three
+        # entries per change: one list for the garbage collector to walk, not a tuple per
+        # change), so that a failed session can be rolled back (Session.rollback).
+        self.journal: list[Any] | None = None
 
     # --- feeding ----------------------------------------------------------------------------
 
@@ -107,8 +108,12 @@ class ClusterCache:
             self._remove_node(name)
         elif kind == "PodGroup" and key in self.jobs:
             job = self.jobs[key]
-            if job.tasks:
-                job.has_podgroup = False
+            if job.tasks:  # as if the PodGroup had never come: the same state whatever the order
+                placeholder = self._placeholder(job.uid, job.name, job.namespace)
+                placeholder.tasks, placeholder.counts, placeholder.role_counts = job.tasks, job.counts, job.role_counts
+                placeholder.best_effort_pending = job.best_effort_pending
+                placeholder.allocated, placeholder.pending_request = job.allocated, job.pending_request
+                self.jobs[key] = placeholder
             else:
                 del self.jobs[key]
         elif kind == "Queue":
@@ -228,16 +233,28 @@ class ClusterCache:
         return self.queues
 
     def iter_scheduling_jobs(self) -> Iterator[JobInfo]:
-        """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)."""
+        """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)
+        that admits the job's namespace (queue tenancy, which admission checks first)."""
         for job in self.jobs.values():
-            if job.has_podgroup and self.queue(job.queue) is not None:
+            if job.has_podgroup and self.queue(job.queue) is not None and self.queue_admits(job.queue, job.namespace):
                 yield job
+
+    def queue_admits(self, name: str, namespace: str) -> bool:
+        """Whether the queue and each of its ancestors let `namespace` submit."""
+        seen: set[str] = set()
+        queue = self.queues.get(name)
+        while queue is not None and queue.name not in seen:
+            if not queue.admits(namespace):
+                return False
+            seen.add(queue.name)
+            queue = self.queues.get(queue.parent or "")
+        return True
 
     # --- task status: the one place it changes ------------------------------------------------
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node: str | None) -> None:
         if self.journal is not None:
-            self.journal.append((task, task.status, task.node))
+            self.journal += (task, task.status, task.node)
         self._charge(task, -1)
         task.status, task.node = status, node
         self._charge(task, +1)
@@ -277,11 +294,14 @@ class ClusterCache:
         uid = f"{task.namespace}/{group}"
         job = self.jobs.get(uid)
         if job is None:  # the PodGroup has not arrived yet
-            job = JobInfo(uid=uid, name=group, namespace=task.namespace, queue="", priority=0, min_available=0,
-                          task_min_available={}, min_resources=None, phase="Pending", creation="",
-                          has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
-            self.jobs[uid] = job
+            job = self.jobs[uid] = self._placeholder(uid, group, task.namespace)
         return job
+
+    def _placeholder(self, uid: str, name: str, namespace: str) -> JobInfo:
+        """The job of pods whose PodGroup is not (or no longer) there: never scheduled."""
+        return JobInfo(uid=uid, name=name, namespace=namespace, queue="", priority=0, min_available=0,
+                       task_min_available={}, min_resources=None, phase="Pending", creation="",
+                       has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
 
     def _remove_task(self, task: TaskInfo) -> None:
         self._charge(task, -1)
@@ -323,6 +343,7 @@ class ClusterCache:
         t.releasing[row] = 0
         t.pipelined[row] = 0
         t.pods[row] = 0
+        t.releasing_pods[row] = 0
         t.max_pods[row] = node.max_pods
         t.idle[row] = t.alloc[row]
         t.touch(row)

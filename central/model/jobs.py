@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from central.api.resources import add_lists, format_value
 from central.errors import InputError
-from central.model.fields import metadata
+from central.model.fields import metadata, typed
 from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC
 from central.model.podspec import pod_requests
 
@@ -28,7 +29,22 @@ JOB_VERSION = "volcano.sh/job-version"
 DEFAULT_SCHEDULER = "volcano"
 
 
-def expand_job(job: Mapping[str, Any], version: int = 0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class JobLimits:
+    """How many pods one Job may expand to. Volcano bounds neither (a 1 KB job can ask for
+    10^9 pods); admission refuses jobs beyond these, and expand_job never builds more, so a
+    job that bypassed admission (a manifest in `simulate`) costs no more than an admitted one."""
+
+    max_tasks: int = 100
+    max_replicas_per_task: int = 10_000
+    max_replicas: int = 10_000  # all tasks together
+
+
+DEFAULT_LIMITS = JobLimits()
+
+
+def expand_job(job: Mapping[str, Any], version: int = 0,
+               limits: JobLimits = DEFAULT_LIMITS) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(PodGroup, pods) for `job`. InputError names the field (e.g. `spec.tasks[1].replicas`)."""
     namespace, name = metadata(job, namespaced=True)
     spec = job.get("spec")
@@ -37,21 +53,29 @@ def expand_job(job: Mapping[str, Any], version: int = 0) -> tuple[dict[str, Any]
     tasks = spec.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise InputError("spec.tasks", "a job needs at least one task")
-    queue = str(spec.get("queue") or "default")
-    scheduler = str(spec.get("schedulerName") or DEFAULT_SCHEDULER)
-    priority_class = spec.get("priorityClassName")
+    if len(tasks) > limits.max_tasks:
+        raise InputError("spec.tasks", f"{len(tasks)} tasks exceed the limit of {limits.max_tasks} per job")
+    queue = typed(spec.get("queue") or "default", str, "spec.queue")
+    scheduler = typed(spec.get("schedulerName") or DEFAULT_SCHEDULER, str, "spec.schedulerName")
+    priority_class = typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName")
     pods: list[dict[str, Any]] = []
     task_min: dict[str, int] = {}
     for i, task in enumerate(tasks):
         where = f"spec.tasks[{i}]"
         if not isinstance(task, Mapping):
             raise InputError(where, "expected a map")
-        task_name = task.get("name") or f"default{i}"
-        replicas = _count(task.get("replicas", 1), f"{where}.replicas")
+        task_name = typed(task.get("name") or f"default{i}", str, f"{where}.name")
+        replicas = _count(task.get("replicas", 1), f"{where}.replicas", limits.max_replicas_per_task)
+        if len(pods) + replicas > limits.max_replicas:
+            raise InputError(f"{where}.replicas",
+                             f"the job's tasks ask for more than {limits.max_replicas} pods in all")
         task_min[task_name] = _count(task.get("minAvailable", replicas), f"{where}.minAvailable")
         template = task.get("template")
         if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
             raise InputError(f"{where}.template.spec", "is required")
+        meta = typed(template.get("metadata") or {}, Mapping, f"{where}.template.metadata")
+        for key in ("annotations", "labels"):
+            typed(meta.get(key) or {}, Mapping, f"{where}.template.metadata.{key}")
         for index in range(replicas):
             pods.append(_pod(job, namespace, name, queue, scheduler, priority_class, task_name, index, template, version))
     min_member = _count(spec.get("minAvailable", sum(task_min.values())), "spec.minAvailable")
@@ -98,7 +122,8 @@ def _pod(job: Mapping[str, Any], namespace: str, name: str, queue: str, schedule
 
 def _carried(job: Mapping[str, Any]) -> dict[str, str]:
     """Job annotations Volcano passes on to its PodGroup and pods."""
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    annotations = job["metadata"].get("annotations") or {}
+    typed(annotations, Mapping, "metadata.annotations")
     passed = ("volcano.sh/preemptable", "volcano.sh/revocable-zone", "volcano.sh/jdb-min-available",
               "volcano.sh/jdb-max-unavailable", "volcano.sh/cooldown-time", "volcano.sh/numa-topology-policy",
               "volcano.sh/sla-waiting-time", "volcano.sh/task-topology-affinity",
@@ -111,7 +136,9 @@ def _owner(job: Mapping[str, Any], name: str) -> dict[str, Any]:
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": name, "uid": uid, "controller": True}
 
 
-def _count(value: Any, where: str) -> int:
+def _count(value: Any, where: str, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(where, f"expected a non-negative integer, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise InputError(where, f"{value} exceeds the limit of {maximum}")
     return value

@@ -19,7 +19,8 @@ class NodeTable:
         self.pipelined = np.zeros((rows, dims))
         self.idle = np.zeros((rows, dims))
         self.future = np.zeros((rows, dims))
-        self.pods = np.zeros(rows, dtype=np.int64)
+        self.pods = np.zeros(rows, dtype=np.int64)  # pods on the node, releasing and pipelined included
+        self.releasing_pods = np.zeros(rows, dtype=np.int64)  # of those, releasing: their slots free up
         self.max_pods = np.zeros(rows, dtype=np.int64)
         self.changes: list[int] = []  # rows written, in order; positions serve as versions
 
@@ -38,6 +39,7 @@ class NodeTable:
             self.idle[row] -= used * req
         if releasing:
             self.releasing[row] += releasing * req
+            self.releasing_pods[row] += int(releasing)
         if pipelined:
             self.pipelined[row] += pipelined * req
         self.pods[row] += pods

@@ -168,7 +168,7 @@ class TaskInfo:
     name: str
     namespace: str
     job_uid: str
-    role: str  # the Volcano task name (annotation volcano.sh/task-spec), or "" for a plain pod
+    role: str  # the Volcano task name (annotation volcano.sh/task-spec, else the label), or "" for a plain pod
     index: int  # pod index within its task, for task order
     template: PodTemplate
     priority: int
@@ -255,10 +255,17 @@ class QueueInfo:
     parent: str | None
     state: str  # Open | Closing | Closed | Unknown
     creation: str = ""
+    hierarchy: str = ""  # annotation volcano.sh/hierarchy ("root/a/b"), drf's HDRF path
+    hierarchy_weights: str = ""  # annotation volcano.sh/hierarchy-weights ("1/2/3")
+    # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
+    tenants: frozenset[str] | None = None
 
     @property
     def is_open(self) -> bool:
         return self.state == "Open"
+
+    def admits(self, namespace: str) -> bool:
+        return self.tenants is None or namespace in self.tenants
 
 
 class FitErrors:

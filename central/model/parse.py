@@ -13,6 +13,7 @@ from typing import Any
 
 from central.api.resources import parse_resource_list
 from central.errors import InputError
+from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Taint, TaskInfo, task_status
 from central.model.podspec import pod_template
@@ -64,8 +65,8 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         template = templates.get(key)
         if template is None:
             template = templates[key] = pod_template(namespace, labels, spec)
-    phase = get_path(obj, "status.phase", "Pending")
-    node = spec.get("nodeName") or None
+    phase = typed(get_path(obj, "status.phase", "Pending"), str, "status.phase")
+    node = typed(spec.get("nodeName") or "", str, "spec.nodeName") or None
     status = task_status(phase, node, bool(meta.get("deletionTimestamp")))
     spec_priority = spec.get("priority")
     if spec_priority is not None:
@@ -76,16 +77,16 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
     if policy not in ("PreemptLowerPriority", "Never"):
         raise InputError("spec.preemptionPolicy", f"unknown value {policy!r}; valid: PreemptLowerPriority, Never")
     preemptable = (annotations.get(PREEMPTABLE) or labels.get(PREEMPTABLE) or "true").lower() != "false"
-    class_name = str(spec.get("priorityClassName") or "")
+    class_name = typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName")
     task = TaskInfo(
         uid=f"{namespace}/{name}", name=name, namespace=namespace, job_uid="",
-        role=annotations.get(TASK_SPEC, ""),
+        role=annotations.get(TASK_SPEC) or labels.get(TASK_SPEC, ""),
         index=_annotation_int(annotations, TASK_INDEX) if TASK_INDEX in annotations else _name_index(name),
         template=template,
         priority=spec_priority or 0, preemptable=preemptable, preempt_never=policy == "Never",
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         creation=str(meta.get("creationTimestamp") or ""), status=status, node=node,
-        nominated_node=get_path(obj, "status.nominatedNodeName") or None,
+        nominated_node=typed(get_path(obj, "status.nominatedNodeName", ""), str, "status.nominatedNodeName") or None,
         critical=class_name in CRITICAL_CLASSES or namespace == "kube-system",
         annotations=annotations, spec_priority=spec_priority, priority_class=class_name,
     )
@@ -126,9 +127,10 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
     raw_alloc = status.get("allocatable") or status.get("capacity") or {}
     allocatable = parse_resource_list(raw_alloc, "status.allocatable")
     max_pods = int(allocatable.pop("pods", 110))
+    annotations = str_map(obj, "metadata.annotations")
     return NodeInfo(name=name, index=-1, labels=str_map(obj, "metadata.labels"), taints=taints(spec),
                     unschedulable=bool(spec.get("unschedulable")), allocatable=allocatable, max_pods=max_pods,
-                    annotations=str_map(obj, "metadata.annotations"))
+                    annotations=annotations)
 
 
 def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
@@ -143,13 +145,14 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
     if phase not in ("Pending", "Inqueue", "Running", "Unknown", "Completed"):
         raise InputError("status.phase", f"unknown phase {phase!r}; valid: Pending, Inqueue, Running, Unknown, Completed")
     return JobInfo(
-        uid=f"{namespace}/{name}", name=name, namespace=namespace, queue=str(spec.get("queue") or "default"),
+        uid=f"{namespace}/{name}", name=name, namespace=namespace,
+        queue=typed(spec.get("queue") or "default", str, "spec.queue"),
         priority=0, min_available=min_member, task_min_available=task_min,
         min_resources=None if min_res is None else parse_resource_list(min_res, "spec.minResources"),
         phase=phase, creation=str(get_path(obj, "metadata.creationTimestamp", "")),
         preemptable=(annotations.get(PREEMPTABLE) or "false").lower() == "true",
-        priority_class=str(spec.get("priorityClassName") or ""), annotations=annotations,
-        conditions=list(get_path(obj, "status.conditions", [])),
+        priority_class=typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName"),
+        annotations=annotations, conditions=listed(obj, "status.conditions"),
     )
 
 
@@ -165,14 +168,21 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
     guarantee = typed(spec.get("guarantee") or {}, Mapping, "spec.guarantee")
     reclaimable = spec.get("reclaimable", True)
     typed(reclaimable, bool, "spec.reclaimable")
+    queue_annotations = str_map(obj, "metadata.annotations")
+    tenants = None
+    if ALLOWED_NAMESPACES in queue_annotations:
+        tenants = namespaces(queue_annotations[ALLOWED_NAMESPACES])
     return QueueInfo(
         name=name, weight=weight,
         capability=parse_resource_list(spec.get("capability"), "spec.capability"),
         deserved=parse_resource_list(spec.get("deserved"), "spec.deserved"),
         guarantee=parse_resource_list(guarantee.get("resource"), "spec.guarantee.resource"),
         reclaimable=reclaimable, priority=integer(spec.get("priority", 0), "spec.priority"),
-        parent=spec.get("parent") or None, state=state,
-        creation=str(get_path(obj, "metadata.creationTimestamp", "")),
+        parent=typed(spec.get("parent") or "", str, "spec.parent") or None, state=state,
+        creation=str(get_path(obj, "metadata.creationTimestamp", "")), tenants=tenants,
+        hierarchy=str(typed(get_path(obj, "metadata.annotations", {}), Mapping, "metadata.annotations")
+                      .get("volcano.sh/hierarchy", "")),
+        hierarchy_weights=str(get_path(obj, "metadata.annotations", {}).get("volcano.sh/hierarchy-weights", "")),
     )
 
 

@@ -8,9 +8,23 @@ With `enableHierarchy`, queues form a tree through `spec.parent` (default `root`
 only in leaf queues; a child inherits the capability dimensions it leaves unset from its
 parent; a child's real capability is its parent's, less its siblings' guarantees; every
 check on a queue is made on all its ancestors too, whose allocation includes their
-descendants'. Queue order compares the two queues' ancestors just below their lowest common
-ancestor. `ancestorReclaimLevel` (0) also requires that many ancestors of a victim's queue to
-be over their deserved share.
+descendants'. The root's real capability is its own capability, unbounded when unset (users
+may queue more than the cluster holds; nodes bound placement anyway). Queue order compares
+the two queues' ancestors just below their lowest common ancestor; victims come first from
+the queues that share the deepest ancestor with the reclaimer (siblings before cousins).
+
+Reclaim, as Volcano's capacity does it:
+- Preemptive: the reclaiming queue's allocation plus the request stays within its real
+  capability, and within its deserved share on ANY dimension the request uses (dimensions
+  where both are zero do not count); failing that at the leaf, the same test on its
+  ancestors up to `ancestorReclaimLevel` (0) levels up, root excluded.
+- Reclaimable: a victim must leave its queue at or above its guarantee, and either share no
+  dimension with the queue's deserved (an immediate victim) or belong to a queue above its
+  deserved on a dimension the victim uses; victims sharing no dimension with the reclaimer
+  are skipped. With `ancestorReclaimLevel` L > 0, for each level 1..L where the victim's
+  ancestor (not root) differs from the reclaimer's, that ancestor must be above its deserved
+  likewise; an immediate victim under an ancestor the reclaimer shares within L levels is
+  spared when the reclaimer's own deserved says nothing about what it asks.
 """
 
 from __future__ import annotations
@@ -19,11 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from central.api.resources import EPSILON, less_equal_on
+from central.api.resources import EPSILON, dominant_share, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
-from central.plugins.drf import dominant_share
-from central.plugins.proportion import job_min_resources
+from central.plugins.proportion import job_min_resources, over_share
 
 ROOT = "root"
 
@@ -88,7 +101,7 @@ class Capacity(AccountingPlugin):
     def _lay_out_tree(self) -> None:
         root = self.quotas[ROOT]  # the session always has root
         self._sum_children(root)
-        root.real_capability = np.minimum(self.session.total, root.capability)
+        root.real_capability = root.capability.copy()
         self._descend(root)
 
     def _sum_children(self, quota: Quota) -> None:
@@ -150,37 +163,71 @@ class Capacity(AccountingPlugin):
         return 0 if l_has == r_has else (-1 if l_has else 1)
 
     def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
-        """With hierarchy, victims come first from queues farther from the preemptor's in the tree."""
+        """With hierarchy, victims come first from the queue whose deepest common ancestor with
+        the preemptor's queue lies deeper (Volcano's getQueueLevel)."""
         if not self.hierarchy:
             return 0
-        ld, rd = self._distance(left.name, preemptor.name), self._distance(right.name, preemptor.name)
+        ld, rd = self._common_depth(left.name, preemptor.name), self._common_depth(right.name, preemptor.name)
         return -1 if ld > rd else (1 if ld < rd else 0)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         if not queue.is_open or not self._is_leaf(queue.name):
             return False
-        return all(less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq) for q in self._lineage(queue.name))
+        for q in self._lineage(queue.name):
+            if not less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq):
+                self.session.queue_notes[queue.name] = f"queue {q.name}: " + over_share(
+                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability")
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(less_equal_on(q.allocated + task.resreq, q.deserved, task.resreq) for q in self._lineage(queue.name))
+        if not queue.is_open:
+            return False
+        req = task.resreq
+        lineage = self._lineage(queue.name)
+        leaf = lineage[0]
+        if not less_equal_on(leaf.allocated + req, leaf.real_capability, req):
+            return False
+        levels = lineage[1:1 + self.reclaim_levels] if self.hierarchy else []
+        return any(_within_on_some(q.allocated + req, q.deserved, req)
+                   for q in [leaf, *levels] if q is leaf or q.name != ROOT)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        mine = self._lineage(self.session.jobs[reclaimer.job_uid].queue)
         victims = []
         left: dict[str, np.ndarray] = {}
         for task in candidates:
-            queue = self.session.jobs[task.job_uid].queue
-            quota = self.quotas.get(queue)
-            if quota is None:
+            quota = self.quotas.get(self.session.jobs[task.job_uid].queue)
+            if quota is None or not np.any((task.resreq > EPSILON) & (reclaimer.resreq > EPSILON)):
                 continue
-            allocated = left.setdefault(queue, quota.allocated.copy())
-            if self._may_give(quota, allocated, task) and self._ancestors_over(quota):
-                allocated -= task.resreq
-                victims.append(task)
+            allocated = left.setdefault(quota.name, quota.allocated.copy())
+            if not np.all(quota.guarantee < allocated - task.resreq + EPSILON):
+                continue
+            if not _relevant(task.resreq, quota.deserved):
+                if self._shares_ancestor(mine, quota) and not _relevant(reclaimer.resreq, mine[0].deserved):
+                    continue
+            elif not _above_on_some(allocated, quota.deserved, task.resreq):
+                continue
+            ancestors = self._ancestors_to_check(mine, quota)
+            if not all(not _relevant(task.resreq, a.deserved)
+                       or _above_on_some(left.setdefault(a.name, a.allocated.copy()), a.deserved, task.resreq)
+                       for a in ancestors):
+                continue
+            for name in {quota.name, *(a.name for a in ancestors)}:
+                left[name] -= task.resreq
+            victims.append(task)
         return victims
 
     def can_give_up(self, victim: TaskInfo) -> bool:
+        """Caldera's guard, asked before each eviction: the victim's queue is above its
+        deserved on a dimension the victim uses (or shares none with it) and keeps its
+        guarantee, as things stand after the evictions already made."""
         quota = self.quotas.get(self.session.jobs[victim.job_uid].queue)
-        return quota is None or (self._may_give(quota, quota.allocated, victim) and self._ancestors_over(quota))
+        if quota is None:
+            return True
+        keeps = bool(np.all(quota.guarantee < quota.allocated - victim.resreq + EPSILON))
+        return keeps and (not _relevant(victim.resreq, quota.deserved)
+                          or _above_on_some(quota.allocated, quota.deserved, victim.resreq))
 
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.session.queues[job.queue]
@@ -210,20 +257,27 @@ class Capacity(AccountingPlugin):
             for quota in self._lineage(job.queue):
                 quota.allocated += sign * task.resreq
 
-    @staticmethod
-    def _may_give(quota: Quota, allocated: np.ndarray, task: TaskInfo) -> bool:
-        """Above deserved on a dimension the victim uses, and still at its guarantee after."""
-        uses = task.resreq > EPSILON
-        shared = uses & (quota.deserved > EPSILON)
-        if not shared.any():
-            return True  # nothing in common with deserved: always eligible
-        above = bool(np.any(allocated[shared] > quota.deserved[shared] + EPSILON))
-        keeps_guarantee = bool(np.all(allocated - task.resreq + EPSILON >= np.minimum(quota.guarantee, allocated)))
-        return above and keeps_guarantee
+    def _ancestors_to_check(self, mine: list[Quota], victim: Quota) -> list[Quota]:
+        """The victim queue's ancestors at levels 1..ancestorReclaimLevel, except root and
+        those the reclaimer's queue has at the same level."""
+        if not self.hierarchy:
+            return []
+        theirs = self._lineage(victim.name)
+        out = []
+        for level in range(1, self.reclaim_levels + 1):
+            if level >= len(theirs) or theirs[level].name == ROOT:
+                continue
+            if level < len(mine) and mine[level].name == theirs[level].name:
+                continue
+            out.append(theirs[level])
+        return out
 
-    def _ancestors_over(self, quota: Quota) -> bool:
-        ancestors = self._lineage(quota.name)[1:1 + self.reclaim_levels]
-        return all(np.any(a.allocated > a.deserved + EPSILON) for a in ancestors)
+    def _shares_ancestor(self, mine: list[Quota], victim: Quota) -> bool:
+        """Do the two queues share an ancestor other than root within ancestorReclaimLevel?"""
+        if not self.hierarchy or self.reclaim_levels <= 0:
+            return False
+        near = {q.name for q in mine[1:1 + self.reclaim_levels]} - {ROOT}
+        return any(q.name in near for q in self._lineage(victim.name)[1:1 + self.reclaim_levels])
 
     def _below_common_ancestor(self, left: QueueInfo, right: QueueInfo) -> tuple[QueueInfo, QueueInfo]:
         lpath = [q.name for q in reversed(self._lineage(left.name))]
@@ -236,10 +290,33 @@ class Capacity(AccountingPlugin):
         queues = self.session.queues
         return queues.get(lpath[i], left), queues.get(rpath[i], right)
 
-    def _distance(self, a: str, b: str) -> int:
-        apath = [q.name for q in self._lineage(a)]
-        bpath = {q.name: depth for depth, q in enumerate(self._lineage(b))}
-        for depth, name in enumerate(apath):
-            if name in bpath:
-                return depth + bpath[name]
-        return len(apath) + len(bpath)
+    def _common_depth(self, a: str, b: str) -> int:
+        """Depth (root = 0) of the deepest ancestor the two queues share, the queues themselves
+        left out."""
+        apath = [q.name for q in reversed(self._lineage(a)[1:])]
+        bpath = [q.name for q in reversed(self._lineage(b)[1:])]
+        depth = 0
+        for i, (x, y) in enumerate(zip(apath, bpath)):
+            if x != y:
+                break
+            depth = i
+        return depth
+
+
+def _relevant(req: np.ndarray, deserved: np.ndarray) -> bool:
+    """Does the request use a dimension the deserved share names?"""
+    return bool(np.any((req > EPSILON) & (deserved > EPSILON)))
+
+
+def _within_on_some(future: np.ndarray, deserved: np.ndarray, req: np.ndarray) -> bool:
+    """Volcano's LessEqualPartlyWithDimensionZeroFiltered: on some dimension the request uses
+    (and where future and deserved are not both zero), future <= deserved."""
+    dims = (req > EPSILON) & ~((future < EPSILON) & (deserved < EPSILON))
+    return bool(np.any(future[dims] < deserved[dims] + EPSILON))
+
+
+def _above_on_some(allocated: np.ndarray, deserved: np.ndarray, req: np.ndarray) -> bool:
+    """Volcano's GreaterPartlyWithRelevantDimensions: above deserved on some dimension the
+    request uses and the deserved share names."""
+    dims = (req > EPSILON) & (deserved > EPSILON)
+    return bool(np.any(allocated[dims] > deserved[dims] + EPSILON))

@@ -9,8 +9,11 @@ back from that annotation when the session opens. Cards listed in the node annot
 `volcano.sh/gpu-unhealthy-ids` (or marked by `set_unhealthy`, the hook for agent health) are
 never chosen. Cards and MIG slices: see `central.plugins.gpucards`.
 
-`deviceshare.SchedulePolicy` picks the card on a node and scores the node (x
-`deviceshare.ScheduleWeight`, default 0 as in Volcano: the card choice alone):
+By default the card is Volcano gpushare's: the lowest-numbered card with enough free memory
+(whole-card pods: the lowest-numbered idle cards), and the plugin does not score nodes
+(Volcano applies `deviceshare.SchedulePolicy` only to vGPU). Naming a policy in
+`deviceshare.SchedulePolicy` is a Caldera extension for shared cards: it picks the card on a
+node and scores the node (x `deviceshare.ScheduleWeight`, default 0: the card choice alone):
 - binpack: the fitting card with the least free memory (best fit); a node scores 100 x the
   card's use after placement; whole-card pods go where the most cards are in use.
 - spread: the card with the fewest pods, then the most free memory; a node scores 100 x the
@@ -30,6 +33,7 @@ import numpy as np
 from central.api.resources import EPSILON
 from central.errors import InputError
 from central.framework.plugin import Plugin
+from central.framework.status import Check, Code
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 from central.plugins.gpucards import (
     GPU_MEMORY,
@@ -40,7 +44,8 @@ from central.plugins.gpucards import (
 from central.model.fields import parse_index_list
 
 GPU_INDEX = "volcano.sh/gpu-index"
-POLICIES = ("binpack", "spread", "fragmentation-aware")
+FIRST_FIT = ""  # Volcano gpushare's choice, the default
+POLICIES = (FIRST_FIT, "binpack", "spread", "fragmentation-aware")
 ARGUMENTS = ("GPUSharingEnable", "GPUNumberEnable", "SchedulePolicy", "ScheduleWeight")
 UNSUPPORTED = ("VGPUEnable", "NodeLockEnable", "AscendMindClusterVNPUEnable", "AscendHAMiVNPUEnable")
 MAX_SCORE = 100.0
@@ -69,10 +74,11 @@ class DeviceShare(Plugin):
                 raise InputError(f"plugin deviceshare: arguments.{key}", f"unknown argument; valid: {valid}")
         self.sharing = self.argument("deviceshare.GPUSharingEnable", False, bool)
         self.whole = self.argument("deviceshare.GPUNumberEnable", False, bool)
-        self.policy = self.argument("deviceshare.SchedulePolicy", "binpack", str)
+        self.policy = self.argument("deviceshare.SchedulePolicy", FIRST_FIT, str)
         if self.policy not in POLICIES:
             raise InputError("plugin deviceshare: arguments.deviceshare.SchedulePolicy",
-                             f"unknown policy {self.policy!r}; valid: {', '.join(POLICIES)}")
+                             f"unknown policy {self.policy!r}; valid: {', '.join(p for p in POLICIES if p)} "
+                             "(or leave it unset for Volcano's lowest-numbered card)")
         self.weight = self.argument("deviceshare.ScheduleWeight", 0, float)
         if self.weight < 0:
             raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight",
@@ -129,18 +135,24 @@ class DeviceShare(Plugin):
 
     # --- placement ------------------------------------------------------------------------
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
+        """Cards held by pods are unschedulable (evicting them frees the cards, as Volcano's
+        gpushare says); too few healthy cards, or none large enough, is unresolvable."""
+        cards = self.cards
         memory, number = self.request(task)
         if number:
-            return [(self.cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)")]
+            never = cards.cards[rows] < number
+            return [Check(cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)",
+                          np.where(never, Code.UNRESOLVABLE, Code.UNSCHEDULABLE).astype(np.int8))]
         if memory:
-            return [(self.cards.fits_memory(rows, memory),
-                     "node(s) didn't have a healthy GPU card with enough free memory")]
+            never = ~np.any(cards.healthy[rows] & (cards.cap[rows] + EPSILON >= memory), axis=1)
+            return [Check(cards.fits_memory(rows, memory), "node(s) didn't have a healthy GPU card with enough free memory",
+                          np.where(never, Code.UNRESOLVABLE, Code.UNSCHEDULABLE).astype(np.int8))]
         return []
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         memory, number = self.request(task)
-        if not self.weight or not (memory or number):
+        if not self.weight or not (memory or number) or self.policy == FIRST_FIT:
             return np.zeros(len(rows))
         score = self._whole_score(rows, number) if number else self._shared_choice(rows, memory)[1]
         return score * self.weight
@@ -150,7 +162,9 @@ class DeviceShare(Plugin):
         cards = self.cards
         free, holders, cap = cards.free(rows), cards.holders[rows], cards.cap[rows]
         fits = free + EPSILON >= memory
-        if self.policy == "binpack":
+        if self.policy == FIRST_FIT:
+            key = np.where(fits, np.arange(cap.shape[1]), _NONE)
+        elif self.policy == "binpack":
             key = np.where(fits, free, _NONE)
         elif self.policy == "spread":
             key = np.where(fits, holders * 1e15 - free, _NONE)
@@ -160,7 +174,9 @@ class DeviceShare(Plugin):
         choice = np.argmin(key, axis=1)
         at = np.arange(len(rows))
         card_free, card_cap = free[at, choice], np.maximum(cap[at, choice], EPSILON)
-        if self.policy == "binpack":
+        if self.policy == FIRST_FIT:
+            score = np.zeros(len(rows))
+        elif self.policy == "binpack":
             score = MAX_SCORE * (card_cap - card_free + memory) / card_cap
         elif self.policy == "spread":
             score = MAX_SCORE * (card_free - memory) / card_cap

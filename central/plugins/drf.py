@@ -3,27 +3,23 @@
 A job's share is its largest per-resource fraction of the cluster (x/0 counts as 1). Jobs
 with a lower share go first; a preemptor may take a victim only if, afterwards, its share
 stays at or below the victim job's.
+
+With `enableHierarchy` (HDRF, see `central.plugins.hdrf`) drf also orders queues along their
+`volcano.sh/hierarchy` paths, and votes in reclaim: a victim is allowed when, with the
+reclaimer's request added and the victim's removed, the reclaimer's queue would still come
+before the victim's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import EPSILON
-from central.errors import InputError
+from central.api.resources import dominant_share
 from central.framework.plugin import AccountingPlugin
-from central.model.objects import JobInfo, TaskInfo
+from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.plugins.hdrf import HdrfTree
 
 SHARE_TOLERANCE = 1e-6
-
-
-def dominant_share(allocated: np.ndarray, total: np.ndarray) -> float:
-    """max over resources of allocated/total, where x/0 is 1 (0/0 is 0)."""
-    has = total > EPSILON
-    share = float(np.divide(allocated, total, out=np.zeros_like(allocated), where=has).max(initial=0.0))
-    if share < 1.0 and np.any(allocated[~has] > EPSILON):
-        return 1.0
-    return share
 
 
 class Drf(AccountingPlugin):
@@ -31,13 +27,18 @@ class Drf(AccountingPlugin):
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        if option.enabled("enableHierarchy"):
-            raise InputError("plugin drf: enableHierarchy", "hierarchical DRF is not supported; "
-                             "for queue trees use the capacity plugin with enableHierarchy")
         self.total = session.total
         # Volcano's drf counts every task charged in the session, pipelined ones included.
         self.allocated = {uid: job.allocated.copy() for uid, job in session.jobs.items()}
         self.shares: dict[str, float] = {}  # computed when an ordering asks, dropped on change
+        self.tree: HdrfTree | None = None
+        self.tree_state: dict | None = None  # the tree evaluated, dropped on change
+        if option.enabled("enableHierarchy"):
+            queues = session.queues
+            self.tree = HdrfTree(self.total, [
+                (uid, queues[job.queue].hierarchy, queues[job.queue].hierarchy_weights,
+                 sum((t.resreq for t in job.tasks.values()), session.dims.zeros()))
+                for uid, job in session.jobs.items() if job.queue in queues])
 
     def share(self, job_uid: str) -> float:
         share = self.shares.get(job_uid)
@@ -67,10 +68,36 @@ class Drf(AccountingPlugin):
                 victims.append(task)
         return victims
 
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if self.tree is None:
+            return 0
+        if self.tree_state is None:
+            self.tree_state = self.tree.evaluate(self.allocated)
+        order = self.tree.compare(self.tree_state, left.hierarchy, right.hierarchy)
+        return -1 if order < 0 else (1 if order > 0 else 0)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        if self.tree is None:
+            return None
+        jobs, queues = self.session.jobs, self.session.queues
+        mine = queues[jobs[reclaimer.job_uid].queue].hierarchy
+        allocated = dict(self.allocated)
+        allocated[reclaimer.job_uid] = allocated[reclaimer.job_uid] + reclaimer.resreq
+        victims = []
+        for task in candidates:
+            job = jobs.get(task.job_uid)
+            if job is None or task.job_uid not in allocated or job.queue not in queues:
+                continue
+            trial = {**allocated, task.job_uid: allocated[task.job_uid] - task.resreq}
+            if self.tree.compare(self.tree.evaluate(trial), mine, queues[job.queue].hierarchy) < 0:
+                victims.append(task)
+        return victims
+
     def charge(self, task: TaskInfo, sign: int) -> None:
         vec = self.allocated.get(task.job_uid)
         if vec is not None:
             vec += sign * task.resreq
             self.shares.pop(task.job_uid, None)
+            self.tree_state = None
 
 

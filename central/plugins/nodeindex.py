@@ -7,7 +7,7 @@ tasks (bound, allocated, pipelined or releasing) are indexed by row for the inte
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import numpy as np
 
@@ -57,10 +57,12 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], 
     return sum(1 for t in taints if t.effect in effects and not any(tol.tolerates(t) for tol in tolerations))
 
 
-def placed_tasks(nodes: list[NodeInfo]) -> Iterator[tuple[int, TaskInfo]]:
+def placed_tasks(nodes: list[NodeInfo], gone: Collection[str] = ()) -> Iterator[tuple[int, TaskInfo]]:
+    """(row, task) for every task on a node, except the uids in `gone`."""
     for node in nodes:
         for task in node.tasks.values():
-            yield node.index, task
+            if task.uid not in gone:
+                yield node.index, task
 
 
 def domain_counts(index: NodeIndex, term_key: str, matching_rows: list[int]) -> dict[object, int]:
@@ -74,7 +76,7 @@ def domain_counts(index: NodeIndex, term_key: str, matching_rows: list[int]) -> 
     return counts
 
 
-def term_rows(nodes: list[NodeInfo], term: PodAffinityTerm, own_namespace: str) -> list[int]:
-    """Rows of the placed pods that `term` selects (one entry per pod)."""
-    return [row for row, task in placed_tasks(nodes)
+def term_rows(nodes: list[NodeInfo], term: PodAffinityTerm, own_namespace: str, gone: Collection[str] = ()) -> list[int]:
+    """Rows of the placed pods that `term` selects (one entry per pod), except the uids in `gone`."""
+    return [row for row, task in placed_tasks(nodes, gone)
             if term.selects(task.namespace, task.template.label_map, own_namespace)]

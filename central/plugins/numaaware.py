@@ -1,16 +1,20 @@
 """numa-aware: CPUs of one NUMA node (or as few as possible) for Guaranteed pods that ask.
 
-A pod takes part when it is Guaranteed, asks for whole CPUs, and names a policy in
-annotation `volcano.sh/numa-topology-policy` (none, best-effort, restricted,
-single-numa-node). As in Volcano, a node qualifies when its kubelet runs the static CPU
-manager with the same topology-manager policy (from the node's agent report); the kubelet
-then pins the pod. Beyond Volcano, a node whose kubelet CPU manager is `none` qualifies too:
-Caldera's agent pins the pod to the chosen CPUs itself, and the CPUs its pinned pods hold
-count as taken. Then:
+A pod takes part when it is Guaranteed and asks for whole CPUs. If it names a policy in
+annotation `volcano.sh/numa-topology-policy` (best-effort, restricted, single-numa-node), as
+in Volcano a node qualifies when its kubelet runs the static CPU manager with the same
+topology-manager policy (from the node's agent report); the kubelet then pins the pod.
+Beyond Volcano, a node whose kubelet CPU manager is `none` qualifies too: Caldera's agent
+pins the pod to the chosen CPUs itself, and the CPUs its pinned pods hold count as taken.
+A pod without a policy (or with `none`) is held, as in Volcano, to the policy of a node whose
+kubelet runs the static CPU manager with a topology policy other than none (the kubelet
+would refuse it otherwise); other nodes take it unchecked. Then:
 - single-numa-node: one NUMA node must have the CPUs free;
 - restricted: the fewest NUMA nodes that could ever hold the request must have them free now;
 - best-effort: any NUMA nodes with enough free CPUs in total, the fewest preferred.
-Score: 100 x (NUMA nodes - used + 1) / NUMA nodes, times argument `weight` (1).
+Score (pods that name a policy), Volcano's normalised one: with u the NUMA nodes the pod
+would use on a candidate and U the most any candidate needs, 100 - 100 x u // U (100 for
+all when U is 0), times argument `weight` (1).
 The chosen CPUs and NUMA nodes are written on the pod (annotations `caldera.sh/cpuset`,
 `caldera.sh/numa-nodes`); the agent pins the pod's cpuset when the kubelet does not.
 
@@ -26,6 +30,7 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.plugin import Plugin
+from central.framework.status import Check
 from central.model.fields import parse_index_list
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskInfo, TaskStatus
@@ -73,6 +78,9 @@ class NumaAware(Plugin):
     def __init__(self, option, session):
         super().__init__(option, session)
         self.weight = self.argument("weight", 1, int)
+        # Per row: the policy its kubelet holds every Guaranteed whole-CPU pod to (None: none).
+        self.node_policy = [self._row_policy("none", data) for data in session.agents.data]
+        self.node_holds = np.array([p is not None for p in self.node_policy], dtype=bool)
         self.taken: dict[int, set[int]] = {}  # row -> CPUs given out since the node's report
         self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
         # Pods not running yet are in no report; on nodes where our agent pins, the kubelet's
@@ -95,22 +103,39 @@ class NumaAware(Plugin):
                 self.taken.setdefault(node.index, set()).update(cpus)
 
     def _wants(self, task: TaskInfo) -> tuple[str, int] | None:
+        """(the pod's own policy, or "none" when it names none, whole CPUs) for a Guaranteed
+        whole-CPU pod; None when NUMA placement does not concern it."""
         policy = task.annotations.get(POLICY, "none")
         cpu = float(task.resreq[0])
-        if policy not in POLICIES or policy == "none" or not task.template.guaranteed or cpu % 1000:
+        if policy not in POLICIES or not task.template.guaranteed or cpu % 1000 or cpu <= 0:
             return None
         return policy, int(cpu // 1000)
+
+    @staticmethod
+    def _row_policy(policy: str, data: NodeData | None) -> str | None:
+        """The policy a node holds the pod to, or None when the node does not check it."""
+        if policy != "none":
+            return policy if data is not None and _enforced(data, policy) else None
+        if data is not None and data.cpu_manager_policy == "static" and data.topology_manager_policy in STRICT + ("best-effort",):
+            return data.topology_manager_policy
+        return None
 
     def _cells(self, row: int, data: NodeData) -> list[tuple[NumaCell, set[int]]]:
         taken = self.taken.get(row, set())
         return [(cell, set(cell.free_cpus) - taken) for cell in data.numa]
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         wants = self._wants(task)
         if wants is None:
             return []
         policy, cpus = wants
         view = self.session.agents
+        if policy == "none":  # only nodes whose kubelet holds it to a policy check it
+            ok = np.ones(len(rows), dtype=bool)
+            for i in np.flatnonzero(self.node_holds[rows]):
+                row = int(rows[i])
+                ok[i] = choose_cells(self._cells(row, view.data[row]), cpus, self.node_policy[row]) is not None
+            return [Check(ok, f"node(s) didn't fit the node's NUMA policy for {cpus} CPUs")]
         ok = np.zeros(len(rows), dtype=bool)
         for i, row in enumerate(rows):
             data = view.data[row]
@@ -119,23 +144,24 @@ class NumaAware(Plugin):
             elif _enforced(data, policy):
                 ok[i] = choose_cells(self._cells(int(row), data), cpus, policy) is not None
         silent = view.silent[rows] & ~ok
-        return [(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
-                (~silent, "node(s) whose agent stopped reporting (no fresh NUMA data)")]
+        # Unresolvable, as Volcano's numa-aware says: its view of free CPUs ignores evictions.
+        return [Check(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
+                Check(~silent, "node(s) whose agent stopped reporting (no fresh NUMA data)")]
 
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         wants = self._wants(task)
-        if wants is None or not self.weight:
+        if wants is None or wants[0] == "none" or not self.weight:
             return None
         policy, cpus = wants
-        scores = np.zeros(len(rows))
+        used = np.zeros(len(rows), dtype=np.int64)  # NUMA nodes the pod would use, 0 if unknown
         for i, row in enumerate(rows):
             data = self.session.agents.data[row]
             if data is not None and data.numa:
-                cells = choose_cells(self._cells(int(row), data), cpus, "best-effort")
-                if cells is not None:
-                    n = len(data.numa)
-                    scores[i] = MAX_SCORE * (n - len(cells) + 1) / n
-        return scores * self.weight
+                cells = choose_cells(self._cells(int(row), data), cpus, policy)
+                used[i] = len(cells) if cells is not None else 0
+        most = int(used.max()) if len(used) else 0
+        scores = np.full(len(rows), MAX_SCORE) if most == 0 else MAX_SCORE - MAX_SCORE * used // most
+        return scores.astype(float) * self.weight
 
     def on_allocate(self, task: TaskInfo) -> None:
         wants = self._wants(task)
@@ -144,8 +170,11 @@ class NumaAware(Plugin):
         if wants is None or data is None or not data.numa:
             return
         policy, want = wants
+        held = self._row_policy(policy, data)
+        if held is None and policy == "none":
+            return  # neither the pod nor the node asks for NUMA placement
         cells = self._cells(node.index, data)
-        chosen = choose_cells(cells, want, "best-effort" if policy == "none" else policy)
+        chosen = choose_cells(cells, want, held or policy)
         if chosen is None:
             return
         cpus: set[int] = set()

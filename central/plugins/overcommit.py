@@ -1,6 +1,6 @@
 """overcommit: admit jobs (enqueue) while the cluster, inflated by a factor, has room.
 
-idle = total x overcommit-factor - used; a job is admitted when the minResources of every
+idle = total x overcommit-factor - used (the numbers a refusal quotes); a job is admitted when the minResources of every
 admitted-but-not-running job plus its own fit that idle on the dimensions it asks for.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import less_equal_on
+from central.api.resources import EPSILON, format_value, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, Plugin
 from central.model.objects import JobInfo
 from central.plugins.proportion import job_min_resources
@@ -42,7 +42,13 @@ class Overcommit(Plugin):
         min_res = job_min_resources(self.session, job)
         if less_equal_on(self.inqueue + min_res, self.idle, min_res):
             return PERMIT
-        self.session.job_notes[job.uid] = "resource in cluster is overused"
+        names = self.session.dims.names
+        short = [i for i in range(len(names))
+                 if min_res[i] > EPSILON and self.inqueue[i] + min_res[i] > self.idle[i] + EPSILON]
+        detail = "; ".join(f"{names[i]}: the job needs {format_value(names[i], min_res[i])}, "
+                           f"{format_value(names[i], self.inqueue[i])} of {format_value(names[i], max(self.idle[i], 0.0))}"
+                           f" idle are admitted already" for i in short)
+        self.session.job_notes[job.uid] = f"resource in cluster is overused ({detail})"
         return REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:

@@ -4,6 +4,11 @@ Static filters depend only on the pod template and the nodes (unschedulable, nod
 and required node affinity, taints), so they are computed once per template per session.
 Dynamic ones (host ports, required inter-pod affinity and anti-affinity, topology spread with
 DoNotSchedule) depend on where pods are placed and run only for templates that use them.
+Status as kube-scheduler gives it: node state the pod cannot change (unschedulable, selector
+and affinity, taints, a required pod affinity no pod satisfies, a node without a spread
+constraint's topology label) is unresolvable; a port in use, an anti-affinity peer or a
+skew that evicting pods could fix is unschedulable. Pods evicted in this session no longer
+count (Volcano removes them from its node view on eviction).
 Arguments: `predicate.<Name>Enable` for NodeAffinity, NodePorts, TaintToleration,
 PodAffinity, PodTopologySpread (all true).
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from central.framework.plugin import Plugin
+from central.framework.status import Check, Code
 from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
 from central.plugins.nodeindex import (
     UNSCHEDULABLE_TAINT,
@@ -22,8 +28,6 @@ from central.plugins.nodeindex import (
     term_rows,
     untolerated,
 )
-
-Check = tuple[np.ndarray, str]
 
 
 def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
@@ -53,24 +57,29 @@ class Predicates(Plugin):
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
         self.anti_holders = {t.uid: t for t in session.cache.tasks.values()
                              if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
+        self.evicted: set[str] = set()  # tasks evicted in this session
 
     def on_allocate(self, task: TaskInfo) -> None:
+        self.evicted.discard(task.uid)  # an eviction undone, or a placement
         if task.template.pod_anti_affinity and task.node:
             self.anti_holders[task.uid] = task
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        if task.uid in self.anti_holders and (task.node is None or task.status == TaskStatus.PENDING):
+        if task.status == TaskStatus.RELEASING:
+            self.evicted.add(task.uid)
+        if task.uid in self.anti_holders and (task.node is None or task.status in (TaskStatus.PENDING, TaskStatus.RELEASING)):
             del self.anti_holders[task.uid]
 
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         template = task.template
         checks: list[Check] = []
         if template.host_ports and self.enabled["NodePorts"]:
-            checks.append((self._ports_free(template, rows), "node(s) didn't have free ports for the requested pod ports"))
+            checks.append(Check(self._ports_free(template, rows), "node(s) didn't have free ports for the requested pod ports",
+                                Code.UNSCHEDULABLE))
         if self.enabled["PodAffinity"] and (template.pod_affinity or template.pod_anti_affinity or self.anti_holders):
             checks.extend(self._inter_pod(template, rows))
         if template.spread and self.enabled["PodTopologySpread"]:
-            checks.append((self._spread_ok(template, rows), "node(s) didn't match pod topology spread constraints"))
+            checks.extend(self._spread(template, rows))
         return checks
 
     def static_predicate(self, template: PodTemplate) -> list[Check]:
@@ -78,18 +87,18 @@ class Predicates(Plugin):
         idx = self.index
         tolerations = template.tolerations
         unsched = idx.unschedulable & ~np.full(idx.n, any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations))
-        checks = [(~unsched, "node(s) were unschedulable")]
+        checks = [Check(~unsched, "node(s) were unschedulable")]
         if self.enabled["NodeAffinity"]:
-            checks.append((node_affinity_mask(idx, template), "node(s) didn't match Pod's node affinity/selector"))
+            checks.append(Check(node_affinity_mask(idx, template), "node(s) didn't match Pod's node affinity/selector"))
         if self.enabled["TaintToleration"]:
             bad = idx.per_taint_group(lambda taints: untolerated(taints, tolerations, ("NoSchedule", "NoExecute")))
-            checks.append((bad == 0, "node(s) had untolerated taint"))
+            checks.append(Check(bad == 0, "node(s) had untolerated taint"))
         return checks
 
     def _ports_free(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
         wanted = template.host_ports
         busy = set()
-        for row, task in placed_tasks(self.session.nodes):
+        for row, task in placed_tasks(self.session.nodes, self.evicted):
             for proto, port, ip in task.template.host_ports:
                 if any(p == proto and q == port and (i == ip or "0.0.0.0" in (i, ip)) for p, q, i in wanted):
                     busy.add(row)
@@ -100,17 +109,18 @@ class Predicates(Plugin):
         checks = []
         labels = template.label_map
         for term in template.pod_affinity:
-            matching = term_rows(nodes, term, ns)
+            matching = term_rows(nodes, term, ns, self.evicted)
             if not matching and term.selects(ns, labels, ns):
                 continue  # the first pod of a group that selects itself may go anywhere
             domains = set(domain_counts(idx, term.topology_key, matching))
-            checks.append((_in_domains(idx, term.topology_key, domains, rows), "node(s) didn't match pod affinity rules"))
+            checks.append(Check(_in_domains(idx, term.topology_key, domains, rows), "node(s) didn't match pod affinity rules"))
         for term in template.pod_anti_affinity:
-            domains = set(domain_counts(idx, term.topology_key, term_rows(nodes, term, ns)))
-            checks.append((~_in_domains(idx, term.topology_key, domains, rows), "node(s) didn't match pod anti-affinity rules"))
+            domains = set(domain_counts(idx, term.topology_key, term_rows(nodes, term, ns, self.evicted)))
+            checks.append(Check(~_in_domains(idx, term.topology_key, domains, rows), "node(s) didn't match pod anti-affinity rules",
+                                Code.UNSCHEDULABLE))
         # Existing pods' anti-affinity toward this pod (symmetry).
         blocked = np.zeros(len(rows), dtype=bool)
-        for task in self.anti_holders.values():
+        for task in self.anti_holders.values():  # evicted ones have left it
             row = self.session.cache.nodes[task.node].index
             for term in task.template.pod_anti_affinity:
                 if term.selects(ns, labels, task.namespace):
@@ -118,30 +128,31 @@ class Predicates(Plugin):
                     if value is not None:
                         blocked |= idx.label(term.topology_key)[rows] == value
         if blocked.any():
-            checks.append((~blocked, "node(s) didn't satisfy existing pods anti-affinity rules"))
+            checks.append(Check(~blocked, "node(s) didn't satisfy existing pods anti-affinity rules", Code.UNSCHEDULABLE))
         return checks
 
-    def _spread_ok(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
+    def _spread(self, template: PodTemplate, rows: np.ndarray) -> list[Check]:
         idx, nodes, ns = self.index, self.session.nodes, template.namespace
-        ok = np.ones(len(rows), dtype=bool)
+        labelled = np.ones(len(rows), dtype=bool)
+        skew_ok = np.ones(len(rows), dtype=bool)
         eligible = node_affinity_mask(idx, template)
         for c in template.spread:
             if c.when_unsatisfiable != "DoNotSchedule":
                 continue
             values = idx.label(c.topology_key)
-            matching = [row for row, task in placed_tasks(nodes)
+            matching = [row for row, task in placed_tasks(nodes, self.evicted)
                         if task.namespace == ns and c.selector.matches(task.template.label_map)]
             counts = domain_counts(idx, c.topology_key, matching)
             domains = {v for v, e in zip(values, eligible) if e and v is not None}
             minimum = min((counts.get(d, 0) for d in domains), default=0)
             self_match = 1 if c.selector.matches(template.label_map) else 0
             row_values = values[rows]
-            skew_ok = np.fromiter(
-                (v is not None and counts.get(v, 0) + self_match - minimum <= c.max_skew for v in row_values),
+            labelled &= np.fromiter((v is not None for v in row_values), bool, len(rows))
+            skew_ok &= np.fromiter(
+                (v is None or counts.get(v, 0) + self_match - minimum <= c.max_skew for v in row_values),
                 bool, len(rows))
-            ok &= skew_ok
-        return ok
-
+        return [Check(labelled, "node(s) didn't match pod topology spread constraints (missing required label)"),
+                Check(skew_ok, "node(s) didn't match pod topology spread constraints", Code.UNSCHEDULABLE)]
 
 def _in_domains(idx: NodeIndex, key: str, domains: set, rows: np.ndarray) -> np.ndarray:
     values = idx.label(key)[rows]

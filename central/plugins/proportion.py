@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from central.api.resources import EPSILON, less_equal, less_equal_on
+from central.api.resources import EPSILON, dominant_share, format_value, less_equal, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
-from central.plugins.drf import dominant_share
 
 
 @dataclass
@@ -32,6 +31,14 @@ class QueueAttr:
     elastic: np.ndarray
     deserved: np.ndarray
     share: float | None = None  # computed when an ordering asks, dropped on change
+
+
+def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, limit: np.ndarray, what: str) -> str:
+    """"cpu: 21500m allocated + 4 requested > 24 deserved" for each resource that does not fit."""
+    return "; ".join(f"{name}: {format_value(name, allocated[i])} allocated + {format_value(name, request[i])} "
+                     f"requested > {format_value(name, limit[i])} {what}"
+                     for i, name in enumerate(names)
+                     if request[i] > EPSILON and allocated[i] + request[i] > limit[i] + EPSILON)
 
 
 def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
@@ -116,11 +123,15 @@ class Proportion(AccountingPlugin):
         attr = self.attrs.get(queue.name)
         if not queue.is_open or attr is None:
             return False
-        return less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        if less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
+            return True
+        self.session.queue_notes[queue.name] = over_share(self.session.dims.names, attr.allocated, task.resreq,
+                                                          attr.deserved, "deserved")
+        return False
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        attr = self.attrs.get(queue.name)
-        return attr is not None and less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        """As Allocatable: a queue that is not Open never reclaims."""
+        return self.allocatable(queue, task)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Victims come only from queues allocated beyond their deserved share, while they are."""
@@ -132,8 +143,6 @@ class Proportion(AccountingPlugin):
             if attr is None:
                 continue
             allocated = allocations.setdefault(queue, attr.allocated.copy())
-            if np.any(allocated + EPSILON < reclaimer.resreq):
-                continue
             if not less_equal(allocated, attr.deserved):
                 allocated -= task.resreq
                 victims.append(task)
@@ -156,8 +165,28 @@ class Proportion(AccountingPlugin):
         if less_equal_on(future, attr.real_capability, future):
             attr.inqueue += min_res
             return PERMIT
-        self.session.job_notes[job.uid] = f"queue {queue.name} resource quota insufficient"
+        self.session.job_notes[job.uid] = self._why_not_admitted(queue, attr, min_res, future)
         return REJECT
+
+    def _why_not_admitted(self, queue: QueueInfo, attr: QueueAttr, min_res: np.ndarray,
+                          future: np.ndarray) -> str:
+        """Which resources do not fit, with the numbers; "quota" only when the queue's own
+        capability is what the job exceeds, else the cluster (less others' guarantees) is full."""
+        names = self.session.dims.names
+        short = [i for i in range(len(names)) if min_res[i] > EPSILON and future[i] > attr.real_capability[i] + EPSILON]
+        quota = [i for i in short if attr.capability[i] <= attr.real_capability[i] + EPSILON]
+
+        def amounts(i: int) -> str:
+            limit = "its capability" if i in quota else "what the cluster leaves it"
+            used = attr.allocated[i] + attr.inqueue[i] - attr.elastic[i]
+            return (f"{names[i]}: the job needs {format_value(names[i], min_res[i])}, the queue uses "
+                    f"{format_value(names[i], max(used, 0.0))} of {format_value(names[i], attr.real_capability[i])}"
+                    f" ({limit})")
+
+        detail = "; ".join(amounts(i) for i in short)
+        if quota:
+            return f"queue {queue.name} resource quota insufficient ({detail})"
+        return f"cluster full for queue {queue.name}, which sets no quota on it ({detail})"
 
     def charge(self, task: TaskInfo, sign: int) -> None:
         job = self.session.jobs.get(task.job_uid)

@@ -40,8 +40,10 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.plugin import Plugin
+from central.framework.status import Check
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
+from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
 
 ZONE = "volcano.sh/revocable-zone"
@@ -78,14 +80,11 @@ def inside(window: tuple[int, int], now: datetime) -> bool:
 
 def budget_value(job: JobInfo, key: str, total: int) -> int:
     """An int-or-percent budget annotation resolved against the job's task count."""
-    text = job.annotations[key].strip()
-    where = f"PodGroup {job.uid}: metadata.annotations[{key}]"
     try:
-        if text.endswith("%"):
-            return math.ceil(int(text[:-1]) * total / 100)
-        return int(text)
-    except (ValueError, OverflowError):  # a percentage of 10^400 overflows the division
-        raise InputError(where, f"expected an integer or a percentage like 25%, got {text!r}") from None
+        value, percent = count_or_percent(job.annotations[key], key)
+    except InputError as err:
+        raise err.within(f"PodGroup {job.uid}") from None
+    return math.ceil(value * total / 100) if percent else value
 
 
 def evictable(job: JobInfo) -> int:
@@ -153,13 +152,13 @@ class Tdm(Plugin):
 
     # --- placement ------------------------------------------------------------------------
 
-    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         if not self.any_revocable:
             return []
         if revocable(task):
-            return [(~self.revocable_rows[rows] | self.open_rows[rows],
-                     "node(s) were in a revocable zone outside its time window")]
-        return [(~self.revocable_rows[rows], "node(s) were in a revocable zone, only for preemptable tasks")]
+            return [Check(~self.revocable_rows[rows] | self.open_rows[rows],
+                          "node(s) were in a revocable zone outside its time window")]
+        return [Check(~self.revocable_rows[rows], "node(s) were in a revocable zone, only for preemptable tasks")]
 
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         if not self.open_zones or not revocable(task):

@@ -20,6 +20,7 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.plugin import Plugin
+from central.framework.status import Check
 from central.model.objects import TaskInfo, TaskStatus
 
 
@@ -73,10 +74,11 @@ class Usage(Plugin):
         load = np.divide(measured + self.estimate[rows], alloc, out=np.ones_like(measured), where=alloc > 0)
         return np.minimum(load[:, 0], 1.0), np.minimum(load[:, 1], 1.0)
 
-    def row_predicate(self, task: TaskInfo, rows: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    def row_predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
+        """Unresolvable, as in Volcano: measured load does not drop when pods are evicted."""
         cpu, memory = self._load(rows)
-        return [(cpu <= self.cpu_limit, "node(s) cpu usage above the usage plugin's threshold"),
-                (memory <= self.memory_limit, "node(s) memory usage above the usage plugin's threshold")]
+        return [Check(cpu <= self.cpu_limit, "node(s) cpu usage above the usage plugin's threshold"),
+                Check(memory <= self.memory_limit, "node(s) memory usage above the usage plugin's threshold")]
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         cpu, memory = self._load(rows)

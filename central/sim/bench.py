@@ -4,7 +4,8 @@ The cluster: nodes of mixed shapes (some with GPUs, some tainted), gang jobs of 
 across 4 weighted queues, scheduled with Volcano's default configuration plus binpack. The
 pods of a job share a template, as the pods of a Volcano task do. Printed per size: pods
 placed, pods/s for allocate and for the whole session, session and open times, peak RSS,
-memory per pod, and a bare numpy first-fit of the same pods onto the same nodes, so the
+memory per pod, and the compiled floor (`central.sim.floor`: a greedy placement of the same
+pods on the same nodes in C, every node scanned, feasibility and one score), so the
 framework's cost shows as a ratio.
 """
 
@@ -20,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, load_config
 from central.model.cache import ClusterCache
+from central.progress import progress_bar
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
+from central.sim import floor
 
 BENCH_CONF = DEFAULT_CONF_YAML + "  - name: binpack\n"
 AGENT_CONF = BENCH_CONF + "  - name: usage\n  - name: numa-aware\n"
@@ -73,19 +75,17 @@ def synthetic_cluster(nodes: int, pods: int, seed: int = 7) -> list[dict[str, An
     return objects
 
 
-def first_fit_baseline(cache: ClusterCache) -> tuple[int, float]:
-    """Pods placed and seconds for a bare numpy first-fit of the same pods on the same nodes."""
+def floor_baseline(cache: ClusterCache) -> tuple[int, float] | None:
+    """Pods placed and seconds for the compiled greedy placement (central.sim.floor) of the
+    same pending pods on the same nodes; None where no C compiler is found."""
+    if floor.unavailable():
+        return None
     n = len(cache.node_list)
-    idle = cache.table.idle[:n].copy()
+    table = cache.table
     pods = [t for t in cache.tasks.values() if t.status == TaskStatus.PENDING]
-    started = time.perf_counter()
-    placed = 0
-    for task in pods:
-        fits = np.flatnonzero(np.all(idle >= task.resreq, axis=1))
-        if len(fits):
-            idle[fits[0]] -= task.resreq
-            placed += 1
-    return placed, time.perf_counter() - started
+    requests = np.array([t.resreq for t in pods]).reshape(len(pods), table.idle.shape[1])
+    placed, seconds, _ = floor.place(table.idle[:n], table.alloc[:n], table.max_pods[:n] - table.pods[:n], requests)
+    return placed, seconds
 
 
 def bytes_per_pod(objects: list[dict[str, Any]], sample: int = 10_000) -> float:
@@ -126,14 +126,14 @@ def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, fl
         cache.apply(obj)
     load_seconds = time.perf_counter() - started
     del objects
-    baseline_placed, baseline_seconds = first_fit_baseline(cache)
+    baseline = floor_baseline(cache)
     conf = load_config(AGENT_CONF if agent_plugins else BENCH_CONF, "bench configuration")
     now = datetime.now(timezone.utc)
     if agent_plugins:
         synthetic_reports(cache, now)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = run_cycle(cache, conf, now=now)
-    session_seconds = time.perf_counter() - started
+    session_seconds, session_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     placed = len(result.binds)
     for task in list(cache.starting.values()):  # the kubelets start what was bound
         cache.set_status(task, TaskStatus.RUNNING, task.node)
@@ -142,12 +142,14 @@ def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, fl
         "nodes": nodes, "pods": pods, "placed": placed, "plugins": " + usage, numa-aware" if agent_plugins else "",
         "allocate_pods_per_s": placed / result.timings["allocate"],
         "session_pods_per_s": placed / session_seconds,
+        "session_cpu_pods_per_s": placed / session_cpu,
         "session_s": session_seconds, "open_ms": result.timings["open"] * 1e3,
         "open_unchanged_ms": again.timings["open"] * 1e3,
         "enqueue_ms": result.timings["enqueue"] * 1e3, "close_ms": result.timings["close"] * 1e3,
         "cache_load_events_per_s": (nodes + pods) / load_seconds,
         "bytes_per_pod": per_pod,
-        "baseline_placed": baseline_placed, "baseline_pods_per_s": baseline_placed / baseline_seconds,
+        "floor_placed": baseline[0] if baseline else None,
+        "floor_pods_per_s": baseline[0] / baseline[1] if baseline else None,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -202,40 +204,98 @@ def report_preemption(row: dict[str, float]) -> str:
 
 
 def report(row: dict[str, float]) -> str:
-    ratio = row["baseline_pods_per_s"] / row["session_pods_per_s"]
+    if row["floor_pods_per_s"] is None or not row["session_cpu_pods_per_s"]:
+        why = floor.unavailable() or "nothing placed"
+        floor_line = f"  compiled floor:       not measured ({why})"
+        floor_placed = ""
+    else:
+        floor_line = (f"  compiled floor:       {row['floor_pods_per_s']:,.0f} pods/s of CPU time  (the session's "
+                      f"{row['session_cpu_pods_per_s']:,.0f} pods/s of CPU time is 1/"
+                      f"{row['floor_pods_per_s'] / row['session_cpu_pods_per_s']:,.0f} of it)")
+        floor_placed = f" (the floor places {row['floor_placed']:,})"
     return "\n".join([
         f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack{row['plugins']})",
-        f"  placed:               {row['placed']:,} pods (numpy first-fit places {row['baseline_placed']:,})",
+        f"  placed:               {row['placed']:,} pods{floor_placed}",
         f"  allocate action:      {row['allocate_pods_per_s']:,.0f} pods/s",
-        f"  whole session:        {row['session_pods_per_s']:,.0f} pods/s  ({row['session_s']:.2f} s; "
+        f"  whole session:        {row['session_pods_per_s']:,.0f} pods/s, {row['session_cpu_pods_per_s']:,.0f} pods/s "
+        f"of CPU time  ({row['session_s']:.2f} s; "
         f"open {row['open_ms']:.1f} ms, enqueue {row['enqueue_ms']:.0f} ms, close {row['close_ms']:.0f} ms)",
         f"  open, nothing changed: {row['open_unchanged_ms']:.1f} ms",
-        f"  numpy first-fit:      {row['baseline_pods_per_s']:,.0f} pods/s  (framework costs {ratio:.1f}x)",
+        floor_line,
         f"  cache load:           {row['cache_load_events_per_s']:,.0f} objects/s, {row['bytes_per_pod']:,.0f} B per pod",
         f"  peak RSS:             {row['peak_rss_mb']:,.0f} MB",
     ])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--size", action="append", metavar="NODESxPODS",
-                        help="cluster sizes to run (default: 1000x10000 and 5000x50000)")
+    parser.add_argument("--size", action="append", metavar="NODESxPODS", type=cluster_size,
+                        help="cluster sizes to run (repeatable; default: 1000x10000 and 5000x50000)")
     parser.add_argument("--agent-plugins", action="store_true",
                         help="give every node an agent report and add the usage and numa-aware plugins")
-    parser.add_argument("--preemption", metavar="NODESxPODS", default="1000x15000",
-                        help="size of the preemption run: nodes x low-priority pods that fill them (none to skip)")
+    parser.add_argument("--e2e", action="store_true",
+                        help="end to end through a real local API server instead: Caldera's scheduler process, "
+                             "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000)")
+    parser.add_argument("--backlog", action="store_true",
+                        help="with --e2e: create every pod first, then start the scheduler; the clock runs from "
+                             "its start (the scheduler and its binds alone, not the creates)")
+    parser.add_argument("--preemption", metavar="NODESxPODS", default=cluster_size("1000x15000"),
+                        type=lambda text: None if text == "none" else cluster_size(text),
+                        help="size of the preemption run: nodes x low-priority pods that fill them, or none "
+                             "to skip (default: 1000x15000)")
 
 
 def run(args: argparse.Namespace) -> int:
-    for size in args.size or ["1000x10000", "5000x50000"]:
-        nodes, pods = _size(size)
-        print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
-    if args.preemption != "none":
-        print(report_preemption(run_preemption(*_size(args.preemption))), flush=True)
+    if args.e2e:
+        return run_e2e(args.size or [(1000, 10000)], args.backlog)
+    sizes = args.size or [(1000, 10000), (5000, 50000)]
+    runs = len(sizes) + (args.preemption is not None)
+    with progress_bar("bench", runs) as step:
+        for nodes, pods in sizes:
+            step(0, f"{nodes:,} nodes x {pods:,} pods")
+            print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
+            step()
+        if args.preemption is not None:
+            step(0, f"preemption, {args.preemption[0]:,} nodes")
+            print(report_preemption(run_preemption(*args.preemption)), flush=True)
+            step()
     return 0
 
 
-def _size(text: str) -> tuple[int, int]:
+def run_e2e(sizes: list[tuple[int, int]], backlog: bool) -> int:
+    import os
+    import sys
+
+    from central.kube.client import ApiError
+    from central.localcluster import build
+    from central.localcluster.processes import StartError
+    from central.sim import e2e
+
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    why = build.unavailable([*build.CONTROL_PLANE, "kube-scheduler"])
+    if why:
+        print(f"caldera bench --e2e: {why}", file=sys.stderr)
+        return 2
+    lines = []
+    for nodes, pods in sizes:
+        mode = "pods created first, then the scheduler started" if backlog else "pods created while it runs"
+        print(f"{nodes:,} nodes / {pods:,} pods end to end, {mode} (load {os.getloadavg()[0]:.1f}; "
+              "volcano.sh/volcano is not served by the Go module proxy, so Volcano is not run)", flush=True)
+        try:
+            results = e2e.run_size(nodes, pods, say, backlog=backlog)
+        except (StartError, build.BuildError, ApiError) as err:
+            print(f"caldera bench --e2e: {err}", file=sys.stderr)
+            return 2
+        for row in results:
+            print(e2e.report(row), flush=True)
+        lines.append(e2e.final_line(nodes, pods, results))
+    print("\n".join(lines), flush=True)
+    return 0
+
+
+def cluster_size(text: str) -> tuple[int, int]:
+    """NODESxPODS as (nodes, pods), both at least 1; an argparse `type`, so a bad size is
+    refused, naming its flag, before any run starts."""
     nodes, _, pods = text.partition("x")
-    if not (nodes.isdigit() and pods.isdigit()):
-        raise InputError("--size", f"expected NODESxPODS such as 1000x10000, got {text!r}")
+    if not (nodes.isdigit() and pods.isdigit()) or int(nodes) < 1 or int(pods) < 1:
+        raise argparse.ArgumentTypeError(f"expected NODESxPODS with both at least 1, such as 1000x10000, got {text!r}")
     return int(nodes), int(pods)

@@ -20,11 +20,13 @@ from pathlib import Path
 
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf, load_config
+from central.manifests import read_file
 from central.model.cache import ClusterCache
 from central.model.fields import parse_duration, parse_time
 from central.model.queuetree import check_queues
 from central.sim.manifests import load_into, read_manifests, sources_of
-from central.sim.report import render_table
+from central.progress import progress_bar
+from central.sim.report import DETAIL_ROWS, print_report
 from central.sim.simulate import simulate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -39,11 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="volcano-scheduler.conf (default: Volcano's default); with --until, repeat it "
                              "to compare configurations on the same workload")
     parser.add_argument("--cycles", type=int, default=1, metavar="N", help="scheduling cycles to run (default 1)")
-    parser.add_argument("--output", choices=("json", "table"), default="table")
+    parser.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table",
+                        help="table: a summary, then details capped at %d rows each; wide: every row; "
+                             "json: everything, for scripts (default: table)" % DETAIL_ROWS)
+    parser.add_argument("--details", action="store_true", help="with table output, every row of every section")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="the summary only, and no progress on stderr")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
     parser.add_argument("--node-reports", action="append", metavar="PATH",
                         help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
-                             "per node or a directory of them; taken as current at the first cycle")
+                             "per node or a directory of them; each is fresh or stale by its own timestamp "
+                             "against --now (a report without one is taken as current)")
     parser.add_argument("--now", metavar="TIME", help="the first cycle's time, RFC 3339 (default: now); "
                                                      "matters for waiting times (sla) and tdm windows")
     parser.add_argument("--until", metavar="DURATION",
@@ -63,23 +71,31 @@ def run(args: argparse.Namespace) -> int:
         return run_timed(args)
     if args.cycles < 1:
         raise InputError("--cycles", f"must be at least 1, got {args.cycles}")
+    if args.output == "json" and (args.details or args.quiet):
+        raise InputError("--details" if args.details else "--quiet", "applies to table output, not json")
     for flag, given in (("--report", args.report), ("--trace", args.trace), ("--config", len(args.config or ()) > 1)):
         if given:
             raise InputError(flag, "needs --until (a run over simulated time)")
+    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     conf = _conf(args.config[0] if args.config else None)
     paths = args.manifests or DEFAULT_MANIFESTS
-    manifests = read_manifests(paths)
-    cache = ClusterCache(scheduler_name=args.scheduler_name)
-    load_into(cache, manifests)
-    check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
-    start = parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
-    for data in _node_reports(args):
-        cache.set_node_data(replace(data, reported_at=start))
-    result = simulate(cache, conf, args.cycles, start)
+    # the bar's total is the cycles; reading a large cluster shows as its own stage first
+    with progress_bar("reading manifests", args.cycles, enabled=not args.quiet) as step:
+        manifests = read_manifests(paths)
+        cache = ClusterCache(scheduler_name=args.scheduler_name)
+        load_into(cache, manifests)
+        check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
+        for data in _node_reports(args):
+            # A report's own time decides, against --now, whether it is fresh (a stale one counts
+            # as no report, as in the scheduler); one without a time is taken as current.
+            cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
+        step(0, "scheduling")
+        result = simulate(cache, conf, args.cycles, start, progress=step)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(render_table(result, cache, paths, manifests.skipped))
+        print_report(result, cache, paths, manifests.skipped, summary_only=args.quiet,
+                     limit=None if args.details or args.output == "wide" else DETAIL_ROWS)
     return 0
 
 
@@ -114,7 +130,7 @@ def run_timed(args: argparse.Namespace) -> int:
 
 
 def _conf(path: str | None) -> SchedulerConf:
-    return load_config(_read(path), path) if path else load_config(DEFAULT_CONF_YAML, "default configuration")
+    return load_config(read_file(path), path) if path else load_config(DEFAULT_CONF_YAML, "default configuration")
 
 
 def _node_reports(args: argparse.Namespace) -> list:
@@ -131,9 +147,3 @@ def _duration(text: str, flag: str, positive: bool = False) -> float:
         raise InputError(flag, f"must be longer than 0, got {text!r}")
     return seconds
 
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as err:
-        raise InputError(path, f"cannot read: {err.strerror}") from None

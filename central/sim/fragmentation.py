@@ -25,6 +25,7 @@ from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.plugins.deviceshare import POLICIES
 from central.plugins.gpucards import GPU_MEMORY, GPU_NUMBER
+from central.progress import progress_bar
 from central.sim.simulate import simulate
 
 CARD_MIB = 16000
@@ -152,7 +153,14 @@ def run(args: argparse.Namespace) -> int:
         if value < 1:
             raise InputError(name, f"must be at least 1, got {value}")
     policies = args.policy or ["binpack", "fragmentation-aware"]
-    rows = [combine([run_policy(p, args.nodes, args.steps, args.shared, args.backlog, args.finish, seed)
-                     for seed in range(1, args.seeds + 1)]) for p in policies]
+    rows = []
+    with progress_bar("fragmentation", len(policies) * args.seeds) as step:
+        for policy in policies:
+            runs = []
+            for seed in range(1, args.seeds + 1):
+                step(0, f"{policy}, seed {seed}")
+                runs.append(run_policy(policy, args.nodes, args.steps, args.shared, args.backlog, args.finish, seed))
+                step()
+            rows.append(combine(runs))
     print(report(rows, args.seeds))
     return 0

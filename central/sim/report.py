@@ -1,49 +1,172 @@
-"""The person-readable report of a simulation."""
+"""The person-readable report of a simulation: a summary first, then details.
+
+The summary stays a screenful whatever the cluster's size (binds and pending pods counted,
+pending reasons grouped with their counts, PodGroups by phase, one row per queue); each
+detail section after it is capped at `limit` rows unless `limit` is None (--details, -o wide).
+"""
 
 from __future__ import annotations
 
+import io
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from central.api.resources import format_value
 from central.model.cache import ClusterCache
+from central.model.objects import TaskStatus
 from central.sim.simulate import SimulationResult
 
+DETAIL_ROWS = 20  # rows per detail section without --details
+PIPE_WIDTH = 200  # line width when stdout is not a terminal
+REASON_ROWS = 10  # distinct pending reasons in the summary
+REASON_WIDTH = 160  # a grouped reason longer than this is cut (the full text is in the details)
 
-def render_table(result: SimulationResult, cache: ClusterCache, paths: list[str], skipped: dict[str, int]) -> str:
+
+def print_report(result: SimulationResult, cache: ClusterCache, paths: list[str], skipped: dict[str, int],
+                 limit: int | None = DETAIL_ROWS, summary_only: bool = False) -> None:
+    """The report on stdout: coloured and fitted to a terminal, else plain text (no trailing
+    blanks, lines up to PIPE_WIDTH) for files and pipes."""
+    terminal = Console(highlight=False)
+    if terminal.is_terminal:
+        render(terminal, result, cache, paths, skipped, limit, summary_only)
+        return
+    buffer = Console(highlight=False, file=io.StringIO(), width=PIPE_WIDTH, color_system=None, record=True)
+    render(buffer, result, cache, paths, skipped, limit, summary_only)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in buffer.export_text().splitlines()))
+
+
+def render(console: Console, result: SimulationResult, cache: ClusterCache, paths: list[str],
+           skipped: dict[str, int], limit: int | None = DETAIL_ROWS, summary_only: bool = False) -> None:
     pods = [t for t in cache.tasks.values() if t.job_uid]
-    lines = [
-        f"Simulated {result.cycles} cycle(s) on {', '.join(paths)}",
-        f"  {len(cache.nodes)} nodes, {len(cache.all_queues())} queues, {len(cache.jobs)} podgroups, {len(pods)} pods",
-    ]
+    pending = pending_reasons(result, cache)
+    foreign = [t for t in cache.tasks.values() if not t.job_uid and t.node is None]
+    console.print(f"Simulated {result.cycles} cycle(s) on {', '.join(paths)}")
+    console.print(f"  {len(cache.nodes)} nodes, {len(cache.all_queues())} queues, {len(cache.jobs)} podgroups, "
+                  f"{len(pods)} pods")
     if skipped:
-        lines.append("  skipped (not scheduling objects): " + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
-    lines += ["", f"Binds ({len(result.binds)}):"]
-    lines += _columns([(pod, "->", node) for pod, node in sorted(result.binds.items())]) or ["  (none)"]
+        console.print("  skipped (not scheduling objects): "
+                      + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
+    if foreign:
+        names = sorted({t.scheduler_name or "default-scheduler" for t in foreign})
+        console.print(f"  {len(foreign)} pending pod(s) left to other schedulers ({', '.join(names)}); "
+                      f"--scheduler-name picks whose pods are scheduled")
+    console.print()
+    console.print(_summary(result, cache, pending))
+    if summary_only:
+        return
+    bound = Counter(cache.tasks[pod].job_uid for pod in result.binds if pod in cache.tasks)
+    # an Unschedulable condition stays on a PodGroup after it runs: shown while pods still wait
+    waiting = {cache.tasks[pod].job_uid for pod in pending if pod in cache.tasks}
+    sections: list[tuple[str, Sequence[str], list[tuple[str, ...]]]] = [
+        ("Binds", ("POD", "NODE"), sorted(result.binds.items())),
+        ("Pipelined, waiting for resources being released", ("POD", "NODE"), sorted(result.pipelined.items())),
+        ("Evictions", ("POD", "REASON"), [(pod, result.eviction_reasons.get(pod, "")) for pod in sorted(result.evictions)]),
+        ("PodGroups", ("PODGROUP", "PHASE", "QUEUE", "BOUND NOW", "RUNNING BEFORE"),
+         [(uid, status["phase"], cache.jobs[uid].queue if uid in cache.jobs else "", str(bound.get(uid, 0)),
+           str(status.get("running", 0))) for uid, status in sorted(result.podgroups.items())]),
+        ("Why not scheduled", ("PODGROUP", "REASON"),
+         [(uid, c["message"]) for uid, s in sorted(result.podgroups.items()) for c in s["conditions"]
+          if uid in waiting and c.get("type") == "Unschedulable" and c.get("transitionID") and c.get("message")]),
+        ("Pending pods", ("POD", "REASON"), sorted(pending.items())),
+        ("Objects with data the scheduler could not use", ("OBJECT", "REASON"), sorted(result.faults.items())),
+    ]
+    for title, header, rows in sections:
+        if rows or title in ("Binds", "PodGroups"):
+            console.print()
+            console.print(_details(title, header, rows, limit))
+
+
+def pending_reasons(result: SimulationResult, cache: ClusterCache) -> dict[str, str]:
+    """Every pod of ours still pending after the run, with a reason: the scheduler's, else
+    its PodGroup's Unschedulable message, else why its PodGroup did not run."""
+    out = {pod: reason for pod, reason in result.pending.items() if pod not in result.pipelined}
+    for uid, task in cache.tasks.items():
+        if not task.job_uid or uid in out or uid in result.binds or uid in result.pipelined:
+            continue
+        if task.status != TaskStatus.PENDING or task.node is not None:
+            continue
+        status = result.podgroups.get(task.job_uid) or {}
+        message = next((c.get("message") for c in status.get("conditions") or []
+                        if c.get("type") == "Unschedulable" and c.get("message")), None)
+        out[uid] = message or f"PodGroup {task.job_uid} is {status.get('phase', 'not scheduled')} (no reason recorded)"
+    return out
+
+
+def _summary(result: SimulationResult, cache: ClusterCache, pending: dict[str, str]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    counts = f"{len(result.binds)} bound, {len(pending)} pending"
     if result.pipelined:
-        lines += ["", f"Pipelined, waiting for resources being released ({len(result.pipelined)}):"]
-        lines += _columns([(pod, "->", node) for pod, node in sorted(result.pipelined.items())])
+        counts += f", {len(result.pipelined)} pipelined"
     if result.evictions:
-        lines += ["", f"Evictions ({len(result.evictions)}):"] + [f"  {pod}" for pod in sorted(result.evictions)]
-    lines += ["", "PodGroups:"]
-    rows = []
-    for uid, status in sorted(result.podgroups.items()):
-        job = cache.jobs.get(uid)
-        queue = job.queue if job else ""
-        rows.append((uid, status["phase"], f"queue={queue}", f"running={status.get('running', 0)}"))
-    lines += _columns(rows) or ["  (none)"]
-    unschedulable = [(uid, c) for uid, s in sorted(result.podgroups.items()) for c in s["conditions"]
-                     if c.get("type") == "Unschedulable" and c.get("transitionID") and c.get("message")]
-    if unschedulable:
-        lines += ["", "Why not scheduled:"]
-        lines += [f"  {uid}: {c['message']}" for uid, c in unschedulable]
-    if result.pending:
-        lines += ["", f"Pending pods ({len(result.pending)}):"]
-        lines += [f"  {pod}: {reason}" for pod, reason in sorted(result.pending.items())]
+        counts += f", {len(result.evictions)} evicted"
+    table.add_row("Pods", counts)
+    phases = Counter(status["phase"] for status in result.podgroups.values())
+    table.add_row("PodGroups", ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items())) or "none")
+    if pending:
+        table.add_row("Pending", _grouped_reasons(pending, cache))
+    table.add_row("Queues", _queues(result, cache))
     if result.faults:
-        lines += ["", f"Objects with data the scheduler could not use ({len(result.faults)}):"]
-        lines += [f"  {reason}" for _, reason in sorted(result.faults.items())]
-    return "\n".join(lines)
+        table.add_row("Bad data", Text(f"{len(result.faults)} object(s) the scheduler could not use", style="red"))
+    return table
 
 
-def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+def _grouped_reasons(pending: dict[str, str], cache: ClusterCache) -> Table:
+    """One row per reason, counted: the pod's and its PodGroup's names are masked so that
+    8,000 pods of 1,000 groups waiting for the same thing make one row."""
+    groups: dict[str, list[str]] = {}
+    for pod, reason in sorted(pending.items()):
+        task = cache.tasks.get(pod)
+        if task is not None and task.job_uid:
+            reason = reason.replace(task.job_uid, "<its podgroup>")
+        groups.setdefault(reason.replace(pod, "<pod>"), []).append(pod)
+    ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("PODS", justify="right")
+    table.add_column("PENDING BECAUSE", overflow="fold")
+    table.add_column("E.G.", overflow="fold")
+    for reason, pods in ranked[:REASON_ROWS]:
+        table.add_row(str(len(pods)), reason if len(reason) <= REASON_WIDTH else reason[:REASON_WIDTH - 1] + "…",
+                      pods[0])
+    if len(ranked) > REASON_ROWS:
+        rest = sum(len(pods) for _, pods in ranked[REASON_ROWS:])
+        table.add_row(str(rest), Text(f"{len(ranked) - REASON_ROWS} other reasons (see Pending pods)", style="dim"), "")
+    return table
+
+
+def _queues(result: SimulationResult, cache: ClusterCache) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("QUEUE", "ALLOCATED", "DESERVED", "CAPABILITY", "RUNNING", "PENDING"):
+        table.add_column(column, overflow="fold")
+    for queue in sorted(cache.all_queues().values(), key=lambda q: q.name):
+        status = result.queues.get(queue.name) or {}
+        allocated = status.get("allocated") or {}
+        table.add_row(queue.name, ",".join(f"{k}={v}" for k, v in sorted(allocated.items())) or "-",
+                      _resources(queue.deserved), _resources(queue.capability),
+                      str(status.get("running", 0)), str(status.get("pending", 0)))
+    return table
+
+
+def _resources(items: dict[str, float]) -> str:
+    return ",".join(f"{k}={format_value(k, v)}" for k, v in sorted(items.items())) or "-"
+
+
+def _details(title: str, header: Sequence[str], rows: list[tuple[str, ...]], limit: int | None) -> Table:
+    shown = rows if limit is None else rows[:limit]
+    table = Table(title=f"{title} ({len(rows)})", title_justify="left", title_style="bold", box=None,
+                  header_style="bold", pad_edge=False, show_header=bool(rows))
+    for column in header:
+        table.add_column(column, overflow="fold")
+    for row in shown:
+        table.add_row(*row)
     if not rows:
-        return []
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        table.add_row("(none)")
+    elif len(shown) < len(rows):
+        table.add_row(Text(f"... {len(rows) - len(shown)} more (--details or -o wide for all)", style="dim"))
+    return table

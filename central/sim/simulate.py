@@ -6,11 +6,13 @@ evicted pods (and any other pod being deleted) are gone. PodGroup statuses writt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from central.framework.conf import SchedulerConf
+from central.framework.session import CycleResult
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
@@ -21,6 +23,7 @@ class SimulationResult:
     binds: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
+    eviction_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why (preempted, reclaimed)
     pipelined: dict[str, str] = field(default_factory=dict)
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, str] = field(default_factory=dict)
@@ -42,22 +45,33 @@ class SimulationResult:
         }
 
 
+    def add(self, result: CycleResult) -> None:
+        """Take in one more cycle: binds, evictions, faults and PodGroups add up; pipelined, pending
+        and queues are the latest cycle's."""
+        self.binds.update(result.binds)
+        self.annotations.update(result.annotations)
+        self.evictions.extend(result.evictions)
+        self.eviction_reasons.update(result.evictions)
+        self.podgroups.update(result.podgroups)
+        self.pipelined, self.pending, self.queues = result.pipelined, result.pending_reasons, result.queues
+        self.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
+
+
 SCHEDULE_PERIOD = timedelta(seconds=1)  # Volcano's default --schedule-period
 
 
-def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None) -> SimulationResult:
-    """Run `cycles` cycles, one schedule period apart, from `start` (default: now)."""
+def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: datetime | None = None,
+             progress: Callable[[], None] | None = None) -> SimulationResult:
+    """Run `cycles` cycles, one schedule period apart, from `start` (default: now);
+    `progress` is called after each."""
     out = SimulationResult(cycles=cycles)
     start = start or datetime.now(timezone.utc)
     for cycle in range(cycles):
         result = run_cycle(cache, conf, now=start + cycle * SCHEDULE_PERIOD)
-        out.binds.update(result.binds)
-        out.annotations.update(result.annotations)
-        out.evictions.extend(result.evictions)
-        out.podgroups.update(result.podgroups)
-        out.pipelined, out.pending, out.queues = result.pipelined, result.pending_reasons, result.queues
-        out.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
+        out.add(result)
         _advance(cache, result.binds, result.annotations, result.evictions)
+        if progress is not None:
+            progress()
     return out
 
 

@@ -17,13 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from central.admission.jobs import mutate_job
+from central.admission.cluster import Cluster
+from central.admission.jobs import mutate_job, validate_job
 from central.errors import InputError
 from central.framework.conf import SchedulerConf
 from central.manifests import read_objects
 from central.model.cache import ClusterCache
 from central.model.fields import object_ref
-from central.model.jobs import expand_job
 from central.model.queuetree import check_queues
 from central.sim.trace import read_trace
 from central.sim.timeline import Timeline, TimedResult
@@ -44,42 +44,48 @@ class Workload:
 
 def read_workload(paths: list[str], traces: list[str] = ()) -> Workload:
     """Every object under `paths` and every job of `traces`, checked: InputError names the
-    file, object (or trace row) and field."""
+    file, object (or trace row) and field. Jobs pass admission as the webhook would admit them
+    against the workload's Queues."""
     out = Workload()
-    for trace in traces:
-        for where, job in read_trace(trace):
-            try:
-                out.submitted.append((where, admit_job(job)))
-            except InputError as err:
-                raise err.within(where) from None
-    for path in paths:
-        for source, obj in read_objects(path):
-            kind = obj["kind"]
-            try:
-                if kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
-                    obj = admit_job(obj)
-                elif kind not in STATIC + SUBMITTED:
-                    out.skipped[kind] = out.skipped.get(kind, 0) + 1
-                    continue
-                check_object(obj)
-            except InputError as err:
-                raise err.within(source) from None
-            (out.static if kind in STATIC else out.submitted).append((source, obj))
+    found = [(source, obj) for path in paths for source, obj in read_objects(path)]
+    cluster = Cluster.from_objects(obj for _, obj in found if obj["kind"] == "Queue")
+    templates: dict[str, Any] = {}
+    for where, job in (row for trace in traces for row in read_trace(trace)):
+        try:
+            out.submitted.append((where, admit_job(job, cluster)))
+        except InputError as err:
+            raise err.within(where) from None
+    for source, obj in found:
+        kind = obj["kind"]
+        try:
+            if kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+                obj = admit_job(obj, cluster)
+            elif kind not in STATIC + SUBMITTED:
+                out.skipped[kind] = out.skipped.get(kind, 0) + 1
+                continue
+            check_object(obj, templates)
+        except InputError as err:
+            raise err.within(source) from None
+        (out.static if kind in STATIC else out.submitted).append((source, obj))
     return out
 
 
-def admit_job(job: dict[str, Any]) -> dict[str, Any]:
-    """The Job as admission stores it; its template annotations checked as its pods will carry them."""
+def admit_job(job: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """The Job as admission stores it (defaults, then validation against `cluster`), with the
+    sim annotations of each task's template checked as its pods will carry them."""
     job = mutate_job(job)
-    try:
-        _, pods = expand_job(job)
-        templates: dict[str, Any] = {}
-        for pod in pods:
-            check_object(pod, templates)
-    except InputError as err:
-        raise err if err.where.startswith("Pod ") else err.within(object_ref(job)) from None
-    job["metadata"].setdefault("namespace", "default")
-    job["metadata"].setdefault("uid", f"{job['metadata']['namespace']}-{job['metadata']['name']}")
+    problems = validate_job(job, cluster)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(object_ref(job), problems[0] + more)
+    meta = job["metadata"]
+    meta.setdefault("namespace", "default")
+    meta.setdefault("uid", f"{meta['namespace']}-{meta['name']}")
+    for task in job["spec"]["tasks"]:
+        template_meta = (task.get("template") or {}).get("metadata") or {}
+        _check_pod_life({"kind": "Pod", "metadata": {  # the task's first pod, as far as sim annotations go
+            "name": f"{meta['name']}-{task['name']}-0", "namespace": meta["namespace"],
+            "annotations": template_meta.get("annotations") or {}}})
     return job
 
 
@@ -96,9 +102,7 @@ def check_object(obj: dict[str, Any], templates: dict[str, Any] | None = None) -
             raise InputError(object_ref(obj), f"action: unknown {obj.get('action')!r}")
         return
     if kind == "Pod":
-        podlife.pod_duration(obj)
-        podlife.pod_exit_code(obj)
-        podlife.cross_node_slowdown(obj)
+        _check_pod_life(obj)
     parser = {"Pod": lambda o: parse.parse_pod(o, templates), "PodGroup": parse.parse_podgroup,
               "Queue": parse.parse_queue}.get(str(kind))
     if parser is not None:
@@ -106,6 +110,13 @@ def check_object(obj: dict[str, Any], templates: dict[str, Any] | None = None) -
             parser(obj)
         except InputError as err:
             raise err.within(object_ref(obj)) from None
+
+
+def _check_pod_life(pod: dict[str, Any]) -> None:
+    podlife.min_peers(pod)
+    podlife.pod_duration(pod)
+    podlife.pod_exit_code(pod)
+    podlife.cross_node_slowdown(pod)
 
 
 @dataclass(frozen=True)

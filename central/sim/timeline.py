@@ -5,8 +5,9 @@ The clock jumps from one instant to the next; at each instant, in order:
    done (kubelet.py), job-controller timers (policy timeouts, TTL);
 2. the controllers run until they have nothing left to do (world.py), terminating pods go;
 3. on the scheduler's period grid (k x --period), and only when something it sees changed
-   since its last cycle, one scheduling cycle (`run_cycle`, the cluster's very code), whose
-   binds and evictions the controllers then react to;
+   since its last cycle while something waits to be admitted or placed, one scheduling cycle
+   (`run_cycle`, the cluster's very code), whose binds and evictions the controllers then
+   react to;
 4. the figures are sampled (metrics.py).
 The next instant is the earliest of: the next event, the next finish, the next cycle when
 something changed. A stretch where nothing can happen is skipped in one step, so a week with
@@ -75,6 +76,7 @@ class Timeline:
         self.last = SimulationResult()
         self.events = 0
         self.time_sensitive = any(p.name in TIME_SENSITIVE for tier in conf.tiers for p in tier)
+        self.shuffles = "shuffle" in conf.actions
 
     def submit(self, obj: dict[str, Any]) -> None:
         """Schedule `obj` (Job, PodGroup, Pod, Queue or Command) for its submit-at time."""
@@ -92,8 +94,7 @@ class Timeline:
         while True:
             instants += 1
             self._happen(now)
-            wanted = self.world.changed or self.time_sensitive and self._active()
-            if wanted and now >= last_cycle + self.period - 1e-9:
+            if self._wanted() and now >= last_cycle + self.period - 1e-9:
                 self._cycle(now)
                 last_cycle, cycles = now, cycles + 1
             self.recorder.sample(now)
@@ -136,18 +137,13 @@ class Timeline:
     def _cycle(self, now: float) -> None:
         self.world.changed = False
         result = run_cycle(self.cache, self.conf, self.world.sink(now), now=self.start + timedelta(seconds=now))
-        self.last.binds.update(result.binds)
-        self.last.annotations.update(result.annotations)
-        self.last.evictions.extend(result.evictions)
-        self.last.podgroups.update(result.podgroups)
-        self.last.pipelined, self.last.pending = result.pipelined, result.pending_reasons
-        self.last.queues = result.queues
+        self.last.add(result)
         self._settle(now)
 
     def _next_instant(self, now: float, last_cycle: float) -> float | None:
         candidates = [t for t in (self._events[0][0] if self._events else None,
                                   self.world.kubelets.next_finish()) if t is not None]
-        if self.world.changed:
+        if self._wanted(idle_too=False):
             candidates.append(self._grid(max(now, last_cycle + self.period)))
         elif self.time_sensitive and self._active():
             candidates.append(self._grid(max(now + IDLE_RECHECK, last_cycle + self.period)))
@@ -156,10 +152,21 @@ class Timeline:
     def _grid(self, t: float) -> float:
         return math.ceil(t / self.period - 1e-9) * self.period
 
+    def _wanted(self, idle_too: bool = True) -> bool:
+        """Whether a cycle could decide something new: the world changed and something waits to
+        be admitted or placed (with nothing waiting, enqueue, allocate, backfill, preempt and
+        reclaim have nothing to do; shuffle may still evict), or, with tdm or sla, `idle_too`."""
+        if self.world.changed and (self.shuffles or self._waiting()):
+            return True
+        return idle_too and self.time_sensitive and self._active()
+
+    def _waiting(self) -> bool:
+        return any(job.count(TaskStatus.PENDING) or job.has_podgroup and job.phase in ("", "Pending")
+                   for job in self.cache.jobs.values())
+
     def _active(self) -> bool:
         """Pods wait or run: a tdm window or an sla deadline may change what the scheduler does."""
-        running = bool(self.world.kubelets.gang_of)
-        return running or any(job.count(TaskStatus.PENDING) for job in self.cache.jobs.values())
+        return bool(self.world.kubelets.gang_of) or self._waiting()
 
     def _unfinished(self) -> bool:
         return any(self.world.job_phase(k) not in ENDED for k in self.world.job_phases)

@@ -26,8 +26,8 @@ from central.sim.tracegen import DEFAULT_QUEUES, cluster, from_pai, generate
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     gen = sub.add_parser("generate", help="a synthetic workload with documented distributions")
-    gen.add_argument("--jobs", type=int, required=True, metavar="N")
-    gen.add_argument("--seed", type=int, default=1, metavar="S")
+    gen.add_argument("--jobs", type=int, required=True, metavar="N", help="jobs to generate")
+    gen.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (same seed, same trace)")
     gen.add_argument("--span", default="168h", metavar="DURATION", help="submissions spread over this (default 168h)")
     gen.add_argument("--queues", metavar="NAME=WEIGHT,...",
                      help="queue mix (default " + ",".join(f"{k}={v}" for k, v in DEFAULT_QUEUES.items()) + ")")

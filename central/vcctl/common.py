@@ -21,20 +21,46 @@ from central.errors import InputError
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
 
-def add_connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-k", "--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
-    parser.add_argument("-s", "--master", help="the address of the Kubernetes API server (overrides kubeconfig)")
+def add_connection(parser: argparse.ArgumentParser, namespaced: bool = False) -> None:
+    """kubectl's connection flags; `namespaced` adds -n/--namespace, defaulting (in `connect`)
+    to the kubeconfig context's namespace as kubectl does."""
+    parser.add_argument("-k", "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, "
+                                                   "then ~/.kube/config)")
+    parser.add_argument("--context", help="the kubeconfig context to use (default: its current context)")
+    parser.add_argument("-s", "--master", help="the address of the Kubernetes API server (overrides the "
+                                               "kubeconfig's; without a kubeconfig, no credentials are sent)")
+    if namespaced:
+        parser.add_argument("-n", "--namespace", help="the namespace (default: the kubeconfig context's, "
+                                                      "else default)")
 
 
-def add_output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table",
-                        help="output format (default table)")
+def add_output(parser: argparse.ArgumentParser, wide: bool = False) -> None:
+    choices = ("table", "wide", "yaml", "json") if wide else ("table", "yaml", "json")
+    parser.add_argument("-o", "--output", choices=choices, default="table",
+                        help="output format (default: table)")
+
+
+def add_listing(parser: argparse.ArgumentParser, what: str) -> None:
+    """-A and -l of `kubectl get`, for the list commands of namespaced objects."""
+    parser.add_argument("-A", "--all-namespaces", action="store_true", help=f"{what} of every namespace")
+    parser.add_argument("-l", "--selector", default="", help="label selector, e.g. app=train (default: all)")
 
 
 def connect(args: argparse.Namespace) -> Any:
+    """The client for the connection flags; fills in `args.namespace` when it was not given."""
     from central.kube.client import KubeClient
 
-    return KubeClient.connect(args.kubeconfig, host=args.master)
+    client = KubeClient.connect(args.kubeconfig, host=args.master, context=args.context)
+    resolve_namespace(args)
+    return client
+
+
+def resolve_namespace(args: argparse.Namespace) -> None:
+    """`args.namespace` as kubectl picks it when -n was not given (reads the kubeconfig only)."""
+    from central.kube.client import KubeClient
+
+    if getattr(args, "namespace", "") is None:
+        args.namespace = KubeClient.default_namespace(args.kubeconfig, args.context)
 
 
 def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:

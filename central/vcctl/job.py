@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import yaml
-
 from central.errors import InputError
+from central.manifests import read_file
+from central.model.fields import yaml_documents
 from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.jobs import JOB_NAMESPACE as JOB_NAMESPACE_LABEL
-from central.vcctl.common import (Column, add_connection, add_output, admitted, api_errors, connect, parse_resources,
-                                  show)
+from central.vcctl.common import (Column, add_connection, add_listing, add_output, admitted, age, api_errors, connect,
+                                  parse_resources, resolve_namespace, show)
 
 
 
@@ -24,7 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     run = sub.add_parser("run", help="run a job from flags or a YAML file")
     run.add_argument("-N", "--name", default="", help="the name of the job")
-    run.add_argument("-n", "--namespace", default="default", help="the namespace of the job")
     run.add_argument("-i", "--image", default="busybox", help="the container image of the job")
     run.add_argument("-m", "--min", type=int, default=1, help="the minimal available tasks of the job")
     run.add_argument("-r", "--replicas", type=int, default=1, help="the total tasks of the job")
@@ -35,26 +34,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, help_text in (("list", "list jobs"), ("view", "show one job"), ("suspend", "abort a job"),
                             ("resume", "resume a suspended job"), ("delete", "delete a job")):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("-n", "--namespace", default="default", help="the namespace of the job")
         if name == "list":
-            p.add_argument("-S", "--scheduler", default="", help="only jobs of this scheduler")
-            p.add_argument("-q", "--queue", default="", help="only jobs in this queue")
-            p.add_argument("--all-namespaces", action="store_true", help="jobs of every namespace")
-            p.add_argument("--selector", default="", help="label selector, e.g. app=train")
+            p.add_argument("-S", "--scheduler", default="", help="only jobs of this scheduler (default: any)")
+            p.add_argument("-q", "--queue", default="", help="only jobs in this queue (default: any)")
+            add_listing(p, "jobs")
         else:
             p.add_argument("-N", "--name", required=True, help="the name of the job")
-        add_connection(p)
+        add_connection(p, namespaced=True)
         if name in ("list", "view"):
-            add_output(p)
-    add_connection(run)
+            add_output(p, wide=name == "list")
+    add_connection(run, namespaced=True)
     add_output(run)
 
 
 @api_errors("job")
 def run(args: argparse.Namespace) -> int:
+    # A bad file is the user's to fix whatever the cluster: read it before connecting.
+    resolve_namespace(args)
+    job = (_job_from_file(args) if args.filename else _job_from_flags(args)) if args.action == "run" else {}
     client = connect(args)
     if args.action == "run":
-        job = _job_from_file(args) if args.filename else _job_from_flags(args)
         namespace = job["metadata"].setdefault("namespace", args.namespace)
         job = admitted(client, job, f"Job {namespace}/{job['metadata']['name']}")
         created = client.create(path(VOLCANO_BATCH, "jobs", namespace), job)
@@ -67,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
         items = client.request("GET", url, {"labelSelector": args.selector or None}).get("items") or []
         items = [j for j in items if (not args.scheduler or j["spec"].get("schedulerName") == args.scheduler)
                  and (not args.queue or j["spec"].get("queue") == args.queue)]
-        if args.output == "table" and not items:
+        if args.output in ("table", "wide") and not items:
             print("No resources found")
             return 0
         columns = ([("Namespace", lambda j: j["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
+        columns += WIDE_COLUMNS if args.output == "wide" else []
         show(sorted(items, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"])), args.output, columns)
     elif args.action == "view":
         job = client.get(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
@@ -120,17 +120,12 @@ def _job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _job_from_file(args: argparse.Namespace) -> dict[str, Any]:
-    try:
-        with open(args.filename) as f:
-            job = yaml.safe_load(f)
-    except OSError as err:
-        raise InputError(args.filename, err.strerror or str(err)) from None
-    except yaml.YAMLError as err:
-        raise InputError(args.filename, f"not valid YAML: {err}") from None
+    docs = yaml_documents(read_file(args.filename), args.filename)
+    job = docs[0] if len(docs) == 1 else None
     if not isinstance(job, dict) or job.get("kind") != "Job" or not str(job.get("apiVersion", "")).startswith(
             "batch.volcano.sh/"):
         raise InputError(args.filename, "expected one batch.volcano.sh Job")
-    if not (job.get("metadata") or {}).get("name"):
+    if not isinstance(job.get("metadata"), dict) or not isinstance(job["metadata"].get("name"), str):
         raise InputError(args.filename, "metadata.name: required")
     return job
 
@@ -152,6 +147,11 @@ COLUMNS: list[Column] = [
     ("Failed", lambda j: _count(j, "failed")),
     ("Unknown", lambda j: _count(j, "unknown")),
     ("RetryCount", lambda j: _count(j, "retryCount")),
+]
+WIDE_COLUMNS: list[Column] = [
+    ("Queue", lambda j: j["spec"].get("queue") or "default"),
+    ("Scheduler", lambda j: j["spec"].get("schedulerName") or ""),
+    ("Age", age),
 ]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from central.kube.client import CORE, path
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.parse import QUEUE_NAME
-from central.vcctl.common import Column, add_connection, add_output, age, api_errors, connect, show
+from central.vcctl.common import Column, add_connection, add_listing, add_output, age, api_errors, connect, show
 
 QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job controller's
 
@@ -16,27 +16,28 @@ QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job co
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     lst = sub.add_parser("list", help="list the pods of Volcano Jobs")
-    lst.add_argument("-n", "--namespace", default="default", help="the namespace of the pods")
-    lst.add_argument("-j", "--job", default="", help="only the pods of this job")
-    lst.add_argument("-q", "--queue", default="", help="only the pods in this queue")
-    lst.add_argument("--all-namespaces", action="store_true", help="pods of every namespace")
-    add_connection(lst)
-    add_output(lst)
+    lst.add_argument("-j", "--job", default="", help="only the pods of this job (default: any Volcano Job's)")
+    lst.add_argument("-q", "--queue", default="", help="only the pods in this queue (default: any)")
+    add_listing(lst, "pods")
+    add_connection(lst, namespaced=True)
+    add_output(lst, wide=True)
 
 
 @api_errors("pod")
 def run(args: argparse.Namespace) -> int:
     client = connect(args)
-    selector = f"{JOB_NAME_LABEL}={args.job}" if args.job else JOB_NAME_LABEL
+    selector = ",".join(filter(None, (f"{JOB_NAME_LABEL}={args.job}" if args.job else JOB_NAME_LABEL,
+                                      args.selector)))
     url = path(CORE, "pods", None if args.all_namespaces else args.namespace)
     items = client.request("GET", url, {"labelSelector": selector}).get("items") or []
     if args.queue:
         items = [p for p in items
                  if args.queue in {(p["metadata"].get("annotations") or {}).get(k) for k in QUEUE_KEYS}]
-    if args.output == "table" and not items:
+    if args.output in ("table", "wide") and not items:
         print("No resources found")
         return 0
     columns = ([("Namespace", lambda p: p["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
+    columns += WIDE_COLUMNS if args.output == "wide" else []
     show(sorted(items, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])), args.output, columns)
     return 0
 
@@ -51,4 +52,10 @@ COLUMNS: list[Column] = [
     ("Status", lambda p: (p.get("status") or {}).get("phase", "Unknown")),
     ("Restart", lambda p: sum(int(c.get("restartCount") or 0) for c in _containers(p))),
     ("Age", age),
+]
+WIDE_COLUMNS: list[Column] = [
+    ("IP", lambda p: (p.get("status") or {}).get("podIP") or "<none>"),
+    ("Node", lambda p: p["spec"].get("nodeName") or "<none>"),
+    ("Queue", lambda p: next(filter(None, ((p["metadata"].get("annotations") or {}).get(k) for k in QUEUE_KEYS)),
+                             "<none>")),
 ]

@@ -33,8 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p = sub.add_parser(name, help=help_text)
         if name != "list":
             p.add_argument("-n", "--name", required=True, help="the name of the queue")
+        if name == "list":
+            p.add_argument("-l", "--selector", default="", help="label selector, e.g. team=ml (default: all)")
         if name != "delete":
-            add_output(p)
+            add_output(p, wide=name == "list")
         add_connection(p)
     for p in (create, operate):
         add_connection(p)
@@ -57,11 +59,12 @@ def run(args: argparse.Namespace) -> int:
             client.create(path(VOLCANO_BUS, "commands", COMMAND_NAMESPACE), queue_command(queue, "CloseQueue"))
         print(f"create queue {args.name} successfully")
     elif args.action == "list":
-        items = sorted(client.get(url).get("items") or [], key=lambda q: q["metadata"]["name"])
-        if args.output == "table" and not items:
+        items = client.request("GET", url, {"labelSelector": args.selector or None}).get("items") or []
+        if args.output in ("table", "wide") and not items:
             print("No resources found")
             return 0
-        show(items, args.output, COLUMNS)
+        show(sorted(items, key=lambda q: q["metadata"]["name"]), args.output,
+             COLUMNS + (WIDE_COLUMNS if args.output == "wide" else []))
     elif args.action == "get":
         show([client.get(url)], args.output, COLUMNS, single=args.output != "table")
     elif args.action == "delete":
@@ -103,3 +106,13 @@ COLUMNS: list[Column] = [
     ("Unknown", lambda q: _status(q, "unknown")),
     ("Completed", lambda q: _status(q, "completed")),
 ]
+WIDE_COLUMNS: list[Column] = [
+    ("Parent", lambda q: (q.get("spec") or {}).get("parent") or "root"),
+    ("Capability", lambda q: _resources((q.get("spec") or {}).get("capability"))),
+    ("Allocated", lambda q: _resources((q.get("status") or {}).get("allocated"))),
+]
+
+
+def _resources(items: dict[str, Any] | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((items or {}).items())) or "<none>"
+

@@ -47,11 +47,12 @@ def read_int(path: Path, health: Health, collector: str) -> int | None:
 MAX_CPUS = 8192  # the kernel's NR_CPUS ceiling: bounds what a cpulist (or an annotation) can expand to
 
 
-def parse_cpu_list(text: str) -> list[int]:
+def parse_cpu_list(text: str, limit: int = MAX_CPUS) -> list[int]:
     """Kernel cpulist format: "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError.
 
-    Bounded: ids at or above MAX_CPUS and text longer than a full cpulist are refused, so a
-    hostile annotation such as "0-99999999999" costs nothing."""
+    Bounded: every id must be below `limit` (the node's CPUs where known, else MAX_CPUS),
+    checked before a range is expanded, and text longer than a full cpulist is refused, so a
+    hostile annotation such as "0-99999999999" costs nothing (it cost 170 MB once)."""
     if len(text) > 8 * MAX_CPUS:
         raise ValueError(f"cpu list of {len(text)} characters is too long")
     cpus: set[int] = set()
@@ -59,8 +60,10 @@ def parse_cpu_list(text: str) -> list[int]:
         if not part:
             continue
         lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
-        if first < 0 or last < first or last >= MAX_CPUS:
+        if not lo.strip().isascii() or not (hi or lo).strip().isascii():
             raise ValueError(f"bad cpu range {part!r}")
+        first, last = int(lo), int(hi or lo)
+        if first < 0 or last < first or last >= limit:
+            raise ValueError(f"bad cpu range {part!r} (CPUs 0-{limit - 1})")
         cpus.update(range(first, last + 1))
     return sorted(cpus)

@@ -48,7 +48,7 @@ class CpusetPinner:
         if not pod_dir.is_dir():
             return False  # not started yet: next tick
         try:
-            wanted = set(parse_cpu_list(pod.cpuset))
+            wanted = set(parse_cpu_list(pod.cpuset, max(online, default=-1) + 1))
         except ValueError:
             wanted = set()
         valid = bool(wanted) and wanted <= online

@@ -99,6 +99,9 @@ class CpuSuppression:
                 self.quotas.pop(rel, None)  # a vanished pod cgroup has nothing left to restore
 
 
+PAGE = 4096
+
+
 class MemoryProtection:
     def __init__(self, cfg: MemoryProtectConfig, driver: CgroupDriver, offline_rel: str,
                  health: Health | None = None) -> None:
@@ -161,6 +164,9 @@ class MemoryProtection:
         return out
 
     def _lower(self, rel: str, target: int) -> None:
+        if rel in self.limits and self._drifted(rel, self.limits[rel]):
+            del self.limits[rel]  # the kubelet's QoS sync rewrote it (T23, ko#1734): write ours again
+            self.pinned.discard(rel)
         usage = self._driver.memory_usage(rel)
         if self._driver.layout.version == 2 or usage is None or usage <= target:
             if self.limits.get(rel) != target and self._driver.set_memory_cap(rel, target):
@@ -188,6 +194,11 @@ class MemoryProtection:
                                f"{self._driver.memory_cap_file(rel)}: held at {pinned} bytes, target {target} "
                                f"(usage {left}; the rest is not reclaimable without swap); "
                                f"pods: {self._owners.get(rel, 'unknown')}")
+
+    def _drifted(self, rel: str, limit: int) -> bool:
+        """The cap in the file is no longer ours. Within a page is ours: v1 rounds to pages."""
+        current = self._driver.memory_cap(rel)
+        return current is None or abs(current - limit) >= PAGE
 
     def release(self, groups: set[str] | None = None) -> None:
         """Gives the groups back their own limit (unlimited for the QoS parent)."""

@@ -37,6 +37,15 @@ def in_task(i: int, **values: Any) -> Callable[[dict[str, Any]], None]:
     return lambda j: j["spec"]["tasks"][i].update(values)
 
 
+def pod_resources(resources: dict[str, Any], containers: list[dict[str, Any]] | None = None) -> Callable[[dict[str, Any]], None]:
+    def edit(j: dict[str, Any]) -> None:
+        pod = j["spec"]["tasks"][0]["template"]["spec"]
+        pod["resources"] = resources
+        if containers is not None:
+            pod["containers"] = containers
+    return edit
+
+
 def policy(**p: Any) -> dict[str, Any]:
     return {"action": "RestartJob", **p}
 
@@ -107,7 +116,7 @@ BAD = [
     ),
     pytest.param(
         spec(policies=[policy(event="PodFailed", timeout="ten minutes")]),
-        "spec.policies[0].timeout: invalid duration",
+        "spec.policies[0].timeout: expected a duration like 90s",
         id="bad-timeout",
     ),
     pytest.param(
@@ -115,7 +124,7 @@ BAD = [
         "spec.tasks[1].policies[0].exitCode: 0 is not a valid error code",
         id="task-policy-exit-code-zero",
     ),
-    pytest.param(spec(plugins={"ray": []}), 'spec.plugins.ray: unable to find job plugin "ray"', id="unknown-plugin"),
+    pytest.param(spec(plugins={"gloo": []}), 'spec.plugins.gloo: unable to find job plugin "gloo"', id="unknown-plugin"),
     pytest.param(
         spec(plugins={"svc": ["--bogus"]}), 'spec.plugins.svc: unknown flag "--bogus"', id="unknown-plugin-flag"
     ),
@@ -128,6 +137,11 @@ BAD = [
         spec(plugins={"mpi": []}),
         'spec.plugins.mpi: the mpi master task "master" is not among spec.tasks',
         id="mpi-master-missing",
+    ),
+    pytest.param(
+        spec(plugins={"ray": []}),
+        'spec.plugins.ray: the ray head task "head" is not among spec.tasks',
+        id="ray-head-missing",
     ),
     pytest.param(
         in_task(1, dependsOn={"name": ["ghost"]}),
@@ -255,6 +269,41 @@ BAD = [
         ),
         "spec.tasks[1].minAvailable: 3 must equal minPartitions x partitionSize (2)",
         id="partition-min-available",
+    ),
+    pytest.param(
+        in_task(1, partitionPolicy={"totalPartitions": 1, "partitionSize": 2,
+                                    "networkTopology": {"mode": "hard", "highestTierAllowed": 1, "highestTierName": "rack"}}),
+        "spec.tasks[1].partitionPolicy.networkTopology: must not specify highestTierAllowed and highestTierName",
+        id="partition-both-tiers",
+    ),
+    pytest.param(
+        spec(networkTopology={"mode": "loose"}), 'spec.networkTopology.mode: must be hard or soft, got "loose"',
+        id="topology-mode",
+    ),
+    pytest.param(
+        spec(networkTopology={"mode": "hard", "highestTierAllowed": "two"}),
+        'spec.networkTopology.highestTierAllowed: must be an integer',
+        id="topology-tier-not-a-number",
+    ),
+    pytest.param(
+        pod_resources({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
+        "spec.tasks[0].template.spec.resources.requests.cpu: 2 must be <= spec.tasks[0].template.spec.resources.limits.cpu (1)",
+        id="pod-resources-requests-over-limits",
+    ),
+    pytest.param(
+        pod_resources({"requests": {"cpu": "1"}}, containers=[container(requests={"cpu": "1"}), container("b", requests={"cpu": "1"})]),
+        "spec.tasks[0].template.spec.resources.requests.cpu: 1 must be >= the containers' aggregate requests (2)",
+        id="pod-resources-below-containers",
+    ),
+    pytest.param(
+        pod_resources({"limits": {"memory": "1Gi"}}, containers=[container(limits={"memory": "2Gi"})]),
+        "spec.tasks[0].template.spec.resources.limits.memory: 1Gi must be >= the limit of containers[0] (2Gi)",
+        id="pod-resources-limit-below-a-container",
+    ),
+    pytest.param(
+        pod_resources({"requests": {"nvidia.com/gpu": "1"}}),
+        "spec.tasks[0].template.spec.resources.requests.nvidia.com/gpu: pod-level resources support only",
+        id="pod-resources-unsupported",
     ),
     pytest.param(
         spec(tasks=[task(f"t{i}") for i in range(101)]),

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.admission import Cluster, admit, admit_delete
-from central.admission.podgroups import validate_pod
+from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue
 from tests.admission.helpers import job, podgroup, queue
 
@@ -31,6 +31,14 @@ CLUSTER = tree(
     queue("d4", parent="d3"),
     podgroups=(podgroup("running", queue="busy"),),
 )
+CLUSTER.queues["holding"] = {**queue("holding"), "status": {"state": "Open", "allocated": {"cpu": "2", "pods": "2"}}}
+CLUSTER.queues["a"] = {**queue("a"), "metadata": {"name": "a", "annotations": {
+    "volcano.sh/hierarchy": "root/eng/ml", "volcano.sh/hierarchy-weights": "1/2/3"}}}
+
+
+def annotated(path: str, weights: str) -> dict[str, Any]:
+    return {**queue("q"), "metadata": {"name": "q", "annotations": {
+        "volcano.sh/hierarchy": path, "volcano.sh/hierarchy-weights": weights}}}
 
 BAD = [
     pytest.param(queue("q", weight=0), "spec.weight: must be >= 1", id="weight-zero"),
@@ -93,6 +101,37 @@ BAD = [
     pytest.param(queue("root", capability={"cpu": "1"}), "spec: the quotas", id="root-quotas-immutable"),
     pytest.param(queue("Bad_Name"), "metadata.name:", id="bad-name"),
     pytest.param(queue("q", reclaimable="yes"), "spec.reclaimable: must be true or false", id="reclaimable-not-bool"),
+    pytest.param(
+        queue("q", guarantee={"resource": {"cpu": "1"}}),
+        "spec.deserved.cpu: must be set and >= spec.guarantee.resource.cpu (1)",
+        id="guarantee-without-deserved",
+    ),
+    pytest.param(
+        queue("q", parent="holding"),
+        'spec.parent: queue "holding" cannot be the parent of "q": it has allocated pods (2)',
+        id="parent-with-allocated-pods",
+    ),
+    pytest.param(
+        annotated("root/sci", "1/2/3"),
+        "metadata.annotations[volcano.sh/hierarchy]: \"root/sci\" must have as many parts",
+        id="hierarchy-length-mismatch",
+    ),
+    pytest.param(
+        annotated("root/sci", "1/x"),
+        'metadata.annotations[volcano.sh/hierarchy-weights]: "x" in "1/x" is not a number',
+        id="hierarchy-weight-not-a-number",
+    ),
+    pytest.param(
+        annotated("root/sci", "1/0"),
+        'metadata.annotations[volcano.sh/hierarchy-weights]: "0" in "1/0" must be > 0',
+        id="hierarchy-weight-zero",
+    ),
+    pytest.param(
+        annotated("root/eng", "1/2"),
+        'metadata.annotations[volcano.sh/hierarchy]: "root/eng" may not be a path above "root/eng/ml" of queue "a"',
+        id="hierarchy-above-another-queue",
+    ),
+    pytest.param(annotated("root/eng/ml/x", "1/2/3/4"), None, id="hierarchy-below-another-is-fine"),
 ]
 
 
@@ -171,6 +210,15 @@ PODGROUPS = [
         "spec.networkTopology: must not specify",
         id="both-tiers",
     ),
+    pytest.param(
+        podgroup(subGroupPolicy=[{"name": "a", "networkTopology": {"highestTierAllowed": 1, "highestTierName": "rack"}}]),
+        "spec.subGroupPolicy[0].networkTopology: must not specify",
+        id="subgroup-both-tiers",
+    ),
+    pytest.param(podgroup(subGroupPolicy=[{"networkTopology": {}}]), "spec.subGroupPolicy[0].name: is required",
+                 id="subgroup-without-name"),
+    pytest.param(podgroup(networkTopology={"mode": "strict"}), 'spec.networkTopology.mode: must be hard or soft',
+                 id="bad-topology-mode"),
     pytest.param(podgroup(queue="busy"), None, id="valid"),
 ]
 
@@ -217,8 +265,12 @@ def test_podgroup_in_default_queue_takes_the_namespace_queue() -> None:
     ],
 )
 def test_pod_disruption_budget_annotations(annotations: dict[str, str], expected: list[str]) -> None:
-    errors = validate_pod({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations}})
+    pod = {"kind": "Pod", "metadata": {"name": "p", "annotations": annotations}, "spec": {"schedulerName": "volcano"}}
+    errors = validate_pod(pod)
     assert len(errors) == len(expected) and all(e.startswith(x) for e, x in zip(errors, expected, strict=True)), errors
+    # Pods of other schedulers are not ours to judge, their JDB annotations included (Volcano).
+    assert validate_pod({**pod, "spec": {"schedulerName": "default-scheduler"}}) == []
+    assert validate_pod({**pod, "spec": {}}) == []
 
 
 def test_cluster_does_not_write_to_the_callers_dict() -> None:

@@ -78,11 +78,19 @@ def test_directory_of_manifests_and_limits_flag(tmp_path: Path, capsys: pytest.C
     (tmp_path / "jobs").mkdir()
     write(tmp_path / "jobs" / "a.yaml", job("a"))
     write(tmp_path / "jobs" / "b.yml", job("b", tasks=[task("big", 50)]))
-    code, result = validate(capsys, "--manifests", str(tmp_path / "jobs"), "--max-replicas", "10")
+    code, result = validate(capsys, "--manifests", str(tmp_path / "jobs"), "--max-replicas-per-job", "10")
     assert code == 1
     assert result["Job/ml/a"]["allowed"] and result["Job/ml/b"]["errors"] == [
         "spec.tasks: 50 replicas in all exceed the limit of 10 per job"
     ]
+    assert validate(capsys, "--manifests", str(tmp_path / "jobs"), "--max-replicas", "10")[1] == result
+
+
+def test_repeated_manifests_accumulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write(tmp_path / "a.yaml", job("a"))
+    b = write(tmp_path / "b.yaml", job("b"))
+    code, result = validate(capsys, "--manifests", str(a), "--manifests", str(b))
+    assert (code, sorted(result)) == (0, ["Job/ml/a", "Job/ml/b"])
 
 
 def test_a_queue_in_the_manifests_is_visible_to_later_objects(

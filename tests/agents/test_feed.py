@@ -7,6 +7,7 @@ from google.protobuf import json_format
 from central.agents.feed import NodeDataFeed
 from central.agents.nodedata import read_node_reports, to_node_data
 from central.agents.store import NodeReportStore
+from central.cli import main
 from central.model.cache import ClusterCache
 from nodeagent.api.v1 import agent_pb2 as pb
 
@@ -52,3 +53,30 @@ def test_the_agents_json_reads_back(tmp_path):
     path.write_text(json.dumps(json_format.MessageToDict(report("n1", 1), preserving_proto_field_name=True)))
     [data] = read_node_reports([str(tmp_path)])
     assert data.node == "n1" and data.numa[0].free_cpus == frozenset({6, 7})
+
+
+def test_simulate_judges_a_report_fresh_or_stale_by_its_own_time(tmp_path, capsys):
+    """The report (taken 2026-01-01T00:00:00Z) shows n1 at 2.5 of 3 cpu, above usage's 80%:
+    ten seconds later it keeps the pod off n1; ten minutes later it is stale and ignored."""
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "n1.json").write_text(
+        json.dumps(json_format.MessageToDict(report("n1", 1), preserving_proto_field_name=True)))
+    (tmp_path / "cluster.yaml").write_text("""
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "3", memory: 8Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec: {schedulerName: volcano, containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]}
+""")
+    (tmp_path / "conf.yaml").write_text('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: predicates}, {name: usage}]\n')
+    binds = {}
+    for now in ("2026-01-01T00:00:10Z", "2026-01-01T00:10:00Z"):
+        code = main(["simulate", "--manifests", str(tmp_path / "cluster.yaml"), "--config", str(tmp_path / "conf.yaml"),
+                     "--node-reports", str(tmp_path / "reports"), "--now", now, "--output", "json"])
+        assert code == 0
+        binds[now] = json.loads(capsys.readouterr().out)["binds"]
+    assert binds == {"2026-01-01T00:00:10Z": {}, "2026-01-01T00:10:00Z": {"ns/p": "n1"}}

@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 from central.admission.jobs import mutate_job
-from central.controllers.job_policies import format_time
+from central.controllers.job_policies import OUT_OF_SYNC, format_time
 from central.controllers.jobs import JobDecision, reconcile
 
 T0 = 1_800_000_000.0
@@ -58,7 +58,8 @@ class FakeCluster:
 
     def apply(self, d: JobDecision) -> None:
         for name in d.delete_pods:
-            if self.graceful:
+            if self.graceful:  # marked first, as the kube adapter does
+                self.pods[name]["metadata"].setdefault("annotations", {})[OUT_OF_SYNC] = "true"
                 self.pods[name]["metadata"]["deletionTimestamp"] = format_time(self.now)
             else:
                 del self.pods[name]

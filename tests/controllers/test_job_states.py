@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from central.controllers.bus import command
+from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
 from central.controllers.jobs import reconcile
 from tests.admission.helpers import job, task
@@ -206,9 +207,19 @@ def test_pod_evicted(status: dict[str, Any]) -> None:
     assert c.phase == "Restarting"
 
 
+def test_a_plain_pod_delete_is_pod_evicted() -> None:
+    """`kubectl delete pod` on a job's pod restarts the job under RestartJob, as in Volcano."""
+    c = cluster(policies=[{"event": "PodEvicted", "action": "RestartJob"}])
+    c.start()
+    c.pods[W0]["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    c.step()
+    assert c.phase == "Restarting"
+
+
 def test_own_deletes_are_not_evictions() -> None:
     c = cluster(policies=[{"event": "PodEvicted", "action": "AbortJob"}])
     c.start()
+    c.pods[W0]["metadata"]["annotations"][OUT_OF_SYNC] = "true"
     c.pods[W0]["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
     c.step()
     assert c.phase != "Aborting"

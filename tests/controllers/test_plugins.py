@@ -157,6 +157,46 @@ def test_mpi_plugin() -> None:
     assert any(v["name"] == "train-ssh" for v in pods["train-master-0"]["spec"]["volumes"])
 
 
+def test_ray_plugin() -> None:
+    tasks = [task("head"), task("worker", 2)]
+    for t in tasks:
+        t["template"]["spec"]["containers"][0]["name"] = t["name"]
+    j, pods = pods_of({"ray": []}, tasks)
+    head = pods["train-head-0"]["spec"]["containers"][0]
+    assert head["command"] == ["sh", "-c", "ray start --head --block --dashboard-host=0.0.0.0 --port=6379 "
+                                           "--dashboard-port=8265 --ray-client-server-port=10001"]
+    assert [(p["name"], p["containerPort"]) for p in head["ports"]] == [
+        ("gcs", 6379), ("dashboard", 8265), ("client-server", 10001)]
+    worker = pods["train-worker-1"]["spec"]["containers"][0]
+    assert worker["command"] == ["sh", "-c", "ray start --block --address=train-head-0.train:6379"]
+    assert pods["train-worker-1"]["spec"]["subdomain"] == "train"  # the webhook added svc
+    service = next(o for o in job_objects(j) if o["metadata"]["name"] == "train-head-svc")
+    assert service["spec"]["selector"]["volcano.sh/task-spec"] == "head"
+    assert [p["port"] for p in service["spec"]["ports"]] == [6379, 8265, 10001]
+    assert ("Service", "train-head-svc") in deleted_objects(j)
+
+
+def test_ray_plugin_leaves_other_containers_alone() -> None:
+    _, pods = pods_of({"ray": ["--headContainer=ray"]}, [task("head"), task("worker")])
+    assert "command" not in pods["train-head-0"]["spec"]["containers"][0]
+
+
+def test_hcclrank_plugin() -> None:
+    tasks = [task("master", 2), task("worker", 3), task("other")]
+    tasks[1]["template"]["spec"]["containers"][0]["env"] = []
+    _, pods = pods_of({"hcclrank": []}, tasks)
+    ranks = {name: p["metadata"]["annotations"].get("hccl/rankIndex") for name, p in pods.items()}
+    assert ranks == {"train-master-0": "0", "train-master-1": "1", "train-worker-0": "2", "train-worker-1": "3",
+                     "train-worker-2": "4", "train-other-0": None}
+
+
+def test_hcclrank_plugin_takes_the_rank_env_first() -> None:
+    tasks = [task("master"), task("worker")]
+    tasks[1]["template"]["spec"]["containers"][0]["env"] = [{"name": "RANK", "value": "7"}]
+    _, pods = pods_of({"hcclrank": []}, tasks)
+    assert pods["train-worker-0"]["metadata"]["annotations"]["hccl/rankIndex"] == "7"
+
+
 @pytest.mark.parametrize(
     "plugins, message",
     [

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from kubernetes.utils.quantity import parse_quantity as kube_parse
 
 from central.api.quantity import parse_quantity
-from central.api.resources import Dimensions, less_equal, less_equal_on, parse_resource_list
+from central.api.resources import Dimensions, format_value, less_equal, less_equal_on, parse_resource_list
 from central.errors import InputError
 
 
@@ -73,3 +73,17 @@ def test_missing_dimension_is_zero_and_tolerance_applies():
     assert less_equal(req, dims.vector({"cpu": 1000.05}))
     assert less_equal(req, dims.vector({"cpu": 999.95}))  # within 0.1 millicore
     assert not less_equal(dims.vector({"nvidia.com/gpu": 1000.0}), dims.vector({"cpu": 4000.0}))
+
+
+def test_large_values_print_without_an_exponent() -> None:
+    from central.api.resources import format_value
+
+    assert (format_value("cpu", 8221750.0), format_value("memory", 2**40 + 1)) == ("8221750m", "1099511627777")
+
+
+@given(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(min_value=0, max_value=10**13))
+def test_formatted_values_parse_back_exactly(name, value):
+    """A status the scheduler writes (a queue's allocated 4,244.75 CPUs, say) is a quantity the
+    API and the scheduler itself parse again, to the same value."""
+    text = format_value(name, float(value))
+    assert parse_resource_list({name: text}, "allocated")[name] == value

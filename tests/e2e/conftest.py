@@ -89,8 +89,18 @@ class Tenant:
     def create(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.kube.create(url, body)
 
+    @property
+    def jobs(self) -> str:
+        return f"/apis/batch.volcano.sh/v1alpha1/namespaces/{self.namespace}/jobs"
+
+    def submit(self, job: dict[str, Any]) -> dict[str, Any]:
+        return self.kube.create(self.jobs, job)
+
     def job(self, name: str) -> dict[str, Any]:
-        return self.kube.get(f"/apis/batch.volcano.sh/v1alpha1/namespaces/{self.namespace}/jobs/{name}")
+        return self.kube.get(f"{self.jobs}/{name}")
+
+    def phase(self, name: str) -> str:
+        return (self.job(name).get("status") or {}).get("state", {}).get("phase", "")
 
     def pods(self, selector: str = "") -> list[dict[str, Any]]:
         query = f"?labelSelector={selector}" if selector else ""

@@ -11,11 +11,7 @@ from tests.e2e.conftest import Tenant, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
-JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs"
 
-
-def phase(t: Tenant, name: str) -> str:
-    return (t.job(name).get("status") or {}).get("state", {}).get("phase", "")
 
 
 def running_pods(t: Tenant, job: str) -> list[dict]:
@@ -25,7 +21,7 @@ def running_pods(t: Tenant, job: str) -> list[dict]:
 
 def test_eviction_api_respects_the_pdb_then_restarts_the_job(tenant: Tenant) -> None:
     ns = tenant.namespace
-    tenant.create(JOBS.format(ns=ns), volcano_job("guarded", tenant.queue, replicas=2,
+    tenant.submit(volcano_job("guarded", tenant.queue, replicas=2,
                                                   policies=[{"event": "PodEvicted", "action": "RestartJob"}]))
     wait_for(lambda: len(running_pods(tenant, "guarded")) == 2, "two running pods")
     first = {p["metadata"]["uid"] for p in running_pods(tenant, "guarded")}
@@ -57,17 +53,17 @@ def test_job_with_a_volume_claim_starts_once_the_claim_is_bound(tenant: Tenant) 
     job = volcano_job("withdata", tenant.queue, replicas=1, duration="2s", extra_spec={"volumes": [{
         "mountPath": "/data", "volumeClaim": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
                                               "resources": {"requests": {"storage": "1Gi"}}}}]})
-    tenant.create(JOBS.format(ns=ns), job)
+    tenant.submit(job)
     claims = wait_for(lambda: tenant.kube.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"],
                       "the claim the job controller creates")
     assert claims[0]["metadata"]["ownerReferences"][0]["kind"] == "Job"
-    wait_for(lambda: phase(tenant, "withdata") == "Completed", "the job Completed on its bound claim", timeout=120)
+    wait_for(lambda: tenant.phase("withdata") == "Completed", "the job Completed on its bound claim", timeout=120)
     bound = tenant.kube.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claims[0]['metadata']['name']}")
     assert bound["status"]["phase"] == "Bound" and bound["spec"]["volumeName"] == f"pv-{ns}"
 
 
 def _scale(tenant: Tenant, name: str, replicas: int) -> None:
-    url = JOBS.format(ns=tenant.namespace) + "/" + name
+    url = f"{tenant.jobs}/{name}"
     for _ in range(10):  # re-read on 409, as kubectl does
         job = tenant.kube.get(url)
         task = job["spec"]["tasks"][0]
@@ -86,7 +82,7 @@ def _scale(tenant: Tenant, name: str, replicas: int) -> None:
 
 @pytest.mark.parametrize("to", [3, 1])
 def test_scaling_resizes_the_podgroup_and_the_pods(tenant: Tenant, to: int) -> None:
-    tenant.create(JOBS.format(ns=tenant.namespace), volcano_job(
+    tenant.submit(volcano_job(
         "elastic", tenant.queue, replicas=2, extra_spec={"plugins": {"svc": []}}))
     wait_for(lambda: len(running_pods(tenant, "elastic")) == 2, "two running pods")
     _scale(tenant, "elastic", to)
@@ -96,3 +92,14 @@ def test_scaling_resizes_the_podgroup_and_the_pods(tenant: Tenant, to: int) -> N
              and len(tenant.pods("volcano.sh/job-name=elastic")) == to, f"{to} pods")
     hosts = tenant.kube.get(f"/api/v1/namespaces/{tenant.namespace}/configmaps/elastic-svc")["data"]
     assert len(hosts["worker.host"].split()) == to, hosts
+
+
+def test_a_deleted_pod_is_replaced_and_the_job_keeps_running(tenant: Tenant) -> None:
+    tenant.submit(volcano_job("steady", tenant.queue, replicas=2))
+    wait_for(lambda: len(running_pods(tenant, "steady")) == 2, "two running pods")
+    victim = running_pods(tenant, "steady")[0]
+    tenant.kube.delete(f"/api/v1/namespaces/{tenant.namespace}/pods/{victim['metadata']['name']}")  # graceful
+    wait_for(lambda: len(running_pods(tenant, "steady")) == 2
+             and victim["metadata"]["uid"] not in {p["metadata"]["uid"] for p in running_pods(tenant, "steady")},
+             "the job controller to replace the deleted pod", timeout=90)
+    wait_for(lambda: tenant.phase("steady") == "Running", "the job Running with its replacement")

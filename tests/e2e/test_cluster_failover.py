@@ -15,7 +15,6 @@ from tests.e2e.conftest import Tenant, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
-JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/caldera-system/leases/vc-scheduler"
 
 
@@ -59,11 +58,11 @@ def test_standby_takes_over_and_no_pod_is_bound_twice(tenant: Tenant, how: str) 
     watch = BindWatch(tenant)
     second_holder = ""
     try:
-        tenant.create(JOBS.format(ns=tenant.namespace), volcano_job("before", tenant.queue, replicas=3))
+        tenant.submit(volcano_job("before", tenant.queue, replicas=3))
         wait_for(lambda: all_bound(tenant, 3), "the leader binds the first job")
         first_holder = holder(tenant)
         os.kill(leader.pid, getattr(signal, how))
-        tenant.create(JOBS.format(ns=tenant.namespace), volcano_job("after", tenant.queue, replicas=3))
+        tenant.submit(volcano_job("after", tenant.queue, replicas=3))
         # Lease 15 s, so the standby leads within about 15 s + a retry period.
         wait_for(lambda: holder(tenant) not in ("", first_holder), "the standby to take the lease", timeout=45)
         second_holder = holder(tenant)

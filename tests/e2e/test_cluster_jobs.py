@@ -10,11 +10,7 @@ from tests.e2e.conftest import Tenant, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
-JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs"
 
-
-def phase(t: Tenant, name: str) -> str:
-    return (t.job(name).get("status") or {}).get("state", {}).get("phase", "")
 
 
 def test_crds_are_structural_and_established(tenant: Tenant) -> None:
@@ -27,33 +23,33 @@ def test_crds_are_structural_and_established(tenant: Tenant) -> None:
 
 
 def test_job_runs_to_completion(tenant: Tenant) -> None:
-    tenant.create(JOBS.format(ns=tenant.namespace), volcano_job("done", tenant.queue, replicas=2, duration="3s"))
+    tenant.submit(volcano_job("done", tenant.queue, replicas=2, duration="3s"))
     pg = wait_for(lambda: tenant.podgroup("done"), "the Job's PodGroup")
     assert pg["spec"]["minMember"] == 2 and pg["spec"]["queue"] == tenant.queue
     wait_for(lambda: len(tenant.pods()) == 2 and all(p["spec"].get("nodeName") for p in tenant.pods()),
              "both pods bound")
-    wait_for(lambda: phase(tenant, "done") == "Running", "the Job Running")
-    wait_for(lambda: phase(tenant, "done") == "Completed", "the Job Completed", timeout=90)
+    wait_for(lambda: tenant.phase("done") == "Running", "the Job Running")
+    wait_for(lambda: tenant.phase("done") == "Completed", "the Job Completed", timeout=90)
     assert all(p["status"]["phase"] == "Succeeded" for p in tenant.pods())
 
 
 def test_malformed_job_is_refused_with_the_field_named(tenant: Tenant) -> None:
     bad = volcano_job("bad", tenant.queue, replicas=2, min_available=5)  # minAvailable above total replicas
     with pytest.raises(ApiError) as refused:
-        tenant.create(JOBS.format(ns=tenant.namespace), bad)
+        tenant.submit(bad)
     assert refused.value.code in (400, 422) and "minAvailable" in refused.value.message
     wrong_type = volcano_job("typed", tenant.queue)
     wrong_type["spec"]["minAvailable"] = "two"  # the CRD's schema refuses it before any webhook
     with pytest.raises(ApiError) as schema:
-        tenant.create(JOBS.format(ns=tenant.namespace), wrong_type)
+        tenant.submit(wrong_type)
     assert schema.value.code == 422 and "minAvailable" in schema.value.message
 
 
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
-    tenant.create(JOBS.format(ns=tenant.namespace), job)
-    wait_for(lambda: phase(tenant, "flaky") == "Failed", "the Job Failed after its retries", timeout=120)
+    tenant.submit(job)
+    wait_for(lambda: tenant.phase("flaky") == "Failed", "the Job Failed after its retries", timeout=120)
     status = tenant.job("flaky")["status"]
     assert status.get("retryCount") == 2, status
 
@@ -70,7 +66,7 @@ def test_objects_from_volcanos_documentation_are_accepted_and_run(tenant: Tenant
         if obj["kind"] not in ("PriorityClass", "Queue"):
             obj["metadata"]["namespace"] = tenant.namespace
         apply(tenant.kube, discovery, obj)  # the real apiserver, the webhook, the schema
-    wait_for(lambda: phase(tenant, "docs-job") == "Running", "the documented job Running", timeout=90)
+    wait_for(lambda: tenant.phase("docs-job") == "Running", "the documented job Running", timeout=90)
     ns = tenant.namespace
     assert tenant.kube.get(f"/api/v1/namespaces/{ns}/services/docs-job")  # svc plugin
     assert tenant.kube.get(f"/api/v1/namespaces/{ns}/configmaps/docs-job-svc")

@@ -29,8 +29,8 @@ def test_an_agent_may_patch_only_its_own_node(tenant: Tenant) -> None:
 
 
 def test_the_scheduler_may_not_write_a_job_spec(tenant: Tenant) -> None:
-    url = f"/apis/batch.volcano.sh/v1alpha1/namespaces/{tenant.namespace}/jobs"
-    tenant.create(url, volcano_job("mine", tenant.queue, replicas=1))
+    url = tenant.jobs
+    tenant.submit(volcano_job("mine", tenant.queue, replicas=1))
     scheduler = KubeClient.connect(str(tenant.cluster.dir / "kubeconfigs" / "caldera-scheduler"))
     wait_for(lambda: tenant.podgroup("mine"), "the job's PodGroup")
     with pytest.raises(ApiError) as refused:

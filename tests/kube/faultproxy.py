@@ -84,6 +84,11 @@ class FaultProxy:
         self.httpd.socket = self.server_context.wrap_socket(self.httpd.socket, server_side=True)
         self.url = f"https://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # plain HTTP on loopback, as `kubectl proxy` serves: for a client given only a server URL
+        self.plain = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.plain.daemon_threads = True
+        self.plain_url = f"http://127.0.0.1:{self.plain.server_address[1]}"
+        threading.Thread(target=self.plain.serve_forever, daemon=True).start()
 
     # --- what tests ask for -----------------------------------------------------------------
 
@@ -143,8 +148,9 @@ class FaultProxy:
 
     def stop(self) -> None:
         self.close_watches()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        for server in (self.httpd, self.plain):
+            server.shutdown()
+            server.server_close()
 
     # --- the proxy's own decisions -----------------------------------------------------------
 

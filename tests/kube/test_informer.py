@@ -148,3 +148,48 @@ def test_a_parked_pod_that_gets_bound_or_deleted_leaves_the_backoff():
     on_pod("DELETED", pod("gone"))
     assert feeder.parked == {}
     assert cache.of("Pod")["default/bound"]["spec"]["nodeName"] == "n2"
+
+
+REGRESSIONS = __import__("pathlib").Path(__file__).resolve().parent.parent / "data" / "regressions" / "manifests"
+
+
+def _cache_state(cache):
+    return (sorted(cache.nodes), sorted(cache.tasks), sorted(cache.jobs), sorted(cache.queues),
+            cache.table.alloc[: len(cache.node_list)].tolist(), cache.table.used[: len(cache.node_list)].tolist(),
+            cache.table.max_pods[: len(cache.node_list)].tolist())
+
+
+def test_unreadable_objects_are_refused_whole_logged_and_marked():
+    """Quantities the cache cannot hold (2^64 pods, 1e999999999 CPUs, NaN) arriving through the
+    informer leave the cache exactly as it was: no node half-inserted, the reason kept."""
+    import yaml
+
+    from central.model.cache import ClusterCache
+
+    cache = ClusterCache()
+    told = []
+    feeder = CacheFeeder(cache, "volcano", on_refused=lambda obj, why: told.append((obj["metadata"]["name"], why)))
+    feeder.handler("Node")("ADDED", {"kind": "Node", "metadata": {"name": "good"},
+                                     "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": 110}}})
+    before = _cache_state(cache)
+    refused = 0
+    for path in sorted(REGRESSIONS.glob("*.yaml")):
+        if path.stem.startswith(("alias-", "deep-")):
+            continue  # YAML-only shapes: an API object is JSON
+        try:
+            docs = list(yaml.safe_load_all(path.read_bytes()))
+        except (yaml.YAMLError, RecursionError):
+            continue  # not an object at all: the reader refuses the file
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") in ("Node", "Pod", "Queue", "PodGroup"):
+                refused += 1
+                feeder.handler(doc["kind"])("ADDED", doc)
+                assert _cache_state(cache) == before, path.name
+                assert told[-1][1] == feeder.refused[f"{doc['kind']} {'ns/' if doc['kind'] == 'Pod' else ''}"
+                                                     f"{doc['metadata']['name']}"]
+                feeder.handler(doc["kind"])("MODIFIED", doc)  # a resync: told once, not again
+    assert refused >= 8 and len(told) <= refused and set(feeder.refused) == {"Node n2", "Pod ns/p", "Queue q"}
+    assert feeder.refused["Node n2"].startswith("status.allocatable.")
+    assert "too large" in feeder.refused["Pod ns/p"] or "finite" in feeder.refused["Pod ns/p"]
+    feeder.handler("Node")("DELETED", {"kind": "Node", "metadata": {"name": "n2"}})
+    assert "Node n2" not in feeder.refused

@@ -208,9 +208,15 @@ def test_webhooks_point_at_the_admission_service():
                 assert (service["namespace"], service["name"]) in services
                 assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
                 if any(g == "" for rule in hook["rules"] for g in rule["apiGroups"]):
-                    # core objects (the agents' evictions) only for the agent's own requests: an
-                    # outage never blocks anyone else's pods (Volcano's pods webhook did, vo#3734)
-                    assert [c["expression"] for c in hook["matchConditions"]] == [
+                    # core objects only through matchConditions (an outage never blocks anyone
+                    # else's pods, as Volcano's pods webhook did, vo#3734): the agents' evictions,
+                    # and the pods of Caldera's scheduler or pinning CPUs
+                    conditions = [c["expression"] for c in hook["matchConditions"]]
+                    if service["path"] == "/pods/validate":
+                        assert "object.spec.schedulerName == 'volcano'" in conditions[0]
+                        assert "caldera.sh/cpuset" in conditions[0] and kind == "ValidatingWebhookConfiguration"
+                        continue
+                    assert conditions == [
                         "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-nodeagent'"]
                     assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                                               "resources": ["pods/eviction"]}]

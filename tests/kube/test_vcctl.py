@@ -158,7 +158,8 @@ def test_bad_kubeconfig_is_one_line_exit_2(tmp_path, capsys, content):
         kubeconfig.write_text(content)
     assert main(["queue", "list", "--kubeconfig", str(kubeconfig)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"caldera queue: error: --kubeconfig {kubeconfig}: cannot configure")
+    reason = "no such file" if content is None else "cannot configure"
+    assert err.startswith(f"caldera queue: error: --kubeconfig {kubeconfig}: {reason}")
     assert len(err.strip().splitlines()) == 1
 
 
@@ -167,24 +168,93 @@ def test_version(capsys):
     assert "Version:" in capsys.readouterr().out
 
 
-def test_job_list_across_namespaces_and_by_queue(real, caldera):
+def test_job_list_across_namespaces_and_by_queue(real, caldera, other_namespace):
+    other = other_namespace
+    for namespace, queue in ((real.namespace, "default"), (other, "research")):
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
+               "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "t", "replicas": 2}]}}
+        created = real.admin.create(path(VOLCANO_BATCH, "jobs", namespace), job)
+        created["status"] = {"state": {"phase": "Running"}, "running": 2}
+        real.admin.request("PUT", path(VOLCANO_BATCH, "jobs", namespace, "j", "status"), body=created)
+    code, out, _ = caldera("job", "list", "--all-namespaces")
+    header, *rows = out.splitlines()
+    assert header.split()[:2] == ["Namespace", "Name"]
+    ours = [r.split()[:2] + r.split()[3:4] for r in rows if r.split()[0] in (real.namespace, other)]
+    assert ours == [[real.namespace, "j", "Running"], [other, "j", "Running"]]
+    code, out, _ = caldera("job", "list", "--all-namespaces", "-q", "research", "-o", "json")
+    assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]
+            if j["metadata"]["namespace"].startswith(real.namespace)] == [other]
+    assert caldera("job", "list", "-n", "empty")[1].strip() == "No resources found"
+
+
+def _job(real, namespace: str, name: str, labels: dict | None = None) -> None:
+    real.admin.create(path(VOLCANO_BATCH, "jobs", namespace), {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"queue": "research", "minAvailable": 1, "tasks": [{"name": "t", "replicas": 1}]}})
+
+
+@pytest.fixture
+def other_namespace(real):
+    """A second namespace of the test's own (jobs across namespaces)."""
     other = f"{real.namespace}-b"
     real.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    yield other
+    real.admin.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_global_flags_before_the_command_and_namespace_from_the_context(real, tmp_path, capsys):
+    team = real.namespace
+    _job(real, team, "mine")
+    _job(real, "default", f"other-{team}")  # the shared `default` namespace: removed below
+    config = yaml.safe_load(open(real.kubeconfig))
+    config["contexts"].append({"name": "team", "context": {"cluster": "proxy", "user": "proxy", "namespace": team}})
+    kubeconfig = str(tmp_path / "kubeconfig")
+    with open(kubeconfig, "w") as f:
+        yaml.safe_dump(config, f)
+
+    def names(*argv: str) -> list[str]:
+        assert main(list(argv)) == 0
+        return [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+
     try:
-        for namespace, queue in ((real.namespace, "default"), (other, "research")):
-            job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
-                   "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "t", "replicas": 2}]}}
-            created = real.admin.create(path(VOLCANO_BATCH, "jobs", namespace), job)
-            created["status"] = {"state": {"phase": "Running"}, "running": 2}
-            real.admin.request("PUT", path(VOLCANO_BATCH, "jobs", namespace, "j", "status"), body=created)
-        code, out, _ = caldera("job", "list", "--all-namespaces")
-        header, *rows = out.splitlines()
-        assert header.split()[:2] == ["Namespace", "Name"]
-        ours = [r.split()[:2] + r.split()[3:4] for r in rows if r.split()[0] in (real.namespace, other)]
-        assert ours == [[real.namespace, "j", "Running"], [other, "j", "Running"]]
-        code, out, _ = caldera("job", "list", "--all-namespaces", "-q", "research", "-o", "json")
-        assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]
-                if j["metadata"]["namespace"].startswith(real.namespace)] == [other]
-        assert caldera("job", "list", "-n", "empty")[1].strip() == "No resources found"
+        assert f"other-{team}" in names("--kubeconfig", kubeconfig, "job", "list")  # context without a namespace
+        assert names("-k", kubeconfig, "--context", "team", "job", "list") == ["mine"]
+        assert names(f"--kubeconfig={kubeconfig}", "-n", team, "job", "list") == ["mine"]
+        assert f"other-{team}" in names("-k", kubeconfig, "--context", "team", "job", "list", "-n", "default")
     finally:
-        real.admin.delete(f"/api/v1/namespaces/{other}")
+        real.admin.delete(path(VOLCANO_BATCH, "jobs", "default", f"other-{team}"))
+
+
+def test_listing_flags_selector_all_namespaces_and_wide(real, caldera, other_namespace):
+    _job(real, real.namespace, "one", {"app": "train"})
+    _job(real, other_namespace, "two", {"app": "serve"})
+    code, out, _ = caldera("job", "list", "-A", "-l", "app=train", "-o", "wide")
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split()[:2] == ["Namespace", "Name"] and header.split()[-3:] == [
+        "Queue", "Scheduler", "Age"]
+    assert [r.split()[:2] for r in rows if r.split()[0] in (real.namespace, other_namespace)] == [
+        [real.namespace, "one"]]
+
+
+def test_master_needs_no_kubeconfig(real, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["-s", real.proxy.plain_url, "queue", "list"]) == 0  # as through `kubectl proxy`
+    assert "No resources found" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--kubeconfig", "cfg"], ["-n", "x"], ["--bogus", "job", "list"],
+                                  ["-n", "x", "simulate"], ["-n", "x", "queue", "list"], []])
+def test_misplaced_or_unknown_global_flags_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        code = main(argv)
+        raise SystemExit(code)
+    assert exit_info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--version", "-v"])
+def test_version_flag(flag, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([flag])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("caldera ")

@@ -145,6 +145,69 @@ def test_admission_rbac_covers_what_the_webhook_reads(real, webhook):
     assert not real.proxy.forbidden, f"the webhook's RBAC lacks {real.proxy.forbidden}"
 
 
+def scheduler_pod(annotations: dict | None = None, cpu: object = "1") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
+                                                           "annotations": annotations or {}},
+            "spec": {"schedulerName": "volcano",
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def as_user(review_body: dict, username: str) -> dict:
+    review_body["request"]["userInfo"] = {"username": username}
+    return review_body
+
+
+@pytest.mark.parametrize("route, obj, field", [
+    pytest.param("/jobs/validate", job([{"name": {"a": 1}, "replicas": 1, "template": {"metadata": [1]}}]),
+                 "spec.tasks[0].name", id="task-name-map"),
+    pytest.param("/jobs/validate", {**job([task("w")]), "spec": [1, 2]}, "spec", id="spec-list"),
+    pytest.param("/podgroups/validate", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                                         "metadata": {"name": "pg", "namespace": "default"},
+                                         "spec": {"minResources": {"cpu": "1e999999999"}}},
+                 "spec.minResources.cpu", id="podgroup-quantity"),
+    pytest.param("/queues/validate", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                      "metadata": {"name": "q"}, "spec": {"parent": {"a": 1}}},
+                 "spec.parent", id="queue-parent-map"),
+    pytest.param("/pods/validate", scheduler_pod(cpu=float("inf")), "spec.containers[0].resources.requests.cpu",
+                 id="pod-infinite-cpu"),
+    pytest.param("/pods/validate", scheduler_pod({"caldera.sh/cpuset": "0-3"}), "caldera.sh/cpuset",
+                 id="pod-pinned-by-its-owner"),
+    pytest.param("/jobs/validate", {"kind": "Job", "apiVersion": "batch.volcano.sh/v1alpha1", "metadata": {"name": "j"},
+                                    "spec": {"x": json.loads("[" * 150 + "]" * 150)}}, "nested deeper", id="deep"),
+])
+def test_a_malformed_object_is_a_denial_naming_the_field_never_a_500(webhook, route, obj, field):
+    body_in = as_user(admission(obj), "alice")
+    code, body = webhook(route, json.loads(json.dumps(body_in).replace("Infinity", '"Infinity"'))
+                         if "Infinity" in json.dumps(body_in) else body_in)
+    response = body["response"]
+    assert code == 200 and response["allowed"] is False and response["status"]["code"] == 400, body
+    assert field in response["status"]["message"]
+
+
+def test_the_scheduler_may_pin_and_other_schedulers_pods_pass(webhook):
+    pinned = scheduler_pod({"caldera.sh/cpuset": "0-3"})
+    scheduler = as_user(admission(pinned), DEFAULT_CONFIG.scheduler_user)
+    assert webhook("/pods/validate", scheduler)[1]["response"]["allowed"]
+    other = dict(scheduler_pod(cpu="lots"), spec={"schedulerName": "default-scheduler", "containers": []})
+    assert webhook("/pods/validate", as_user(admission(other), "alice"))[1]["response"]["allowed"]
+
+
+def test_the_view_follows_events_without_rebuilding_per_request():
+    view = ClusterView(None)  # no reflectors: events applied by hand
+    pg = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"queue": "q"}}
+    view.apply("Queue", "ADDED", {"metadata": {"name": "q"}, "spec": {}})
+    view.apply("PodGroup", "ADDED", pg)
+    first = view.cluster()
+    assert view.cluster() is first and first.podgroups_in("q") == 1  # no change, no rebuild
+    view.apply("PodGroup", "MODIFIED", {**pg, "spec": {"queue": "default"}})
+    view.apply("PodGroup", "ADDED", {**pg, "metadata": {"name": "pg2", "namespace": "ns"}})
+    second = view.cluster()
+    assert second is not first and (second.podgroups_in("q"), second.podgroups_in("default")) == (1, 1)
+    view.apply("PodGroup", "DELETED", pg)
+    view.apply("Queue", "DELETED", {"metadata": {"name": "q"}})
+    assert view.cluster().podgroups_in("default") == 0 and "q" not in view.cluster().queues
+
+
 def eviction(namespace: str, pod: str, node_claim: list[str] | None) -> dict:
     extra = {} if node_claim is None else {"authentication.kubernetes.io/node-name": node_claim}
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

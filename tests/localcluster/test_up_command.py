@@ -55,6 +55,18 @@ def test_a_port_in_use_is_named_and_nothing_is_left_running(tmp_path: Path) -> N
     assert not Supervisor(tmp_path / "c").procs
 
 
+def test_up_refuses_a_dir_whose_cluster_still_runs(tmp_path: Path) -> None:
+    from central.localcluster.processes import StartError
+    from central.localcluster.up import up
+    sup = Supervisor(tmp_path / "c")
+    sup.start("etcd", ["sleep", "300"])
+    try:
+        with pytest.raises(StartError, match="already holds a running cluster"):
+            up(tmp_path / "c", [])
+    finally:
+        sup.stop_all()
+
+
 def test_down_on_a_missing_or_half_started_dir(tmp_path: Path) -> None:
     assert caldera("down", "--dir", str(tmp_path / "never")).returncode == 0
     half = tmp_path / "half"

@@ -66,6 +66,7 @@ def test_qos_false_says_how_to_turn_qos_off(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv, needle", [
     pytest.param(["--config", "{cfg}"], "qos.cpu_suppress.threshold_percent", id="file"),
     pytest.param(["--qos.eviction.consecutive_samples", "0"], "qos.eviction.consecutive_samples", id="flag"),
+    pytest.param(["--qos-eviction-consecutive-samples", "0"], "qos.eviction.consecutive_samples", id="kebab-flag"),
     pytest.param(["--config", "{missing}"], "cannot read config file", id="missing-file"),
     pytest.param(["--config", "{garbage}"], "not valid YAML", id="not-yaml"),
 ])
@@ -134,3 +135,11 @@ def test_agent_process_serves_then_stops_on_sigterm(tmp_path: Path) -> None:
         if agent.poll() is None:
             agent.kill()
             agent.wait()
+
+
+def test_kebab_and_dotted_flags_set_the_same_key() -> None:
+    from nodeagent.cli import _overrides, _parser
+
+    kebab = _overrides(_parser().parse_args(["--qos-cpu-suppress-threshold-percent", "70", "--node-name", "n1"]))
+    dotted = _overrides(_parser().parse_args(["--qos.cpu_suppress.threshold_percent", "70", "--node.name", "n1"]))
+    assert kebab == dotted == {"qos.cpu_suppress.threshold_percent": 70, "node.name": "n1"}

@@ -48,6 +48,8 @@ def test_pins_pod_and_containers_once(tmp_path):
     pytest.param(KubeletCpuState("static", "single-numa-node"), "2-3", range(8), 0, id="kubelet-pins-itself"),
     pytest.param(KubeletCpuState("none", "none"), "9-10", range(8), 0, id="offline-cpus-refused"),
     pytest.param(KubeletCpuState("none", "none"), "3-1", range(8), 0, id="garbage-refused"),
+    pytest.param(KubeletCpuState("none", "none"), "0-99999999", range(8), 0, id="unbounded-range-refused-unexpanded"),
+    pytest.param(KubeletCpuState("none", "none"), "0,²", range(8), 0, id="non-ascii-digit-refused"),
 ])
 def test_what_is_not_written(tmp_path, kubelet, cpuset, online, pinned):
     pod_dir = fake_tree(tmp_path, "u1")
@@ -102,3 +104,16 @@ def _expand(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         out.extend(range(int(lo), int(hi or lo) + 1))
     return out
+
+
+def test_cpu_lists_are_bounded_before_they_are_expanded():
+    import tracemalloc
+
+    from nodeagent.collect.paths import parse_cpu_list
+    assert parse_cpu_list("0-3,8", limit=9) == [0, 1, 2, 3, 8]
+    tracemalloc.start()
+    with pytest.raises(ValueError, match="CPUs 0-7"):
+        parse_cpu_list("0-99999999", limit=8)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1_000_000  # expanded, the range would take some 800 MB

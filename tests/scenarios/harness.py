@@ -34,7 +34,7 @@ from central.model.fields import parse_index_list, parse_time
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 
-RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "volcano.sh/gpu-memory", "volcano.sh/gpu-number",
+RESOURCE_KEYS = ("cpu", "memory", "pods", "nvidia.com/gpu", "nvidia.com/a100", "rdma/hca", "volcano.sh/gpu-memory", "volcano.sh/gpu-number",
                  "example.com/fpga")
 
 

@@ -61,3 +61,33 @@ def test_a_bad_pod_stops_the_run_before_it_starts(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert f"{tmp_path / 'pod.yaml'}: Pod default/p: spec.containers[0].resources.requests.cpu" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    pytest.param(["--preemption", "foo"], "argument --preemption: expected NODESxPODS", id="preemption"),
+    pytest.param(["--size", "0x0"], "argument --size: expected NODESxPODS with both at least 1", id="zero"),
+    pytest.param(["--size", "10x"], "argument --size: expected NODESxPODS", id="half"),
+])
+def test_bench_refuses_bad_sizes_before_running(capsys, monkeypatch, args, message):
+    from central.sim import bench
+
+    monkeypatch.setattr(bench, "run_size", lambda *a: pytest.fail("a run started before the flags were checked"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_jobs_pass_admission_against_the_workloads_queues(tmp_path, capsys):
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "job.yaml").write_text((JOB % ("", "")).replace("spec:\n", "spec:\n  queue: nowhere\n", 1))
+    assert main(["simulate", "--manifests", str(tmp_path), "--until", "1h"]) == 2
+    assert f"{tmp_path / 'job.yaml'}: Job default/j: spec.queue" in capsys.readouterr().err
+
+
+def test_a_command_with_an_unknown_action(tmp_path, capsys):
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "cmd.yaml").write_text("apiVersion: bus.volcano.sh/v1alpha1\nkind: Command\nmetadata: {name: c}\n"
+                                       "action: Explode\ntarget: {kind: Job, name: j}\n")
+    assert main(["simulate", "--manifests", str(tmp_path), "--until", "1h"]) == 2
+    assert "cmd.yaml: Command default/c: action: unknown 'Explode'" in capsys.readouterr().err

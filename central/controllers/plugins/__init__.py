@@ -6,7 +6,7 @@
     deleted_objects(job) -> list[tuple[str, str]]  (kind, name) to delete when the job is killed
     build_plugins(job) -> list[JobPlugin]          parsed from spec.plugins; InputError on a bad one
 
-Plugins run in a fixed order (env, svc, ssh, then the frameworks) so the result does not
+Plugins run in a fixed order (env, svc, ssh, then the frameworks, ray and hcclrank) so the result does not
 depend on dict order. Unknown plugin names are refused by admission; here they raise.
 """
 
@@ -20,15 +20,17 @@ from typing import Any
 from central.controllers.plugins.base import JobPlugin
 from central.controllers.plugins.env import EnvPlugin
 from central.controllers.plugins.frameworks import MpiPlugin, PytorchPlugin, TensorflowPlugin
+from central.controllers.plugins.ray import HcclRankPlugin, RayPlugin
 from central.controllers.plugins.ssh import SshPlugin
 from central.controllers.plugins.svc import SvcPlugin
 from central.errors import InputError
 
 PLUGINS: dict[str, type[JobPlugin]] = {
-    p.name: p for p in (EnvPlugin, SvcPlugin, SshPlugin, PytorchPlugin, TensorflowPlugin, MpiPlugin)
+    p.name: p
+    for p in (EnvPlugin, SvcPlugin, SshPlugin, PytorchPlugin, TensorflowPlugin, MpiPlugin, RayPlugin, HcclRankPlugin)
 }
 # The webhook adds these plugins when a framework plugin needs them.
-NEEDS = {"pytorch": ("svc",), "tensorflow": ("svc",), "mpi": ("svc", "ssh")}
+NEEDS = {"pytorch": ("svc",), "tensorflow": ("svc",), "mpi": ("svc", "ssh"), "ray": ("svc",)}
 
 
 def build_plugins(job: Mapping[str, Any]) -> list[JobPlugin]:

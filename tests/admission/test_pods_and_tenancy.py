@@ -1,0 +1,143 @@
+"""The pods webhook guards what the scheduler and the agent read; queues say who may submit (T20)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from central.admission import DEFAULT_CONFIG, Cluster, admit
+from central.admission.pods import validate_pod
+from central.model.cache import ClusterCache
+from central.scheduler.cycle import run_cycle
+from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from tests.admission.helpers import job, queue
+
+SCHEDULER = DEFAULT_CONFIG.scheduler_user
+OWNER = "alice"
+
+
+def pod(annotations: dict[str, str] | None = None, cpu: Any = "1", scheduler: str = "volcano") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ml", "annotations": annotations or {}},
+            "spec": {"schedulerName": scheduler,
+                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+@pytest.mark.parametrize("annotations, cpu, expected", [
+    pytest.param({}, "1e999999999", "spec.containers[0].resources.requests.cpu: invalid quantity", id="huge-quantity"),
+    pytest.param({}, float("nan"), "spec.containers[0].resources.requests.cpu: invalid quantity nan", id="nan"),
+    pytest.param({"volcano.sh/numa-topology-policy": "fastest"}, "1",
+                 "metadata.annotations[volcano.sh/numa-topology-policy]: unknown value", id="numa-policy"),
+    pytest.param({"volcano.sh/gpu-index": "0,²"}, "1", "metadata.annotations[volcano.sh/gpu-index]", id="gpu-index"),
+    pytest.param({"volcano.sh/task-priority": "9" * 40}, "1", "metadata.annotations[volcano.sh/task-priority]",
+                 id="task-priority"),
+    pytest.param({"volcano.sh/qos-level": "gold"}, "1", "metadata.annotations[volcano.sh/qos-level]", id="qos-level"),
+    pytest.param({"volcano.sh/jdb-min-available": "0"}, "1", "metadata.annotations[volcano.sh/jdb-min-available]",
+                 id="jdb-zero"),
+])
+def test_scheduler_pods_with_unreadable_fields_are_refused(annotations, cpu, expected):
+    review = admit(pod(annotations, cpu), Cluster(), user=OWNER)
+    assert not review.allowed and any(e.startswith(expected) for e in review.errors), review.errors
+
+
+def test_other_schedulers_pods_pass_untouched():
+    assert validate_pod(pod({"volcano.sh/qos-level": "gold"}, scheduler="default-scheduler"), user=OWNER) == []
+
+
+@pytest.mark.parametrize("old, new, user, allowed", [
+    pytest.param(None, {"caldera.sh/cpuset": "0-3"}, OWNER, False, id="owner-creates-pinned"),
+    pytest.param(None, {"caldera.sh/cpuset": "0-3"}, SCHEDULER, True, id="scheduler-pins"),
+    pytest.param({}, {"caldera.sh/cpuset": "4-7"}, OWNER, False, id="owner-pins-later"),
+    pytest.param({"caldera.sh/cpuset": "0-3"}, {"caldera.sh/cpuset": "4-7"}, OWNER, False, id="owner-moves-pin"),
+    pytest.param({"caldera.sh/cpuset": "0-3"}, {}, OWNER, False, id="owner-unpins"),
+    pytest.param({"caldera.sh/cpuset": "0-3"}, {"caldera.sh/cpuset": "0-3", "x": "y"}, OWNER, True,
+                 id="owner-edits-other-annotations"),
+    pytest.param(None, {"caldera.sh/numa-nodes": "0"}, None, False, id="unknown-user"),
+    pytest.param(None, {"caldera.sh/cpuset": "0-99999999"}, SCHEDULER, False, id="even-the-scheduler-within-bounds"),
+])
+def test_only_the_scheduler_pins_cpus(old, new, user, allowed):
+    # any scheduler name: a pod of another scheduler must not pin either (the agent would obey)
+    before = None if old is None else pod(old, scheduler="default-scheduler")
+    review = admit(pod(new, scheduler="default-scheduler"), Cluster(), old=before, user=user)
+    assert review.allowed == allowed, review.errors
+    if not allowed and user != SCHEDULER:
+        assert any("may be set only by the scheduler" in e for e in review.errors), review.errors
+
+
+# --- T20: queue tenancy ----------------------------------------------------------------------
+
+def tenant_queue(name: str, allowed: str, parent: str | None = None) -> dict[str, Any]:
+    q = queue(name, parent)
+    q["metadata"]["annotations"] = {"caldera.sh/allowed-namespaces": allowed}
+    return q
+
+
+def podgroup(namespace: str, queue_name: str | None) -> dict[str, Any]:
+    spec = {"minMember": 1, **({"queue": queue_name} if queue_name else {})}
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "pg", "namespace": namespace}, "spec": spec}
+
+
+CLUSTER = Cluster.from_objects([
+    tenant_queue("team-a", "team-a, shared"), tenant_queue("parent", "team-b"), queue("open"),
+    tenant_queue("leaf", "*", parent="parent"),
+    {"kind": "Namespace",
+     "metadata": {"name": "intruder", "annotations": {"scheduling.volcano.sh/queue-name": "team-a"}}},
+])
+
+
+@pytest.mark.parametrize("obj, allowed", [
+    pytest.param(job(queue="team-a") | {"metadata": {"name": "j", "namespace": "team-a"}}, True, id="job-own-ns"),
+    pytest.param(job(queue="team-a") | {"metadata": {"name": "j", "namespace": "shared"}}, True, id="job-listed-ns"),
+    pytest.param(job(queue="team-a") | {"metadata": {"name": "j", "namespace": "intruder"}}, False, id="job-other-ns"),
+    pytest.param(job(queue="open") | {"metadata": {"name": "j", "namespace": "intruder"}}, True,
+                 id="unrestricted-queue"),
+    pytest.param(job(queue="leaf") | {"metadata": {"name": "j", "namespace": "intruder"}}, False,
+                 id="ancestor-restricts"),
+    pytest.param(job(queue="leaf") | {"metadata": {"name": "j", "namespace": "team-b"}}, True, id="ancestor-admits"),
+    pytest.param(podgroup("intruder", "team-a"), False, id="podgroup-other-ns"),
+    pytest.param(podgroup("intruder", None), False, id="namespace-annotation-names-a-foreign-queue"),
+    pytest.param(podgroup("team-a", "team-a"), True, id="podgroup-own-ns"),
+])
+def test_queues_take_jobs_only_from_their_namespaces(obj, allowed):
+    review = admit(obj, CLUSTER)
+    assert review.allowed == allowed, review.errors
+    if not allowed:
+        assert any("does not take" in e and "caldera.sh/allowed-namespaces" in e for e in review.errors), review.errors
+
+
+@pytest.mark.parametrize("value", ["", "Team_A", "a,,b,UPPER", "x" * 70])
+def test_a_malformed_tenant_list_is_refused(value):
+    review = admit(tenant_queue("q", value), Cluster())
+    assert not review.allowed and any("caldera.sh/allowed-namespaces" in e for e in review.errors), review.errors
+
+
+def test_the_scheduler_also_refuses_a_job_in_a_foreign_queue():
+    """A PodGroup that got past admission (created before the annotation was set) is not scheduled."""
+    cache = ClusterCache()
+    for obj in [
+        {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}},
+        tenant_queue("team-a", "team-a"),
+        *(podgroup(ns, "team-a") | {"metadata": {"name": f"pg-{ns}", "namespace": ns}}
+          for ns in ("team-a", "intruder")),
+        *({"kind": "Pod", "metadata": {"name": f"p-{ns}", "namespace": ns,
+                                       "annotations": {"scheduling.k8s.io/group-name": f"pg-{ns}"}},
+           "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+          for ns in ("team-a", "intruder")),
+    ]:
+        cache.apply(obj)
+    result = run_cycle(cache, load_config(DEFAULT_CONF_YAML))
+    assert set(result.binds) == {"team-a/p-team-a"}
+
+
+def test_a_podgroup_in_a_closed_queue_may_still_be_resized():
+    closed = queue("shut")
+    closed["status"] = {"state": "Closed"}
+    cluster = Cluster.from_objects([closed])
+    before = podgroup("ns", "shut")
+    assert not admit(before, cluster).allowed  # no new PodGroups in a closed queue...
+    resized = podgroup("ns", "shut") | {"spec": {"minMember": 3, "queue": "shut"}}
+    assert admit(resized, cluster, old=before).allowed  # ...but the ones there may change
+    moved = podgroup("ns", "shut") | {"spec": {"minMember": 1, "queue": "nosuch"}}
+    assert not admit(moved, cluster, old=before).allowed

@@ -1,0 +1,37 @@
+"""`caldera bench --e2e` on a small cluster: correctness only (figures are printed by the
+bench, never asserted): every pod bound exactly once by each scheduler."""
+
+from __future__ import annotations
+
+import pytest
+
+from central.localcluster import build
+from central.sim import e2e
+
+pytestmark = pytest.mark.e2e
+
+
+def test_every_pod_bound_once_by_each_scheduler():
+    why = build.unavailable([*build.CONTROL_PLANE, "kube-scheduler"])
+    if why:
+        pytest.skip(f"no real control plane here: {why}")
+    results = e2e.run_size(20, 200, say=lambda line: None, timeout=300)
+    assert [r.scheduler for r in results] == ["caldera", "kube-scheduler"]
+    for row in results:
+        assert row.failed_creates == []
+        assert row.rebound == []
+        assert row.bound == row.pods == 200, row.scheduler
+    line = e2e.final_line(20, 200, results)
+    assert line.startswith("e2e 20 nodes / 200 pods: caldera ") and ", kube-scheduler " in line
+
+
+def test_workload_is_the_session_benchmarks_cluster():
+    work = e2e.workload(10, 100)
+    assert len(work.nodes) == 10 and len(work.pods) == 100
+    groups = {pg["metadata"]["name"]: pg["spec"]["minMember"] for pg in work.podgroups}
+    members = {}
+    for pod in work.pods:
+        group = pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+        members[group] = members.get(group, 0) + 1
+        assert "status" not in pod and pod["apiVersion"] == "v1"
+    assert members == groups and len(set(groups.values())) > 1  # gangs of mixed sizes
