@@ -1,4 +1,4 @@
-"""Reliability rows T3 (slow binds) and T6 (restart mid-bind), against the API stand-in.
+"""Reliability rows T3 (slow binds) and T6 (restart mid-bind), on a real kube-apiserver.
 
 Binds are held at a gate, not slept on: the scheduler runs as many cycles as the test wants
 while they are in flight, so "a bind slower than the period" is a fact of the run, not a
