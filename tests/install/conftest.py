@@ -1,1 +1,1 @@
-from tests.kube.conftest import api, kube, kubeconfig  # noqa: F401  (the API stand-in fixtures)
+from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures: a real kube-apiserver)

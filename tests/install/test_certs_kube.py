@@ -1,5 +1,5 @@
-"""`caldera certs` against the API stand-in: Secrets made once, kept, renewed, never a foreign one
-overwritten; the webhook configurations' caBundle filled in."""
+"""`caldera certs` on a real kube-apiserver, in the test's namespace: Secrets made once, kept,
+renewed, never a foreign one overwritten; the webhook configurations' caBundle filled in."""
 
 from __future__ import annotations
 
@@ -14,135 +14,142 @@ from central.kube.certs import (CA_SECRET, SCHEDULER_SECRET, WEBHOOK_SECRET, def
                                 inject_ca_bundle, write_files)
 from central.kube.client import CORE, path
 
-NS = "caldera-system"
+ADMISSION_NAMESPACE = "caldera-system"  # where the webhook configurations point
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc)
 
 
-def secret(kube, name: str) -> dict:
-    return kube.get(path(CORE, "secrets", NS, name))
+def secret(real, name: str) -> dict:
+    return real.kube.get(path(CORE, "secrets", real.namespace, name))
 
 
-def data(kube, name: str, key: str) -> bytes:
-    return base64.b64decode(secret(kube, name)["data"][key])
+def data(real, name: str, key: str) -> bytes:
+    return base64.b64decode(secret(real, name)["data"][key])
 
 
-def test_first_run_creates_ca_and_both_serving_secrets(kube):
-    outcomes = ensure_certificates(kube, NS, default_targets(NS, ip_addresses=("127.0.0.1",)), now=NOW)
+def test_first_run_creates_ca_and_both_serving_secrets(real):
+    kube, ns = real.kube, real.namespace
+    outcomes = ensure_certificates(kube, ns, default_targets(ns, ip_addresses=("127.0.0.1",)), now=NOW)
     assert [(o.secret, o.action) for o in outcomes] == [(WEBHOOK_SECRET, "created"), (SCHEDULER_SECRET, "created")]
-    hook = secret(kube, WEBHOOK_SECRET)
+    hook = secret(real, WEBHOOK_SECRET)
     assert hook["type"] == "kubernetes.io/tls" and set(hook["data"]) == {"ca.crt", "tls.crt", "tls.key"}
     assert hook["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "caldera-certs"
-    assert data(kube, WEBHOOK_SECRET, CA_CRT) == data(kube, SCHEDULER_SECRET, CA_CRT) == data(kube, CA_SECRET, CA_CRT)
+    assert data(real, WEBHOOK_SECRET, CA_CRT) == data(real, SCHEDULER_SECRET, CA_CRT) == data(real, CA_SECRET, CA_CRT)
 
 
-def test_second_run_keeps_everything_and_a_late_run_renews_under_the_same_ca(kube):
-    targets = default_targets(NS)
-    ensure_certificates(kube, NS, targets, now=NOW)
-    before = {name: secret(kube, name)["metadata"]["resourceVersion"] for name in (CA_SECRET, WEBHOOK_SECRET)}
-    again = ensure_certificates(kube, NS, targets, now=NOW + dt.timedelta(days=100))
+def test_second_run_keeps_everything_and_a_late_run_renews_under_the_same_ca(real):
+    kube, ns = real.kube, real.namespace
+    targets = default_targets(ns)
+    ensure_certificates(kube, ns, targets, now=NOW)
+    before = {name: secret(real, name)["metadata"]["resourceVersion"] for name in (CA_SECRET, WEBHOOK_SECRET)}
+    again = ensure_certificates(kube, ns, targets, now=NOW + dt.timedelta(days=100))
     assert {o.action for o in again} == {"kept"}
-    assert before == {name: secret(kube, name)["metadata"]["resourceVersion"] for name in before}
-    late = ensure_certificates(kube, NS, targets, now=NOW + dt.timedelta(days=300))
+    assert before == {name: secret(real, name)["metadata"]["resourceVersion"] for name in before}
+    late = ensure_certificates(kube, ns, targets, now=NOW + dt.timedelta(days=300))
     assert [o.action for o in late] == ["renewed", "renewed"] and "expires" in late[0].reason
-    assert secret(kube, CA_SECRET)["metadata"]["resourceVersion"] == before[CA_SECRET]  # trust unchanged
+    assert secret(real, CA_SECRET)["metadata"]["resourceVersion"] == before[CA_SECRET]  # trust unchanged
 
 
-def test_a_new_name_reissues(kube):
-    ensure_certificates(kube, NS, default_targets(NS), now=NOW)
-    outcomes = ensure_certificates(kube, NS, default_targets(NS, ip_addresses=("127.0.0.1",)), now=NOW)
+def test_a_new_name_reissues(real):
+    kube, ns = real.kube, real.namespace
+    ensure_certificates(kube, ns, default_targets(ns), now=NOW)
+    outcomes = ensure_certificates(kube, ns, default_targets(ns, ip_addresses=("127.0.0.1",)), now=NOW)
     assert [o.action for o in outcomes] == ["renewed", "renewed"]
     assert "does not cover 127.0.0.1" in outcomes[0].reason
 
 
-def test_a_corrupt_managed_secret_is_replaced(kube):
-    ensure_certificates(kube, NS, default_targets(NS), now=NOW)
-    broken = secret(kube, WEBHOOK_SECRET)
+def test_a_corrupt_managed_secret_is_replaced(real):
+    kube, ns = real.kube, real.namespace
+    ensure_certificates(kube, ns, default_targets(ns), now=NOW)
+    broken = secret(real, WEBHOOK_SECRET)
     broken["data"][TLS_CRT] = base64.b64encode(b"not a certificate").decode()
-    kube.request("PUT", path(CORE, "secrets", NS, WEBHOOK_SECRET), body=broken)
-    outcome = ensure_certificates(kube, NS, default_targets(NS), now=NOW)[0]
+    real.kube.request("PUT", path(CORE, "secrets", real.namespace, WEBHOOK_SECRET), body=broken)
+    outcome = ensure_certificates(kube, ns, default_targets(ns), now=NOW)[0]
     assert (outcome.action, outcome.reason) == ("renewed", "tls.crt is not a PEM certificate")
 
 
-def _foreign_secret(kube, pair: KeyPair, ca_pem: bytes) -> None:
-    kube.create(path(CORE, "secrets", NS), {
+def _foreign_secret(real, pair: KeyPair, ca_pem: bytes) -> None:
+    real.kube.create(path(CORE, "secrets", real.namespace), {
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": WEBHOOK_SECRET, "namespace": NS,
+        "metadata": {"name": WEBHOOK_SECRET, "namespace": real.namespace,
                      "labels": {"app.kubernetes.io/managed-by": "cert-manager"}},
         "data": {k: base64.b64encode(v).decode() for k, v in
                  {"ca.crt": ca_pem, "tls.crt": pair.cert_pem, "tls.key": pair.key_pem}.items()}})
 
 
-def test_a_valid_foreign_secret_is_kept_and_a_broken_one_named(kube):
+def test_a_valid_foreign_secret_is_kept_and_a_broken_one_named(real):
+    kube, ns = real.kube, real.namespace
     ca = new_ca("cert-manager-ca", NOW)
-    request = default_targets(NS)[0].request
-    _foreign_secret(kube, issue_serving(ca, request, NOW), ca.cert_pem)
-    outcome = ensure_certificates(kube, NS, default_targets(NS), now=NOW)[0]
+    request = default_targets(ns)[0].request
+    _foreign_secret(real, issue_serving(ca, request, NOW), ca.cert_pem)
+    outcome = ensure_certificates(kube, ns, default_targets(ns), now=NOW)[0]
     assert (outcome.action, outcome.ca_pem) == ("kept", ca.cert_pem)
-    with pytest.raises(InputError, match=f"Secret {NS}/{WEBHOOK_SECRET}: tls.crt expired .* not made by"):
-        ensure_certificates(kube, NS, default_targets(NS), now=NOW + dt.timedelta(days=400))
+    with pytest.raises(InputError, match=f"Secret {ns}/{WEBHOOK_SECRET}: tls.crt expired .* not made by"):
+        ensure_certificates(kube, ns, default_targets(ns), now=NOW + dt.timedelta(days=400))
 
 
 def webhook_configuration(kind: str, name: str) -> dict:
     hooks = [{"name": f"{r}.volcano.sh", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-              "clientConfig": {"service": {"name": "caldera-admission-service", "namespace": NS,
+              "clientConfig": {"service": {"name": "caldera-admission-service", "namespace": ADMISSION_NAMESPACE,
                                            "path": f"/{r}/validate"}, "caBundle": ""}}
              for r in ("jobs", "queues")]
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
             "webhooks": hooks}
 
 
-def test_inject_ca_bundle_fills_every_webhook_and_is_idempotent(api, kube):
-    api.put(webhook_configuration("MutatingWebhookConfiguration", "caldera-mutate"))
-    api.put(webhook_configuration("ValidatingWebhookConfiguration", "caldera-validate"))
-    assert inject_ca_bundle(kube, b"PEM") == 2
-    assert inject_ca_bundle(kube, b"PEM") == 0
-    hooks = kube.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/caldera-validate")
+def test_inject_ca_bundle_fills_every_webhook_and_is_idempotent(real):
+    real.put(webhook_configuration("MutatingWebhookConfiguration", "caldera-mutate"))
+    real.put(webhook_configuration("ValidatingWebhookConfiguration", "caldera-validate"))
+    assert inject_ca_bundle(real.kube, b"PEM") == 2
+    assert inject_ca_bundle(real.kube, b"PEM") == 0
+    hooks = real.kube.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/caldera-validate")
     assert {w["clientConfig"]["caBundle"] for w in hooks["webhooks"]} == {base64.b64encode(b"PEM").decode()}
-    assert inject_ca_bundle(kube, b"PEM", url="https://127.0.0.1:8443") == 2
-    hooks = kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
+    assert inject_ca_bundle(real.kube, b"PEM", url="https://127.0.0.1:8443") == 2
+    hooks = real.kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
     assert [w["clientConfig"].get("url") for w in hooks["webhooks"]] == [
         "https://127.0.0.1:8443/jobs/validate", "https://127.0.0.1:8443/queues/validate"]
     assert all("service" not in w["clientConfig"] for w in hooks["webhooks"])
 
 
-def test_command_prints_one_line_per_secret_and_writes_files(kubeconfig, tmp_path, capsys):
+def test_command_prints_one_line_per_secret_and_writes_files(real, tmp_path, capsys):
     from central.cli import main
 
-    assert main(["certs", "--kubeconfig", kubeconfig, "--ip-address", "127.0.0.1",
+    assert main(["certs", "--kubeconfig", real.kubeconfig, "--namespace", real.namespace,
+                 "--ip-address", "127.0.0.1",
                  "--out-dir", str(tmp_path / "tls")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and lines[0].startswith(f"Secret {NS}/{WEBHOOK_SECRET}: created, valid until ")
+    assert len(lines) == 2 and lines[0].startswith(f"Secret {real.namespace}/{WEBHOOK_SECRET}: created, valid until ")
     assert sorted(p.name for p in (tmp_path / "tls" / SCHEDULER_SECRET).iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
-    assert main(["certs", "--kubeconfig", kubeconfig, "--ip-address", "nope"]) == 2
+    assert main(["certs", "--kubeconfig", real.kubeconfig, "--namespace", real.namespace,
+                 "--ip-address", "nope"]) == 2
     assert "--ip-address: 'nope' is not an IP address" in capsys.readouterr().err
 
 
 def test_write_files_is_private(tmp_path):
     ca = new_ca("c", NOW)
     from central.kube.certs import Outcome
-    folder = write_files(tmp_path, Outcome("s", "created", "", issue_serving(ca, default_targets(NS)[0].request, NOW),
+    folder = write_files(tmp_path, Outcome("s", "created", "", issue_serving(ca, default_targets("c")[0].request, NOW),
                                            ca.cert_pem))
     assert oct((folder / "tls.key").stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_webhook_fills_in_its_own_ca_bundle_and_follows_a_new_ca(api, kube, tmp_path):
+def test_the_webhook_fills_in_its_own_ca_bundle_and_follows_a_new_ca(real, tmp_path):
     from central.kube.certs import WEBHOOK_CONFIGURATIONS
     from central.kube.webhook import CaBundleInjector
 
     ca_file = tmp_path / "ca.crt"
-    injector = CaBundleInjector(kube, str(ca_file), WEBHOOK_CONFIGURATIONS)
+    injector = CaBundleInjector(real.kube, str(ca_file), WEBHOOK_CONFIGURATIONS)
     injector.sync()
     assert "No such file" in injector.problem
     ca_file.write_bytes(b"CA-1")
     injector.sync()
     assert "404" in injector.problem  # the configurations are not there yet: retried, not fatal
-    api.put(webhook_configuration("MutatingWebhookConfiguration", "caldera-mutate"))
-    api.put(webhook_configuration("ValidatingWebhookConfiguration", "caldera-validate"))
+    real.put(webhook_configuration("MutatingWebhookConfiguration", "caldera-mutate"))
+    real.put(webhook_configuration("ValidatingWebhookConfiguration", "caldera-validate"))
     injector.sync()
     assert injector.problem is None
     ca_file.write_bytes(b"CA-2")
     injector.sync()
-    hooks = kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
+    hooks = real.kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
     assert {w["clientConfig"]["caBundle"] for w in hooks["webhooks"]} == {base64.b64encode(b"CA-2").decode()}
 
 

@@ -58,16 +58,17 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen:
 
 
 @pytest.fixture
-def caldera(api, kubeconfig, tmp_path) -> Iterator[dict[str, int]]:
-    """Scheduler (with the agents' endpoint), controllers and one agent, on the API stand-in."""
-    api.put(node("n1"))
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "research"},
-             "spec": {"weight": 1, "deserved": {"cpu": "2", "memory": "1Gi"}}})
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg1", "namespace": "default"}, "spec": {"minMember": 1, "queue": "research"}})
+def caldera(real, tmp_path) -> Iterator[dict[str, int]]:
+    """Scheduler (with the agents' endpoint), controllers and one agent, on a real kube-apiserver."""
+    kubeconfig = real.kubeconfig
+    real.put(node("n1"))
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "research"},
+              "spec": {"weight": 1, "deserved": {"cpu": "2", "memory": "1Gi"}}})
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+              "metadata": {"name": "pg1"}, "spec": {"minMember": 1, "queue": "research"}})
     workload = pod("p0", group="pg1")
     workload["spec"]["containers"][0]["resources"]["requests"]["memory"] = "512Mi"
-    api.put(workload)
+    real.put(workload)
     ports = {name: free_port() for name in ("scheduler", "controllers", "agent", "stream")}
     agent_config = tmp_path / "agent.yaml"
     agent_config.write_text(yaml.safe_dump({

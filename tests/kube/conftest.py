@@ -1,30 +1,9 @@
-"""Fixtures: a fresh API stand-in per test and the real kubernetes client pointed at it."""
+"""Fixtures: a real kube-apiserver (tests/kube/realapi.py) and the `eventually` wait."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-
-import pytest
-
-from central.kube.client import KubeClient
-from tests.kube.apiserver import ApiServer
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-def kubeconfig(api: ApiServer, tmp_path) -> str:
-    return api.kubeconfig(str(tmp_path / "kubeconfig"))
-
-
-@pytest.fixture
-def kube(kubeconfig: str) -> KubeClient:
-    return KubeClient.connect(kubeconfig, qps=1000, burst=1000)
+from collections.abc import Callable
 
 
 def eventually(check: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> object:

@@ -49,6 +49,13 @@ def classify(method: str, url: str) -> tuple[str, str]:
     return verb, resource
 
 
+def namespace_of(url: str) -> str:
+    """The namespace a request is in ("" for a cluster-scoped one)."""
+    segments = [s for s in urlsplit(url).path.split("/") if s][:5]
+    at = segments.index("namespaces") + 1 if "namespaces" in segments else len(segments)
+    return segments[at] if at < len(segments) else ""
+
+
 class FaultProxy:
     def __init__(self, upstream: str, ca: pki.Pair, admin: pki.Pair, workdir: Path):
         self.upstream = urlsplit(upstream)
@@ -59,6 +66,9 @@ class FaultProxy:
         self.admin_context.load_cert_chain(str(admin.cert), str(admin.key))
         self.token_context = ssl.create_default_context(cafile=str(ca.cert))
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.namespaced: Counter[tuple[str, str, str]] = Counter()
+        self.requests: list[tuple[str, str]] = []  # (verb, resource) in the order they arrived
+        self.forbidden: list[str] = []  # "verb resource: message" of each 403 the apiserver answered
         self._failures: list[dict[str, Any]] = []
         self._gone: Counter[str] = Counter()
         self.latency = 0.0
@@ -74,13 +84,21 @@ class FaultProxy:
         self.httpd.socket = self.server_context.wrap_socket(self.httpd.socket, server_side=True)
         self.url = f"https://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # plain HTTP on loopback, as `kubectl proxy` serves: for a client given only a server URL
+        self.plain = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.plain.daemon_threads = True
+        self.plain_url = f"http://127.0.0.1:{self.plain.server_address[1]}"
+        threading.Thread(target=self.plain.serve_forever, daemon=True).start()
 
     # --- what tests ask for -----------------------------------------------------------------
 
-    def fail(self, verb: str, resource: str, code: int = 500, times: int = 1, reason: str = "InternalError") -> None:
-        """Answer the next `times` (verb, resource) requests with `code`."""
+    def fail(self, verb: str, resource: str, code: int = 500, times: int = 1, reason: str = "InternalError",
+             after: bool = False, namespace: str | None = None) -> None:
+        """Answer the next `times` (verb, resource) requests (in `namespace` if given) with
+        `code`; with `after`, each is carried out first and only its reply is lost on the way back."""
         with self._lock:
-            self._failures.append({"verb": verb, "resource": resource, "code": code, "left": times, "reason": reason})
+            self._failures.append({"verb": verb, "resource": resource, "code": code, "left": times, "reason": reason,
+                                   "after": after, "namespace": namespace})
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -106,9 +124,13 @@ class FaultProxy:
         with self._lock:
             return sum(1 for r in self._streams.values() if r == resource) // 2
 
-    def count(self, verb: str, resource: str) -> int:
+    def count(self, verb: str, resource: str, namespace: str | None = None) -> int:
+        """Requests seen; with `namespace`, only those in it (a previous test's lingering thread
+        may still be calling into its terminating namespace)."""
         with self._lock:
-            return self.counts[(verb, resource)]
+            if namespace is None:
+                return self.counts[(verb, resource)]
+            return self.namespaced[(verb, resource, namespace)]
 
     def kubeconfig(self, path: Path, ca: Path) -> Path:
         """A kubeconfig without credentials for the proxy: it forwards as the admin."""
@@ -119,20 +141,27 @@ class FaultProxy:
             self._failures.clear()
             self._gone.clear()
             self.counts.clear()
+            self.namespaced.clear()
+            self.requests.clear()
+            self.forbidden.clear()
             self.latency = 0.0
 
     def stop(self) -> None:
         self.close_watches()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        for server in (self.httpd, self.plain):
+            server.shutdown()
+            server.server_close()
 
     # --- the proxy's own decisions -----------------------------------------------------------
 
-    def _injected(self, verb: str, resource: str) -> dict[str, Any] | None:
+    def _injected(self, verb: str, resource: str, namespace: str) -> dict[str, Any] | None:
         with self._lock:
             self.counts[(verb, resource)] += 1
+            self.namespaced[(verb, resource, namespace)] += 1
+            self.requests.append((verb, resource))
             for failure in self._failures:
-                if failure["left"] and failure["verb"] in (verb, "*") and failure["resource"] in (resource, "*"):
+                if failure["left"] and failure["verb"] in (verb, "*") and failure["resource"] in (resource, "*") \
+                        and failure["namespace"] in (namespace, None):
                     failure["left"] -= 1
                     return failure
             if verb == "watch" and self._gone[resource]:
@@ -185,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         if proxy.latency:
             time.sleep(proxy.latency)
-        injected = proxy._injected(verb, resource)
+        injected = proxy._injected(verb, resource, namespace_of(self.path))
         if injected and injected.get("gone"):
             event = {"type": "ERROR", "object": _status(410, "Expired", "too old resource version (injected)")}
             data = (json.dumps(event) + "\n").encode()
@@ -195,7 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
-        if injected:
+        if injected and not injected["after"]:
             return self._send_json(injected["code"], _status(injected["code"], injected["reason"], "injected fault"))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         token = self.headers.get("Authorization", "").startswith("Bearer ")
@@ -205,12 +234,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             upstream.request(self.command, self.path, body=body, headers=headers)
             answer = upstream.getresponse()
+            if injected:  # carried out; the reply is lost
+                answer.read()
+                return self._send_json(injected["code"], _status(injected["code"], injected["reason"],
+                                                                 "injected fault after the request was carried out"))
             self.send_response(answer.status)
             for key, value in answer.getheaders():
                 if key.lower() not in _HOP:
                     self.send_header(key, value)
-            if verb != "watch":
+            if verb != "watch" or answer.status != 200:
                 data = answer.read()
+                if answer.status == 403:
+                    with proxy._lock:
+                        proxy.forbidden.append(f"{verb} {resource}: {json.loads(data or b'{}').get('message')}")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -37,7 +37,8 @@ def test_errors_carry_the_status_code_reason_and_message(real):
     assert real.kube.get_or_none(url) is None
 
 
-def test_a_fork_shares_the_connection_but_not_the_rate_limit(kube):
+def test_a_fork_shares_the_connection_but_not_the_rate_limit(real):
+    kube = real.kube
     lease_client = kube.fork()
     assert lease_client.api is kube.api
     kube.limiter._tokens = -1000.0  # binds have queued far ahead on the main client...

@@ -15,18 +15,12 @@ from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod
 FAST = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.1}
 
 
-def elector(kube, identity: str) -> LeaderElector:
-    return LeaderElector(kube, "caldera-system", "vc-scheduler", identity, **FAST)
 
 
 def contend(candidate: LeaderElector, stop: threading.Event) -> threading.Thread:
     thread = threading.Thread(target=candidate.acquire, args=(stop,), daemon=True)
     thread.start()
     return thread
-
-
-def holder(api) -> str:
-    return api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
 
 
 def lease(real) -> dict[str, Any]:
@@ -70,12 +64,12 @@ def test_expired_lease_is_taken_over_and_old_leader_notices(real):
         stop_b.set()
 
 
-def test_two_schedulers_never_both_bind(api, kube):
-    api.put(node("n1", pods=100))
+def test_two_schedulers_never_both_bind(real):
+    real.put(node("n1", pods=100))
     runs = []
     for identity in ("a", "b"):
-        scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
-                              period=0.05, elector=elector(kube, identity))
+        scheduler = Scheduler(real.kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
+                              period=0.05, elector=real_elector(real, identity))
         stop = threading.Event()
         thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
         thread.start()
@@ -84,8 +78,8 @@ def test_two_schedulers_never_both_bind(api, kube):
     try:
         leader = eventually(lambda: next((s for s, _, _ in runs if s.ready.is_set()), None), what="a leader")
         for i in range(5):
-            api.put(pod(f"p{i}"))
-        eventually(lambda: all(api.store.get("pods", "default", f"p{i}")["spec"].get("nodeName") for i in range(5)),
+            real.put(pod(f"p{i}"))
+        eventually(lambda: all(real.pod(f"p{i}")["spec"].get("nodeName") for i in range(5)),
                    what="first pods bound")
         leader_run = next(r for r in runs if r[0] is leader)
         standby = next(r for r in runs if r[0] is not leader)
@@ -93,8 +87,8 @@ def test_two_schedulers_never_both_bind(api, kube):
         leader_run[2].join(10)
         eventually(standby[0].ready.is_set, what="the standby taking over")
         for i in range(5, 10):
-            api.put(pod(f"p{i}"))
-        eventually(lambda: all(api.store.get("pods", "default", f"p{i}")["spec"].get("nodeName") for i in range(10)),
+            real.put(pod(f"p{i}"))
+        eventually(lambda: all(real.pod(f"p{i}")["spec"].get("nodeName") for i in range(10)),
                    what="later pods bound")
         standby[0].sink.drain()
     finally:
@@ -102,36 +96,37 @@ def test_two_schedulers_never_both_bind(api, kube):
         stop_second.set()
         thread_first.join(10)
         thread_second.join(10)
-    assert api.store.count("bind", "pods") == 10  # one Binding per pod, no 409
+    assert real.proxy.count("create", "pods/binding") == 10  # one Binding per pod, no 409
     assert leader.cycles > 0 and standby[0].cycles > 0
 
 
-def test_a_leader_whose_lease_is_taken_stops_scheduling(api, kube):
-    api.put(node("n1", pods=100))
-    scheduler = Scheduler(kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
-                          period=0.05, elector=elector(kube, "a"))
+def test_a_leader_whose_lease_is_taken_stops_scheduling(real):
+    real.put(node("n1", pods=100))
+    scheduler = Scheduler(real.kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
+                          period=0.05, elector=real_elector(real, "a"))
     stop = threading.Event()
     outcome: list[int] = []
     thread = threading.Thread(target=lambda: outcome.append(scheduler.run(stop)), daemon=True)
     thread.start()
     try:
         eventually(scheduler.ready.is_set, what="a leading")
-        lease = api.store.get("leases", "caldera-system", "vc-scheduler")
-        lease["spec"]["holderIdentity"] = "intruder"  # split brain: someone else wrote the Lease
-        with api.store.lock:
-            api.store.replace("leases", ("caldera-system", "vc-scheduler"), lease, None)
+        # split brain: someone else wrote the Lease
+        real.admin.merge_patch(real.url("coordination.k8s.io/v1", "Lease", "vc-scheduler"),
+                               {"spec": {"holderIdentity": "intruder"}})
         thread.join(10)
     finally:
         stop.set()
         thread.join(10)
     assert outcome == [1]  # run() returns 1: the process exits, as Volcano's does
     assert scheduler.elector.lost.is_set()
-    assert holder(api) == "intruder"  # shutting down did not "release" a Lease it no longer holds
+    # shutting down did not "release" a Lease it no longer holds
+    assert lease(real)["spec"]["holderIdentity"] == "intruder"
 
 
 class HangingLeaseApi:
-    """A narrow fake for what the stand-in cannot do on request: API calls that hang. It keeps
-    one Lease and a fake clock; once `hang` is set, every call uses up its whole timeout and fails."""
+    """A narrow fake for what a real apiserver cannot do on request, and a fault proxy could
+    only do in real time: API calls that hang for their whole timeout, measured on a fake clock.
+    It keeps one Lease; once `hang` is set, every call uses up its whole timeout and fails."""
 
     def __init__(self) -> None:
         self.now = 0.0

@@ -30,11 +30,12 @@ def sample(text: str, name: str) -> float | None:
     return None
 
 
-def test_cycle_metrics_under_volcano_names(api, kube):
-    api.put(node("n1"))
-    api.put(pod("p0"))
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
-             "spec": {"weight": 1, "capability": {"cpu": "4", "memory": "8Gi"}}})
+def test_cycle_metrics_under_volcano_names(real):
+    kube = real.kube
+    real.put(node("n1"))
+    real.put(pod("p0"))
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
+              "spec": {"weight": 1, "capability": {"cpu": "4", "memory": "8Gi"}}})
     metrics = SchedulerMetrics()
     scheduler = Scheduler(kube, ClusterCache(), run_cycle,
                           ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default")),
@@ -46,7 +47,7 @@ def test_cycle_metrics_under_volcano_names(api, kube):
     try:
         assert scrape(port, "/readyz")[0] == 503  # not synced yet
         thread.start()
-        eventually(lambda: api.store.get("pods", "default", "p0")["spec"].get("nodeName"), what="the bind")
+        eventually(lambda: real.pod("p0")["spec"].get("nodeName"), what="the bind")
         eventually(lambda: scheduler.cycles >= 3, what="cycles")
         assert scrape(port, "/readyz")[0] == 200 and scrape(port, "/healthz")[0] == 200
         _, text = scrape(port)

@@ -14,6 +14,8 @@ from tests.kube.conftest import eventually
 from tests.kube.fakes import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
+LEASE = ("coordination.k8s.io/v1", "Lease")
+PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 
 
 def free_port() -> int:
@@ -30,80 +32,82 @@ def answers(url: str) -> bool:
         return False
 
 
-def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(api, kubeconfig, tmp_path):
-    api.put(node("n1"))
-    api.put(pod("p0"))
+def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(real, tmp_path):
+    real.put(node("n1"))
+    real.put(pod("p0"))
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')
-    api.put(pod("sched-0", namespace="caldera-system", scheduler="default-scheduler"))  # its own pod
+    real.put(pod("sched-0", scheduler="default-scheduler"))  # its own pod
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), POD_NAME="sched-0", POD_NAMESPACE="caldera-system")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), POD_NAME="sched-0", POD_NAMESPACE=real.namespace)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig, "--scheduler-conf", str(conf),
-         "--schedule-period", "0.1", "--listen-port", str(port), "--leader-elect-retry-period", "0.2"],
+        [sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", real.kubeconfig, "--scheduler-conf", str(conf),
+         "--lock-object-namespace", real.namespace, "--schedule-period", "0.1", "--listen-port", str(port),
+         "--leader-elect-retry-period", "0.2"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        eventually(lambda: (api.store.get("pods", "default", "p0") or {}).get("spec", {}).get("nodeName"),
+        eventually(lambda: (real.pod("p0") or {}).get("spec", {}).get("nodeName"),
                    timeout=30, what="the process binding the pod")
         assert answers(f"http://127.0.0.1:{port}/readyz")
-        assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"]
-        assert own_label(api) == "true"  # the agents' Service now selects this pod
+        assert real.get(*LEASE, "vc-scheduler")["spec"]["holderIdentity"]
+        assert own_label(real) == "true"  # the agents' Service now selects this pod
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, output
-    assert api.store.get("leases", "caldera-system", "vc-scheduler")["spec"]["holderIdentity"] == ""
-    assert own_label(api) == "false"
+    assert real.get(*LEASE, "vc-scheduler")["spec"]["holderIdentity"] == ""
+    assert own_label(real) == "false"
 
 
-def own_label(api) -> str | None:
-    return (api.store.get("pods", "caldera-system", "sched-0")["metadata"].get("labels") or {}).get(
+def own_label(real) -> str | None:
+    return (real.pod("sched-0")["metadata"].get("labels") or {}).get(
         "caldera.io/leader")
 
 
-def test_agent_stream_without_tls_must_be_asked_for(kubeconfig):
-    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+def test_agent_stream_without_tls_must_be_asked_for(real):
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", real.kubeconfig,
                              "--agent-address", "127.0.0.1:0"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--agent-tls-dir" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_invalid_config_at_start_is_one_line_exit_2(kubeconfig, tmp_path):
+def test_invalid_config_at_start_is_one_line_exit_2(real, tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text('actions: "allocate, dance"\n')
-    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", real.kubeconfig,
                              "--scheduler-conf", str(conf)], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "dance" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(api, kubeconfig):
+def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(real):
     from central.admission.jobs import mutate_job
 
-    api.put(mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                        "metadata": {"name": "train", "namespace": "default"},
+    real.put(mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                        "metadata": {"name": "train", "namespace": real.namespace},
                         "spec": {"tasks": [{"name": "w", "replicas": 1, "template": {
                             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "caldera", "controllers", "--kubeconfig", kubeconfig, "--listen-port",
+        [sys.executable, "-m", "caldera", "controllers", "--kubeconfig", real.kubeconfig,
+         "--lock-object-namespace", real.namespace, "--listen-port",
          str(free_port())], env=dict(os.environ, PYTHONPATH=str(ROOT)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        eventually(lambda: api.store.get("podgroups", "default", "train"), timeout=30, what="the PodGroup")
+        eventually(lambda: real.get(*PODGROUP, "train"), timeout=30, what="the PodGroup")
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, output
-    assert api.store.get("leases", "caldera-system", "vc-controller-manager")["spec"]["holderIdentity"] == ""
+    assert real.get(*LEASE, "vc-controller-manager")["spec"]["holderIdentity"] == ""
 
 
-def test_a_renew_deadline_past_the_lease_duration_is_refused(kubeconfig):
-    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", kubeconfig,
+def test_a_renew_deadline_past_the_lease_duration_is_refused(real):
+    result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", "--kubeconfig", real.kubeconfig,
                              "--leader-elect-lease-duration", "10", "--leader-elect-renew-deadline", "15"],
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
     assert result.returncode == 2

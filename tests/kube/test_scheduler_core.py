@@ -1,4 +1,4 @@
-"""The real scheduling core behind the adapter: ClusterCache + run_cycle against the stand-in."""
+"""The real scheduling core behind the adapter: ClusterCache + run_cycle on a real kube-apiserver."""
 
 from __future__ import annotations
 
@@ -12,19 +12,23 @@ from tests.kube.conftest import eventually
 from tests.kube.fakes import node, pod
 
 
+QUEUE = ("scheduling.volcano.sh/v1beta1", "Queue")
+PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
+
+
 def podgroup(name: str, min_member: int) -> dict:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"},
             "spec": {"minMember": min_member, "queue": "default"}}
 
 
-def gang(api, name: str, size: int, cpu: str) -> list[str]:
-    api.put(podgroup(name, size))
+def gang(real, name: str, size: int, cpu: str) -> list[str]:
+    real.put(podgroup(name, size))
     names = []
     for i in range(size):
         p = pod(f"{name}-{i}", group=name)
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
-        api.put(p)
+        real.put(p)
         names.append(f"{name}-{i}")
     return names
 
@@ -37,33 +41,33 @@ def run_scheduler(kube, stop: threading.Event) -> tuple[Scheduler, threading.Thr
     return scheduler, thread
 
 
-def test_gangs_are_bound_whole_or_reported_pending(api, kube):
+def test_gangs_are_bound_whole_or_reported_pending(real):
     for name in ("n1", "n2"):
-        api.put(node(name))
-    fits = gang(api, "small", 3, "2")
-    too_big = gang(api, "big", 5, "4")
-    api.store.fail("bind", "pods", times=1, code=500)  # one refused bind on the way
+        real.put(node(name))
+    fits = gang(real, "small", 3, "2")
+    too_big = gang(real, "big", 5, "4")
+    real.proxy.fail("create", "pods/binding", times=1, code=500)  # one refused bind on the way
     stop = threading.Event()
-    scheduler, thread = run_scheduler(kube, stop)
+    scheduler, thread = run_scheduler(real.kube, stop)
     try:
-        eventually(lambda: all(api.store.get("pods", "default", n)["spec"].get("nodeName") for n in fits),
+        eventually(lambda: all(real.pod(n)["spec"].get("nodeName") for n in fits),
                    what="the small gang bound")
-        eventually(lambda: (api.store.get("podgroups", "default", "big").get("status") or {}).get("conditions"),
+        eventually(lambda: (real.get(*PODGROUP, "big").get("status") or {}).get("conditions"),
                    what="the big gang's condition")
         eventually(lambda: any(e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "big-0"
-                               for e in api.store.objects["events"].values()), what="a why-pending event")
+                               for e in real.events()), what="a why-pending event")
         scheduler.sink.drain()
     finally:
         stop.set()
         thread.join(10)
-    assert not any(api.store.get("pods", "default", n)["spec"].get("nodeName") for n in too_big)
-    assert api.store.count("bind", "pods") == len(fits) + 1  # the refused one was retried once
-    condition = api.store.get("podgroups", "default", "big")["status"]["conditions"][0]
+    assert not any(real.pod(n)["spec"].get("nodeName") for n in too_big)
+    assert real.proxy.count("create", "pods/binding") == len(fits) + 1  # the refused one was retried once
+    condition = real.get(*PODGROUP, "big")["status"]["conditions"][0]
     assert condition["type"] == "Unschedulable"
-    assert {name for _, name in api.store.objects["queues"]} == {"root", "default"}
+    assert {q["metadata"]["name"] for q in real.admin.get(real.url(*QUEUE))["items"]} == {"root", "default"}
 
 
-def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
+def test_agent_reports_reach_the_cache_and_batch_resources_the_node(real):
     import grpc
 
     from central.agents.feed import NodeDataFeed
@@ -72,13 +76,13 @@ def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
     from nodeagent.api.v1 import agent_pb2 as pb
     from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
 
-    api.put(node("n1"))
+    real.put(node("n1"))
     store = NodeReportStore()
     receiver = ReceiverServer(store, "127.0.0.1:0", tls=None)
     port = receiver.start()
     leading: list[bool] = []
     conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
-    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, node_feed=NodeDataFeed(store),
+    scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05, node_feed=NodeDataFeed(store),
                           on_leading=leading.append)
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
@@ -89,7 +93,7 @@ def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             [ack] = list(pb_grpc.NodeReportServiceStub(channel).Report(iter([report])))
         assert ack.accepted
-        eventually(lambda: (api.store.get("nodes", "", "n1")["status"].get("capacity") or {}).get(
+        eventually(lambda: (real.get("v1", "Node", "n1")["status"].get("capacity") or {}).get(
             "kubernetes.io/batch-cpu") == "3500", what="the batch resources published on the Node")
         assert leading == [True]
     finally:
@@ -97,7 +101,7 @@ def test_agent_reports_reach_the_cache_and_batch_resources_the_node(api, kube):
         thread.join(10)
         receiver.stop()
     assert leading == [True, False]
-    assert api.store.get("nodes", "", "n1")["status"]["allocatable"]["kubernetes.io/batch-memory"] == str(2 << 30)
+    assert real.get("v1", "Node", "n1")["status"]["allocatable"]["kubernetes.io/batch-memory"] == str(2 << 30)
 
 
 SLA_CONF = """
@@ -108,44 +112,45 @@ tiers:
 """
 
 
-def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(api, kube):
+def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
     from central.kube.metrics import SchedulerMetrics
 
-    api.put(node("n1"))
+    real.put(node("n1"))
     bad = podgroup("bad", 1)
     bad["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": "87600000h"}
-    api.put(bad)
-    api.put(pod("bad-0", group="bad"))
-    good = gang(api, "good", 1, "1")
+    real.put(bad)
+    real.put(pod("bad-0", group="bad"))
+    good = gang(real, "good", 1, "1")
     metrics = SchedulerMetrics()
     conf = ConfigFile(None, load_config, load_config(SLA_CONF, "sla"))
-    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, metrics=metrics)
+    scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05, metrics=metrics)
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        eventually(lambda: api.store.get("pods", "default", good[0])["spec"].get("nodeName"), what="the good pod bound")
-        eventually(lambda: [e for e in api.store.objects["events"].values() if e["reason"] == "InvalidSchedulingData"],
+        eventually(lambda: real.pod(good[0])["spec"].get("nodeName"), what="the good pod bound")
+        eventually(lambda: real.events("InvalidSchedulingData"),
                    what="the Warning Event on the bad PodGroup")
     finally:
         stop.set()
         thread.join(10)
-    [event] = [e for e in api.store.objects["events"].values() if e["reason"] == "InvalidSchedulingData"]
+    [event] = real.events("InvalidSchedulingData")
     assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "PodGroup"
-    assert event["message"].startswith("PodGroup default/bad: metadata.annotations[volcano.sh/sla-waiting-time]")
-    assert not api.store.get("pods", "default", "bad-0")["spec"].get("nodeName")
+    field = "metadata.annotations[volcano.sh/sla-waiting-time]"
+    assert event["message"].startswith(f"PodGroup {real.namespace}/bad: {field}")
+    assert not real.pod("bad-0")["spec"].get("nodeName")
     assert metrics.faults.labels("PodGroup", "sla")._value.get() >= 1
     assert scheduler.failed_cycles == 0
 
 
-def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(api, kube, monkeypatch):
+def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(real, monkeypatch):
     """A bug in the middle of the first cycle (after a gang was committed): nothing of that
     cycle reaches the API or stays in the cache, and the next cycle binds each pod once."""
     from central.kube.metrics import SchedulerMetrics
     from central.plugins.gang import Gang
 
-    api.put(node("n1"))
-    first, second = gang(api, "first", 2, "1"), gang(api, "second", 2, "1")
+    real.put(node("n1"))
+    first, second = gang(real, "first", 2, "1"), gang(real, "second", 2, "1")
     original, calls = Gang.job_ready, []
 
     def job_ready_once_broken(self, job):
@@ -158,17 +163,17 @@ def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(a
     metrics = SchedulerMetrics()
     stop = threading.Event()
     conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
-    scheduler = Scheduler(kube, ClusterCache(), run_cycle, conf, period=0.05, bind_backoff=(0.01, 0.05),
+    scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05, bind_backoff=(0.01, 0.05),
                           metrics=metrics)
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        eventually(lambda: all(api.store.get("pods", "default", n)["spec"].get("nodeName") for n in first + second),
+        eventually(lambda: all(real.pod(n)["spec"].get("nodeName") for n in first + second),
                    what="both gangs bound")
         scheduler.sink.drain()
     finally:
         stop.set()
         thread.join(10)
     assert scheduler.failed_cycles == 1 and metrics.rolled_back._value.get() == 1
-    assert api.store.count("bind", "pods") == 4
+    assert real.proxy.count("create", "pods/binding") == 4
     assert scheduler.cache.table.pods[scheduler.cache.nodes["n1"].index] == 4

@@ -1,4 +1,4 @@
-"""vcctl-compatible commands through `caldera ...` against the stand-in."""
+"""vcctl-compatible commands through `caldera ...` on a real kube-apiserver."""
 
 from __future__ import annotations
 
@@ -8,23 +8,33 @@ import pytest
 import yaml
 
 from central.cli import main
+from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
 from tests.kube.fakes import pod
 
 
 @pytest.fixture
-def caldera(kubeconfig, capsys):
+def caldera(real, capsys):
     def call(*argv: str) -> tuple[int, str, str]:
-        code = main([*argv, "--kubeconfig", kubeconfig])
+        if argv[0] in ("job", "pod") and not {"-n", "--all-namespaces"} & set(argv):
+            argv = (*argv, "-n", real.namespace)  # the test's namespace, not `default`
+        code = main([*argv, "--kubeconfig", real.kubeconfig])
         out, err = capsys.readouterr()
         return code, out, err
     return call
 
 
-def commands(api) -> list[dict]:
-    return sorted(api.store.objects["commands"].values(), key=lambda c: int(c["metadata"]["resourceVersion"]))
+VCJOB = ("batch.volcano.sh/v1alpha1", "Job")
+QUEUE = ("scheduling.volcano.sh/v1beta1", "Queue")
 
 
-def test_queue_lifecycle(api, caldera):
+def commands(real, target: str, namespace: str) -> list[dict]:
+    """The Commands aimed at `target` (a Queue's are in `default`), oldest first."""
+    items = real.admin.get(path(VOLCANO_BUS, "commands", namespace))["items"]
+    return sorted((c for c in items if c["target"]["name"] == target),
+                  key=lambda c: int(c["metadata"]["resourceVersion"]))
+
+
+def test_queue_lifecycle(real, caldera):
     assert caldera("queue", "create", "-n", "research", "-w", "3")[0] == 0
     code, out, _ = caldera("queue", "list")
     assert code == 0
@@ -35,40 +45,42 @@ def test_queue_lifecycle(api, caldera):
     code, out, _ = caldera("queue", "get", "-n", "research", "-o", "json")
     assert json.loads(out)["spec"]["weight"] == 5
     assert caldera("queue", "delete", "-n", "research")[0] == 0
-    assert api.store.get("queues", "", "research") is None
+    assert real.get(*QUEUE, "research") is None
 
 
-def test_queue_close_creates_a_command_for_the_controller(api, caldera):
+def test_queue_close_creates_a_command_for_the_controller(real, caldera):
     caldera("queue", "create", "-n", "research")
     code, out, _ = caldera("queue", "operate", "-n", "research", "-a", "close")
     assert (code, out.strip()) == (0, "close queue research successfully")
-    [command] = commands(api)
-    queue = api.store.get("queues", "", "research")
+    [command] = commands(real, "research", "default")
+    queue = real.get(*QUEUE, "research")
     assert command["action"] == "CloseQueue"
     assert command["target"]["kind"] == "Queue" and command["target"]["uid"] == queue["metadata"]["uid"]
     assert command["metadata"]["name"].startswith("research-closequeue-")
 
 
 @pytest.mark.parametrize("argv, where", [
-    pytest.param(("queue", "get", "-n", "missing"), 'queues "missing" not found', id="missing-queue"),
+    pytest.param(("queue", "get", "-n", "missing"), 'queues.scheduling.volcano.sh "missing" not found',
+                 id="missing-queue"),
     pytest.param(("job", "run", "-N", "j", "-R", "cpu=lots"), "--requests", id="bad-quantity"),
     pytest.param(("job", "run", "-N", "j", "-R", "cpu"), "--requests", id="not-a-pair"),
     pytest.param(("job", "run", "-N", "j", "-m", "3", "-r", "2"), "--min", id="min-above-replicas"),
-    pytest.param(("job", "suspend", "-N", "nope"), 'jobs "nope" not found', id="missing-job"),
+    pytest.param(("job", "suspend", "-N", "nope"), 'jobs.batch.volcano.sh "nope" not found', id="missing-job"),
     pytest.param(("queue", "create", "-n", "q", "-w", "0"), "--weight", id="zero-weight"),
     pytest.param(("queue", "create", "-n", "q", "-p", "nosuch"), "spec.parent", id="unknown-parent-queue"),
-    pytest.param(("job", "run", "-N", "Bad_Name"), "Job default/Bad_Name", id="invalid-job-name"),
+    pytest.param(("job", "run", "-N", "Bad_Name"), "Job {namespace}/Bad_Name", id="invalid-job-name"),
 ])
-def test_bad_input_is_one_line_exit_2(api, caldera, argv, where):
+def test_bad_input_is_one_line_exit_2(real, caldera, argv, where):
     code, out, err = caldera(*argv)
     assert code == 2
-    assert where in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert where.format(namespace=real.namespace) in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_job_run_list_view_suspend_resume_delete(api, caldera):
+def test_job_run_list_view_suspend_resume_delete(real, caldera):
     code, out, _ = caldera("job", "run", "-N", "train", "-r", "3", "-m", "2", "-i", "nginx", "-R", "cpu=500m")
     assert (code, out.strip()) == (0, "run job train successfully")
-    job = api.store.get("vcjobs", "default", "train")
+    job = real.get(*VCJOB, "train")
     [task] = job["spec"]["tasks"]
     assert (job["spec"]["minAvailable"], job["spec"]["schedulerName"], task["replicas"]) == (2, "volcano", 3)
     assert task["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
@@ -85,14 +97,14 @@ def test_job_run_list_view_suspend_resume_delete(api, caldera):
 
     assert caldera("job", "suspend", "-N", "train")[0] == 0
     assert caldera("job", "resume", "-N", "train")[0] == 0
-    assert [c["action"] for c in commands(api)] == ["AbortJob", "ResumeJob"]
-    assert all(c["target"]["uid"] == job["metadata"]["uid"] for c in commands(api))
+    assert [c["action"] for c in commands(real, "train", real.namespace)] == ["AbortJob", "ResumeJob"]
+    assert all(c["target"]["uid"] == job["metadata"]["uid"] for c in commands(real, "train", real.namespace))
     assert caldera("job", "delete", "-N", "train")[0] == 0
-    assert api.store.get("vcjobs", "default", "train") is None
+    assert real.get(*VCJOB, "train") is None
 
 
-def test_job_run_refuses_a_closed_queue_as_admission_would(api, caldera, tmp_path):
-    api.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "shut"},
+def test_job_run_refuses_a_closed_queue_as_admission_would(real, caldera, tmp_path):
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "shut"},
              "spec": {"weight": 1}, "status": {"state": "Closed"}})
     manifest = tmp_path / "job.yaml"
     manifest.write_text(yaml.safe_dump({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
@@ -101,27 +113,27 @@ def test_job_run_refuses_a_closed_queue_as_admission_would(api, caldera, tmp_pat
                                                 {"name": "c", "image": "busybox"}]}}}]}}))
     code, _, err = caldera("job", "run", "-f", str(manifest))
     assert code == 2 and 'spec.queue: can only submit job to queue with state Open; queue "shut" is Closed' in err
-    assert not api.store.objects["vcjobs"]
+    assert not real.admin.get(real.url(*VCJOB))["items"]
 
 
-def test_job_run_from_file(api, caldera, tmp_path):
+def test_job_run_from_file(real, caldera, tmp_path):
     manifest = tmp_path / "job.yaml"
     manifest.write_text(yaml.safe_dump({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                                         "metadata": {"name": "from-file"},
                                         "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": {
                                             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
-    assert caldera("job", "run", "-f", str(manifest), "-n", "team")[0] == 0
-    created = api.store.get("vcjobs", "team", "from-file")
+    assert caldera("job", "run", "-f", str(manifest), "-n", real.namespace)[0] == 0
+    created = real.get(*VCJOB, "from-file")
     assert created["spec"]["tasks"][0]["name"] == "t"
     assert created["spec"]["queue"] == "default"  # defaulted as the webhook does
 
 
-def test_pod_list_by_job(api, caldera):
+def test_pod_list_by_job(real, caldera):
     for name, job in (("train-worker-0", "train"), ("other-0", "other")):
         p = pod(name)
         p["metadata"]["labels"] = {"volcano.sh/job-name": job}
-        api.put(p)
-    api.put(pod("plain"))
+        real.put(p)
+    real.put(pod("plain"))
     code, out, _ = caldera("pod", "list", "-j", "train")
     header, *rows = out.splitlines()
     assert header.split() == ["Name", "Ready", "Status", "Restart", "Age"]
@@ -156,32 +168,47 @@ def test_version(capsys):
     assert "Version:" in capsys.readouterr().out
 
 
-def test_job_list_across_namespaces_and_by_queue(api, caldera):
-    for namespace, queue in (("a", "default"), ("b", "research")):
-        api.put({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                 "metadata": {"name": "j", "namespace": namespace},
-                 "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "t", "replicas": 2}]},
-                 "status": {"state": {"phase": "Running"}, "running": 2}})
+def test_job_list_across_namespaces_and_by_queue(real, caldera, other_namespace):
+    other = other_namespace
+    for namespace, queue in ((real.namespace, "default"), (other, "research")):
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
+               "spec": {"queue": queue, "minAvailable": 1, "tasks": [{"name": "t", "replicas": 2}]}}
+        created = real.admin.create(path(VOLCANO_BATCH, "jobs", namespace), job)
+        created["status"] = {"state": {"phase": "Running"}, "running": 2}
+        real.admin.request("PUT", path(VOLCANO_BATCH, "jobs", namespace, "j", "status"), body=created)
     code, out, _ = caldera("job", "list", "--all-namespaces")
     header, *rows = out.splitlines()
     assert header.split()[:2] == ["Namespace", "Name"]
-    assert [r.split()[:2] + r.split()[3:4] for r in rows] == [["a", "j", "Running"], ["b", "j", "Running"]]
+    ours = [r.split()[:2] + r.split()[3:4] for r in rows if r.split()[0] in (real.namespace, other)]
+    assert ours == [[real.namespace, "j", "Running"], [other, "j", "Running"]]
     code, out, _ = caldera("job", "list", "--all-namespaces", "-q", "research", "-o", "json")
-    assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]] == ["b"]
+    assert [j["metadata"]["namespace"] for j in json.loads(out)["items"]
+            if j["metadata"]["namespace"].startswith(real.namespace)] == [other]
     assert caldera("job", "list", "-n", "empty")[1].strip() == "No resources found"
 
 
-def _job(namespace: str, name: str, labels: dict | None = None) -> dict:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-            "spec": {"queue": "research", "minAvailable": 1, "tasks": [{"name": "t", "replicas": 1}]}}
+def _job(real, namespace: str, name: str, labels: dict | None = None) -> None:
+    real.admin.create(path(VOLCANO_BATCH, "jobs", namespace), {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"queue": "research", "minAvailable": 1, "tasks": [{"name": "t", "replicas": 1}]}})
 
 
-def test_global_flags_before_the_command_and_namespace_from_the_context(api, kubeconfig, capsys):
-    api.put(_job("team", "mine"))
-    api.put(_job("default", "other"))
-    config = yaml.safe_load(open(kubeconfig))
-    config["contexts"].append({"name": "team", "context": {"cluster": "test", "user": "test", "namespace": "team"}})
+@pytest.fixture
+def other_namespace(real):
+    """A second namespace of the test's own (jobs across namespaces)."""
+    other = f"{real.namespace}-b"
+    real.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    yield other
+    real.admin.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_global_flags_before_the_command_and_namespace_from_the_context(real, tmp_path, capsys):
+    team = real.namespace
+    _job(real, team, "mine")
+    _job(real, "default", f"other-{team}")  # the shared `default` namespace: removed below
+    config = yaml.safe_load(open(real.kubeconfig))
+    config["contexts"].append({"name": "team", "context": {"cluster": "proxy", "user": "proxy", "namespace": team}})
+    kubeconfig = str(tmp_path / "kubeconfig")
     with open(kubeconfig, "w") as f:
         yaml.safe_dump(config, f)
 
@@ -189,26 +216,30 @@ def test_global_flags_before_the_command_and_namespace_from_the_context(api, kub
         assert main(list(argv)) == 0
         return [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
 
-    assert names("--kubeconfig", kubeconfig, "job", "list") == ["other"]  # context without a namespace
-    assert names("-k", kubeconfig, "--context", "team", "job", "list") == ["mine"]
-    assert names(f"--kubeconfig={kubeconfig}", "-n", "team", "job", "list") == ["mine"]
-    assert names("-k", kubeconfig, "--context", "team", "job", "list", "-n", "default") == ["other"]
+    try:
+        assert f"other-{team}" in names("--kubeconfig", kubeconfig, "job", "list")  # context without a namespace
+        assert names("-k", kubeconfig, "--context", "team", "job", "list") == ["mine"]
+        assert names(f"--kubeconfig={kubeconfig}", "-n", team, "job", "list") == ["mine"]
+        assert f"other-{team}" in names("-k", kubeconfig, "--context", "team", "job", "list", "-n", "default")
+    finally:
+        real.admin.delete(path(VOLCANO_BATCH, "jobs", "default", f"other-{team}"))
 
 
-def test_listing_flags_selector_all_namespaces_and_wide(api, caldera):
-    api.put(_job("a", "one", {"app": "train"}))
-    api.put(_job("b", "two", {"app": "serve"}))
+def test_listing_flags_selector_all_namespaces_and_wide(real, caldera, other_namespace):
+    _job(real, real.namespace, "one", {"app": "train"})
+    _job(real, other_namespace, "two", {"app": "serve"})
     code, out, _ = caldera("job", "list", "-A", "-l", "app=train", "-o", "wide")
     header, *rows = out.splitlines()
     assert code == 0 and header.split()[:2] == ["Namespace", "Name"] and header.split()[-3:] == [
         "Queue", "Scheduler", "Age"]
-    assert [r.split()[:2] for r in rows] == [["a", "one"]]
+    assert [r.split()[:2] for r in rows if r.split()[0] in (real.namespace, other_namespace)] == [
+        [real.namespace, "one"]]
 
 
-def test_master_needs_no_kubeconfig(api, tmp_path, monkeypatch, capsys):
+def test_master_needs_no_kubeconfig(real, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert main(["-s", api.url, "queue", "list"]) == 0
+    assert main(["-s", real.proxy.plain_url, "queue", "list"]) == 0  # as through `kubectl proxy`
     assert "No resources found" in capsys.readouterr().out
 
 

@@ -1,124 +1,124 @@
-"""KubeApi against a small HTTP stand-in for the API server (real sockets, real JSON)."""
+"""The agent's API calls on a real kube-apiserver, with the agent's own bound token and
+daemonset/'s RBAC: evict a pod, set or clear its node's taint, list its node's pods."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import urllib.error
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
+from central.localcluster import controlplane
+from central.localcluster.install import service_account_token
 from nodeagent.kube import KubeApi
-from nodeagent.pods import HttpPodSource, PodInfo
+from nodeagent.pods import HttpPodSource, PodInfo, pods_from_pod_list
+from tests.kube.conftest import eventually
+from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
 
 
-class ApiStandIn(BaseHTTPRequestHandler):
-    pod_list = {"kind": "PodList", "items": [
-        {"metadata": {"namespace": "shop", "name": "web", "uid": "u1",
-                      "annotations": {"volcano.sh/qos-level": "LC"}},
-         "spec": {"priority": 1000, "containers": [
-             {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
-             {"name": "b", "resources": {"requests": {"cpu": "1.5"}}},
-             {"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
-         "status": {"phase": "Running", "qosClass": "Burstable"}},
-        {"metadata": {"namespace": "batch", "name": "job", "uid": "u2"}, "status": {"phase": "Running"}},
-        {"metadata": {"namespace": "batch", "name": "odd", "uid": "u3",
-                      "annotations": {"volcano.sh/qos-level": "GOLD"}}, "status": {"phase": "Pending"}},
-        {"metadata": {"namespace": "batch", "name": "done", "uid": "u4"}, "status": {"phase": "Succeeded"}},
-        {"metadata": {"name": "no-uid"}, "status": {"phase": "Running"}},
-    ]}
-    node = {"metadata": {"name": "n1", "resourceVersion": "7"},
-            "spec": {"taints": [{"key": "other", "effect": "NoExecute"}]}}
-    requests: list[tuple[str, str, dict, dict]] = []
-
-    def _reply(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _record(self) -> dict:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length)) if length else {}
-        self.requests.append((self.command, self.path, dict(self.headers), body))
-        return body
-
-    def do_GET(self) -> None:
-        self._record()
-        self._reply(200, self.pod_list if self.path.startswith("/api/v1/pods") else self.node)
-
-    def do_POST(self) -> None:
-        self._record()
-        if "blocked" in self.path:
-            self._reply(429, {"kind": "Status", "reason": "TooManyRequests"})
-        else:
-            self._reply(201, {"kind": "Status", "status": "Success"})
-
-    def do_PATCH(self) -> None:
-        body = self._record()
-        if body["metadata"]["resourceVersion"] != self.node["metadata"]["resourceVersion"]:
-            self._reply(409, {"reason": "Conflict"})
-            return
-        self.node["spec"]["taints"] = body["spec"]["taints"]
-        self._reply(200, self.node)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def agent_token(real, node: str, path: Path) -> Path:
+    """The agent's projected token as daemonset/nodeagent.yaml mounts it: caldera-nodeagent,
+    bound to its Node (so it carries the node's name)."""
+    real.real.apply_rbac()
+    path.write_text(service_account_token(real.admin, "caldera-system", "caldera-nodeagent", controlplane.ISSUER,
+                                          bound_node=node) + "\n")
+    return path
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> Iterator[KubeApi]:
-    ApiStandIn.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ApiStandIn)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    token = tmp_path / "token"
-    token.write_text("secret-token\n")
-    try:
-        yield KubeApi(f"http://127.0.0.1:{server.server_port}", "n1", token_file=token)
-    finally:
-        server.shutdown()
-        server.server_close()
+def agent(real, tmp_path: Path) -> KubeApi:
+    """The agent's client for its node, with its own token, through the fault proxy."""
+    node = f"{real.namespace}-n1"  # cluster-scoped: unique to the test
+    real.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+              "spec": {"taints": [{"key": "other", "effect": "PreferNoSchedule"}]}})
+    token = agent_token(real, node, tmp_path / "token")
+    return KubeApi(real.proxy.url, node, token_file=token, ca_file=real.real.ca)
 
 
-def test_evict_posts_a_policy_v1_eviction(api: KubeApi) -> None:
-    api.evict("batch", "job-0")
-    method, path, headers, body = ApiStandIn.requests[0]
-    assert (method, path) == ("POST", "/api/v1/namespaces/batch/pods/job-0/eviction")
-    assert body["apiVersion"] == "policy/v1" and body["kind"] == "Eviction"
-    assert headers["Authorization"] == "Bearer secret-token"
+def bound_pod(real, name: str, node: str, **extra: object) -> dict:
+    return real.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, **extra.pop("metadata", {})},
+                     "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                              "containers": [{"name": "c", "image": "busybox"}], **extra.pop("spec", {})},
+                     **extra})
 
 
-def test_refused_eviction_raises_for_the_strategy_to_count(api: KubeApi) -> None:
-    with pytest.raises(OSError):
-        api.evict("batch", "blocked")
+def test_evict_posts_a_policy_v1_eviction(real, agent: KubeApi) -> None:
+    bound_pod(real, "job-0", agent.node_name)
+    agent.evict(real.namespace, "job-0")  # the apiserver refuses anything but a valid policy/v1 Eviction
+    assert real.pod("job-0") is None  # no grace period: gone at once
+    assert real.proxy.count("create", "pods/eviction") == 1
+    assert not real.proxy.forbidden  # the agent's own token, allowed by its RBAC
 
 
-def test_taint_added_then_removed_keeping_other_taints(api: KubeApi) -> None:
-    api.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", True)
-    assert ApiStandIn.node["spec"]["taints"] == [
-        {"key": "other", "effect": "NoExecute"},
+def test_refused_eviction_raises_for_the_strategy_to_count(real, agent: KubeApi) -> None:
+    # Running: a Pending pod is evicted whatever the budget says
+    bound_pod(real, "blocked", agent.node_name, metadata={"labels": {"app": "blocked"}}, status={"phase": "Running"})
+    real.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "keep"},
+              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "blocked"}}}})
+    with pytest.raises(OSError, match="429"):  # the budget refuses: Too Many Requests
+        agent.evict(real.namespace, "blocked")
+    assert real.pod("blocked") is not None
+
+
+def test_taint_added_then_removed_keeping_other_taints(real, agent: KubeApi) -> None:
+    def taints() -> list[dict]:  # the node lifecycle controller's own (not-ready, ...) left aside
+        node = real.get("v1", "Node", agent.node_name)
+        return [{"key": t["key"], "effect": t["effect"]} for t in node["spec"].get("taints") or []
+                if not t["key"].startswith("node.kubernetes.io/")]
+
+    def set_taint(present: bool) -> bool:
+        try:
+            agent.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", present)
+            return True
+        except urllib.error.HTTPError as err:  # the node controller wrote the Node meanwhile: the
+            if err.code != 409:               # resourceVersion precondition refused it; the eviction
+                raise                         # loop tries again on its next pass, as here
+            return False
+
+    eventually(lambda: set_taint(True), what="the taint set")
+    assert taints() == [
+        {"key": "other", "effect": "PreferNoSchedule"},
         {"key": "volcano.sh/offline-job-evicting", "effect": "NoSchedule"},
     ]
-    patch = ApiStandIn.requests[1]
-    assert patch[0] == "PATCH" and patch[2]["Content-Type"] == "application/merge-patch+json"
-    api.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", False)
-    assert ApiStandIn.node["spec"]["taints"] == [{"key": "other", "effect": "NoExecute"}]
+    assert real.proxy.count("patch", "nodes") >= 1 and not real.proxy.forbidden
+    eventually(lambda: set_taint(False), what="the taint cleared")
+    assert taints() == [{"key": "other", "effect": "PreferNoSchedule"}]
 
 
-def test_pods_from_the_api_server(api: KubeApi, tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    source = HttpPodSource(f"{api.base_url}/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", token, "BE")
-    assert source.pods() == [
-        PodInfo("shop", "web", "u1", "Burstable", "LC", 1000, 2.0, 1 << 30),
-        PodInfo("batch", "job", "u2", "BestEffort", "BE", 0),  # no annotation: the configured default
-        PodInfo("batch", "odd", "u3", "BestEffort", "BE", 0),  # unknown level: the default too
-    ]
-    assert ApiStandIn.requests[0][1] == "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1"
+def test_pods_from_the_api_server(real, agent: KubeApi, tmp_path: Path) -> None:
+    node = agent.node_name
+    real.put({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": real.namespace},
+              "value": 1000})
+    web = bound_pod(real, "web", node, metadata={"annotations": {"volcano.sh/qos-level": "LC"}},
+                    spec={"priorityClassName": real.namespace, "containers": [
+                        {"name": "a", "image": "busybox", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                        {"name": "b", "image": "busybox", "resources": {"requests": {"cpu": "1.5"}}}]},
+                    status={"phase": "Running"})
+    job = bound_pod(real, "job", node, status={"phase": "Running"})
+    odd = bound_pod(real, "odd", node, metadata={"annotations": {"volcano.sh/qos-level": "GOLD"}})
+    bound_pod(real, "done", node, status={"phase": "Succeeded"})
+    bound_pod(real, "elsewhere", f"{node}-other", status={"phase": "Running"})
+    source = HttpPodSource(f"{agent.base_url}/api/v1/pods?fieldSelector=spec.nodeName%3D{node}",
+                           tmp_path / "token", "BE", ca_file=real.real.ca)
+    assert sorted(source.pods(), key=lambda p: p.name) == sorted([
+        PodInfo(real.namespace, "web", web["metadata"]["uid"], "Burstable", "LC", 1000, 2.0, 1 << 30),
+        PodInfo(real.namespace, "job", job["metadata"]["uid"], "BestEffort", "BE", 0),  # no annotation: the default
+        PodInfo(real.namespace, "odd", odd["metadata"]["uid"], "BestEffort", "BE", 0),  # unknown level: the default
+    ], key=lambda p: p.name)
+    assert not real.proxy.forbidden  # listing its node's pods is the agent's to do
+
+
+def test_malformed_pod_list_items_are_skipped() -> None:
+    """What no apiserver sends but a kubelet's /pods or a proxy might: skipped, not fatal."""
+    doc = {"kind": "PodList", "items": [
+        {"metadata": {"namespace": "shop", "name": "web", "uid": "u1"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}},
+                                 {"name": "d", "resources": {"requests": {"cpu": "1"}}}]},
+         "status": {"phase": "Running", "qosClass": "Burstable"}},
+        {"metadata": {"name": "no-uid"}, "status": {"phase": "Running"}},
+        "not-a-pod",
+    ]}
+    assert pods_from_pod_list(doc, "BE") == [PodInfo("shop", "web", "u1", "Burstable", "BE", 0, 1.0)]
 
 
 @pytest.mark.parametrize("text, value", [
