@@ -36,7 +36,6 @@ from central.localcluster.simkubelet import NodeSpec
 NAMESPACE = "caldera-system"
 REPO = Path(__file__).resolve().parents[2]
 CALDERA = [sys.executable, "-m", "caldera"]
-AGENT_AUDIENCE = "caldera-scheduler"  # the audience of the agents' projected token (daemonset/nodeagent.yaml)
 
 
 @dataclass
@@ -106,7 +105,6 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
 
     say(f"installing Caldera from {manifests} ...")
     webhook_port = free_port()
-    cluster.ports["webhook"] = webhook_port
     configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
     workloads = install.install(admin, manifests, configmaps)
     runner = cluster.runner = _PodRunner(cluster, admin, workloads)

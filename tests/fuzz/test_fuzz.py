@@ -27,7 +27,7 @@ from central.kube.feeder import CacheFeeder
 from central.kube.webhook import ClusterView, review
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
-from central.model.objects import ALLOCATED_STATUSES, READY_STATUSES
+from central.model.objects import READY_STATUSES
 from central.scheduler.cycle import run_cycle
 from tests.fuzz import strategies as s
 from tests.fuzz.conftest import FUZZ

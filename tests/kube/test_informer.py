@@ -173,18 +173,18 @@ def test_unreadable_objects_are_refused_whole_logged_and_marked():
                                      "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": 110}}})
     before = _cache_state(cache)
     refused = 0
-    for path in sorted(REGRESSIONS.glob("*.yaml")):
-        if path.stem.startswith(("alias-", "deep-")):
+    for sample in sorted(REGRESSIONS.glob("*.yaml")):
+        if sample.stem.startswith(("alias-", "deep-")):
             continue  # YAML-only shapes: an API object is JSON
         try:
-            docs = list(yaml.safe_load_all(path.read_bytes()))
+            docs = list(yaml.safe_load_all(sample.read_bytes()))
         except (yaml.YAMLError, RecursionError):
             continue  # not an object at all: the reader refuses the file
         for doc in docs:
             if isinstance(doc, dict) and doc.get("kind") in ("Node", "Pod", "Queue", "PodGroup"):
                 refused += 1
                 feeder.handler(doc["kind"])("ADDED", doc)
-                assert _cache_state(cache) == before, path.name
+                assert _cache_state(cache) == before, sample.name
                 assert told[-1][1] == feeder.refused[f"{doc['kind']} {'ns/' if doc['kind'] == 'Pod' else ''}"
                                                      f"{doc['metadata']['name']}"]
                 feeder.handler(doc["kind"])("MODIFIED", doc)  # a resync: told once, not again
