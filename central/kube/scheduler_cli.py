@@ -108,11 +108,11 @@ def start_receiver(receiver: Any, stop: threading.Event) -> Callable[[], bool]:
     return lambda: receiver.port != 0
 
 
-LEADER_LABEL = "caldera.io/leader"
+LEADER_LABEL = "caldera.sh/leader"
 
 
 def leader_label(client: KubeClient) -> Any:
-    """Marks this replica's pod `caldera.io/leader: "true"` while it leads, so the Service the
+    """Marks this replica's pod `caldera.sh/leader: "true"` while it leads, so the Service the
     agents stream to selects the leader only. Needs POD_NAME/POD_NAMESPACE (downward API)."""
     name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
     if not name or not namespace:

@@ -2,7 +2,7 @@
 
 Cards of a node come from its allocatable `volcano.sh/gpu-number` (N cards) and
 `volcano.sh/gpu-memory` (the total, split evenly: memory per card = total / N), as Volcano's
-gpushare reads them. A node annotated `caldera.io/gpu-mig-slices` (MIG profiles in device
+gpushare reads them. A node annotated `caldera.sh/gpu-mig-slices` (MIG profiles in device
 order, e.g. "3g.40gb,2g.20gb,1g.10gb,1g.10gb") is instead seen as one card per MIG slice,
 each with the memory its profile names (GiB, counted in MiB like `volcano.sh/gpu-memory`):
 a slice is shared by memory or taken whole exactly like a card.
@@ -27,7 +27,7 @@ from central.model.objects import NodeInfo
 GPU_MEMORY = "volcano.sh/gpu-memory"
 GPU_NUMBER = "volcano.sh/gpu-number"
 UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
-MIG_SLICES = "caldera.io/gpu-mig-slices"
+MIG_SLICES = "caldera.sh/gpu-mig-slices"
 MIB = 1000.0  # one MiB of volcano.sh/gpu-memory in canonical milli-units
 _PROFILE = re.compile(r"^\s*\d+g\.(\d+)gb\s*$")
 

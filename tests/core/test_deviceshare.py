@@ -92,8 +92,8 @@ def test_set_unhealthy_takes_cards_out_of_placement():
 
 @pytest.mark.parametrize("annotations, expected", [
     pytest.param({}, [16000e3] * 4, id="even-split"),
-    pytest.param({"caldera.io/gpu-mig-slices": "3g.40gb, 1g.10gb"}, [40 * 1024e3, 10 * 1024e3], id="mig"),
-    pytest.param({"caldera.io/gpu-mig-slices": "3g.forty"}, [], id="mig-malformed"),
+    pytest.param({"caldera.sh/gpu-mig-slices": "3g.40gb, 1g.10gb"}, [40 * 1024e3, 10 * 1024e3], id="mig"),
+    pytest.param({"caldera.sh/gpu-mig-slices": "3g.forty"}, [], id="mig-malformed"),
 ])
 def test_card_memory(annotations, expected):
     cache = ClusterCache()

@@ -280,4 +280,4 @@ def test_agents_stream_to_the_scheduler_service():
                for a in container["args"] if a.startswith("--agent-address="))
     labels = scheduler["spec"]["template"]["metadata"]["labels"]
     selector = service["spec"]["selector"]
-    assert {k: v for k, v in selector.items() if k != "caldera.io/leader"}.items() <= labels.items()
+    assert {k: v for k, v in selector.items() if k != "caldera.sh/leader"}.items() <= labels.items()

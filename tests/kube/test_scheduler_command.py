@@ -63,7 +63,7 @@ def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(real, tmp_pat
 
 def own_label(real) -> str | None:
     return (real.pod("sched-0")["metadata"].get("labels") or {}).get(
-        "caldera.io/leader")
+        "caldera.sh/leader")
 
 
 def test_agent_stream_without_tls_must_be_asked_for(real):
