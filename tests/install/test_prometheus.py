@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import node, pod
 from tests.kube.test_scheduler_command import free_port
 

@@ -20,6 +20,7 @@ from central.localcluster.install import (Discovery, apply, kustomization_object
 from central.localcluster.pki import Pair
 from central.localcluster.processes import Supervisor
 from tests.kube.faultproxy import FaultProxy
+from tests.waiting import eventually
 
 
 _RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
@@ -136,8 +137,6 @@ class Api:
 
 @pytest.fixture
 def real(real_api: RealApi, tmp_path: Path) -> Iterator[Api]:
-    from tests.kube.conftest import eventually  # here: tests.kube.conftest imports this module
-
     admin = real_api.admin()
     namespace = f"t-{uuid.uuid4().hex[:10]}"
     admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

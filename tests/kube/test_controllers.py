@@ -19,7 +19,7 @@ from central.kube.scheduler import ConfigFile, Scheduler
 from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import node
 from tests.kube.fakes import pod as pod_spec
 

@@ -8,7 +8,7 @@ import threading
 from central.kube.client import CORE, path
 from central.kube.feeder import CacheFeeder
 from central.kube.informer import Reflector
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import RecordingCache, node, pod
 
 

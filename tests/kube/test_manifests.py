@@ -22,7 +22,7 @@ from central.kube.leader import LeaderElector
 from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import node, pod
 
 ROOT = Path(__file__).resolve().parents[2] / "daemonset"

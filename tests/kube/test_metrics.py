@@ -11,7 +11,7 @@ from central.kube.metrics import SchedulerMetrics, serve
 from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import node, pod
 
 

@@ -10,7 +10,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]

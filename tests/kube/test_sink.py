@@ -8,7 +8,7 @@ import pytest
 
 from central.kube.client import VOLCANO_SCHEDULING, path
 from central.kube.scheduler import ConfigFile, Scheduler
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod, result
 
 

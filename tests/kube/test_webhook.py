@@ -18,7 +18,7 @@ from cryptography.x509.oid import NameOID
 
 from central.admission import DEFAULT_CONFIG
 from central.kube.webhook import ClusterView, TLSContext, WebhookServer, review
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 
 
 def self_signed(tmp_path) -> tuple[str, str]:

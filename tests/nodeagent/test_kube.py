@@ -12,7 +12,7 @@ from central.localcluster import controlplane
 from central.localcluster.install import service_account_token
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, pods_from_pod_list
-from tests.kube.conftest import eventually
+from tests.waiting import eventually
 from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
 
 
