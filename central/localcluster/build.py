@@ -191,19 +191,3 @@ def _run(cmd: list[str], cwd: Path, out, env: dict[str, str], log: Path, what: s
         out.flush()
         detail = next((t for t in reversed(tail) if t), "no output")
         raise BuildError(f"{what} failed ({detail}); see {log}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m central.localcluster.build [NAME ...]`: build ahead of time (CI does)."""
-    names = (argv if argv is not None else sys.argv[1:]) or list(CONTROL_PLANE)
-    try:
-        for name, path in binaries(names).items():
-            print(f"{name}: {path}")
-    except BuildError as err:
-        print(f"caldera: cannot build the control plane: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

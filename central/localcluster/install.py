@@ -110,17 +110,3 @@ def service_account_token(kube: KubeClient, namespace: str, name: str, audience:
     answer = kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
     return answer["status"]["token"]
-
-
-def workload(workloads: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    for obj in workloads:
-        if obj["metadata"]["name"] == name:
-            return obj
-    raise KeyError(f"daemonset/ has no workload named {name}")
-
-
-def configmap_data(directory: Path, name: str) -> dict[str, str]:
-    for obj in kustomization_objects(directory):
-        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == name:
-            return dict(obj.get("data") or {})
-    raise KeyError(f"daemonset/ has no ConfigMap named {name}")

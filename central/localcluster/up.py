@@ -339,7 +339,7 @@ def down(directory: Path) -> int:
 # --- the commands --------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", required=True, type=Path, help="folder for the cluster's state, logs and kubeconfig")
+    parser.add_argument("--dir", type=Path, help="folder for the cluster's state, logs and kubeconfig (required but with --build-only)")
     parser.add_argument("--nodes", type=int, default=2, help="simulated nodes (default 2)")
     parser.add_argument("--node-cpu", default="32", help="CPUs per node (default 32)")
     parser.add_argument("--node-memory", default="128Gi", help="memory per node (default 128Gi)")
@@ -377,6 +377,8 @@ def run(args: argparse.Namespace) -> int:
             for name, path in build.binaries(progress=say).items():
                 print(f"{name}: {path}")
             return 0
+        if args.dir is None:
+            raise InputError("--dir", "the folder for the cluster is required")
         nodes = node_specs(args.nodes, args.node_cpu, args.node_memory, args.node_gpus, args.numa)
         conf = None
         if args.scheduler_conf:
