@@ -96,6 +96,8 @@ class SimKubelet:
         self.kube = kube
         self.hosts = hosts
         self.nodes = {n.name: n for n in nodes}
+        first = ipaddress.ip_address("10.127.0.1")
+        self.host_ips = {n.name: str(first + i) for i, n in enumerate(nodes)}
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="simkubelet")
         self._timers: list[tuple[float, int, str, str]] = []  # (when, seq, pod key, action)
         self._seq = itertools.count()
@@ -119,10 +121,10 @@ class SimKubelet:
             if err.code != 409:
                 raise
         stamp = now()
-        address = str(ipaddress.ip_address("10.127.0.0") + list(self.nodes).index(spec.name) + 1)
+        address = self.host_ips[spec.name]
         status = dict(body["status"],
-                      conditions=[_condition("Ready", "True", "KubeletReady", stamp),
-                                  *(_condition(t, "False", "KubeletHas" + r, stamp) for t, r in
+                      conditions=[_condition("Ready", "True", "KubeletReady", stamp, heartbeat=True),
+                                  *(_condition(t, "False", "KubeletHas" + r, stamp, heartbeat=True) for t, r in
                                     (("MemoryPressure", "SufficientMemory"), ("DiskPressure", "NoDiskPressure"),
                                      ("PIDPressure", "SufficientPID")))],
                       addresses=[{"type": "InternalIP", "address": address},
@@ -222,8 +224,7 @@ class SimKubelet:
             self._schedule(RECHECK_EVERY, key, "sync")
             return
         stamp = now()
-        node = self.nodes[pod["spec"]["nodeName"]]
-        host_ip = str(ipaddress.ip_address("10.127.0.0") + list(self.nodes).index(node.name) + 1)
+        host_ip = self.host_ips[pod["spec"]["nodeName"]]
         pod_ip = str(next(self._ips))
         running = self._patch_status(pod, {
             "phase": "Running", "hostIP": host_ip, "hostIPs": [{"ip": host_ip}], "podIP": pod_ip,
@@ -338,9 +339,10 @@ class SimKubelet:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _condition(kind: str, value: str, reason: str | None, stamp: str) -> dict[str, Any]:
+def _condition(kind: str, value: str, reason: str | None, stamp: str, heartbeat: bool = False) -> dict[str, Any]:
+    """A pod condition, or with `heartbeat` a node condition (those carry lastHeartbeatTime)."""
     cond = {"type": kind, "status": value, "lastTransitionTime": stamp}
-    if kind in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure") and reason and reason.startswith("Kubelet"):
+    if heartbeat:
         cond["lastHeartbeatTime"] = stamp
     if reason:
         cond["reason"] = reason
