@@ -12,17 +12,22 @@
 
 Unlike Volcano, which silently ignores unknown names, an unknown action, plugin or key, a
 wrong type or malformed YAML is an InputError that names the key and lists what is valid.
+Names are checked against a `Registry` that the scheduler's entry point (`central.scheduler`)
+hands in: the framework never imports actions or plugins, they import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 
 from central.errors import InputError, shown
 from central.model.fields import typed, yaml_documents
+
+if TYPE_CHECKING:
+    from central.framework.plugin import Plugin
+    from central.framework.session import Session
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
 PLUGIN_FLAGS = (
@@ -62,9 +67,19 @@ class PluginOption:
 
 
 @dataclass(frozen=True)
+class Registry:
+    """What a configuration may name: actions (run on a session, in the configured order) and
+    plugin classes, by their configuration names."""
+
+    actions: Mapping[str, Callable[["Session"], None]]
+    plugins: Mapping[str, type["Plugin"]]
+
+
+@dataclass(frozen=True)
 class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
+    registry: Registry  # the one the names were checked against
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
 
@@ -75,33 +90,22 @@ class SchedulerConf:
         return next((p for tier in self.tiers for p in tier if p.name == name), None)
 
 
-def load_config(text: str | bytes, source: str = "scheduler configuration") -> SchedulerConf:
-    """Parse and validate a configuration; InputError names `source` and the key."""
-    from central.actions import ACTIONS  # the registries import the framework, not the reverse
-    from central.plugins import PLUGINS
-
+def load_config(text: str | bytes, source: str, registry: Registry) -> SchedulerConf:
+    """Parse and validate a configuration against `registry`; InputError names `source` and
+    the key. The scheduler's entry point, `central.scheduler.load_config`, passes its own."""
     docs = yaml_documents(text, source)
     if len(docs) > 1:
         raise InputError(source, f"expected one YAML document, got {len(docs)}")
     raw = docs[0] if docs else None
     try:
-        conf = _build(raw, set(ACTIONS), set(PLUGINS))
-        _try_plugins(conf)
+        conf = _build(raw, registry)
     except InputError as err:
         raise err.within(source) from None
     return conf
 
 
-def _try_plugins(conf: SchedulerConf) -> None:
-    """Build every plugin once on an empty cluster, so a bad argument is refused at load
-    (and a hot reload keeps the last good configuration) rather than in every cycle."""
-    from central.framework.session import Session
-    from central.model.cache import ClusterCache
-
-    Session(ClusterCache(), conf)
-
-
-def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
+def _build(raw: Any, registry: Registry) -> SchedulerConf:
+    actions, plugins = set(registry.actions), set(registry.plugins)
     if not isinstance(raw, Mapping):
         raise InputError("", "expected a map with keys actions, tiers, configurations, metrics")
     _known_keys(raw, {"actions", "tiers", "configurations", "metrics"}, "")
@@ -125,7 +129,7 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
         _check_action_arguments(item["name"], configurations[item["name"]], f"{where}.arguments")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
-    return SchedulerConf(names, tiers, configurations, metrics)
+    return SchedulerConf(names, tiers, registry, configurations, metrics)
 
 
 # Per-action arguments Caldera reads (Volcano's names and defaults), by type; an action

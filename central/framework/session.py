@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from central.api.resources import format_value
 from central.errors import InputError
+from central.framework.agentview import AgentView
 from central.framework.conf import SchedulerConf
 from central.framework.faults import EVENT_REASON, Fault, JobBoundary
+from central.framework.nodeindex import NodeIndex
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
 from central.framework.plugin import Plugin
@@ -37,10 +39,6 @@ from central.model.objects import (
 )
 
 SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-
-if TYPE_CHECKING:
-    from central.plugins.agentview import AgentView
-    from central.plugins.nodeindex import NodeIndex
 
 _session_ids = itertools.count(1)
 
@@ -65,8 +63,6 @@ class CycleResult:
 
 class Session:
     def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: datetime | None = None):
-        from central.plugins import PLUGINS
-
         self.uid = f"session-{next(_session_ids)}"
         self.cache = cache
         self.conf = conf
@@ -98,7 +94,7 @@ class Session:
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
         try:
-            self.tiers: list[list[Plugin]] = [[self._open_plugin(PLUGINS[opt.name], opt) for opt in tier]
+            self.tiers: list[list[Plugin]] = [[self._open_plugin(conf.registry.plugins[opt.name], opt) for opt in tier]
                                               for tier in conf.tiers]
         except BaseException:
             self.rollback()
@@ -192,17 +188,13 @@ class Session:
         return self.points.all_true("preemptive", queue, task)
 
     @cached_property
-    def node_index(self) -> "NodeIndex":
+    def node_index(self) -> NodeIndex:
         """Label and taint lookups over node rows, shared by the plugins of this session."""
-        from central.plugins.nodeindex import NodeIndex
-
         return NodeIndex(self.nodes)
 
     @cached_property
-    def agents(self) -> "AgentView":
+    def agents(self) -> AgentView:
         """The agents' latest reports over node rows (fresh ones only), shared by plugins."""
-        from central.plugins.agentview import AgentView
-
         return AgentView(self)
 
     def statement(self) -> Statement:

@@ -17,7 +17,7 @@ import numpy as np
 from central.api.resources import EPSILON
 from central.framework.plugin import Plugin
 from central.model.objects import PodTemplate, TaskInfo
-from central.plugins.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
+from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 
 MAX_SCORE = 100
 WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,

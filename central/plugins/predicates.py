@@ -20,7 +20,7 @@ import numpy as np
 from central.framework.plugin import Plugin
 from central.framework.status import Check, Code
 from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
-from central.plugins.nodeindex import (
+from central.framework.nodeindex import (
     UNSCHEDULABLE_TAINT,
     NodeIndex,
     domain_counts,

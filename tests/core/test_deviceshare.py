@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from central.actions.allocate import allocate
 from central.errors import InputError
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.plugins.gpucards import card_memory

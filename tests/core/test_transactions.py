@@ -13,7 +13,7 @@ import inspect
 import numpy as np
 import pytest
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.plugins import tdm
