@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from central.errors import InputError, shown
+from central.framework.plugin import Arguments, Plugin
 from central.model.fields import typed, yaml_documents
 
 if TYPE_CHECKING:
-    from central.framework.plugin import Plugin
     from central.framework.session import Session
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
@@ -61,6 +61,7 @@ class PluginOption:
     name: str
     flags: Mapping[str, bool]
     arguments: Mapping[str, Any]
+    settings: Any = None  # what the plugin class's `read_arguments` made of `arguments`
 
     def enabled(self, flag: str) -> bool:
         return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
@@ -72,7 +73,7 @@ class Registry:
     plugin classes, by their configuration names."""
 
     actions: Mapping[str, Callable[["Session"], None]]
-    plugins: Mapping[str, type["Plugin"]]
+    plugins: Mapping[str, type[Plugin]]
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def load_config(text: str | bytes, source: str, registry: Registry) -> Scheduler
 
 
 def _build(raw: Any, registry: Registry) -> SchedulerConf:
-    actions, plugins = set(registry.actions), set(registry.plugins)
+    actions = set(registry.actions)
     if not isinstance(raw, Mapping):
         raise InputError("", "expected a map with keys actions, tiers, configurations, metrics")
     _known_keys(raw, {"actions", "tiers", "configurations", "metrics"}, "")
@@ -116,7 +117,7 @@ def _build(raw: Any, registry: Registry) -> SchedulerConf:
     for name in names:
         if name not in actions:
             raise InputError("actions", f"unknown action {name!r}; valid: {', '.join(sorted(actions))}")
-    tiers = tuple(_tier(t, f"tiers[{i}]", plugins) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
+    tiers = tuple(_tier(t, f"tiers[{i}]", registry) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
     _check_hierarchy(tiers)
     configurations = {}
     for i, item in enumerate(_list(raw.get("configurations") or [], "configurations")):
@@ -160,17 +161,17 @@ def _check_action_arguments(action: str, arguments: Mapping[str, Any], where: st
             raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
 
 
-def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:
+def _tier(raw: Any, where: str, registry: Registry) -> tuple[PluginOption, ...]:
     raw = _mapping(raw, where)
     _known_keys(raw, {"plugins"}, where)
-    return tuple(_plugin(p, f"{where}.plugins[{j}]", plugins) for j, p in enumerate(_list(raw.get("plugins"), f"{where}.plugins")))
+    return tuple(_plugin(p, f"{where}.plugins[{j}]", registry) for j, p in enumerate(_list(raw.get("plugins"), f"{where}.plugins")))
 
 
-def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
+def _plugin(raw: Any, where: str, registry: Registry) -> PluginOption:
     raw = _mapping(raw, where)
     name = raw.get("name")
-    if not isinstance(name, str) or name not in plugins:
-        raise InputError(f"{where}.name", f"unknown plugin {shown(name)}; valid: {', '.join(sorted(plugins))}")
+    if not isinstance(name, str) or name not in registry.plugins:
+        raise InputError(f"{where}.name", f"unknown plugin {shown(name)}; valid: {', '.join(sorted(registry.plugins))}")
     _known_keys(raw, {"name", "arguments", *PLUGIN_FLAGS}, where)
     flags = {}
     for flag in PLUGIN_FLAGS:
@@ -178,7 +179,10 @@ def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
             if not isinstance(raw[flag], bool):
                 raise InputError(f"{where}.{flag}", f"expected true or false, got {shown(raw[flag])}")
             flags[flag] = raw[flag]
-    return PluginOption(name, flags, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
+    arguments = Arguments(name, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
+    settings = registry.plugins[name].read_arguments(arguments)
+    arguments.check_all_read()
+    return PluginOption(name, flags, arguments.raw, settings)
 
 
 def _check_hierarchy(tiers: tuple[tuple[PluginOption, ...], ...]) -> None:

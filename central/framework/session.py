@@ -104,7 +104,6 @@ class Session:
     def _open_plugin(self, cls: type[Plugin], option: Any) -> Plugin:
         started = time.perf_counter()
         plugin = cls(option, self)
-        plugin.check_arguments()
         self.plugin_timings[(plugin.name, "OnSessionOpen")] = time.perf_counter() - started
         return plugin
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from central.api.resources import EPSILON
 from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 from central.plugins.gpucards import (
@@ -60,29 +60,32 @@ def _largest_power_of_two(count: np.ndarray) -> np.ndarray:
 
 class DeviceShare(Plugin):
     name = "deviceshare"
-    checks_own_arguments = True
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[bool, bool, str, float]:
+        """(GPUSharingEnable, GPUNumberEnable, SchedulePolicy, ScheduleWeight)"""
+        for key in args.raw:
+            short = key.removeprefix("deviceshare.")
+            if short in UNSUPPORTED:
+                if args.get(key, False, bool):
+                    raise args.error(key, "not supported by Caldera; leave it false")
+            elif short not in ARGUMENTS or short == key:
+                raise args.error(key, f"unknown argument; valid: {', '.join(f'deviceshare.{a}' for a in ARGUMENTS)}")
+        sharing = args.get("deviceshare.GPUSharingEnable", False, bool)
+        whole = args.get("deviceshare.GPUNumberEnable", False, bool)
+        policy = args.get("deviceshare.SchedulePolicy", FIRST_FIT, str)
+        if policy not in POLICIES:
+            raise args.error("deviceshare.SchedulePolicy",
+                             f"unknown policy {policy!r}; valid: {', '.join(p for p in POLICIES if p)} "
+                             "(or leave it unset for Volcano's lowest-numbered card)")
+        weight = args.get("deviceshare.ScheduleWeight", 0, float)
+        if weight < 0:
+            raise args.error("deviceshare.ScheduleWeight", f"must not be negative, got {weight:g}")
+        return sharing, whole, policy, weight
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        for key in option.arguments:
-            short = key.removeprefix("deviceshare.")
-            if short in UNSUPPORTED:
-                if self.argument(key, False, bool):
-                    raise InputError(f"plugin deviceshare: arguments.{key}", "not supported by Caldera; leave it false")
-            elif short not in ARGUMENTS or short == key:
-                valid = ", ".join(f"deviceshare.{a}" for a in ARGUMENTS)
-                raise InputError(f"plugin deviceshare: arguments.{key}", f"unknown argument; valid: {valid}")
-        self.sharing = self.argument("deviceshare.GPUSharingEnable", False, bool)
-        self.whole = self.argument("deviceshare.GPUNumberEnable", False, bool)
-        self.policy = self.argument("deviceshare.SchedulePolicy", FIRST_FIT, str)
-        if self.policy not in POLICIES:
-            raise InputError("plugin deviceshare: arguments.deviceshare.SchedulePolicy",
-                             f"unknown policy {self.policy!r}; valid: {', '.join(p for p in POLICIES if p)} "
-                             "(or leave it unset for Volcano's lowest-numbered card)")
-        self.weight = self.argument("deviceshare.ScheduleWeight", 0, float)
-        if self.weight < 0:
-            raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight",
-                             f"must not be negative, got {self.weight:g}")
+        self.sharing, self.whole, self.policy, self.weight = self.settings
         index = session.dims.index
         self.memory_col, self.number_col = index.get(GPU_MEMORY), index.get(GPU_NUMBER)
         self._requests: dict[int, tuple[np.ndarray, tuple[float, int]]] = {}

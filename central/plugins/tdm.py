@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
@@ -121,20 +121,25 @@ def marked_preemptable(task: TaskInfo) -> bool:
 
 class Tdm(Plugin):
     name = "tdm"
-    checks_own_arguments = True
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[dict[str, tuple[str, tuple[int, int]]], timedelta]:
+        """The windows by zone (as written, and parsed), and the eviction period."""
+        windows = {}
+        for key, value in args.raw.items():
+            if key.startswith(ZONE_ARGUMENT) and len(key) > len(ZONE_ARGUMENT):
+                windows[key[len(ZONE_ARGUMENT):]] = (str(value), parse_window(args.get(key, None, object),
+                                                                              f"plugin tdm: arguments.{key}"))
+            elif key != PERIOD_ARGUMENT:
+                raise args.error(key, f"unknown argument; valid: {ZONE_ARGUMENT}<zone>, {PERIOD_ARGUMENT}")
+        period = args.get(PERIOD_ARGUMENT, "1m", str)
+        return windows, parse_duration(period, f"plugin tdm: arguments.{PERIOD_ARGUMENT}")
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.windows: dict[str, tuple[str, tuple[int, int]]] = {}  # zone -> (text, window)
-        for key, value in option.arguments.items():
-            if key.startswith(ZONE_ARGUMENT) and len(key) > len(ZONE_ARGUMENT):
-                window = parse_window(value, f"plugin tdm: arguments.{key}")
-                self.windows[key[len(ZONE_ARGUMENT):]] = (str(value), window)
-            elif key != PERIOD_ARGUMENT:
-                raise InputError(f"plugin tdm: arguments.{key}",
-                                 f"unknown argument; valid: {ZONE_ARGUMENT}<zone>, {PERIOD_ARGUMENT}")
-        period = self.argument(PERIOD_ARGUMENT, "1m", str)
-        self.period: timedelta = parse_duration(period, f"plugin tdm: arguments.{PERIOD_ARGUMENT}")
+        self.windows: dict[str, tuple[str, tuple[int, int]]]  # zone -> (text, window)
+        self.period: timedelta
+        self.windows, self.period = self.settings
         now = session.now
         self.open_zones = {zone for zone, (_, window) in self.windows.items() if inside(window, now)}
         zones = [node.labels.get(ZONE) for node in session.nodes]

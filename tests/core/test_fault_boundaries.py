@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from central.errors import InputError
 from central.framework.conf import Registry
+from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
 from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
@@ -120,16 +121,10 @@ def test_bad_gpu_index_on_a_placed_pod_is_reported():
                                               "'0-9' is beyond the node's 2 ids (0-1)"}
 
 
-class RefusingPlugin:
+class RefusingPlugin(Plugin):
     """A plugin whose placement reads bad data of one job: the action's boundary catches it."""
 
     name = "refusing"
-
-    def __init__(self, option, session):
-        self.option, self.session = option, session
-
-    def check_arguments(self):
-        pass
 
     def predicate(self, task, rows):
         if task.job_uid == "ns/bad":
