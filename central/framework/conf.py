@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from central.errors import InputError, shown
 from central.framework.plugin import Arguments, Plugin
+from central.framework.points import check_plugin_class
 from central.model.fields import typed, yaml_documents
 
 if TYPE_CHECKING:
@@ -74,6 +75,10 @@ class Registry:
 
     actions: Mapping[str, Callable[["Session"], None]]
     plugins: Mapping[str, type[Plugin]]
+
+    def __post_init__(self) -> None:
+        for cls in self.plugins.values():
+            check_plugin_class(cls)
 
 
 @dataclass(frozen=True)

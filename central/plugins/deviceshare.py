@@ -6,7 +6,7 @@ with that much free memory; a pod asking `volcano.sh/gpu-number: N` (with
 asking both is a whole-card pod. The cards chosen go into the pod's annotation
 `volcano.sh/gpu-index` ("0" or "0,1"), written before the bind; pods already placed are read
 back from that annotation when the session opens. Cards listed in the node annotation
-`volcano.sh/gpu-unhealthy-ids` (or marked by `set_unhealthy`, the hook for agent health) are
+`volcano.sh/gpu-unhealthy-ids` (or marked by `_set_unhealthy`, the hook for agent health) are
 never chosen. Cards and MIG slices: see `central.plugins.gpucards`.
 
 By default the card is Volcano gpushare's: the lowest-numbered card with enough free memory
@@ -116,7 +116,7 @@ class DeviceShare(Plugin):
 
     # --- the hook for agent health --------------------------------------------------------
 
-    def set_unhealthy(self, node: str, card_ids: list[int]) -> None:
+    def _set_unhealthy(self, node: str, card_ids: list[int]) -> None:
         """Mark the node's unhealthy cards (replacing the previous set); they are never chosen."""
         info = self.session.cache.nodes.get(node)
         if info is not None and info.index < len(self.session.nodes):
@@ -125,7 +125,7 @@ class DeviceShare(Plugin):
 
     # --- requests -------------------------------------------------------------------------
 
-    def request(self, task: TaskInfo) -> tuple[float, int]:
+    def _request(self, task: TaskInfo) -> tuple[float, int]:
         """(memory on one card, whole cards) the pod asks of this plugin; (0, 0) for none."""
         found = self._requests.get(id(task.resreq))  # request vectors are shared per template
         if found is None or found[0] is not task.resreq:
@@ -142,7 +142,7 @@ class DeviceShare(Plugin):
         """Cards held by pods are unschedulable (evicting them frees the cards, as Volcano's
         gpushare says); too few healthy cards, or none large enough, is unresolvable."""
         cards = self.cards
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         if number:
             never = cards.cards[rows] < number
             return [Check(cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)",
@@ -154,7 +154,7 @@ class DeviceShare(Plugin):
         return []
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         if not self.weight or not (memory or number) or self.policy == FIRST_FIT:
             return np.zeros(len(rows))
         score = self._whole_score(rows, number) if number else self._shared_choice(rows, memory)[1]
@@ -204,7 +204,7 @@ class DeviceShare(Plugin):
         if task.status not in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
             self._charge_placed(task)  # an eviction undone: back onto its cards
             return
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         if not (memory or number) or task.node is None:
             return
         row = self.session.cache.nodes[task.node].index
@@ -230,7 +230,7 @@ class DeviceShare(Plugin):
 
     def _charge_placed(self, task: TaskInfo) -> None:
         """A pod already on its cards (annotation `volcano.sh/gpu-index`) takes them again."""
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         index = task.annotations.get(GPU_INDEX) or self.session.pod_annotations.get(task.uid, {}).get(GPU_INDEX)
         if not (memory or number) or not index or task.node is None or task.uid in self.charged:
             return

@@ -54,3 +54,28 @@ def test_every_session_gets_the_settings_read_at_load():
     (binpack,) = Session(ClusterCache(), conf).tiers[0]
     assert binpack.settings == (4, {"cpu": 2, "memory": 1})
     assert binpack.weight == 4
+
+
+def test_a_method_that_matches_no_extension_point_is_refused_at_registration():
+    class Typo(Plugin):
+        name = "typo"
+
+        def node_orders(self, task, rows):
+            return rows
+
+    with pytest.raises(TypeError, match=r"plugin typo: method Typo.node_orders matches no extension point "
+                                        r"\(did you mean node_order\?\)"):
+        registry(Typo)
+
+
+def test_private_helpers_and_extension_points_are_accepted():
+    class Fine(Plugin):
+        name = "fine"
+
+        def node_order(self, task, rows):
+            return self._score(rows)
+
+        def _score(self, rows):
+            return rows
+
+    assert registry(Fine).plugins["fine"] is Fine
