@@ -282,14 +282,25 @@ class Session:
         self.cache.journal = None
         return result
 
-    def on_rollback(self, undo: Callable[[], None]) -> None:
-        """Have `rollback()` call `undo` (for state a plugin keeps beyond the session)."""
-        self._undo.append(undo)
+    def recall(self, plugin: str, key: str) -> Any:
+        """What `plugin` remembered under `key` in an earlier session (None: nothing)."""
+        return self.cache.plugin_memory.get((plugin, key))
+
+    def remember(self, plugin: str, key: str, value: Any) -> None:
+        """Keep `value` for `plugin` beyond this session: in the cache, which lives as long as
+        the scheduler (or the simulation) does; a rolled back session takes it back."""
+        memory, slot = self.cache.plugin_memory, (plugin, key)
+        if slot in memory:
+            was = memory[slot]
+            self._undo.append(lambda: memory.__setitem__(slot, was))
+        else:
+            self._undo.append(lambda: memory.pop(slot, None))
+        memory[slot] = value
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it: every task status and node
         charge (from the cache's journal, newest first), job phases, conditions and fit
-        errors, nominations, and what plugins registered with `on_rollback`."""
+        errors, nominations, and what plugins `remember`ed."""
         cache = self.cache
         journal, cache.journal = cache.journal or [], None
         for i in range(len(journal) - 3, -1, -3):

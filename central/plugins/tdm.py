@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -41,7 +40,6 @@ import numpy as np
 from central.errors import InputError
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
-from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
 from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
@@ -54,9 +52,6 @@ ZONE_ARGUMENT = "tdm.revocable-zone."
 PERIOD_ARGUMENT = "tdm.evict.period"
 MAX_SCORE = 100.0
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
-
-# When each cluster last had revocable tasks evicted: the evict period outlives a session.
-_last_evict: weakref.WeakKeyDictionary[ClusterCache, datetime] = weakref.WeakKeyDictionary()
 
 
 def parse_window(text: object, where: str) -> tuple[int, int]:
@@ -97,14 +92,6 @@ def evictable(job: JobInfo) -> int:
     if MIN_AVAILABLE in job.annotations:
         return max(running - budget_value(job, MIN_AVAILABLE, total), 0)
     return 1
-
-
-def _forget_evict(cache: ClusterCache, last: datetime | None) -> None:
-    """Undo an eviction time recorded by a cycle that was rolled back."""
-    if last is None:
-        _last_evict.pop(cache, None)
-    else:
-        _last_evict[cache] = last
 
 
 def revocable(task: TaskInfo) -> bool:
@@ -182,7 +169,7 @@ class Tdm(Plugin):
 
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
         now, cache = self.session.now, self.session.cache
-        last = _last_evict.get(cache)
+        last: datetime | None = self.session.recall(self.name, "last_evict")  # the period outlives a session
         if last is not None and now < last + self.period:
             return []
         closed = {zone for zone in self.windows if zone not in self.open_zones}
@@ -191,8 +178,7 @@ class Tdm(Plugin):
                    and self.zone_of_row[nodes[t.node].index] in closed]
         victims = self._within_budgets(leaving)
         if victims:
-            self.session.on_rollback(lambda: _forget_evict(cache, last))
-            _last_evict[cache] = now
+            self.session.remember(self.name, "last_evict", now)
         reasons = []
         for task in victims:
             zone = self.zone_of_row[nodes[task.node].index]
