@@ -1,10 +1,13 @@
 """The plugin contract.
 
-A plugin is a class with a `name`, built once per session from its `PluginOption`, whose
-`settings` its class method `read_arguments` made of the configured arguments at load. It takes
-part in an extension point by defining the method of that name; the session finds those
-methods at open, keeps the ones whose `enable*` flag is on, and combines their answers the
-way Volcano does (see `central.framework.points`). Every method is optional:
+A plugin is a class with a `name`, built once per session from its `PluginOption` (whose
+`settings` its class method `read_arguments` made of the configured arguments at load) and
+the session's `Handle` (`central.framework.handle`: what it may read, and the calls through
+which it records notes, conditions, annotations and faults). It takes part in an extension
+point by defining the method of that name; the session finds those methods at open, keeps
+the ones whose `enable*` flag is on, and combines their answers the way Volcano does (see
+`central.framework.points`). A public method that is no extension point is refused when the
+plugin is registered: helpers are private. Every extension point is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
     job_order(l, r), queue_order(l, r), task_order(l, r),
@@ -59,7 +62,7 @@ MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow w
 
 if TYPE_CHECKING:
     from central.framework.conf import PluginOption
-    from central.framework.session import Session
+    from central.framework.handle import Handle
     from central.model.objects import TaskInfo
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -111,10 +114,10 @@ class Arguments:
 class Plugin:
     name = ""
 
-    def __init__(self, option: "PluginOption", session: "Session"):
+    def __init__(self, option: "PluginOption", session: "Handle"):
         self.option = option
         self.settings = option.settings  # what `read_arguments` made of the arguments, at load
-        self.session = session
+        self.session = session  # the plugin's narrow view of its session
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> Any:
