@@ -243,10 +243,12 @@ class Session:
         self.faulted_jobs.setdefault(job.uid, reason)
         self.faults.setdefault(("PodGroup", job.uid), Fault("PodGroup", job.uid, source, reason))
 
-    def fault_node(self, node: NodeInfo, err: InputError, source: str) -> None:
-        """No task is placed on the node this session."""
+    def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
+        """No task is placed on the node this session; with `exclude=False` only reported (the
+        plugin has already confined the damage, e.g. to the node's GPUs)."""
         self.faults.setdefault(("Node", node.name), Fault("Node", node.name, source, str(err)))
-        self.placement.exclude(node.index)
+        if exclude:
+            self.placement.exclude(node.index)
 
     def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
         """A pending task faults its job; a placed one is only reported."""
