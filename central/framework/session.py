@@ -10,6 +10,7 @@ pipelines), so the cache again mirrors the cluster plus the binds and evictions 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -59,6 +60,8 @@ class CycleResult:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
+    deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
+    deserved_by: str = ""  # that plugin (proportion, capacity); "" when none computes shares
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
     plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
 
@@ -290,6 +293,7 @@ class Session:
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = self._queue_statuses()
+        self._deserved(result)
         self.cache.journal = None
         return result
 
@@ -384,6 +388,16 @@ class Session:
                 **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
             }
         return out
+
+
+    def _deserved(self, result: CycleResult) -> None:
+        """The queues' shares as the first plugin computing them has them (`deserved_shares`)."""
+        for plugin in (p for tier in self.tiers for p in tier):
+            if hasattr(plugin, "deserved_shares"):
+                result.deserved_by = plugin.name
+                result.deserved = {queue: {n: float(v) for n, v in zip(self.dims.names, vec) if v > 0 and math.isfinite(v)}
+                                   for queue, vec in plugin.deserved_shares().items()}
+                return
 
 
 def _comparable(phase: str, conditions: list[dict[str, Any]]) -> tuple:
