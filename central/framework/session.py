@@ -16,15 +16,17 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from central.api.resources import format_value
 from central.errors import InputError
+from central.framework.agentview import AgentView
 from central.framework.conf import SchedulerConf
 from central.framework.faults import EVENT_REASON, Fault, JobBoundary
+from central.framework.nodeindex import NodeIndex
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
-from central.framework.plugin import Plugin
+from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.framework.statement import Statement
 from central.model.cache import ClusterCache
@@ -38,10 +40,6 @@ from central.model.objects import (
 )
 
 SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-
-if TYPE_CHECKING:
-    from central.plugins.agentview import AgentView
-    from central.plugins.nodeindex import NodeIndex
 
 _session_ids = itertools.count(1)
 
@@ -68,8 +66,6 @@ class CycleResult:
 
 class Session:
     def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: datetime | None = None):
-        from central.plugins import PLUGINS
-
         self.uid = f"session-{next(_session_ids)}"
         self.cache = cache
         self.conf = conf
@@ -101,7 +97,7 @@ class Session:
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
         try:
-            self.tiers: list[list[Plugin]] = [[self._open_plugin(PLUGINS[opt.name], opt) for opt in tier]
+            self.tiers: list[list[Plugin]] = [[self._open_plugin(conf.registry.plugins[opt.name], opt) for opt in tier]
                                               for tier in conf.tiers]
         except BaseException:
             self.rollback()
@@ -111,7 +107,6 @@ class Session:
     def _open_plugin(self, cls: type[Plugin], option: Any) -> Plugin:
         started = time.perf_counter()
         plugin = cls(option, self)
-        plugin.check_arguments()
         self.plugin_timings[(plugin.name, "OnSessionOpen")] = time.perf_counter() - started
         return plugin
 
@@ -195,17 +190,13 @@ class Session:
         return self.points.all_true("preemptive", queue, task)
 
     @cached_property
-    def node_index(self) -> "NodeIndex":
+    def node_index(self) -> NodeIndex:
         """Label and taint lookups over node rows, shared by the plugins of this session."""
-        from central.plugins.nodeindex import NodeIndex
-
         return NodeIndex(self.nodes)
 
     @cached_property
-    def agents(self) -> "AgentView":
+    def agents(self) -> AgentView:
         """The agents' latest reports over node rows (fresh ones only), shared by plugins."""
-        from central.plugins.agentview import AgentView
-
         return AgentView(self)
 
     def statement(self) -> Statement:
@@ -297,14 +288,25 @@ class Session:
         self.cache.journal = None
         return result
 
-    def on_rollback(self, undo: Callable[[], None]) -> None:
-        """Have `rollback()` call `undo` (for state a plugin keeps beyond the session)."""
-        self._undo.append(undo)
+    def recall(self, plugin: str, key: str) -> Any:
+        """What `plugin` remembered under `key` in an earlier session (None: nothing)."""
+        return self.cache.plugin_memory.get((plugin, key))
+
+    def remember(self, plugin: str, key: str, value: Any) -> None:
+        """Keep `value` for `plugin` beyond this session: in the cache, which lives as long as
+        the scheduler (or the simulation) does; a rolled back session takes it back."""
+        memory, slot = self.cache.plugin_memory, (plugin, key)
+        if slot in memory:
+            was = memory[slot]
+            self._undo.append(lambda: memory.__setitem__(slot, was))
+        else:
+            self._undo.append(lambda: memory.pop(slot, None))
+        memory[slot] = value
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it: every task status and node
         charge (from the cache's journal, newest first), job phases, conditions and fit
-        errors, nominations, and what plugins registered with `on_rollback`."""
+        errors, nominations, and what plugins `remember`ed."""
         cache = self.cache
         journal, cache.journal = cache.journal or [], None
         for i in range(len(journal) - 3, -1, -3):
@@ -391,12 +393,13 @@ class Session:
 
 
     def _deserved(self, result: CycleResult) -> None:
-        """The queues' shares as the first plugin computing them has them (`deserved_shares`)."""
+        """The queues' shares as the first plugin computing them has them."""
         for plugin in (p for tier in self.tiers for p in tier):
-            if hasattr(plugin, "deserved_shares"):
+            shares = plugin.deserved_shares() if isinstance(plugin, AccountingPlugin) else None
+            if shares is not None:
                 result.deserved_by = plugin.name
                 result.deserved = {queue: {n: float(v) for n, v in zip(self.dims.names, vec) if v > 0 and math.isfinite(v)}
-                                   for queue, vec in plugin.deserved_shares().items()}
+                                   for queue, vec in shares.items()}
                 return
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from central.api.resources import EPSILON, dominant_share, less_equal_on
-from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
+from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.proportion import job_min_resources, over_share
 
@@ -71,10 +71,14 @@ class Quota:
 class Capacity(AccountingPlugin):
     name = "capacity"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> int:
+        return args.get("ancestorReclaimLevel", 0, int)
+
     def __init__(self, option, session):
         super().__init__(option, session)
         self.hierarchy = option.enabled("enableHierarchy")
-        self.reclaim_levels = self.argument("ancestorReclaimLevel", 0, int)
+        self.reclaim_levels: int = self.settings
         self.quotas: dict[str, Quota] = {}
         for queue in session.queues.values():
             parent = (queue.parent or ROOT) if self.hierarchy and queue.name != ROOT else None

@@ -29,7 +29,7 @@ from itertools import combinations
 import numpy as np
 
 from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.fields import parse_index_list
 from central.model.nodedata import NodeData, NumaCell
@@ -75,9 +75,13 @@ def choose_cells(cells: list[tuple[NumaCell, set[int]]], want: int, policy: str)
 class NumaAware(Plugin):
     name = "numa-aware"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> int:
+        return args.get("weight", 1, int)
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weight = self.argument("weight", 1, int)
+        self.weight: int = self.settings
         # Per row: the policy its kubelet holds every Guaranteed whole-CPU pod to (None: none).
         self.node_policy = [self._row_policy("none", data) for data in session.agents.data]
         self.node_holds = np.array([p is not None for p in self.node_policy], dtype=bool)

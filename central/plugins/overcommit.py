@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from central.api.resources import EPSILON, format_value, less_equal_on
-from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
 from central.plugins.proportion import job_min_resources
 
@@ -19,11 +19,14 @@ DEFAULT_FACTOR = 1.2
 class Overcommit(Plugin):
     name = "overcommit"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> float:
+        factor = args.get("overcommit-factor", DEFAULT_FACTOR)
+        return factor if factor >= 1.0 else DEFAULT_FACTOR  # as Volcano: below 1 falls back to the default
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        factor = self.argument("overcommit-factor", DEFAULT_FACTOR)
-        if factor < 1.0:  # as Volcano: a factor below 1 falls back to the default
-            factor = DEFAULT_FACTOR
+        factor = self.settings
         used = session.cache.table.used[: len(session.nodes)].sum(axis=0)
         self.idle = session.total * factor - used
         self.inqueue = session.dims.zeros()

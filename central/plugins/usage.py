@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.objects import TaskInfo, TaskStatus
 
@@ -27,19 +26,22 @@ from central.model.objects import TaskInfo, TaskStatus
 class Usage(Plugin):
     name = "usage"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[float, ...]:
+        """(usage.weight, cpu.weight, memory.weight, cpu limit, memory limit, request ratio)"""
+        thresholds = args.get("thresholds", {}, dict)
+        estimator = args.get("estimator", {}, dict)
+        try:
+            limits = (float(thresholds.get("cpu", 80)) / 100, float(thresholds.get("mem", 80)) / 100,
+                      float(estimator.get("request_ratio", 0.7)))
+        except (TypeError, ValueError):
+            raise args.error("thresholds / estimator", "values must be numbers") from None
+        return (args.get("usage.weight", 5, float), args.get("cpu.weight", 1, float),
+                args.get("memory.weight", 1, float), *limits)
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weight = self.argument("usage.weight", 5, float)
-        self.cpu_weight = self.argument("cpu.weight", 1, float)
-        self.memory_weight = self.argument("memory.weight", 1, float)
-        thresholds = self.argument("thresholds", {}, dict)
-        estimator = self.argument("estimator", {}, dict)
-        try:
-            self.cpu_limit = float(thresholds.get("cpu", 80)) / 100
-            self.memory_limit = float(thresholds.get("mem", 80)) / 100
-            self.ratio = float(estimator.get("request_ratio", 0.7))
-        except (TypeError, ValueError):
-            raise InputError("plugin usage: arguments.thresholds / estimator", "values must be numbers") from None
+        self.weight, self.cpu_weight, self.memory_weight, self.cpu_limit, self.memory_limit, self.ratio = self.settings
         self.view = session.agents
         # Per row: usage not yet in the report (pods not running yet, or every pod of a node
         # without a fresh report), kept current by the allocate/deallocate events.

@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.errors import InputError
-from central.framework.conf import PluginOption, SchedulerConf
+from central.framework.conf import Registry
+from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
+from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of, run_case
 
@@ -158,16 +160,10 @@ def test_bad_gpu_index_on_a_placed_pod_is_reported():
                                               "'0-9' is beyond the node's 2 ids (0-1)"}
 
 
-class RefusingPlugin:
+class RefusingPlugin(Plugin):
     """A plugin whose placement reads bad data of one job: the action's boundary catches it."""
 
     name = "refusing"
-
-    def __init__(self, option, session):
-        self.option, self.session = option, session
-
-    def check_arguments(self):
-        pass
 
     def predicate(self, task, rows):
         if task.job_uid == "ns/bad":
@@ -175,10 +171,7 @@ class RefusingPlugin:
         return []
 
 
-def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(monkeypatch):
-    from central import plugins
-
-    monkeypatch.setitem(plugins.PLUGINS, "refusing", RefusingPlugin)
+def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement():
     case = {"nodes": {"n1": NODE},
             "podgroups": {"ns/bad": {"minMember": 2}, "ns/good": {"minMember": 1}},
             "pods": {"ns/bad-0": {"group": "bad", "cpu": 1}, "ns/bad-1": {"group": "bad", "cpu": 1},
@@ -186,8 +179,9 @@ def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(mon
     cache = ClusterCache()
     for obj in objects_of(case):
         cache.apply(obj)
-    config = SchedulerConf(actions=("allocate",), tiers=(
-        tuple(PluginOption(name, {}, {}) for name in ("gang", "predicates", "refusing")),))
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "refusing": RefusingPlugin})
+    config = load_config('actions: "allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: refusing}]',
+                         "test", registry)
     result = run_cycle(cache, config)
     assert result.binds == {"ns/good-0": "n1"}
     assert [f.reason for f in result.faults] == ["Pod ns/bad-0: metadata.annotations[example.com/x]: unreadable"]

@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from central.api.quantity import parse_quantity
 from central.api.resources import EPSILON
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, TaskStatus

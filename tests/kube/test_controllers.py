@@ -10,7 +10,8 @@ import pytest
 
 from central.admission.jobs import mutate_job
 from central.cli import main
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
 from central.kube.controllers import JobController, PodGroupController, QueueController
 from central.kube.controllers_cli import run_controllers
