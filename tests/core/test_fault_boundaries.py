@@ -121,31 +121,30 @@ def test_a_node_with_a_bad_gpu_list_is_named_in_the_gpu_pods_fit_errors():
     assert "1 node(s) didn't have 1 idle healthy GPU card(s)" in result.pending["ns/gpu"]
 
 
-class NodeRefusingPlugin:
+class NodeRefusingPlugin(Plugin):
     """Meets data it cannot confine on node a-odd: the whole node is out for the session."""
 
     name = "node-refusing"
 
     def __init__(self, option, session):
+        super().__init__(option, session)
         for node in session.nodes:
             if node.name == "a-odd":
                 session.fault_node(node, InputError("Node a-odd: metadata.annotations[example.com/x]", "unreadable"),
                                    self.name)
 
-    def check_arguments(self):
-        pass
 
-
-def test_a_faulted_node_takes_no_pod_and_is_named_in_the_fit_errors(monkeypatch):
-    from central import plugins
-
-    monkeypatch.setitem(plugins.PLUGINS, "node-refusing", NodeRefusingPlugin)
-    case = {"nodes": {"a-odd": NODE}, "pods": {"ns/cpu": {"cpu": 1}},
-            "config": conf("{name: node-refusing}", actions="allocate")}
-    result, _ = run_case(case)
+def test_a_faulted_node_takes_no_pod_and_is_named_in_the_fit_errors():
+    cache = ClusterCache()
+    for obj in objects_of({"nodes": {"a-odd": NODE}, "pods": {"ns/cpu": {"cpu": 1}}}):
+        cache.apply(obj)
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "node-refusing": NodeRefusingPlugin})
+    config = load_config('actions: "allocate"\ntiers:\n- plugins: [{name: predicates}, {name: node-refusing}]',
+                         "test", registry)
+    result = run_cycle(cache, config)
     assert not result.binds
-    assert "1 node(s) had data the scheduler could not read" in result.pending["ns/cpu"]
-    assert result.faults == {"Node a-odd": "Node a-odd: metadata.annotations[example.com/x]: unreadable"}
+    assert "1 node(s) had data the scheduler could not read" in result.pending_reasons["ns/cpu"]
+    assert [f.reason for f in result.faults] == ["Node a-odd: metadata.annotations[example.com/x]: unreadable"]
 
 
 def test_bad_gpu_index_on_a_placed_pod_is_reported():

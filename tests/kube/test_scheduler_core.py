@@ -148,11 +148,12 @@ def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
     assert scheduler.failed_cycles == 0
 
 
-def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real, monkeypatch):
+def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real):
     """A plugin meets bad data on a pending pod: its PodGroup gets the fault's Event once (not
     also an Unschedulable one repeating it), the pod its FailedScheduling saying why it waits."""
-    from central import plugins
     from central.errors import InputError
+    from central.framework.conf import Registry
+    from central.scheduler import REGISTRY
     from tests.core.test_fault_boundaries import RefusingPlugin
 
     class Refusing(RefusingPlugin):
@@ -161,13 +162,13 @@ def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real, monkeypatch
                 raise InputError(f"Pod {task.uid}: metadata.annotations[example.com/x]", "unreadable")
             return []
 
-    monkeypatch.setitem(plugins.PLUGINS, "refusing", Refusing)
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "refusing": Refusing})
     real.put(node("n1"))
     real.put(podgroup("bad", 1))
     real.put(pod("bad-0", group="bad"))
     conf = ConfigFile(None, load_config, load_config(
         'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: refusing}]',
-        "refusing"))
+        "refusing", registry))
     scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05)
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
