@@ -140,3 +140,8 @@ class AccountingPlugin(Plugin):
 
     def charge(self, task: "TaskInfo", sign: int) -> None:
         raise NotImplementedError
+
+    def deserved_shares(self) -> dict[str, Any] | None:
+        """Queue -> the resource vector it deserves this session, where the plugin computes
+        shares (proportion, capacity); reports show it. None: no shares here (drf)."""
+        return None

@@ -10,6 +10,7 @@ pipelines), so the cache again mirrors the cluster plus the binds and evictions 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -23,7 +24,7 @@ from central.framework.faults import EVENT_REASON, Fault, JobBoundary
 from central.framework.handle import Handle
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
-from central.framework.plugin import Plugin
+from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.framework.statement import Statement
 from central.model.cache import ClusterCache
@@ -55,6 +56,8 @@ class CycleResult:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
+    deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
+    deserved_by: str = ""  # that plugin (proportion, capacity); "" when none computes shares
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
     plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
 
@@ -223,10 +226,12 @@ class Session:
         self.faulted_jobs.setdefault(job.uid, reason)
         self.faults.setdefault(("PodGroup", job.uid), Fault("PodGroup", job.uid, source, reason))
 
-    def fault_node(self, node: NodeInfo, err: InputError, source: str) -> None:
-        """No task is placed on the node this session."""
+    def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
+        """No task is placed on the node this session; with `exclude=False` only reported (the
+        plugin has already confined the damage, e.g. to the node's GPUs)."""
         self.faults.setdefault(("Node", node.name), Fault("Node", node.name, source, str(err)))
-        self.placement.exclude(node.index)
+        if exclude:
+            self.placement.exclude(node.index)
 
     def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
         """A pending task faults its job; a placed one is only reported."""
@@ -268,6 +273,7 @@ class Session:
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = self._queue_statuses()
+        self._deserved(result)
         self.cache.journal = None
         return result
 
@@ -373,6 +379,17 @@ class Session:
                 **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
             }
         return out
+
+
+    def _deserved(self, result: CycleResult) -> None:
+        """The queues' shares as the first plugin computing them has them."""
+        for plugin in (p for tier in self.tiers for p in tier):
+            shares = plugin.deserved_shares() if isinstance(plugin, AccountingPlugin) else None
+            if shares is not None:
+                result.deserved_by = plugin.name
+                result.deserved = {queue: {n: float(v) for n, v in zip(self.dims.names, vec) if v > 0 and math.isfinite(v)}
+                                   for queue, vec in shares.items()}
+                return
 
 
 def _comparable(phase: str, conditions: list[dict[str, Any]]) -> tuple:

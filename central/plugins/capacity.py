@@ -93,6 +93,10 @@ class Capacity(AccountingPlugin):
         for job in session.jobs.values():
             self._account_job(job)
 
+    def deserved_shares(self) -> dict[str, np.ndarray]:
+        """Each queue's deserved as laid out: within its real capability, at least its guarantee."""
+        return {name: quota.deserved for name, quota in self.quotas.items()}
+
     # --- setup ------------------------------------------------------------------------------
 
     def _lay_out_flat(self) -> None:

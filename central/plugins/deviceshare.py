@@ -6,8 +6,10 @@ with that much free memory; a pod asking `volcano.sh/gpu-number: N` (with
 asking both is a whole-card pod. The cards chosen go into the pod's annotation
 `volcano.sh/gpu-index` ("0" or "0,1"), written before the bind; pods already placed are read
 back from that annotation when the session opens. Cards listed in the node annotation
-`volcano.sh/gpu-unhealthy-ids` (or marked by `_set_unhealthy`, the hook for agent health) are
-never chosen. Cards and MIG slices: see `central.plugins.gpucards`.
+`volcano.sh/gpu-unhealthy-ids`, reported failing by the node's agent, or marked by
+`_set_unhealthy` are never chosen; a list that names no card of the node (unreadable, or an id
+beyond its cards) holds all its cards unhealthy and is reported as a fault on the node, which
+still takes pods that ask for no GPU. Cards and MIG slices: see `central.plugins.gpucards`.
 
 By default the card is Volcano gpushare's: the lowest-numbered card with enough free memory
 (whole-card pods: the lowest-numbered idle cards), and the plugin does not score nodes
@@ -93,26 +95,43 @@ class DeviceShare(Plugin):
         self.cards = GpuCards(session.nodes)
         for node in session.nodes:
             if self.cards.has_cards(node.index):
-                unhealthy = self._listed_unhealthy(node)
-                report = session.agents.data[node.index]  # a fresh agent report knows failing cards
-                if report is not None:
-                    unhealthy |= {gpu.index for gpu in report.gpus if not gpu.healthy}
+                unhealthy = self._listed_unhealthy(node) | self._reported_unhealthy(node)
                 if unhealthy:
                     self.cards.set_unhealthy(node.index, sorted(unhealthy))
                 for task in node.tasks.values():
                     self._charge_placed(task)
 
     def _listed_unhealthy(self, node: NodeInfo) -> set[int]:
-        """The cards named by the node's annotation; a list that does not read faults the node."""
+        """The cards named by the node's annotation. A list that does not read makes every card
+        of the node unhealthy, and is reported: GPU pods go elsewhere, the rest still fit here."""
         text = node.annotations.get(UNHEALTHY)
         if text is None:
             return set()
         cards = self.cards.count(node.index)
+        where = f"Node {node.name}: metadata.annotations[{UNHEALTHY}]"
         try:
-            return set(parse_index_list(text, f"Node {node.name}: metadata.annotations[{UNHEALTHY}]", cards))
+            return set(parse_index_list(text, where, cards))
         except InputError as err:
-            self.session.fault_node(node, err, self.name)
+            self.session.fault_node(node, InputError(where, f"{err.message}; all {cards} GPUs held unhealthy"),
+                                    self.name, exclude=False)
             return set(range(cards))
+
+    def _reported_unhealthy(self, node: NodeInfo) -> set[int]:
+        """The failing cards of a fresh agent report; a card id the node does not have is held
+        as the annotation's bad list is (all cards unhealthy, reported)."""
+        report = self.session.agents.data[node.index]
+        if report is None:
+            return set()
+        cards = self.cards.count(node.index)
+        failing = {gpu.index for gpu in report.gpus if not gpu.healthy}
+        stray = sorted(i for i in failing if not 0 <= i < cards)
+        if not stray:
+            return failing
+        self.session.fault_node(node, InputError(
+            f"Node {node.name}: agent report gpus[].index",
+            f"unhealthy GPU {stray[0]} is beyond the node's {cards} GPUs (0-{cards - 1}); all {cards} GPUs held "
+            "unhealthy"), self.name, exclude=False)
+        return set(range(cards))
 
     # --- the hook for agent health --------------------------------------------------------
 

@@ -109,6 +109,10 @@ class Proportion(AccountingPlugin):
         self.attrs = queue_usage(session, {job.queue for job in session.jobs.values()})
         water_fill(self.attrs, session.total)
 
+    def deserved_shares(self) -> dict[str, np.ndarray]:
+        """What each queue with jobs deserves this session (water-filled by weight)."""
+        return {name: attr.deserved for name, attr in self.attrs.items()}
+
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         if left.priority != right.priority:
             return -1 if left.priority > right.priority else 1
