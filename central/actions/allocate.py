@@ -44,7 +44,7 @@ def allocate(ssn: Session) -> None:
                 t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
         stmt = ssn.statement()
         with ssn.job_boundary(job, "allocate", stmt):
-            if not place_in_hypernodes(ssn, stmt, tasks, job, queue):
+            if not place_in_hypernodes(ssn, stmt, tasks, job, queue, place_tasks):
                 place_tasks(ssn, stmt, tasks, job, queue)
             if ssn.job_ready(job):
                 stmt.commit()

@@ -18,6 +18,7 @@ one gang in one HyperNode.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,12 +31,13 @@ if TYPE_CHECKING:
     from central.framework.statement import Statement
     from central.model.topology import HyperNode
 
+PlaceTasks = Callable[..., None]  # allocate.place_tasks(ssn, stmt, tasks, job, queue, within=mask)
+
 
 def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: PriorityQueue[TaskInfo],
-                        job: JobInfo, queue: QueueInfo) -> bool:
-    """Place the job by HyperNode onto `stmt`; False when no plugin searches HyperNodes for it."""
-    from central.actions.allocate import place_tasks  # allocate imports this module
-
+                        job: JobInfo, queue: QueueInfo, place_tasks: PlaceTasks) -> bool:
+    """Place the job by HyperNode onto `stmt` with allocate's `place_tasks`; False when no
+    plugin searches HyperNodes for it."""
     gradients = _gradients(ssn, job)
     if gradients is None:
         return False

@@ -43,8 +43,7 @@ import numpy as np
 
 from central.api.resources import EPSILON
 from central.errors import InputError
-from central.framework.faults import Fault
-from central.framework.plugin import AccountingPlugin
+from central.framework.plugin import AccountingPlugin, Arguments
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
 from central.model.topology import HyperNode
 
@@ -54,44 +53,46 @@ PLACED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
 
 class NetworkTopologyAware(AccountingPlugin):
     name = "network-topology-aware"
-    accepted_arguments = ("hypernode.gradient.evict.max-hypernodes",)
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int], bool, float]:
+        """(weight, binpack weight per resource, normal-pod binpacking on, its fading)."""
+        weights = {"cpu": args.get("hypernode.binpack.cpu", 1, int), "memory": args.get("hypernode.binpack.memory", 1, int)}
+        extra = args.get("hypernode.binpack.resources", "", str)
+        for name in (r.strip() for r in extra.split(",") if r.strip()):
+            weights[name] = args.get(f"hypernode.binpack.resources.{name}", 1, int)
+        for name, w in weights.items():
+            if w < 0:
+                key = f"hypernode.binpack.{name}" if name in ("cpu", "memory") else f"hypernode.binpack.resources.{name}"
+                raise args.error(key, f"must not be negative, got {w}")
+        weight = args.get("weight", 1, int)
+        fading = args.get("hypernode.binpack.normal-pod.fading", 0.8, float)
+        for key, value in (("weight", weight), ("hypernode.binpack.normal-pod.fading", fading)):
+            if value < 0:
+                raise args.error(key, f"must not be negative, got {value}")
+        args.accept("hypernode.gradient.evict.max-hypernodes")
+        return weight, weights, args.get("hypernode.binpack.normal-pod.enable", True, bool), fading
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weight = self._non_negative("weight", 1)
-        weights = {"cpu": self._non_negative("hypernode.binpack.cpu", 1),
-                   "memory": self._non_negative("hypernode.binpack.memory", 1)}
-        extra = self.argument("hypernode.binpack.resources", "", str)
-        for name in (r.strip() for r in extra.split(",") if r.strip()):
-            weights[name] = self._non_negative(f"hypernode.binpack.resources.{name}", 1)
-        self.normal_pods = self.argument("hypernode.binpack.normal-pod.enable", True, bool)
-        self.fading = self.argument("hypernode.binpack.normal-pod.fading", 0.8, float)
-        if self.fading < 0:
-            raise InputError(f"plugin {self.name}: arguments.hypernode.binpack.normal-pod.fading",
-                             f"must not be negative, got {self.fading}")
+        self.weight, weights, self.normal_pods, self.fading = self.settings
         dims = session.dims
         self.weights = np.zeros(len(dims))
         for name, w in weights.items():
             if name in dims.index:
                 self.weights[dims.index[name]] = w
-        self.topo = topo = session.cache.topology()
+        self.topo = topo = session.topology
         for name, reason in topo.faults.items():
-            session.faults.setdefault(("HyperNode", name), Fault("HyperNode", name, self.name, reason))
+            session.fault_hypernode(name, reason, self.name)
         self.names = list(topo.hypernodes)
         self.position = {name: i for i, name in enumerate(self.names)}
-        n, table = len(session.nodes), session.cache.table
+        n, table = len(session.nodes), session.table
         self.members = np.array([topo.hypernodes[name].mask[:n] for name in self.names]).reshape(len(self.names), n)
         self.alloc = self.members @ table.alloc[:n]
         self.used = self.members @ (table.used[:n] + table.pipelined[:n])  # kept current by charge()
         self.at_tier = {tier: self._by_tier(tier, n) for tier in topo.tiers}
         self._rows: dict[str, int] = {}  # task uid -> the row it was charged to
         self._where: dict[str, str] = {}  # job uid -> lowest HyperNode holding its placed tasks
-
-    def _non_negative(self, key: str, default: int) -> int:
-        value = self.argument(key, default, int)
-        if value < 0:
-            raise InputError(f"plugin {self.name}: arguments.{key}", f"must not be negative, got {value}")
-        return value
 
     def _by_tier(self, tier: int, n: int) -> np.ndarray:
         """Row -> position of the node's HyperNode of `tier` (the first by name), -1 for none."""
@@ -104,7 +105,7 @@ class NetworkTopologyAware(AccountingPlugin):
     # --- tallies --------------------------------------------------------------------------
 
     def charge(self, task: TaskInfo, sign: int) -> None:
-        node = self.session.cache.nodes.get(task.node) if task.node else None
+        node = self.session.nodes_by_name.get(task.node) if task.node else None
         row = node.index if node is not None else self._rows.get(task.uid)
         if row is None or row >= self.members.shape[1]:
             return
@@ -117,13 +118,13 @@ class NetworkTopologyAware(AccountingPlugin):
             self._rows.pop(task.uid, None)
             self._where.pop(task.job_uid, None)
 
-    def placed_in(self, job: JobInfo) -> str:
+    def _placed_in(self, job: JobInfo) -> str:
         """Where the job's placed tasks are: the lowest common ancestor of their nodes' lowest
         HyperNodes ("" when none is placed); Volcano's job AllocatedHyperNode."""
         where = self._where.get(job.uid)
         if where is None:
             where = ""
-            nodes = self.session.cache.nodes
+            nodes = self.session.nodes_by_name
             for task in job.tasks.values():
                 if task.status in PLACED and task.node in nodes:
                     where = self.topo.lca(where, self.topo.leaf(nodes[task.node].index))
@@ -132,7 +133,7 @@ class NetworkTopologyAware(AccountingPlugin):
 
     # --- the HyperNode search ---------------------------------------------------------------
 
-    def highest_tier(self, job: JobInfo) -> int | None:
+    def _highest_tier(self, job: JobInfo) -> int | None:
         """The highest tier the job may span; None when nothing bounds it (hard mode without
         a tier: Volcano treats it as no hard constraint). InputError for a tierName no
         HyperNode has (Volcano places such a job anywhere; we hold it and say why)."""
@@ -151,11 +152,11 @@ class NetworkTopologyAware(AccountingPlugin):
         return None
 
     def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None:
-        highest = self.highest_tier(job)
+        highest = self._highest_tier(job)
         if highest is None:
             return None
         hypernodes = self.topo.hypernodes
-        placed = self.placed_in(job)
+        placed = self._placed_in(job)
         root = self.topo.top
         if placed:
             allowed = [name for name in self.topo.ancestors(placed) if hypernodes[name].tier <= highest]
@@ -163,7 +164,7 @@ class NetworkTopologyAware(AccountingPlugin):
                 return []
             root = hypernodes[allowed[-1]]
         need = self.session.dims.vector(job.min_resources or {})
-        table = self.session.cache.table
+        table = self.session.table
         by_tier: dict[int, list[HyperNode]] = {}
         line = [root]
         for hn in line:  # breadth first; `line` grows as children are reached
@@ -197,7 +198,7 @@ class NetworkTopologyAware(AccountingPlugin):
         return float((self.weights[cols] * share).sum() / self.weights[cols].sum())
 
     def _task_share(self, job: JobInfo, hn: HyperNode) -> float:
-        nodes = self.session.cache.nodes
+        nodes = self.session.nodes_by_name
         inside = sum(1 for t in job.tasks.values()
                      if t.node and t.node in nodes and nodes[t.node].index < len(hn.mask) and hn.mask[nodes[t.node].index])
         return inside / len(job.tasks) if job.tasks else 1.0
@@ -217,7 +218,7 @@ class NetworkTopologyAware(AccountingPlugin):
         return scores * MAX_SCORE * self.weight
 
     def _near_job(self, job: JobInfo, rows: np.ndarray) -> np.ndarray:
-        placed = self.placed_in(job)
+        placed = self._placed_in(job)
         scores = np.zeros(len(rows))
         if not placed:
             return scores
