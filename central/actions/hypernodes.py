@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from central.api.resources import format_value
 from central.framework.ordering import PriorityQueue
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
@@ -85,7 +86,8 @@ def _explain(ssn: "Session", job: JobInfo, last: "HyperNode | None") -> None:
              else f"highestTierAllowed {spec.highest_tier}")
     limit = f"network topology {spec.mode} ({bound})" if spec.hard else "network topology soft"
     if last is None:
-        why = f"{limit}: no HyperNode within the allowed tiers has the gang's minResources free"
+        need = ", ".join(f"{name} {format_value(name, value)}" for name, value in sorted((job.min_resources or {}).items()))
+        why = f"{limit}: no HyperNode within the allowed tiers has the gang's minResources free ({need or 'none'})"
     else:
         why = f"{limit}: the gang fits in no HyperNode within the allowed tiers"
     errors = job.fit_errors
@@ -96,4 +98,3 @@ def _explain(ssn: "Session", job: JobInfo, last: "HyperNode | None") -> None:
             detail = errors.get(task.uid)
             job.fit_errors[task.uid] = f"{why}; in HyperNode {last.name} (tier {last.tier}): {detail}" if (
                 detail and last is not None) else why
-    ssn.job_notes[job.uid] = why
