@@ -181,21 +181,23 @@ class NetworkTopologyAware(AccountingPlugin):
 
     def hypernode_order(self, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
         request = sum((t.resreq for t in job.tasks.values() if t.status == TaskStatus.PENDING), self.session.dims.zeros())
-        scores = np.array([self._binpack(self.position[hn.name], request) for hn in candidates])
+        scores = self._binpack(request)[[self.position[hn.name] for hn in candidates]]
         if len(scores) > 1 and np.count_nonzero(scores == scores.max()) > 1:
             for i in np.flatnonzero(scores == scores.max()):
                 scores[i] += self._task_share(job, candidates[i])
         return scores * MAX_SCORE * self.weight
 
-    def _binpack(self, i: int, request: np.ndarray) -> float:
+    def _binpack(self, request: np.ndarray) -> np.ndarray:
+        """Every HyperNode's binpacking score for `request`, by position: the weighted mean of
+        (used + request) / allocatable over cpu, memory and the weighted resources requested;
+        0 where that overflows."""
         cols = np.flatnonzero((self.weights > 0) & ((request > EPSILON) | (np.arange(len(request)) < 2)))
         if not len(cols):
-            return 0.0
-        alloc, wanted = self.alloc[i, cols], self.used[i, cols] + request[cols]
-        if np.any(wanted > alloc + EPSILON):
-            return 0.0
-        share = np.divide(wanted, alloc, out=np.zeros(len(cols)), where=alloc > EPSILON)
-        return float((self.weights[cols] * share).sum() / self.weights[cols].sum())
+            return np.zeros(len(self.names))
+        alloc, wanted = self.alloc[:, cols], self.used[:, cols] + request[cols]
+        share = np.divide(wanted, alloc, out=np.zeros_like(wanted), where=alloc > EPSILON)
+        score = share @ self.weights[cols] / self.weights[cols].sum()
+        return np.where(np.any(wanted > alloc + EPSILON, axis=1), 0.0, score)
 
     def _task_share(self, job: JobInfo, hn: HyperNode) -> float:
         nodes = self.session.nodes_by_name
@@ -222,14 +224,13 @@ class NetworkTopologyAware(AccountingPlugin):
         scores = np.zeros(len(rows))
         if not placed:
             return scores
-        leaves = [self.topo.leaf(int(r)) for r in rows]
-        for leaf in set(leaves):
-            scores[[i for i, name in enumerate(leaves) if name == leaf]] = self._tier_score(leaf, placed)
-        best = np.flatnonzero(scores == scores.max())
-        if len(best) > 1:
-            for i in best:
-                if leaves[i]:
-                    scores[i] += self._task_share(job, self.topo.hypernodes[leaves[i]])
+        leaf = self.topo.leaf_of[rows]  # position in topo.leaves, -1: in no lowest-tier HyperNode
+        for i in np.unique(leaf[leaf >= 0]):
+            scores[leaf == i] = self._tier_score(self.topo.leaves[i], placed)
+        best = scores == scores.max()
+        if np.count_nonzero(best) > 1:
+            for i in np.unique(leaf[best & (leaf >= 0)]):
+                scores[best & (leaf == i)] += self._task_share(job, self.topo.hypernodes[self.topo.leaves[i]])
         return scores
 
     def _tier_score(self, leaf: str, placed: str) -> float:
@@ -245,7 +246,7 @@ class NetworkTopologyAware(AccountingPlugin):
         return (high - tier) / (high - low) if low <= tier <= high else 0.0
 
     def _fill_domains(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        hn_scores = np.array([self._binpack(i, task.resreq) for i in range(len(self.names))])
+        hn_scores = self._binpack(task.resreq)
         total, weight_sum = np.zeros(len(rows)), 0.0
         for tier in range(self.topo.tiers[0], self.topo.tiers[-1] + 1):
             weight = self.fading ** (tier - 1)  # 0 ** 0 is 1, as in Go's math.Pow

@@ -125,3 +125,34 @@ tiers:
 """
     settings = load_config(text, "conf").plugin("network-topology-aware").settings
     assert settings == (10, {"cpu": 5, "memory": 1, "nvidia.com/gpu": 2, "example.com/foo": 3}, True, 0.8)
+
+
+def test_hypernode_scores_match_volcanos_test_hypernode_order_fn():
+    """TestHyperNodeOrderFn, "score hypernodes for a subjob with default plugin arguments"
+    (network_topology_aware_test.go): two pending pods of 4 cpu / 4G over a 3-tier tree.
+    s4: cpu (0 + 8)/8, memory 8G/8G: mean 1 -> 100; s6: 8/8 and 8G/16G -> 75; s1: 8/12 and
+    8G/16G -> 58.3; s2: 8/12 and 8G/32G -> 45.8; s0 and the cluster top: 8/24 and 8G/48G -> 25;
+    s3 and s5 (4 cpu) overflow -> 0."""
+    from central.framework.session import Session
+    from tests.scenarios.harness import objects_of
+
+    case = {"nodes": {"s3-n1": {"cpu": 2, "memory": "4G"}, "s3-n2": {"cpu": 2, "memory": "4G"},
+                      "s4-n1": {"cpu": 4, "memory": "4G"}, "s4-n2": {"cpu": 4, "memory": "4G"},
+                      "s5-n1": {"cpu": 2, "memory": "8G"}, "s5-n2": {"cpu": 2, "memory": "8G"},
+                      "s6-n1": {"cpu": 4, "memory": "8G"}, "s6-n2": {"cpu": 4, "memory": "8G"}},
+            "hypernodes": {"s0": {"tier": 3, "hypernodes": ["s1", "s2"]}, "s1": {"tier": 2, "hypernodes": ["s3", "s4"]},
+                           "s2": {"tier": 2, "hypernodes": ["s5", "s6"]},
+                           **{f"s{i}": {"tier": 1, "nodes": [f"s{i}-n1", f"s{i}-n2"]} for i in (3, 4, 5, 6)}},
+            "podgroups": {"ns1/pg1": {"minMember": 2, "queue": "default", "phase": "Inqueue",
+                                      "networkTopology": {"mode": "hard", "highestTierAllowed": 2}}},
+            "pods": {"ns1/p1": {"group": "pg1", "cpu": 4, "memory": "4G"}, "ns1/p2": {"group": "pg1", "cpu": 4, "memory": "4G"}}}
+    conf = load_config('actions: "allocate"\ntiers:\n- plugins:\n  - name: network-topology-aware\n', "conf")
+    ssn = Session(cache_of(*objects_of(case)), conf)
+    try:
+        (plugin,) = ssn.tiers[0]
+        candidates = list(plugin.topo.hypernodes.values())
+        scores = plugin.hypernode_order(ssn.jobs["ns1/pg1"], candidates)
+        assert {hn.name: round(float(s), 1) for hn, s in zip(candidates, scores)} == {
+            "s0": 25.0, "s1": 58.3, "s2": 45.8, "s3": 0.0, "s4": 100.0, "s5": 0.0, "s6": 75.0, "<cluster-top>": 25.0}
+    finally:
+        ssn.rollback()
