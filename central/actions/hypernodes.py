@@ -7,9 +7,10 @@ Volcano's allocateForJob, for a job without subgroups:
    is discarded at once: the job's tasks in task order, on the HyperNode's nodes only. A
    HyperNode where the job ends ready (or pipelined) is a solution.
 3. The first gradient with a solution decides: the solution with the highest
-   `hypernode_order` score (ties: the first in name order; Volcano takes whichever its map
-   yields first) is placed again, for real, on the caller's statement. Placement is
-   deterministic, so the replay lands exactly where the trial did.
+   `hypernode_order` score (ties: the first in the gradient, which lists HyperNodes breadth
+   first with children by name; Volcano takes whichever its map yields first) is placed
+   again, for real, on the caller's statement. Placement is deterministic, so the replay
+   lands exactly where the trial did.
 4. No gradient has a solution: the job waits, and every pending task says why, naming
    the mode and the highest tier allowed and what the last HyperNode tried lacked.
 Subgroups (`subGroupPolicy`, Volcano's subjobs) are not searched separately here: a job is
