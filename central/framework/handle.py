@@ -94,8 +94,9 @@ class Handle:
     def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
         self._ssn.fault_task(task, err, source)
 
-    def fault_node(self, node: NodeInfo, err: InputError, source: str) -> None:
-        self._ssn.fault_node(node, err, source)
+    def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
+        """With `exclude=False` only reported: the plugin has confined the damage itself."""
+        self._ssn.fault_node(node, err, source, exclude)
 
     def is_faulted(self, job: JobInfo) -> bool:
         return job.uid in self._ssn.faulted_jobs
