@@ -72,7 +72,7 @@ from central.controllers.plugins import (
     updated_objects,
 )
 from central.errors import InputError
-from central.model.jobspec import JobSpec, clone, job_spec
+from central.model.jobspec import JobSpec, job_spec
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 COMPLETING, COMPLETED, ABORTING, ABORTED = "Completing", "Completed", "Aborting", "Aborted"
@@ -87,7 +87,7 @@ POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 @dataclass
 class JobDecision:
-    status: dict[str, Any] = field(default_factory=dict)  # the job's whole new status
+    status: dict[str, Any] = field(default_factory=dict)  # the job's whole new status (shares what did not change)
     status_changed: bool = False
     create_podgroup: dict[str, Any] | None = None
     delete_podgroup: str | None = None
@@ -130,7 +130,7 @@ def reconcile(
         step.run(action)
     except InputError as err:  # only a job that bypassed admission gets here
         step.decision = JobDecision(delete_commands=step.decision.delete_commands)
-        step.status.setdefault("state", {}).update(reason="InvalidJob", message=str(err))
+        step.status["state"] = {**(step.status.get("state") or {}), "reason": "InvalidJob", "message": str(err)}
         step.decision.events.append(("InvalidJob", str(err)))
     return step.finish(job.get("status") or {})
 
@@ -145,7 +145,8 @@ class _Step:
         self.podgroup = podgroup
         self.pods = {f.name: f for f in map(read_pod, pods)}
         self.now = now
-        self.status: dict[str, Any] = clone(job.get("status") or {})
+        # a shallow copy: a step replaces what it changes and never edits a nested value in place
+        self.status: dict[str, Any] = dict(job.get("status") or {})
         self.phase = str((self.status.get("state") or {}).get("phase") or PENDING)
         self.version = int(self.status.get("version") or 0)
         self.deleting: set[str] = set()
