@@ -228,6 +228,7 @@ _NESTED = frozenset({dict, list})
 # --- parsed once per spec change --------------------------------------------------------------
 
 _CACHE_SIZE = 4096
+_CARRIED_ORDER = tuple(sorted(CARRIED_ANNOTATIONS))
 # id(spec map) -> (the spec map, what else the parse read from the job, the parsed spec)
 _cache: dict[int, tuple[Mapping[str, Any], tuple[Any, ...], JobSpec]] = {}
 _cache_lock = threading.Lock()  # the loop's workers reconcile jobs in threads
@@ -238,7 +239,9 @@ def job_spec(job: Mapping[str, Any]) -> JobSpec:
     spec, meta = job.get("spec"), job.get("metadata")
     if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
         return parse_job(job)
-    read = (meta.get("namespace"), meta.get("name"), meta.get("uid"), meta.get("generation"), _carried(job))
+    annotations = meta.get("annotations")
+    carried = tuple(annotations.get(k) for k in _CARRIED_ORDER) if isinstance(annotations, Mapping) else annotations
+    read = (meta.get("namespace"), meta.get("name"), meta.get("uid"), meta.get("generation"), carried)
     entry = _cache.get(id(spec))
     if entry is not None and entry[0] is spec and entry[1] == read:
         return entry[2]
