@@ -46,6 +46,11 @@ Placement, vectorised over node rows (numpy int arrays of candidate rows):
     batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
                                                        (normalised ones); None adds nothing
     Both are summed over plugins and tiers.
+Network topology (jobs with spec.networkTopology; see central.actions.hypernodes):
+    hypernode_gradients(job) -> list[list[HyperNode]] | None   the HyperNodes the gang may land
+                                                       in, lowest tier first; the first plugin
+                                                       that answers decides (None: no search)
+    hypernode_order(job, hypernodes) -> float array    scores of HyperNodes the gang fits, summed
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()
