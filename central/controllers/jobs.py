@@ -63,7 +63,7 @@ from central.controllers.job_policies import (
 from central.controllers.job_volumes import claims, claims_to_create, mount_claims
 from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects, updated_objects
 from central.errors import InputError
-from central.model.jobs import expand_job
+from central.model.jobs import DEFAULT_LIMITS, JobLimits, expand_job
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 COMPLETING, COMPLETED, ABORTING, ABORTED = "Completing", "Completed", "Aborting", "Aborted"
@@ -105,10 +105,12 @@ def reconcile(
     now: float,
     commands: Iterable[Mapping[str, Any]] = (),
     action: str | None = None,
+    limits: JobLimits = DEFAULT_LIMITS,
 ) -> JobDecision:
     """`action`, when given, is executed instead of a Command's: the loop's TerminateJob once a
-    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying."""
-    step = _Step(job, podgroup, pods, now)
+    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying.
+    `limits` are the admission webhook's (the same flags): a job beyond them is InvalidJob."""
+    step = _Step(job, podgroup, pods, now, limits)
     if (job.get("metadata") or {}).get("deletionTimestamp"):
         return step.finish(job.get("status") or {})  # being deleted: the garbage collector removes what it owns
     if action is None:
@@ -127,9 +129,11 @@ def reconcile(
 
 class _Step:
     def __init__(
-        self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], now: float
+        self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], now: float,
+        limits: JobLimits = DEFAULT_LIMITS,
     ):
         self.job = job
+        self.limits = limits
         self.spec: Mapping[str, Any] = job.get("spec") or {}
         self.name = str(job["metadata"]["name"])
         self.podgroup = podgroup
@@ -334,7 +338,7 @@ class _Step:
                 return False
             self._resize_podgroup(pg)
             return str((pg.get("status") or {}).get("phase") or PENDING) != PENDING
-        created, _ = expand_job(self.job, self.version)
+        created, _ = expand_job(self.job, self.version, self.limits)
         created["metadata"]["annotations"] = {
             **created["metadata"].get("annotations", {}),
             JOB_VERSION: str(self.version),
@@ -355,7 +359,7 @@ class _Step:
             min_member, task_min, self.spec.get("priorityClassName")
         ):
             return
-        wanted, _ = expand_job(self.job, self.version)
+        wanted, _ = expand_job(self.job, self.version, self.limits)
         self.decision.update_podgroup = {k: wanted["spec"].get(k) for k in RESIZED_PODGROUP_FIELDS}
 
     def _build_pods(self, names: list[str]) -> list[dict[str, Any]]:
@@ -363,7 +367,7 @@ class _Step:
         if not names:
             return []
         wanted = set(names)
-        _, pods = expand_job(self.job, self.version)
+        _, pods = expand_job(self.job, self.version, self.limits)
         built = apply_plugins(self.job, [p for p in pods if p["metadata"]["name"] in wanted])
         for pod in built:
             mount_claims(self.job, pod)

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
+from central.admission.config import add_job_limit_arguments
 from central.admission.pods import concerns
 from central.certs import KeyPair, certificate_problem
 from central.errors import InputError
@@ -369,11 +370,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the Service, for a webhook running outside the cluster, e.g. https://127.0.0.1:8443")
     parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
                         help="the schedulerName Jobs get by default")
-    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job, help="tasks per job")
-    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task,
-                        help="replicas per task")
-    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job,
-                        help="replicas per job, all tasks together")
+    add_job_limit_arguments(parser)  # the controllers take the same flags, and must get the same values
     parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
