@@ -12,10 +12,14 @@
    Only pipelined: keep the statement open, reserving the room in this session without
    binding anything. Otherwise: discard, and the gang holds nothing. Bad data met on the
    way faults the job (its statement discarded) and the next job goes on.
+A job with a network topology is placed by HyperNode instead (`central.actions.hypernodes`).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from central.actions.hypernodes import place_in_hypernodes
 from central.framework.ordering import PriorityQueue
 from central.framework.session import Session
 from central.framework.statement import Statement
@@ -40,7 +44,8 @@ def allocate(ssn: Session) -> None:
                 t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
         stmt = ssn.statement()
         with ssn.job_boundary(job, "allocate", stmt):
-            place_tasks(ssn, stmt, tasks, job, queue)
+            if not place_in_hypernodes(ssn, stmt, tasks, job, queue, place_tasks):
+                place_tasks(ssn, stmt, tasks, job, queue)
             if ssn.job_ready(job):
                 stmt.commit()
                 if tasks:
@@ -66,7 +71,9 @@ def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
     return out
 
 
-def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
+def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo,
+                within: np.ndarray | None = None) -> None:
+    """Place `tasks` in order onto `stmt`, on the nodes of `within` (a row mask) if given."""
     failed: dict[PodTemplate, FitErrors] = {}
     placement = ssn.placement
     while tasks:
@@ -80,8 +87,10 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], j
             job.fit_errors[task.uid] = failed[task.template]
             continue
         rows = placement.feasible(task)
+        if within is not None:
+            rows = rows[within[rows]]
         if not len(rows):
-            failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task)
+            failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task, within)
             if need_continue(job):
                 continue
             break

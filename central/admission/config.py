@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from central.model.jobs import DEFAULT_LIMITS, JobLimits
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits
 
 DEFAULT_SCHEDULER = "volcano"
 

@@ -201,13 +201,13 @@ class Placement:
             return False
         return bool(table.pods[row] - table.releasing_pods[row] - pods < table.max_pods[row])
 
-    def fit_errors(self, task: TaskInfo) -> FitErrors:
-        """Why the task fits no node: per node, the reasons of the first step that fails it,
-        counted like kube-scheduler's FitError."""
-        errors = FitErrors(self.n)
+    def fit_errors(self, task: TaskInfo, within: np.ndarray | None = None) -> FitErrors:
+        """Why the task fits no node (of the row mask `within`, if given): per node, the
+        reasons of the first step that fails it, counted like kube-scheduler's FitError."""
+        alive = np.ones(self.n, dtype=bool) if within is None else within[: self.n].copy()
+        errors = FitErrors(int(alive.sum()))
         view = self.view(task)
         rows = np.arange(self.n)
-        alive = np.ones(self.n, dtype=bool)
         for checks in self._cached_steps(task, view, rows):
             failed = np.zeros(self.n, dtype=bool)
             for check in checks:

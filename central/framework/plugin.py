@@ -1,10 +1,13 @@
 """The plugin contract.
 
-A plugin is a class with a `name`, built once per session from its `PluginOption`, whose
-`settings` its class method `read_arguments` made of the configured arguments at load. It takes
-part in an extension point by defining the method of that name; the session finds those
-methods at open, keeps the ones whose `enable*` flag is on, and combines their answers the
-way Volcano does (see `central.framework.points`). Every method is optional:
+A plugin is a class with a `name`, built once per session from its `PluginOption` (whose
+`settings` its class method `read_arguments` made of the configured arguments at load) and
+the session's `Handle` (`central.framework.handle`: what it may read, and the calls through
+which it records notes, conditions, annotations and faults). It takes part in an extension
+point by defining the method of that name; the session finds those methods at open, keeps
+the ones whose `enable*` flag is on, and combines their answers the way Volcano does (see
+`central.framework.points`). A public method that is no extension point is refused when the
+plugin is registered: helpers are private. Every extension point is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
     job_order(l, r), queue_order(l, r), task_order(l, r),
@@ -43,6 +46,11 @@ Placement, vectorised over node rows (numpy int arrays of candidate rows):
     batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
                                                        (normalised ones); None adds nothing
     Both are summed over plugins and tiers.
+Network topology (jobs with spec.networkTopology; see central.actions.hypernodes):
+    hypernode_gradients(job) -> list[list[HyperNode]] | None   the HyperNodes the gang may land
+                                                       in, lowest tier first; the first plugin
+                                                       that answers decides (None: no search)
+    hypernode_order(job, hypernodes) -> float array    scores of HyperNodes the gang fits, summed
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()
@@ -59,7 +67,7 @@ MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow w
 
 if TYPE_CHECKING:
     from central.framework.conf import PluginOption
-    from central.framework.session import Session
+    from central.framework.handle import Handle
     from central.model.objects import TaskInfo
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -111,10 +119,10 @@ class Arguments:
 class Plugin:
     name = ""
 
-    def __init__(self, option: "PluginOption", session: "Session"):
+    def __init__(self, option: "PluginOption", session: "Handle"):
         self.option = option
         self.settings = option.settings  # what `read_arguments` made of the arguments, at load
-        self.session = session
+        self.session = session  # the plugin's narrow view of its session
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> Any:

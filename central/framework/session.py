@@ -15,15 +15,13 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from central.api.resources import format_value
 from central.errors import InputError
-from central.framework.agentview import AgentView
 from central.framework.conf import SchedulerConf
 from central.framework.faults import EVENT_REASON, Fault, JobBoundary
-from central.framework.nodeindex import NodeIndex
+from central.framework.handle import Handle
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
 from central.framework.plugin import AccountingPlugin, Plugin
@@ -96,6 +94,7 @@ class Session:
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
+        self.handle = Handle(self)  # what the plugins see of this session
         try:
             self.tiers: list[list[Plugin]] = [[self._open_plugin(conf.registry.plugins[opt.name], opt) for opt in tier]
                                               for tier in conf.tiers]
@@ -106,7 +105,7 @@ class Session:
 
     def _open_plugin(self, cls: type[Plugin], option: Any) -> Plugin:
         started = time.perf_counter()
-        plugin = cls(option, self)
+        plugin = cls(option, self.handle)
         self.plugin_timings[(plugin.name, "OnSessionOpen")] = time.perf_counter() - started
         return plugin
 
@@ -188,16 +187,6 @@ class Session:
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.points.all_true("preemptive", queue, task)
-
-    @cached_property
-    def node_index(self) -> NodeIndex:
-        """Label and taint lookups over node rows, shared by the plugins of this session."""
-        return NodeIndex(self.nodes)
-
-    @cached_property
-    def agents(self) -> AgentView:
-        """The agents' latest reports over node rows (fresh ones only), shared by plugins."""
-        return AgentView(self)
 
     def statement(self) -> Statement:
         return Statement(self)

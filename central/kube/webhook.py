@@ -1,7 +1,8 @@
 """`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
 
 Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
-`/pods/validate` for the pods of Caldera's scheduler and any pod pinning CPUs);
+`/hypernodes/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
+pinning CPUs);
 each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
 as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
@@ -48,7 +49,7 @@ from central.model.fields import check_tree
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
-ROUTES.add("/pods/validate")
+ROUTES.update(("/pods/validate", "/hypernodes/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies

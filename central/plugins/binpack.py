@@ -49,7 +49,7 @@ class Binpack(Plugin):
         cols = np.flatnonzero((req > EPSILON) & (self.weights > 0))
         if not len(cols):
             return np.zeros(len(rows))
-        table = self.session.cache.table
+        table = self.session.table
         alloc = table.alloc[rows][:, cols]
         after = table.used[rows][:, cols] + req[cols]
         w = self.weights[cols]

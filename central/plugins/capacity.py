@@ -183,8 +183,8 @@ class Capacity(AccountingPlugin):
             return False
         for q in self._lineage(queue.name):
             if not less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq):
-                self.session.queue_notes[queue.name] = f"queue {q.name}: " + over_share(
-                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability")
+                self.session.note_queue(queue, f"queue {q.name}: " + over_share(
+                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability"))
                 return False
         return True
 
@@ -240,10 +240,10 @@ class Capacity(AccountingPlugin):
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.session.queues[job.queue]
         if not queue.is_open:
-            self.session.job_notes[job.uid] = f"queue {queue.name} is {queue.state}"
+            self.session.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
         if not self._is_leaf(queue.name):
-            self.session.job_notes[job.uid] = f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues"
+            self.session.note_job(job, f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues")
             return REJECT
         if job.min_resources is None:
             return PERMIT
@@ -251,7 +251,7 @@ class Capacity(AccountingPlugin):
         for quota in self._lineage(queue.name):
             future = min_res + quota.allocated + quota.inqueue - quota.elastic
             if not less_equal_on(future, quota.real_capability, min_res):
-                self.session.job_notes[job.uid] = f"queue {quota.name} capacity insufficient"
+                self.session.note_job(job, f"queue {quota.name} capacity insufficient")
                 return REJECT
         for quota in self._lineage(queue.name):
             quota.inqueue += min_res

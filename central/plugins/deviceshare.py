@@ -137,10 +137,10 @@ class DeviceShare(Plugin):
 
     def _set_unhealthy(self, node: str, card_ids: list[int]) -> None:
         """Mark the node's unhealthy cards (replacing the previous set); they are never chosen."""
-        info = self.session.cache.nodes.get(node)
+        info = self.session.nodes_by_name.get(node)
         if info is not None and info.index < len(self.session.nodes):
             self.cards.set_unhealthy(info.index, card_ids)
-            self.session.cache.table.touch(info.index)  # cached scores of the row are stale now
+            self.session.table.touch(info.index)  # cached scores of the row are stale now
 
     # --- requests -------------------------------------------------------------------------
 
@@ -226,7 +226,7 @@ class DeviceShare(Plugin):
         memory, number = self._request(task)
         if not (memory or number) or task.node is None:
             return
-        row = self.session.cache.nodes[task.node].index
+        row = self.session.nodes_by_name[task.node].index
         if number:
             chosen = self.cards.idle_cards(row, number)
             if len(chosen) < number:
@@ -250,10 +250,10 @@ class DeviceShare(Plugin):
     def _charge_placed(self, task: TaskInfo) -> None:
         """A pod already on its cards (annotation `volcano.sh/gpu-index`) takes them again."""
         memory, number = self._request(task)
-        index = task.annotations.get(GPU_INDEX) or self.session.pod_annotations.get(task.uid, {}).get(GPU_INDEX)
+        index = task.annotations.get(GPU_INDEX) or self.session.annotation(task, GPU_INDEX)
         if not (memory or number) or not index or task.node is None or task.uid in self.charged:
             return
-        row = self.session.cache.nodes[task.node].index
+        row = self.session.nodes_by_name[task.node].index
         where = f"Pod {task.uid}: metadata.annotations[{GPU_INDEX}]"
         try:
             chosen = parse_index_list(index, where, self.cards.count(row))

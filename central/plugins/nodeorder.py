@@ -27,7 +27,7 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
-    table = ssn.cache.table
+    table = ssn.table
     requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
     return requested, table.alloc[rows][:, cols]
 

@@ -89,13 +89,13 @@ class NumaAware(Plugin):
         self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
         # Pods not running yet are in no report; on nodes where our agent pins, the kubelet's
         # state does not show the running ones either.
-        counted = list(session.cache.starting.values())
+        counted = list(session.starting.values())
         for node in session.nodes:
             data = session.agents.data[node.index]
             if data is not None and data.cpu_manager_policy == "none":
                 counted += [t for t in node.tasks.values() if t.status == TaskStatus.RUNNING]
         for task in counted:
-            node = session.cache.nodes.get(task.node or "")
+            node = session.nodes_by_name.get(task.node or "")
             data = session.agents.data[node.index] if node is not None and CPUSET in task.annotations else None
             if data is not None and data.numa:  # without a report, nothing here reads the node's CPUs
                 where = f"Pod {task.uid}: metadata.annotations[{CPUSET}]"
@@ -169,7 +169,7 @@ class NumaAware(Plugin):
 
     def on_allocate(self, task: TaskInfo) -> None:
         wants = self._wants(task)
-        node = self.session.cache.nodes.get(task.node or "")
+        node = self.session.nodes_by_name.get(task.node or "")
         data = self.session.agents.data[node.index] if node is not None else None
         if wants is None or data is None or not data.numa:
             return

@@ -27,7 +27,7 @@ class Overcommit(Plugin):
     def __init__(self, option, session):
         super().__init__(option, session)
         factor = self.settings
-        used = session.cache.table.used[: len(session.nodes)].sum(axis=0)
+        used = session.table.used[: len(session.nodes)].sum(axis=0)
         self.idle = session.total * factor - used
         self.inqueue = session.dims.zeros()
         for job in session.jobs.values():
@@ -51,7 +51,7 @@ class Overcommit(Plugin):
         detail = "; ".join(f"{names[i]}: the job needs {format_value(names[i], min_res[i])}, "
                            f"{format_value(names[i], self.inqueue[i])} of {format_value(names[i], max(self.idle[i], 0.0))}"
                            f" idle are admitted already" for i in short)
-        self.session.job_notes[job.uid] = f"resource in cluster is overused ({detail})"
+        self.session.note_job(job, f"resource in cluster is overused ({detail})")
         return REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:

@@ -59,7 +59,7 @@ class Predicates(Plugin):
         self.index = session.node_index
         self.enabled: dict[str, bool] = self.settings
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
-        self.anti_holders = {t.uid: t for t in session.cache.tasks.values()
+        self.anti_holders = {t.uid: t for t in session.tasks.values()
                              if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
 
@@ -125,7 +125,7 @@ class Predicates(Plugin):
         # Existing pods' anti-affinity toward this pod (symmetry).
         blocked = np.zeros(len(rows), dtype=bool)
         for task in self.anti_holders.values():  # evicted ones have left it
-            row = self.session.cache.nodes[task.node].index
+            row = self.session.nodes_by_name[task.node].index
             for term in task.template.pod_anti_affinity:
                 if term.selects(ns, labels, task.namespace):
                     value = idx.label(term.topology_key)[row]

@@ -129,8 +129,8 @@ class Proportion(AccountingPlugin):
             return False
         if less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
             return True
-        self.session.queue_notes[queue.name] = over_share(self.session.dims.names, attr.allocated, task.resreq,
-                                                          attr.deserved, "deserved")
+        self.session.note_queue(queue, over_share(self.session.dims.names, attr.allocated, task.resreq,
+                                                  attr.deserved, "deserved"))
         return False
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
@@ -160,7 +160,7 @@ class Proportion(AccountingPlugin):
         queue = self.session.queues[job.queue]
         attr = self.attrs[job.queue]
         if not queue.is_open:
-            self.session.job_notes[job.uid] = f"queue {queue.name} is {queue.state}"
+            self.session.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
         if job.min_resources is None:
             return PERMIT
@@ -169,7 +169,7 @@ class Proportion(AccountingPlugin):
         if less_equal_on(future, attr.real_capability, future):
             attr.inqueue += min_res
             return PERMIT
-        self.session.job_notes[job.uid] = self._why_not_admitted(queue, attr, min_res, future)
+        self.session.note_job(job, self._why_not_admitted(queue, attr, min_res, future))
         return REJECT
 
     def _why_not_admitted(self, queue: QueueInfo, attr: QueueAttr, min_res: np.ndarray,

@@ -73,7 +73,7 @@ class TaskTopology(Plugin):
         topology = self.jobs.get(task.job_uid)
         if topology is None or not topology.shapes_placement or not self.weight:
             return None
-        nodes = self.session.cache.nodes
+        nodes = self.session.nodes_by_name
         pull_by_row: dict[int, int] = {}
         for other in self.session.jobs[task.job_uid].tasks.values():
             if other is task or other.node is None or other.node not in nodes:

@@ -162,18 +162,18 @@ class Tdm(Plugin):
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         if revocable(preemptor):
             return []
-        nodes = self.session.cache.nodes
+        nodes = self.session.nodes_by_name
         ordinary = [t for t in candidates if t.status == TaskStatus.RUNNING and marked_preemptable(t)
                     and t.node in nodes and not self.revocable_rows[nodes[t.node].index]]
         return self._within_budgets(ordinary)
 
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
-        now, cache = self.session.now, self.session.cache
+        now = self.session.now
         last: datetime | None = self.session.recall(self.name, "last_evict")  # the period outlives a session
         if last is not None and now < last + self.period:
             return []
         closed = {zone for zone in self.windows if zone not in self.open_zones}
-        nodes = cache.nodes
+        nodes = self.session.nodes_by_name
         leaving = [t for t in running if t.status == TaskStatus.RUNNING and t.node in nodes and revocable(t)
                    and self.zone_of_row[nodes[t.node].index] in closed]
         victims = self._within_budgets(leaving)
@@ -192,7 +192,7 @@ class Tdm(Plugin):
         chosen = []
         for task in tasks:
             job = self.session.jobs.get(task.job_uid)
-            if job is None or job.uid in self.session.faulted_jobs:
+            if job is None or self.session.is_faulted(job):
                 continue
             if job.uid not in left:
                 left[job.uid] = evictable(job)

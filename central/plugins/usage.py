@@ -46,19 +46,19 @@ class Usage(Plugin):
         # Per row: usage not yet in the report (pods not running yet, or every pod of a node
         # without a fresh report), kept current by the allocate/deallocate events.
         n = len(session.nodes)
-        table = session.cache.table
+        table = session.table
         unknown = ~self.view.has_usage
         self.estimate = np.zeros((n, 2))
         self.estimate[unknown] = table.used[:n, :2][unknown] + table.pipelined[:n, :2][unknown]  # requests stand in
         self.added: dict[str, tuple[int, np.ndarray]] = {}
-        nodes = session.cache.nodes
-        for task in session.cache.starting.values():  # their usage is not in the reports yet
+        nodes = session.nodes_by_name
+        for task in session.starting.values():  # their usage is not in the reports yet
             node = nodes.get(task.node or "")
             if node is not None and self.view.has_usage[node.index]:
                 self.estimate[node.index] += self.ratio * task.resreq[:2]
 
     def on_allocate(self, task: TaskInfo) -> None:
-        node = self.session.cache.nodes.get(task.node or "")
+        node = self.session.nodes_by_name.get(task.node or "")
         if node is not None and task.uid not in self.added:
             amount = (self.ratio if self.view.has_usage[node.index] else 1.0) * task.resreq[:2]
             self.estimate[node.index] += amount
@@ -72,7 +72,7 @@ class Usage(Plugin):
     def _load(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(cpu load, memory load) as fractions of allocatable, measured plus estimated."""
         measured = np.stack([self.view.cpu_usage[rows], self.view.memory_usage[rows]], axis=1)
-        alloc = self.session.cache.table.alloc[rows][:, :2]
+        alloc = self.session.table.alloc[rows][:, :2]
         load = np.divide(measured + self.estimate[rows], alloc, out=np.ones_like(measured), where=alloc > 0)
         return np.minimum(load[:, 0], 1.0), np.minimum(load[:, 1], 1.0)
 

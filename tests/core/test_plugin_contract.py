@@ -1,14 +1,18 @@
-"""The plugin contract as the configuration loader enforces it: arguments are read and checked
-by the plugin class, once, at load (no session is built for that)."""
+"""The plugin contract: arguments are read and checked by the plugin class, once, at load (no
+session is built for that); a method that matches no extension point is refused; a plugin
+sees its session through a narrow handle and records notes and conditions through calls."""
 
 import pytest
 
 from central.errors import InputError
 from central.framework.conf import Registry
-from central.framework.plugin import Arguments, Plugin
+from central.framework.handle import Handle
+from central.framework.plugin import REJECT, Arguments, Plugin
 from central.model.cache import ClusterCache
 from central.framework.session import Session
 from central.scheduler import REGISTRY, load_config
+from central.scheduler.cycle import run_cycle
+from tests.scenarios.harness import objects_of
 
 
 class Weighted(Plugin):
@@ -79,3 +83,36 @@ def test_private_helpers_and_extension_points_are_accepted():
             return rows
 
     assert registry(Fine).plugins["fine"] is Fine
+
+
+class Holding(Plugin):
+    """Holds every job back at enqueue and says why, through its handle only."""
+
+    name = "holding"
+
+    def job_enqueueable(self, job):
+        self.session.note_job(job, "held by the holding plugin")
+        return REJECT
+
+    def on_session_close(self):
+        for job in self.session.jobs.values():
+            self.session.set_condition(job, "Unschedulable", "Held", f"{job.uid} held")
+
+
+def test_a_plugin_records_notes_and_conditions_through_its_handle():
+    conf = load_config('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: holding}]\n', "c", registry(Holding))
+    cache = ClusterCache()
+    for obj in objects_of({"nodes": {"n1": {"cpu": 4, "memory": "8Gi"}}, "podgroups": {"ns/j": {"minMember": 1, "minResources": {"cpu": "1"}}},
+                           "pods": {"ns/j-0": {"group": "j", "cpu": 1}}}):
+        cache.apply(obj)
+    result = run_cycle(cache, conf)
+    assert result.binds == {}
+    assert result.pending_reasons["ns/j-0"] == "PodGroup ns/j is not admitted yet: held by the holding plugin"
+    (condition,) = result.podgroups["ns/j"]["conditions"]
+    assert (condition["type"], condition["reason"], condition["message"]) == ("Unschedulable", "Held", "ns/j held")
+
+
+def test_plugins_get_the_handle_not_the_session():
+    ssn = Session(ClusterCache(), load_config(conf_text("{name: gang}, {name: binpack}"), "c"))
+    assert {type(plugin.session) for plugin in ssn.tiers[0]} == {Handle}
+    assert not any(hasattr(ssn.handle, name) for name in ("binds", "evictions", "statement", "rollback", "cache"))

@@ -217,7 +217,8 @@ def test_crds_serve_what_the_clients_call():
     expected = {"queues.scheduling.volcano.sh": ("Cluster", "v1beta1", True),
                 "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", False),  # as Volcano's
                 "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
-                "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False)}
+                "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False),
+                "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True)}
     assert set(crds) == set(expected)
     for name, (scope, version, status) in expected.items():
         crd = crds[name]
