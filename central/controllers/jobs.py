@@ -60,7 +60,7 @@ from central.controllers.plugins import (
     updated_objects,
 )
 from central.errors import InputError
-from central.model.jobspec import JobSpec, job_spec
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits, JobSpec, job_spec
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 COMPLETING, COMPLETED, ABORTING, ABORTED = "Completing", "Completed", "Aborting", "Aborted"
@@ -99,13 +99,15 @@ def reconcile(
     now: float,
     commands: Iterable[Mapping[str, Any]] = (),
     action: str | None = None,
+    limits: JobLimits = DEFAULT_LIMITS,
 ) -> JobDecision:
     """`action`, when given, is executed instead of a Command's: the loop's TerminateJob once a
-    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying."""
+    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying.
+    `limits` are the admission webhook's (the same flags): a job beyond them is InvalidJob."""
     step = _Step(job, podgroup, pods, now)
     if (job.get("metadata") or {}).get("deletionTimestamp"):  # the garbage collector removes what it owns
         with contextlib.suppress(InputError):
-            step.spec = job_spec(job)  # for status.minAvailable
+            step.spec = job_spec(job, limits)  # for status.minAvailable
         return step.finish(job.get("status") or {})
     if action is None:
         mine = bus.commands_for(list(commands), "Job", step.name)
@@ -113,7 +115,7 @@ def reconcile(
             step.decision.delete_commands.append(str(mine[0]["metadata"]["name"]))
             action = str(mine[0].get("action"))
     try:
-        step.spec = job_spec(job)
+        step.spec = job_spec(job, limits)
         step.advance(action)
     except InputError as err:  # only a job that bypassed admission gets here
         step.decision = JobDecision(delete_commands=step.decision.delete_commands)
