@@ -102,7 +102,7 @@ class Handle:
         self._ssn.fault_task(task, err, source)
 
     def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
-        """Report the node's bad data; `exclude=False` where the plugin confined the damage itself."""
+        """With `exclude=False` only reported: the plugin has confined the damage itself."""
         self._ssn.fault_node(node, err, source, exclude)
 
     def fault_hypernode(self, name: str, reason: str, source: str) -> None:
