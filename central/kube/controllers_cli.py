@@ -17,7 +17,12 @@ from prometheus_client import CollectorRegistry
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.kube.client import KubeClient
-from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
+from central.kube.controllers import (
+    ControllerLoop,
+    JobController,
+    PodGroupController,
+    QueueController,
+)
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import QueuePodGroupCounts, serve
