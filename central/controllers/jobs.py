@@ -50,20 +50,8 @@ from typing import Any
 
 from central.controllers import bus
 from central.controllers.job_podgroup import sync_podgroup
-from central.controllers.job_pods import (
-    build_job_pods,
-    dependencies_met,
-    missing_pods,
-    surplus_pods,
-)
-from central.controllers.job_policies import (
-    PodFacts,
-    Trigger,
-    format_time,
-    parse_time,
-    read_pod,
-    triggers,
-)
+from central.controllers.job_pods import Tally, build_job_pods, dependencies_met, missing_pods, surplus_pods, tally
+from central.controllers.job_policies import PodFacts, Trigger, format_time, parse_time, read_pod, triggers
 from central.controllers.job_volumes import claims_to_create
 from central.controllers.plugins import (
     build_plugins,
@@ -82,7 +70,6 @@ KILLING = {ABORTING: ABORTED, COMPLETING: COMPLETED, TERMINATING: TERMINATED}
 KILL_ACTIONS = {bus.ABORT_JOB: ABORTING, bus.COMPLETE_JOB: COMPLETING, bus.TERMINATE_JOB: TERMINATING}
 RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD})
 MAX_CONDITIONS = 20
-POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
 @dataclass
@@ -91,7 +78,7 @@ class JobDecision:
     status_changed: bool = False
     create_podgroup: dict[str, Any] | None = None
     delete_podgroup: str | None = None
-    update_podgroup: dict[str, Any] | None = None  # new spec fields (job_podgroup.RESIZED_PODGROUP_FIELDS; None: remove)
+    update_podgroup: dict[str, Any] | None = None  # spec fields to rewrite (see job_podgroup; None: remove)
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[str] = field(default_factory=list)
     create_objects: list[dict[str, Any]] = field(
@@ -180,7 +167,7 @@ class _Step:
             self._transition(RESTARTING, "Resumed", "ResumeJob command")
         elif self.phase in KILLING:
             self._stop_and_release()
-            if self._unstopped_pods() == 0:
+            if self._tally().unstopped == 0:
                 self._transition(KILLING[self.phase], self.phase, "all pods have stopped")
         else:  # Aborted and the finished phases
             self._stop_and_release()
@@ -218,7 +205,7 @@ class _Step:
         for name, pod in self.pods.items():
             if pod.version < self.version:
                 self._delete_pod(name)
-        if self.parsed.replicas - self._terminating() >= self.parsed.min_available:
+        if self.parsed.replicas - self._tally().terminating >= self.parsed.min_available:
             self._transition(PENDING, "Restarted", "old pods are gone")
 
     def _sync_and_update_phase(self) -> None:
@@ -230,7 +217,8 @@ class _Step:
         self._sync_podgroup_and_pods()
         if self.deleting or self.created:  # maybe scaled: the loop rewrites what differs (svc host lists)
             self.decision.update_objects = updated_objects(self.job)
-        counts = self._counts()
+        tallied = self._tally()
+        counts = tallied.phases
         finished = counts["Succeeded"] + counts["Failed"]
         if self.phase == PENDING:
             if spec.min_available <= counts["Running"] + finished:
@@ -238,7 +226,7 @@ class _Step:
         elif spec.min_success is not None and counts["Succeeded"] >= spec.min_success:
             self._transition(COMPLETED, "MinSuccessReached", f"{counts['Succeeded']} pods succeeded")
         elif finished >= spec.replicas:
-            if self._succeeded_enough(counts["Succeeded"]):
+            if self._succeeded_enough(tallied):
                 self._transition(COMPLETED, "Completed", f"{counts['Succeeded']} of {spec.replicas} pods succeeded")
             else:
                 self._transition(FAILED, "Failed", f"only {counts['Succeeded']} of {spec.replicas} pods succeeded")
@@ -264,14 +252,14 @@ class _Step:
         self.decision.create_pods = build_job_pods(self.job, spec, names, self.version)
         self.created = [read_pod(pod) for pod in self.decision.create_pods]
 
-    def _succeeded_enough(self, succeeded: int) -> bool:
-        spec = self.parsed
+    def _succeeded_enough(self, counts: Tally) -> bool:
+        spec, succeeded = self.parsed, counts.phases["Succeeded"]
         if spec.min_success is not None and succeeded < spec.min_success:
             return False
         if spec.min_available >= spec.replicas:
-            by_task = self._task_counts()
             for task in spec.tasks:
-                if task.declares_min_available and by_task.get(task.name, {}).get("Succeeded", 0) < task.min_available:
+                done = counts.tasks.get(task.name, {}).get("Succeeded", 0)
+                if task.declares_min_available and done < task.min_available:
                     return False
         return succeeded >= spec.min_available
 
@@ -352,43 +340,19 @@ class _Step:
         if controlled:
             self.status["controlledResources"] = controlled
 
-    # --- counting ------------------------------------------------------------------------
-
-    def _live_pods(self) -> list[PodFacts]:
-        """Pods that are not being deleted, with the ones created in this step (Pending)."""
-        kept = [p for p in self.pods.values() if p.name not in self.deleting and not p.terminating]
-        return kept + self.created
-
-    def _terminating(self) -> int:
-        return sum(1 for p in self.pods.values() if p.terminating or p.name in self.deleting)
-
-    def _counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(POD_PHASES, 0)
-        for pod in self._live_pods():
-            counts[pod.phase if pod.phase in counts else "Unknown"] += 1
-        return counts
-
-    def _task_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for pod in self._live_pods():
-            phases = out.setdefault(pod.task, {})
-            phases[pod.phase] = phases.get(pod.phase, 0) + 1
-        return out
-
-    def _unstopped_pods(self) -> int:
-        counts = self._counts()
-        return counts["Pending"] + counts["Running"] + counts["Unknown"] + self._terminating()
+    def _tally(self) -> Tally:
+        return tally(self.pods.values(), self.deleting, self.created)
 
     def finish(self, old_status: Mapping[str, Any]) -> JobDecision:
-        counts = self._counts()
-        self.status.update({key.lower(): value for key, value in counts.items()})
-        self.status["terminating"] = self._terminating()
+        counts = self._tally()
+        self.status.update({key.lower(): value for key, value in counts.phases.items()})
+        self.status["terminating"] = counts.terminating
         if self.spec is not None:  # a job that cannot be read keeps the figure it had
             self.status["minAvailable"] = self.spec.min_available
         self.status["version"] = self.version
         self.status.setdefault("retryCount", 0)
         self.status["taskStatusCount"] = {
-            task: {"phase": phases} for task, phases in sorted(self._task_counts().items())
+            task: {"phase": phases} for task, phases in sorted(counts.tasks.items())
         }
         if "state" not in self.status:
             self.status["state"] = {"phase": self.phase, "lastTransitionTime": format_time(self.now)}

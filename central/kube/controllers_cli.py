@@ -17,12 +17,8 @@ from prometheus_client import CollectorRegistry
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.kube.client import KubeClient
-from central.kube.controllers import (
-    ControllerLoop,
-    JobController,
-    PodGroupController,
-    QueueController,
-)
+from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
+from central.kube.hypernode_controller import HyperNodeController
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import QueuePodGroupCounts, serve
@@ -51,7 +47,7 @@ def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
           limits: JobLimits = DEFAULT_LIMITS) -> list[ControllerLoop]:
     events = EventRecorder(client, "vc-controller-manager")
     return [JobController(client, events, workers, limits=limits), QueueController(client, events),
-            PodGroupController(client, events, scheduler_names=scheduler_names)]
+            PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
 
 
 def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None) -> int:

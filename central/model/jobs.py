@@ -57,7 +57,8 @@ def build_podgroup(spec: JobSpec, version: int = 0) -> dict[str, Any]:
         "spec": {"minMember": spec.min_available, "minTaskMember": {t.name: t.min_available for t in spec.tasks},
                  "queue": spec.queue, "minResources": min_resources(spec),
                  **({"priorityClassName": spec.priority_class} if spec.priority_class else {}),
-                 **({"networkTopology": podgroup_topology(spec.network_topology)} if spec.network_topology is not None else {})},
+                 **({"networkTopology": podgroup_topology(spec.network_topology)}
+                    if spec.network_topology is not None else {})},
         "status": {"phase": "Pending"},
     }
 

@@ -186,7 +186,8 @@ def _claims(job_name: str, value: Any) -> tuple[Claim, ...]:
         if volume.get("volumeClaimName"):
             out.append(Claim(str(volume["volumeClaimName"]), str(volume["mountPath"]), None))
         else:
-            out.append(Claim(f"{job_name}-volume-{i}", str(volume["mountPath"]), clone(volume.get("volumeClaim") or {})))
+            created = clone(volume.get("volumeClaim") or {})
+            out.append(Claim(f"{job_name}-volume-{i}", str(volume["mountPath"]), created))
     return tuple(out)
 
 

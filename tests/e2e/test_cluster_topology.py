@@ -1,6 +1,7 @@
 """Network-topology-aware scheduling on a real kube-apiserver: HyperNodes through the CRD and
-the admission webhook, a hard-mode Job placed inside one HyperNode of the tier it allows,
-and one that no such HyperNode holds waiting with the tier named."""
+the admission webhook, their status.nodeCount from the controllers, a hard-mode Job placed
+inside one HyperNode of the tier it allows, and one that no such HyperNode holds waiting with
+the tier named."""
 
 from __future__ import annotations
 
@@ -72,6 +73,17 @@ def test_hard_mode_job_lands_within_one_hypernode(tenant: Tenant, fabric: dict[s
     placed = {p["spec"]["nodeName"] for p in tenant.pods()}
     rack_b = next(members for name, members in fabric.items() if name.startswith("rack-b"))
     assert placed <= rack_b, placed
+
+
+def test_the_controllers_count_each_hypernodes_nodes(tenant: Tenant, fabric: dict[str, set[str]]) -> None:
+    spine = f"spine-{tenant.namespace[-4:]}"
+    wanted = {**{name: len(members) for name, members in fabric.items()}, spine: 3}
+
+    def counts() -> bool:
+        return all((tenant.kube.get(f"{HYPERNODES}/{name}").get("status") or {}).get("nodeCount") == count
+                   for name, count in wanted.items())
+
+    wait_for(counts, "status.nodeCount of every HyperNode", timeout=60)
 
 
 def test_hard_mode_job_no_hypernode_holds_waits_naming_the_tier(tenant: Tenant, fabric: dict[str, set[str]]) -> None:
