@@ -194,13 +194,15 @@ class Scheduler:
         return result
 
     def _queue_figures(self, result: Any) -> dict[str, dict[str, dict[str, float]]]:
-        """allocated (from the cycle's queue statuses), deserved and capability (from the cache,
-        read under the feeder's lock)."""
+        """allocated (from the cycle's queue statuses), deserved (the share proportion or
+        capacity computed, as Volcano's proportion exports it; spec.deserved with neither) and
+        capability (from the cache, read under the feeder's lock)."""
         figures = {}
         for name, queue in self.cache.queues.items():
             status = result.queues.get(name) or {}
+            deserved = result.deserved.get(name, {}) if result.deserved_by else dict(queue.deserved)
             figures[name] = {"allocated": parse_resource_list(status.get("allocated"), "allocated"),
-                             "deserved": dict(queue.deserved), "capacity": dict(queue.capability)}
+                             "deserved": deserved, "capacity": dict(queue.capability)}
         return figures
 
     def _ensure_queues(self) -> None:
