@@ -9,7 +9,7 @@ queue of jobs or queues comes out in Volcano's order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -51,6 +51,10 @@ class PriorityQueue(Generic[T]):
             items[i], items[j] = items[j], items[i]
             i = j
         return items.pop()
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in heap order (not the order they come out in)."""
+        return iter(self._items)
 
     def __len__(self) -> int:
         return len(self._items)

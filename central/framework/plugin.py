@@ -42,6 +42,18 @@ Placement, vectorised over node rows (numpy int arrays of candidate rows):
     batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
                                                        (normalised ones); None adds nothing
     Both are summed over plugins and tiers.
+    batchable(task) -> bool                            may the session place the task and its
+                                                       template's twins in one batch
+                                                       (`central.framework.placement`)? Say True
+                                                       only if, while pods of that template are
+                                                       placed, this plugin's row_predicate and
+                                                       node_order answers for a row read that
+                                                       node's state only from the node table
+                                                       (`central.model.nodetable`), its predicate
+                                                       answers do not change, and its
+                                                       batch_node_order answers None. Default False;
+                                                       asked of the plugins taking part in those
+                                                       points only.
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()
@@ -82,6 +94,10 @@ class Plugin:
         if unknown:
             raise InputError(f"plugin {self.name}: arguments.{unknown[0]}",
                              f"unknown argument; valid: {', '.join(sorted(known)) or 'none (it takes no arguments)'}")
+
+    def batchable(self, task: "TaskInfo") -> bool:
+        """See the module's docstring (batch placement)."""
+        return False
 
     def argument(self, key: str, default: Any, kind: type = float) -> Any:
         """A typed plugin argument; InputError names the plugin and key."""

@@ -30,6 +30,7 @@ class TaskStatus(enum.IntEnum):
 
 ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+_READY = tuple(READY_STATUSES)
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 TERMINATED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 # Placed but not running yet: what a node's measured usage cannot show.
@@ -219,11 +220,14 @@ class JobInfo:
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
 
     def count(self, *statuses: TaskStatus) -> int:
-        return sum(self.counts.get(s, 0) for s in statuses)
+        get, n = self.counts.get, 0
+        for status in statuses:
+            n += get(status, 0)
+        return n
 
     @property
     def ready_num(self) -> int:
-        return self.count(*READY_STATUSES)
+        return self.count(*_READY)
 
     @property
     def pending_phase(self) -> bool:

@@ -38,6 +38,9 @@ class Binpack(Plugin):
             if name in index:
                 self.weights[index[name]] = w
 
+    def batchable(self, task: TaskInfo) -> bool:
+        return True  # used and allocatable, from the table
+
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         if not self.weight:
             return np.zeros(len(rows))

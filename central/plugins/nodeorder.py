@@ -78,6 +78,20 @@ class NodeOrder(Plugin):
         self.index = session.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}
+        self._batchable: dict[PodTemplate, bool] = {}
+
+    def batchable(self, task: TaskInfo) -> bool:
+        """Row scores read the table (node affinity is static); the normalised scores must
+        add nothing for the template."""
+        template = task.template
+        answer = self._batchable.get(template)
+        if answer is None:
+            w = self.weights
+            answer = self._batchable[template] = not (
+                (w["tainttoleration"] and self._static_scores(template)[1].any())
+                or (w["podaffinity"] and (template.preferred_pod_affinity or template.preferred_pod_anti_affinity))
+                or (w["podtopologyspread"] and any(c.when_unsatisfiable == "ScheduleAnyway" for c in template.spread)))
+        return answer
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         w = self.weights

@@ -70,6 +70,14 @@ class Predicates(Plugin):
         if task.uid in self.anti_holders and (task.node is None or task.status in (TaskStatus.PENDING, TaskStatus.RELEASING)):
             del self.anti_holders[task.uid]
 
+    def batchable(self, task: TaskInfo) -> bool:
+        """Without ports, inter-pod terms or spread of its own, a pod's answers stay as they
+        are while its twins are placed (pods with anti-affinity move only when placed)."""
+        template, on = task.template, self.enabled
+        return not ((template.host_ports and on["NodePorts"])
+                    or ((template.pod_affinity or template.pod_anti_affinity) and on["PodAffinity"])
+                    or (template.spread and on["PodTopologySpread"]))
+
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         template = task.template
         checks: list[Check] = []
