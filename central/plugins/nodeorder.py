@@ -28,8 +28,8 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.cache.table
-    requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
-    return requested, table.alloc[rows][:, cols]
+    at = np.ix_(rows, cols)
+    return table.used[at] + table.pipelined[at] + task.resreq[cols], table.alloc[at]
 
 
 def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -96,14 +96,13 @@ class NodeOrder(Plugin):
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         w = self.weights
         score = np.zeros(len(rows))
-        if w["leastrequested"] or w["mostrequested"]:
-            requested, alloc = requested_fraction(self.session, task, rows, [0, 1])
-            if w["leastrequested"]:
-                score += w["leastrequested"] * least_requested(requested, alloc)
-            if w["mostrequested"]:
-                score += w["mostrequested"] * most_requested(requested, alloc)
+        # cpu and memory come first in the balanced columns: one read of the table serves all
+        requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
+        if w["leastrequested"]:
+            score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2])
+        if w["mostrequested"]:
+            score += w["mostrequested"] * most_requested(requested[:, :2], alloc[:, :2])
         if w["balancedresource"]:
-            requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
             score += w["balancedresource"] * balanced(requested, alloc)
         affinity, _ = self._static_scores(task.template)
         if w["nodeaffinity"]:

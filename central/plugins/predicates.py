@@ -58,6 +58,7 @@ class Predicates(Plugin):
         self.anti_holders = {t.uid: t for t in session.cache.tasks.values()
                              if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
+        self._batchable: dict[PodTemplate, bool] = {}
 
     def on_allocate(self, task: TaskInfo) -> None:
         self.evicted.discard(task.uid)  # an eviction undone, or a placement
@@ -73,10 +74,15 @@ class Predicates(Plugin):
     def batchable(self, task: TaskInfo) -> bool:
         """Without ports, inter-pod terms or spread of its own, a pod's answers stay as they
         are while its twins are placed (pods with anti-affinity move only when placed)."""
-        template, on = task.template, self.enabled
-        return not ((template.host_ports and on["NodePorts"])
-                    or ((template.pod_affinity or template.pod_anti_affinity) and on["PodAffinity"])
-                    or (template.spread and on["PodTopologySpread"]))
+        template = task.template
+        answer = self._batchable.get(template)
+        if answer is None:
+            on = self.enabled
+            answer = self._batchable[template] = not (
+                (template.host_ports and on["NodePorts"])
+                or ((template.pod_affinity or template.pod_anti_affinity) and on["PodAffinity"])
+                or (template.spread and on["PodTopologySpread"]))
+        return answer
 
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         template = task.template
