@@ -102,6 +102,7 @@ class ClusterCache:
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
+        self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         # While a session is open: task, status, node before each status change, flat (three
         # entries per change: one list for the garbage collector to walk, not a tuple per
         # change), so that a failed session can be rolled back (Session.rollback).
