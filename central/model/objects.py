@@ -9,7 +9,7 @@ filters and static scores are computed once per template, not once per pod.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -152,6 +152,12 @@ class PodTemplate:
     preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...]
     spread: tuple[SpreadConstraint, ...]
     guaranteed: bool = False  # Guaranteed QoS: every container's cpu and memory requests equal its limits
+    _hash: int = field(default=0, compare=False, repr=False)  # computed once: templates key many dicts
+
+    def __hash__(self) -> int:
+        if not self._hash:
+            object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in _TEMPLATE_FIELDS)) or 1)
+        return self._hash
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -161,6 +167,9 @@ class PodTemplate:
     def has_inter_pod_terms(self) -> bool:
         return bool(self.pod_affinity or self.pod_anti_affinity or self.spread
                     or self.preferred_pod_affinity or self.preferred_pod_anti_affinity)
+
+
+_TEMPLATE_FIELDS = tuple(f.name for f in fields(PodTemplate) if f.compare)
 
 
 @dataclass(slots=True, eq=False)

@@ -173,7 +173,7 @@ class DeviceShare(Plugin):
         return []
 
     def batchable(self, task: TaskInfo) -> bool:
-        return self.request(task) == (0.0, 0)  # asks no card: no filter, no score
+        return self._request(task) == (0.0, 0)  # asks no card: no filter, no score
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         memory, number = self._request(task)

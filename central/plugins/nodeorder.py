@@ -28,7 +28,7 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.table
-    at = np.ix_(rows, cols)
+    at = (rows[:, None], cols)  # one gather per array
     return table.used[at] + table.pipelined[at] + task.resreq[cols], table.alloc[at]
 
 
