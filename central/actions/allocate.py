@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from central.framework.ordering import PriorityQueue
+from central.framework.ordering import FixedLine
 from central.framework.placement import Plan
 from central.framework.session import Session
 from central.framework.statement import Statement
@@ -28,7 +28,7 @@ from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplat
 def allocate(ssn: Session) -> None:
     queues, jobs = ssn.queue_lines(_admitted_valid_jobs(ssn))
 
-    pending: dict[str, PriorityQueue[TaskInfo]] = {}
+    pending: dict[str, FixedLine[TaskInfo]] = {}
     while queues:
         queue = queues.pop()
         if ssn.overused(queue):
@@ -39,7 +39,7 @@ def allocate(ssn: Session) -> None:
         job = waiting.pop()
         tasks = pending.get(job.uid)
         if tasks is None:
-            tasks = pending[job.uid] = PriorityQueue(ssn.task_less, (
+            tasks = pending[job.uid] = FixedLine(ssn.task_less, (
                 t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
         stmt = ssn.statement()
         with ssn.job_boundary(job, "allocate", stmt):
@@ -69,7 +69,7 @@ def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
     return out
 
 
-def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
+def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
     failed: dict[PodTemplate, FitErrors] = {}
     placement = ssn.placement
     plan: Plan | None = None  # where the next pods of one template go (identical pods, placed in a batch)
@@ -110,7 +110,7 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], j
             break
 
 
-def _batch(tasks: PriorityQueue[TaskInfo], task: TaskInfo, job: JobInfo) -> int:
+def _batch(tasks: FixedLine[TaskInfo], task: TaskInfo, job: JobInfo) -> int:
     """How many pods to plan, `task` first: its template's among the pending tasks, no more
     than the gang still lacks when it lacks any (it yields once ready)."""
     if not tasks:

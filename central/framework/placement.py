@@ -168,10 +168,11 @@ class Placement:
         req, table = task.resreq, self.table
         cols = self.columns(req)
         need = req[cols]
-        short = table.future[rows][:, cols] + EPSILON <= need
+        at = (rows[:, None], cols)  # one gather per array
+        short = table.future[at] + EPSILON <= need
         checks = []
         if short.any():
-            never = table.alloc[rows][:, cols] - table.pipelined[rows][:, cols] + EPSILON <= need
+            never = table.alloc[at] - table.pipelined[at] + EPSILON <= need
             names = self.ssn.dims.names
             for j in np.flatnonzero(short.any(axis=0)):
                 checks.append(Check(~short[:, j], f"Insufficient {names[cols[j]]}",
@@ -194,7 +195,7 @@ class Placement:
             fold(codes, checks)
         req, table = task.resreq, self.table
         cols = self.columns(req)
-        fits_idle = (np.all(table.idle[rows][:, cols] + EPSILON > req[cols], axis=1)
+        fits_idle = (np.all(table.idle[rows[:, None], cols] + EPSILON > req[cols], axis=1)
                      & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
         for fn in self.ssn.points.flat["node_order"]:

@@ -11,6 +11,8 @@ plugin is registered: helpers are private. Every extension point is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
     job_order(l, r), queue_order(l, r), task_order(l, r),
+        (task_order may read only the two tasks and their jobs' fixed settings: a job's
+        pending tasks are sorted once per allocate, `central.framework.ordering.FixedLine`)
     victim_queue_order(l, r, preemptor_queue)   which victim queue gives up resources first
 Votes and checks:
     job_valid(job) -> str | None            a reason the job cannot be scheduled at all
