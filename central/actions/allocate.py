@@ -14,10 +14,14 @@
    Only pipelined: keep the statement open, reserving the room in this session without
    binding anything. Otherwise: discard, and the gang holds nothing. Bad data met on the
    way faults the job (its statement discarded) and the next job goes on.
+A job with a network topology is placed by HyperNode instead (`central.actions.hypernodes`).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from central.actions.hypernodes import place_in_hypernodes
 from central.framework.ordering import FixedLine
 from central.framework.placement import Plan
 from central.framework.session import Session
@@ -43,7 +47,8 @@ def allocate(ssn: Session) -> None:
                 t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
         stmt = ssn.statement()
         with ssn.job_boundary(job, "allocate", stmt):
-            place_tasks(ssn, stmt, tasks, job, queue)
+            if not place_in_hypernodes(ssn, stmt, tasks, job, queue, place_tasks):
+                place_tasks(ssn, stmt, tasks, job, queue)
             if ssn.job_ready(job):
                 stmt.commit()
                 if tasks:
@@ -69,7 +74,9 @@ def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
     return out
 
 
-def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
+def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: JobInfo, queue: QueueInfo,
+                within: np.ndarray | None = None) -> None:
+    """Place `tasks` in order onto `stmt`, on the nodes of `within` (a row mask) if given."""
     failed: dict[PodTemplate, FitErrors] = {}
     placement = ssn.placement
     plan: Plan | None = None  # where the next pods of one template go (identical pods, placed in a batch)
@@ -91,7 +98,7 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: 
             plan = None
             count = _batch(tasks, task, job)
             if count > 1 and task.template not in unplanned and not task.nominated_node:
-                plan = placement.plan(task, count)
+                plan = placement.plan(task, count, within)
                 row = plan.take(task) if plan is not None else None
                 if row is None:
                     unplanned.add(task.template)
@@ -99,8 +106,10 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: 
             stmt.allocate(task, ssn.nodes[row])
         else:
             rows = placement.feasible(task)
+            if within is not None:
+                rows = rows[within[rows]]
             if not len(rows):
-                failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task)
+                failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task, within)
                 if need_continue(job):
                     continue
                 break

@@ -53,9 +53,11 @@ class PriorityQueue(Generic[T]):
             i = j
         return items.pop()
 
-    def __iter__(self) -> Iterator[T]:
-        """The items in heap order (not the order they come out in)."""
-        return iter(self._items)
+    def copy(self) -> "PriorityQueue[T]":
+        """The same items in the same heap, so both pop in the same order."""
+        clone: PriorityQueue[T] = PriorityQueue(self._less)
+        clone._items = list(self._items)
+        return clone
 
     def __len__(self) -> int:
         return len(self._items)
@@ -79,6 +81,11 @@ class FixedLine(Generic[T]):
 
     def pop(self) -> T:
         return self._items.pop()
+
+    def copy(self) -> "FixedLine[T]":
+        clone: FixedLine[T] = FixedLine.__new__(FixedLine)
+        clone._items = list(self._items)
+        return clone
 
     def __iter__(self) -> Iterator[T]:
         return iter(self._items)

@@ -253,13 +253,13 @@ class Placement:
             return False
         return bool(table.pods[row] - table.releasing_pods[row] - pods < table.max_pods[row])
 
-    def fit_errors(self, task: TaskInfo) -> FitErrors:
-        """Why the task fits no node: per node, the reasons of the first step that fails it,
-        counted like kube-scheduler's FitError."""
-        errors = FitErrors(self.n)
+    def fit_errors(self, task: TaskInfo, within: np.ndarray | None = None) -> FitErrors:
+        """Why the task fits no node (of the row mask `within`, if given): per node, the
+        reasons of the first step that fails it, counted like kube-scheduler's FitError."""
+        alive = np.ones(self.n, dtype=bool) if within is None else within[: self.n].copy()
+        errors = FitErrors(int(alive.sum()))
         view = self.view(task)
         rows = np.arange(self.n)
-        alive = np.ones(self.n, dtype=bool)
         for checks in self._cached_steps(task, view, rows):
             failed = np.zeros(self.n, dtype=bool)
             for check in checks:
@@ -299,15 +299,17 @@ class Placement:
 
     # --- batches of identical pods ----------------------------------------------------------
 
-    def plan(self, task: TaskInfo, count: int) -> Plan | None:
+    def plan(self, task: TaskInfo, count: int, within: np.ndarray | None = None) -> Plan | None:
         """Where `task` and the next `count - 1` pods of its template go, one after the other,
-        if each is allocated where one-by-one placement would put it; None where that cannot
-        be foreseen row by row (see the module's docstring), or nothing fits idle now."""
+        if each is allocated where one-by-one placement would put it (on the nodes of the row
+        mask `within` only, if given); None where that cannot be foreseen row by row (see the
+        module's docstring), or nothing fits idle now."""
         judges = self._judges()
         if count < 1 or judges is None or not all(judge(task) for judge in judges):
             return None
         view = self.view(task)
-        rows = np.flatnonzero((view.code == Code.FITS) & view.fits_idle)
+        rows = np.flatnonzero((view.code == Code.FITS) & view.fits_idle if within is None
+                              else (view.code == Code.FITS) & view.fits_idle & within)
         rows = self._predicates(task, rows, np.zeros(len(rows), dtype=np.int8), Code.FITS)
         if not len(rows) or any(fn(task, rows) is not None for fn in self.ssn.points.flat["batch_node_order"]):
             return None

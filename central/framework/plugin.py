@@ -60,6 +60,11 @@ Placement, vectorised over node rows (numpy int arrays of candidate rows):
                                                        batch_node_order answers None. Default False;
                                                        asked of the plugins taking part in those
                                                        points only.
+Network topology (jobs with spec.networkTopology; see central.actions.hypernodes):
+    hypernode_gradients(job) -> list[list[HyperNode]] | None   the HyperNodes the gang may land
+                                                       in, lowest tier first; the first plugin
+                                                       that answers decides (None: no search)
+    hypernode_order(job, hypernodes) -> float array    scores of HyperNodes the gang fits, summed
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()

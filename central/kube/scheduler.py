@@ -1,7 +1,7 @@
 """The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
 
 Order of start-up, each step a guard from Volcano's bug history:
-1. reflectors for Nodes, Pods, PodGroups, Queues and PriorityClasses start and list;
+1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses and HyperNodes start and list;
 2. no cycle runs before every one of them has synced (vo#1417);
 3. the replica takes the Lease (vo#2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -33,7 +33,7 @@ from typing import Any
 
 from central.api.resources import parse_resource_list
 from central.errors import InputError
-from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.feeder import CacheFeeder
 from central.kube.informer import Reflector
@@ -48,6 +48,7 @@ WATCHED = {
     "PriorityClass": path(SCHEDULING, "priorityclasses"),
     "Queue": path(VOLCANO_SCHEDULING, "queues"),
     "PodGroup": path(VOLCANO_SCHEDULING, "podgroups"),
+    "HyperNode": path(VOLCANO_TOPOLOGY, "hypernodes"),
     "Pod": path(CORE, "pods"),
 }
 BUILTIN_QUEUES = ("root", "default")

@@ -22,6 +22,7 @@ from central.api.resources import Dimensions, canonical
 from central.errors import InputError
 from central.model import parse
 from central.model.fields import object_ref
+from central.model.hypernodes import HyperNodeSpec, parse_hypernode
 from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
@@ -35,8 +36,9 @@ from central.model.objects import (
     TaskStatus,
     TERMINATED_STATUSES,
 )
+from central.model.topology import Topology
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
@@ -101,6 +103,8 @@ class ClusterCache:
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
+        self.hypernodes: dict[str, HyperNodeSpec] = {}
+        self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         # While a session is open: task, status, node before each status change, flat (three
@@ -114,7 +118,8 @@ class ClusterCache:
         """Add or replace one object. InputError names the object and field; nothing changes then."""
         kind = obj.get("kind") if isinstance(obj, Mapping) else None
         handler = {"Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
-                   "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class}.get(kind)
+                   "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class,
+                   "HyperNode": self._apply_hypernode}.get(kind)
         if handler is None:
             raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
         try:
@@ -128,6 +133,10 @@ class ClusterCache:
             self._remove_task(self.tasks[key])
         elif kind == "Node" and name in self.nodes:
             self._remove_node(name)
+            self._topology = None
+        elif kind == "HyperNode":
+            self.hypernodes.pop(name, None)
+            self._topology = None
         elif kind == "PodGroup" and key in self.jobs:
             job = self.jobs[key]
             if job.tasks:  # as if the PodGroup had never come: the same state whatever the order
@@ -148,6 +157,8 @@ class ClusterCache:
         node = parse.parse_node(obj)
         grew = any(self.dims.add(name) for name in node.allocatable)
         old = self.nodes.get(node.name)
+        if old is None or old.labels != node.labels:  # HyperNodes select nodes by name and labels
+            self._topology = None
         if old is not None:
             node.index, node.tasks = old.index, old.tasks
             self.node_list[node.index] = node
@@ -192,6 +203,11 @@ class ClusterCache:
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
         job.priority = self._class_priority(job.priority_class)
         self.jobs[job.uid] = job
+
+    def _apply_hypernode(self, obj: Mapping[str, Any]) -> None:
+        spec = parse_hypernode(obj)
+        self.hypernodes[spec.name] = spec
+        self._topology = None
 
     def _apply_queue(self, obj: Mapping[str, Any]) -> None:
         queue = parse.parse_queue(obj)
@@ -238,6 +254,12 @@ class ClusterCache:
                 BATCH_MEMORY: canonical(BATCH_MEMORY, Decimal(repr(data.batch_memory)))}
 
     # --- queries ----------------------------------------------------------------------------
+
+    def topology(self) -> Topology:
+        """The HyperNode tree over the current node rows."""
+        if self._topology is None or self._topology.size != self.table.size:
+            self._topology = Topology(self.hypernodes, self.node_list, self.table.size)
+        return self._topology
 
     def queue(self, name: str) -> QueueInfo | None:
         """Queues `root` and the default queue exist even when no object names them."""

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from central.model.hypernodes import NetworkTopology
 
 
 class TaskStatus(enum.IntEnum):
@@ -227,6 +230,7 @@ class JobInfo:
     allocated: np.ndarray | None = None  # sum of resreq over allocated tasks
     pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
+    network_topology: "NetworkTopology | None" = None  # spec.networkTopology
 
     def count(self, *statuses: TaskStatus) -> int:
         get, n = self.counts.get, 0

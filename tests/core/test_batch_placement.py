@@ -119,8 +119,8 @@ def decisions(objects: list[dict[str, Any]], conf_text: str, batches: bool) -> t
     taken: list[int] = []
     plan = Placement.plan
 
-    def counted(self, task, count):
-        made = plan(self, task, count) if batches else None
+    def counted(self, task, count, within=None):
+        made = plan(self, task, count, within) if batches else None
         if made is not None:
             taken.append(made)
         return made
