@@ -195,7 +195,7 @@ class Placement:
             fold(codes, checks)
         req, table = task.resreq, self.table
         cols = self.columns(req)
-        fits_idle = (np.all(table.idle[rows[:, None], cols] + EPSILON > req[cols], axis=1)
+        fits_idle = ((table.idle[rows[:, None], cols] + EPSILON > req[cols]).all(axis=1)
                      & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
         for fn in self.ssn.points.flat["node_order"]:

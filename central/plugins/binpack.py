@@ -62,6 +62,6 @@ class Binpack(Plugin):
         alloc = table.alloc[at]
         after = table.used[at] + need
         per = np.divide(w * after, alloc, out=np.zeros_like(after), where=alloc > 0)
-        over = np.any(after > alloc + EPSILON, axis=1)
+        over = (after > alloc + EPSILON).any(axis=1)
         score = per.sum(axis=1) / total * MAX_SCORE * self.weight
         return np.where(over, 0.0, score)
