@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from central.api.resources import format_value
-from central.framework.ordering import PriorityQueue
+from central.framework.ordering import FixedLine
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 PlaceTasks = Callable[..., None]  # allocate.place_tasks(ssn, stmt, tasks, job, queue, within=mask)
 
 
-def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: PriorityQueue[TaskInfo],
+def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: FixedLine[TaskInfo],
                         job: JobInfo, queue: QueueInfo, place_tasks: PlaceTasks) -> bool:
     """Place the job by HyperNode onto `stmt` with allocate's `place_tasks`; False when no
     plugin searches HyperNodes for it."""
