@@ -3,13 +3,17 @@
 Volcano's allocateForJob, for a job without subgroups:
 1. Ask the plugins for the HyperNode gradients of the job (`hypernode_gradients`: lists of
    HyperNodes, lowest tier first). No plugin answers: the job is placed like any other.
-2. Gradient by gradient, try the gang in each of its HyperNodes on a trial statement that
-   is discarded at once: the job's tasks in task order, on the HyperNode's nodes only. A
-   HyperNode where the job ends ready (or pipelined) is a solution.
-3. The first gradient with a solution decides: the solution with the highest
-   `hypernode_order` score (ties: the first in name order; Volcano takes whichever its map
-   yields first) is placed again, for real, on the caller's statement. Placement is
-   deterministic, so the replay lands exactly where the trial did.
+2. Gradient by gradient, try the gang in its HyperNodes: the job's tasks in task order, on
+   the HyperNode's nodes only, on a trial statement. A HyperNode where the job ends ready (or
+   pipelined) is a solution.
+3. The first gradient with a solution decides, and within it the solution with the highest
+   `hypernode_order` score. Volcano tries every HyperNode of the gradient, then scores the
+   solutions, each alone (a HyperNode's score does not depend on the trials), and takes the
+   highest, a tie going to whichever its map yields first. Caldera scores first and tries
+   the HyperNodes best first, keeping the first solution (its trial statement becomes the
+   job's): the same choice, found after one trial where Volcano makes one per HyperNode.
+   Ties are ordered by the plugins' scores of the tied group (network-topology-aware: the
+   share of the job's tasks already inside), then breadth first, children by name.
 4. No gradient has a solution: the job waits, and every pending task says why, naming
    the mode and the highest tier allowed and what the last HyperNode tried lacked.
 Subgroups (`subGroupPolicy`, Volcano's subjobs) are not searched separately here: a job is
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from central.api.resources import format_value
-from central.framework.ordering import PriorityQueue
+from central.framework.ordering import FixedLine
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
 PlaceTasks = Callable[..., None]  # allocate.place_tasks(ssn, stmt, tasks, job, queue, within=mask)
 
 
-def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: PriorityQueue[TaskInfo],
+def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: FixedLine[TaskInfo],
                         job: JobInfo, queue: QueueInfo, place_tasks: PlaceTasks) -> bool:
     """Place the job by HyperNode onto `stmt` with allocate's `place_tasks`; False when no
     plugin searches HyperNodes for it."""
@@ -44,24 +48,36 @@ def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: PriorityQueue[
         return False
     last: HyperNode | None = None
     for gradient in gradients:
-        solutions = []
-        for hn in gradient:
+        for hn in _search_order(ssn, job, gradient):
             job.fit_errors = {}
-            trial = ssn.statement()
-            place_tasks(ssn, trial, tasks.copy(), job, queue, within=hn.mask)
+            trial, left = ssn.statement(), tasks.copy()
+            place_tasks(ssn, trial, left, job, queue, within=hn.mask)
             if trial.ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
-                solutions.append(hn)
+                stmt.merge(trial)
+                while tasks:  # what the trial left to place, in the same order
+                    tasks.pop()
+                while left:
+                    tasks.push(left.pop())
+                return True
             trial.discard()
             last = hn
-        if solutions:
-            best = solutions[int(np.argmax(_scores(ssn, job, solutions)))]
-            job.fit_errors = {}
-            place_tasks(ssn, stmt, tasks, job, queue, within=best.mask)
-            return True
     _explain(ssn, job, last)
     while tasks:  # tried as a whole: nothing of the job is left to try this round
         tasks.pop()
     return True
+
+
+def _search_order(ssn: "Session", job: JobInfo, gradient: list["HyperNode"]) -> list["HyperNode"]:
+    """The gradient's HyperNodes best first: by each one's own score, then, among equals, by
+    their scores as a group (where plugins break ties, e.g. by the job's tasks already inside)."""
+    own = np.array([_scores(ssn, job, [hn])[0] for hn in gradient])
+    order: list[HyperNode] = []
+    for value in sorted(set(own.tolist()), reverse=True):
+        group = [hn for hn, score in zip(gradient, own) if score == value]
+        if len(group) > 1:
+            group = [group[i] for i in np.argsort(-_scores(ssn, job, group), kind="stable")]
+        order.extend(group)
+    return order
 
 
 def _gradients(ssn: "Session", job: JobInfo) -> list[list["HyperNode"]] | None:

@@ -9,7 +9,8 @@ Order of start-up, each step a guard from Volcano's bug history:
    backoff when refused (the admission webhook may not serve yet);
 5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
    the cache, then the cycle runs under the feeder's lock on the live cache and hands its
-   decisions to the `KubeSink`; statuses are written at session close. Objects whose data
+   decisions to the `KubeSink`; statuses go at session close to the sink's own status lane,
+   which the loop does not wait for. Objects whose data
    the cycle could not use get Warning Events and are counted; a cycle that fails (a bug)
    has rolled the cache back before the error reaches this loop, which logs it, counts it
    and runs the next cycle on the clean cache.

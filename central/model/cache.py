@@ -49,11 +49,25 @@ def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
     key = (task.role, status)
     job.role_counts[key] = job.role_counts.get(key, 0) + sign
     if status in ALLOCATED_STATUSES:
-        job.allocated += sign * task.resreq
+        if sign > 0:
+            job.allocated += task.resreq
+        else:
+            job.allocated -= task.resreq
     elif status == TaskStatus.PENDING:
-        job.pending_request += sign * task.resreq
+        if sign > 0:
+            job.pending_request += task.resreq
+        else:
+            job.pending_request -= task.resreq
         if task.best_effort:
             job.best_effort_pending[task.role] = job.best_effort_pending.get(task.role, 0) + sign
+
+
+def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> None:
+    counts, roles = job.counts, job.role_counts
+    counts[was] = counts.get(was, 0) - 1
+    counts[status] = counts.get(status, 0) + 1
+    roles[role, was] = roles.get((role, was), 0) - 1
+    roles[role, status] = roles.get((role, status), 0) + 1
 
 
 def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
@@ -63,6 +77,13 @@ def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
     if status == TaskStatus.RELEASING:
         return 1.0, 1.0, 0.0
     return 1.0, 0.0, 0.0
+
+
+# Statuses that charge the node, the job's sums and the starting set alike: a task moving
+# between two of one class changes only the job's counters.
+_CHARGED_AS = {status: (status in TERMINATED_STATUSES or status == TaskStatus.PENDING, _charge_factors(status),
+                        status in ALLOCATED_STATUSES, status in STARTING_STATUSES, status == TaskStatus.PENDING)
+               for status in TaskStatus}
 
 
 class ClusterCache:
@@ -278,6 +299,13 @@ class ClusterCache:
     def set_status(self, task: TaskInfo, status: TaskStatus, node: str | None) -> None:
         if self.journal is not None:
             self.journal += (task, task.status, task.node)
+        if node == task.node and _CHARGED_AS[status] == _CHARGED_AS[task.status]:
+            # ALLOCATED -> BINDING, say: the node and the job's sums stay as they are
+            job = self.jobs.get(task.job_uid) if task.job_uid else None
+            if job is not None:
+                _recount(job, task.role, task.status, status)
+            task.status = status
+            return
         self._charge(task, -1)
         task.status, task.node = status, node
         self._charge(task, +1)

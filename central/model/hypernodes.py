@@ -9,7 +9,10 @@ members of `type: Node` or `type: HyperNode`, each chosen by one selector,
     regexMatch: {pattern: "^rack1-"}                every node whose name matches (Python `re`
                                                     syntax; Volcano uses Go's RE2, the same for
                                                     the anchors, classes and repeats node names need)
-    labelMatch: {matchLabels: {...}, matchExpressions: [...]}   nodes by label (Node members only)
+    labelMatch: {matchLabels: {...}, matchExpressions: [...]}   nodes by label
+
+HyperNode members are named by exactMatch only (Volcano ignores their other selectors; Caldera
+refuses them).
 
 A Job's or PodGroup's `spec.networkTopology` is `{mode: hard|soft, highestTierAllowed: N}` (or
 `highestTierName` instead of the number). Parsing checks what Volcano's CRD schema and
@@ -130,6 +133,9 @@ def _member(raw: Any, where: str) -> Member:
         if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
             raise InputError(f"{where}.selector.exactMatch.name", f"not a valid node or HyperNode name: {shown(name)}")
         return Member(kind, exact=name)
+    if kind == "HyperNode" and key != "exactMatch":
+        raise InputError(f"{where}.selector.{key}", "a HyperNode member is named by exactMatch "
+                         "(Volcano ignores other selectors of HyperNode members)")
     if key == "regexMatch":
         pattern = value.get("pattern")
         if not isinstance(pattern, str) or not pattern:
@@ -138,8 +144,6 @@ def _member(raw: Any, where: str) -> Member:
             return Member(kind, regex=re.compile(pattern))
         except re.error as err:
             raise InputError(f"{where}.selector.regexMatch.pattern", f"invalid regular expression {shown(pattern)}: {err}") from None
-    if kind != "Node":
-        raise InputError(f"{where}.selector.labelMatch", "labelMatch selects nodes only: use it with type Node")
     labels = selector(value, f"{where}.selector.labelMatch")
     if not labels.requirements:
         raise InputError(f"{where}.selector.labelMatch", "needs matchLabels or matchExpressions")

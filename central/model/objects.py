@@ -9,7 +9,7 @@ filters and static scores are computed once per template, not once per pod.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +33,7 @@ class TaskStatus(enum.IntEnum):
 
 ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+_READY = tuple(READY_STATUSES)
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 TERMINATED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 # Placed but not running yet: what a node's measured usage cannot show.
@@ -154,6 +155,12 @@ class PodTemplate:
     preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...]
     spread: tuple[SpreadConstraint, ...]
     guaranteed: bool = False  # Guaranteed QoS: every container's cpu and memory requests equal its limits
+    _hash: int = field(default=0, compare=False, repr=False)  # computed once: templates key many dicts
+
+    def __hash__(self) -> int:
+        if not self._hash:
+            object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in _TEMPLATE_FIELDS)) or 1)
+        return self._hash
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -163,6 +170,9 @@ class PodTemplate:
     def has_inter_pod_terms(self) -> bool:
         return bool(self.pod_affinity or self.pod_anti_affinity or self.spread
                     or self.preferred_pod_affinity or self.preferred_pod_anti_affinity)
+
+
+_TEMPLATE_FIELDS = tuple(f.name for f in fields(PodTemplate) if f.compare)
 
 
 @dataclass(slots=True, eq=False)
@@ -223,11 +233,14 @@ class JobInfo:
     network_topology: "NetworkTopology | None" = None  # spec.networkTopology
 
     def count(self, *statuses: TaskStatus) -> int:
-        return sum(self.counts.get(s, 0) for s in statuses)
+        get, n = self.counts.get, 0
+        for status in statuses:
+            n += get(status, 0)
+        return n
 
     @property
     def ready_num(self) -> int:
-        return self.count(*READY_STATUSES)
+        return self.count(*_READY)
 
     @property
     def pending_phase(self) -> bool:

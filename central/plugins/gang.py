@@ -47,7 +47,7 @@ def keep_gangs(jobs: dict[str, JobInfo], candidates: list[TaskInfo]) -> list[Tas
 
 def job_ready(job: JobInfo) -> bool:
     best_effort = sum(job.best_effort_pending.values())
-    return roles_ready(job) and job.ready_num + best_effort >= job.min_available
+    return job.ready_num + best_effort >= job.min_available and roles_ready(job)  # the cheap test first
 
 
 class Gang(Plugin):

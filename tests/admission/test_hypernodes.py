@@ -40,7 +40,9 @@ def member(kind: str = "Node", **selector: Any) -> dict[str, Any]:
                  "spec.members[0].selector: exactly one of exactMatch, regexMatch or labelMatch must be given, "
                  "got exactMatch and regexMatch", id="two-selectors"),
     pytest.param(hypernode(members=[member("HyperNode", labelMatch={"matchLabels": {"a": "b"}})]),
-                 "spec.members[0].selector.labelMatch: labelMatch selects nodes only", id="labels-for-hypernode"),
+                 "spec.members[0].selector.labelMatch: a HyperNode member is named by exactMatch", id="labels-for-hypernode"),
+    pytest.param(hypernode(members=[member("HyperNode", regexMatch={"pattern": "^leaf-"})]),
+                 "spec.members[0].selector.regexMatch: a HyperNode member is named by exactMatch", id="regex-for-hypernode"),
     pytest.param(hypernode(members=[member(exactMatch={"name": "Node_1"})]),
                  "spec.members[0].selector.exactMatch.name: not a valid node or HyperNode name", id="bad-name"),
 ])
