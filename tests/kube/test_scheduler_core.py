@@ -129,8 +129,8 @@ def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        eventually(lambda: real.pod(good[0])["spec"].get("nodeName"), what="the good pod bound")
-        eventually(lambda: real.events("InvalidSchedulingData"),
+        eventually(lambda: real.pod(good[0])["spec"].get("nodeName"), timeout=30, what="the good pod bound")
+        eventually(lambda: real.events("InvalidSchedulingData") and scheduler.cycles >= 3, timeout=30,
                    what="the Warning Event on the bad PodGroup")
     finally:
         stop.set()
