@@ -54,16 +54,12 @@ def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: FixedLine[Task
             place_tasks(ssn, trial, left, job, queue, within=hn.mask)
             if trial.ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                 stmt.merge(trial)
-                while tasks:  # what the trial left to place, in the same order
-                    tasks.pop()
-                while left:
-                    tasks.push(left.pop())
+                tasks.assign(left)  # what the trial left to place, in the same order
                 return True
             trial.discard()
             last = hn
     _explain(ssn, job, last)
-    while tasks:  # tried as a whole: nothing of the job is left to try this round
-        tasks.pop()
+    tasks.clear()  # tried as a whole: nothing of the job is left to try this round
     return True
 
 

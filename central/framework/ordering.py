@@ -82,6 +82,13 @@ class FixedLine(Generic[T]):
     def pop(self) -> T:
         return self._items.pop()
 
+    def assign(self, other: "FixedLine[T]") -> None:
+        """Hold exactly what `other` has left, in its order (a trial hands back what it left)."""
+        self._items = list(other._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+
     def copy(self) -> "FixedLine[T]":
         clone: FixedLine[T] = FixedLine.__new__(FixedLine)
         clone._items = list(self._items)
