@@ -357,11 +357,12 @@ def follow_scheduler_name(client: KubeClient, configuration: str, scheduler_name
 
 
 class CaBundleInjector:
-    """Keeps the webhook configurations' caBundle equal to `ca_file`: at start, and again whenever
-    the file changes (a renewed CA), so no one patches them by hand; with `scheduler_name`, keeps
-    the pods webhook's matchCondition on that scheduler too (checked every period, as a re-apply
-    of the manifests writes the shipped name back). Failures are logged once per new message
-    and retried; until the first success /readyz stays not ready."""
+    """Keeps the webhook configurations' caBundle equal to `ca_file` and, with `scheduler_name`,
+    the pods webhook's matchCondition on that scheduler, so no one patches them by hand. Both
+    are checked every period (each written only when it differs): the file may change (a renewed
+    CA), and a re-apply of the manifests writes back their empty caBundle and 'volcano'.
+    Failures are logged once per new message and retried; until the first success /readyz
+    stays not ready."""
 
     def __init__(self, client: KubeClient, ca_file: str, configurations: dict[str, str], url: str = "",
                  period_s: float = 30.0, scheduler_name: str = ""):
@@ -376,11 +377,9 @@ class CaBundleInjector:
         try:
             with open(self.ca_file, "rb") as handle:
                 ca = handle.read()
-            if ca != self.injected:
-                changed = inject_ca_bundle(self.client, ca, self.configurations, self.url)
-                log.info("caBundle of %s: %s", ", ".join(self.configurations.values()),
-                         "updated" if changed else "already current")
-                self.injected = ca
+            if inject_ca_bundle(self.client, ca, self.configurations, self.url) or ca != self.injected:
+                log.info("caBundle of %s: current", ", ".join(self.configurations.values()))
+            self.injected = ca
             validating = self.configurations.get("validatingwebhookconfigurations")
             if self.scheduler_name and validating and follow_scheduler_name(self.client, validating,
                                                                             self.scheduler_name):
