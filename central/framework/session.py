@@ -193,10 +193,11 @@ class Session:
 
     @cached_property
     def node_index(self) -> "NodeIndex":
-        """Label and taint lookups over node rows, shared by the plugins of this session."""
+        """Label and taint lookups over node rows, shared by the plugins (and by sessions while
+        no Node changes: it depends on nothing else)."""
         from central.plugins.nodeindex import NodeIndex
 
-        return NodeIndex(self.nodes)
+        return self.cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
 
     @cached_property
     def agents(self) -> "AgentView":
@@ -270,9 +271,10 @@ class Session:
         result.plugin_timings = dict(self.plugin_timings)
         result.annotations = {uid: notes for uid, notes in self.pod_annotations.items() if notes and uid in self.binds}
         for job in self.jobs.values():
-            for task in job.tasks.values():
-                if task.status == TaskStatus.PIPELINED:
-                    result.pipelined[task.uid] = task.node or ""
+            if job.counts.get(TaskStatus.PIPELINED):
+                for task in job.tasks.values():
+                    if task.status == TaskStatus.PIPELINED:
+                        result.pipelined[task.uid] = task.node or ""
         for job in self.jobs.values():
             status = self._podgroup_status(job)
             result.podgroups[job.uid] = status
@@ -311,7 +313,11 @@ class Session:
     def condition(self, kind: str, reason: str, message: str) -> dict[str, Any]:
         """A PodGroup condition stamped by this session."""
         return {"type": kind, "status": "True", "transitionID": self.uid, "reason": reason, "message": message,
-                "lastTransitionTime": self.now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+                "lastTransitionTime": self._stamp}
+
+    @cached_property
+    def _stamp(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def _podgroup_status(self, job: JobInfo) -> dict[str, Any]:
         """Volcano's jobStatus: the phase a PodGroup ends the session in."""
@@ -324,7 +330,8 @@ class Session:
         # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
         # session allocated or is binding does not count yet), plus Releasing pods still on a node.
         scheduled = job.count(*SCHEDULED_STATUSES)
-        scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
+        if job.counts.get(TaskStatus.RELEASING):
+            scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
         phase = job.phase or "Pending"
         if running and unschedulable:
             phase = "Unknown"
@@ -337,6 +344,8 @@ class Session:
                 "succeeded": job.count(TaskStatus.SUCCEEDED), "failed": job.count(TaskStatus.FAILED)}
 
     def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
+        if not job.counts.get(TaskStatus.PENDING) and not job.fit_errors:
+            return {}
         reasons = {}
         faulted = self.faulted_jobs.get(job.uid)
         if faulted is not None:

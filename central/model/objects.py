@@ -213,17 +213,28 @@ class JobInfo:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     counts: dict[TaskStatus, int] = field(default_factory=dict)
     role_counts: dict[tuple[str, TaskStatus], int] = field(default_factory=dict)
+    ready: int = 0  # tasks in READY_STATUSES, kept by the cache with `counts` (orderings ask often)
+    role_ready: dict[str, int] = field(default_factory=dict)  # role -> its tasks in READY_STATUSES
     best_effort_pending: dict[str, int] = field(default_factory=dict)  # role -> pending tasks without requests
     allocated: np.ndarray | None = None  # sum of resreq over allocated tasks
     pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
+    min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
 
     def count(self, *statuses: TaskStatus) -> int:
-        return sum(self.counts.get(s, 0) for s in statuses)
+        counts, n = self.counts, 0
+        for s in statuses:
+            n += counts.get(s, 0)
+        return n
 
     @property
     def ready_num(self) -> int:
-        return self.count(*READY_STATUSES)
+        return self.ready
+
+    @property
+    def task_min_total(self) -> int:
+        """The sum of the roles' minTaskMember."""
+        return sum(self.task_min_available.values()) if self.task_min_available else 0
 
     @property
     def pending_phase(self) -> bool:

@@ -55,8 +55,8 @@ class Predicates(Plugin):
         self.enabled = {name: self.argument(f"predicate.{name}Enable", True, bool)
                         for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
-        self.anti_holders = {t.uid: t for t in session.cache.tasks.values()
-                             if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
+        self.anti_holders = {t.uid: t for t in session.cache.anti_affine.values()
+                             if t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
 
     def on_allocate(self, task: TaskInfo) -> None:

@@ -42,7 +42,8 @@ def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, lim
 
 
 def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
-    return ssn.dims.vector(job.min_resources or {})
+    """minResources over the session's dimensions (read-only: the cache's vector is shared)."""
+    return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
 
 
 def queue_usage(ssn, queue_names: set[str]) -> dict[str, QueueAttr]:
