@@ -16,10 +16,11 @@ import sys
 import time
 from typing import Any
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
-from central.sim.bench import BENCH_CONF, _size, synthetic_cluster
+from central.sim.bench import BENCH_CONF, _size
+from central.sim.synthetic import synthetic_cluster
 
 DEVICESHARE = ("  - {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true,"
                " deviceshare.GPUNumberEnable: true, deviceshare.SchedulePolicy: fragmentation-aware,"

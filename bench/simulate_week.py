@@ -22,7 +22,8 @@ from datetime import datetime, timezone
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from central.admission.cluster import Cluster  # noqa: E402
-from central.framework.conf import DEFAULT_CONF_YAML, load_config  # noqa: E402
+from central.framework.conf import DEFAULT_CONF_YAML  # noqa: E402
+from central.scheduler import load_config  # noqa: E402
 from central.model.fields import parse_duration  # noqa: E402
 from central.sim.timed import RunOptions, Workload, admit_job, run_once  # noqa: E402
 from central.sim.trace import job_from_row  # noqa: E402

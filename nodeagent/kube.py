@@ -2,18 +2,21 @@
 
 Plain HTTPS with the pod's service-account token (no informers, no watch: the agent needs
 nothing else). The taint update reads the node, edits spec.taints and patches with the
-resourceVersion it read, so a concurrent change makes the patch fail rather than be lost.
+resourceVersion it read, so a concurrent change (the node controller writes Nodes often) is
+never overwritten: the apiserver answers 409 and the read-modify-write starts again.
 """
 
 from __future__ import annotations
 
 import json
 import ssl
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+CONFLICT_RETRIES = 5  # client-go's retry.DefaultRetry steps
 
 
 class KubeApi:
@@ -41,11 +44,17 @@ class KubeApi:
         })
 
     def set_taint(self, key: str, effect: str, present: bool) -> None:
-        node = self._call("GET", f"/api/v1/nodes/{self.node_name}")
-        taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != key]
-        if present:
-            taints.append({"key": key, "effect": effect})
-        self._call("PATCH", f"/api/v1/nodes/{self.node_name}", {
-            "metadata": {"resourceVersion": node.get("metadata", {}).get("resourceVersion", "")},
-            "spec": {"taints": taints},
-        }, content_type="application/merge-patch+json")
+        for attempt in range(CONFLICT_RETRIES):
+            node = self._call("GET", f"/api/v1/nodes/{self.node_name}")
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != key]
+            if present:
+                taints.append({"key": key, "effect": effect})
+            try:
+                self._call("PATCH", f"/api/v1/nodes/{self.node_name}", {
+                    "metadata": {"resourceVersion": node.get("metadata", {}).get("resourceVersion", "")},
+                    "spec": {"taints": taints},
+                }, content_type="application/merge-patch+json")
+                return
+            except urllib.error.HTTPError as err:
+                if err.code != 409 or attempt == CONFLICT_RETRIES - 1:
+                    raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from central.model.jobs import DEFAULT_LIMITS, JobLimits
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits
 
 DEFAULT_SCHEDULER = "volcano"
 

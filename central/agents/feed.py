@@ -3,7 +3,7 @@
 Only reports that changed since the last cycle are converted (the store hands out a copy of
 those alone), so 5,000 agents reporting on change plus a heartbeat cost little per cycle.
 Staleness is the scheduling core's business: it compares each report's time with the
-session's clock (see central.plugins.agentview).
+session's clock (see central.framework.agentview).
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ No Kubernetes client here: a loop (central/kube) lists and watches the objects, 
 functions and applies what they return.
 
 - `jobs.reconcile(job, podgroup, pods, now, commands=()) -> JobDecision`: the vcjob state
-  machine, lifecycle policies, dependsOn, TTL, suspend/resume (see central/controllers/jobs.py).
+  machine, dependsOn, TTL, suspend/resume (see central/controllers/jobs.py), over the job
+  parsed once into a typed spec (central/model/jobspec.py); its parts: `job_podgroup` (the
+  PodGroup half of a sync), `job_pods` (the pod half), `job_policies` (lifecycle policies),
+  `job_volumes` (PVCs).
 - `plugins.apply_plugins(job, pods)` / `plugins.job_objects(job)`: job plugins env, svc, ssh,
   pytorch, tensorflow, mpi.
 - `queues.reconcile_queue(queue, queues, podgroups, commands=()) -> QueueDecision`: Open /

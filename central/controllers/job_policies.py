@@ -17,7 +17,8 @@ the pods of its previous run. `*` matches the abnormal events (PodFailed, PodEvi
 TaskFailed): matched level-triggered against a pending pod or a completed task it would
 restart a job forever. Task policies are tried before the job's; the first match wins.
 
-    triggers(job, pods, version) -> list[Trigger]     every (event, action) the pods call for, with its due time
+    read_pod(pod) -> PodFacts                          what the controller reads off a pod, read once
+    triggers(spec, pods, version) -> list[Trigger]     every (event, action) the pods call for, with its due time
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from central.controllers import bus
 from central.controllers.plugins.base import TASK_INDEX, TASK_SPEC
+from central.model.jobspec import JobSpec, TaskSpec
 
 JOB_VERSION = "volcano.sh/job-version"
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"  # the controller deletes this pod itself
-DEFAULT_TASK_MAX_RETRY = 3
 STAR_EVENTS = frozenset({bus.POD_FAILED, bus.POD_EVICTED, bus.UNKNOWN, bus.TASK_FAILED})
 
 
@@ -66,30 +67,29 @@ def format_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def pod_phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
+class PodFacts(NamedTuple):  # a NamedTuple: a job's pods are read on every reconcile, and it is built fastest
+    name: str
+    task: str  # the task-spec annotation
+    index: int
+    version: int  # the job version the pod was made for
+    phase: str
+    terminating: bool  # has a deletionTimestamp
+    pod: Mapping[str, Any]
 
 
-def pod_meta(pod: Mapping[str, Any], key: str) -> str:
-    return str(((pod.get("metadata") or {}).get("annotations") or {}).get(key, ""))
-
-
-def pod_version(pod: Mapping[str, Any]) -> int:
-    value = pod_meta(pod, JOB_VERSION)
-    return int(value) if value.isdigit() else 0
-
-
-def pod_task(pod: Mapping[str, Any]) -> str:
-    return pod_meta(pod, TASK_SPEC)
-
-
-def pod_index(pod: Mapping[str, Any]) -> int:
-    value = pod_meta(pod, TASK_INDEX)
-    return int(value) if value.isdigit() else 0
-
-
-def is_terminating(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+def read_pod(pod: Mapping[str, Any]) -> PodFacts:
+    meta = pod["metadata"]
+    annotations = meta.get("annotations") or {}
+    index, version = str(annotations.get(TASK_INDEX, "")), str(annotations.get(JOB_VERSION, ""))
+    return PodFacts(
+        str(meta["name"]),
+        str(annotations.get(TASK_SPEC, "")),
+        int(index) if index.isdigit() else 0,
+        int(version) if version.isdigit() else 0,
+        str((pod.get("status") or {}).get("phase") or "Pending"),
+        bool(meta.get("deletionTimestamp")),
+        pod,
+    )
 
 
 def _container_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -118,22 +118,21 @@ def _created(pod: Mapping[str, Any]) -> float | None:
     return parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
 
 
-def _evicted(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    if pod_phase(pod) == "Failed" and status.get("reason") == "Evicted":
+def _evicted(facts: PodFacts) -> bool:
+    if facts.phase == "Failed" and (facts.pod.get("status") or {}).get("reason") == "Evicted":
         return True
-    return is_terminating(pod) and OUT_OF_SYNC not in ((pod.get("metadata") or {}).get("annotations") or {})
+    return facts.terminating and OUT_OF_SYNC not in (facts.pod["metadata"].get("annotations") or {})
 
 
-def pod_events(pod: Mapping[str, Any], task_max_retry: int) -> list[tuple[str, float | None, list[int]]]:
+def pod_events(facts: PodFacts, task_max_retry: int) -> list[tuple[str, float | None, list[int]]]:
     """(event, event time, exit codes) read off one pod."""
-    phase = pod_phase(pod)
+    pod, phase = facts.pod, facts.phase
     out: list[tuple[str, float | None, list[int]]] = []
-    if _evicted(pod):
+    if _evicted(facts):
         out.append((bus.POD_EVICTED, _finished_at(pod), []))
     elif phase == "Failed":
         out.append((bus.POD_FAILED, _finished_at(pod), _exit_codes(pod)))
-    elif phase == "Pending" and not is_terminating(pod):
+    elif phase == "Pending" and not facts.terminating:
         out.append((bus.POD_PENDING, _created(pod), []))
     elif phase == "Unknown":
         out.append((bus.UNKNOWN, _created(pod), []))
@@ -153,42 +152,39 @@ def _first_match(policies: Iterable[Mapping[str, Any]], event: str, codes: list[
     return next((p for p in policies if isinstance(p, Mapping) and _matches(p, event, codes)), None)
 
 
-def triggers(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], version: int) -> list[Trigger]:
-    spec = job.get("spec") or {}
-    job_policies = list(spec.get("policies") or [])
-    tasks = {str(t.get("name")): t for t in spec.get("tasks") or []}
-    current = [p for p in pods if pod_version(p) == version and pod_task(p) in tasks]
+def triggers(spec: JobSpec, pods: Iterable[PodFacts], version: int) -> list[Trigger]:
+    if not any(t.policies for t in spec.tasks):
+        return []  # nothing to match: the common case, and reading every pod's events is not free
+    tasks = {t.name: t for t in spec.tasks}
+    current = [p for p in pods if p.version == version and p.task in tasks]
     found: list[Trigger] = []
 
-    def consider(task: str, pod: str, event: str, when: float | None, codes: list[int]) -> None:
-        policy = _first_match(list(tasks[task].get("policies") or []) + job_policies, event, codes)
+    def consider(task: TaskSpec, pod: str, event: str, when: float | None, codes: list[int]) -> None:
+        policy = _first_match(task.policies, event, codes)
         if policy is None:
             return
         timeout = bus.parse_duration(policy["timeout"]) if policy.get("timeout") else None
         if event == bus.POD_PENDING and timeout is None:
             return  # a pod is pending from the moment it is created; only a timeout makes this an event
         code = next((c for c in codes if c == policy.get("exitCode")), None)
-        found.append(Trigger(event, str(policy.get("action")), (when or 0.0) + (timeout or 0.0), task, pod, code))
+        found.append(Trigger(event, str(policy.get("action")), (when or 0.0) + (timeout or 0.0), task.name, pod, code))
 
     for pod in current:
-        task = pod_task(pod)
-        max_retry = int(tasks[task].get("maxRetry") or DEFAULT_TASK_MAX_RETRY)
-        for event, when, codes in pod_events(pod, max_retry):
-            consider(task, str(pod["metadata"]["name"]), event, when, codes)
-    for task, task_spec in tasks.items():
-        replicas = int(task_spec.get("replicas", 1))
-        done = [p for p in current if pod_task(p) == task and pod_phase(p) == "Succeeded" and pod_index(p) < replicas]
-        if replicas and len(done) == replicas:
-            finished = [t for t in (_finished_at(p) for p in done) if t is not None]
+        task = tasks[pod.task]
+        for event, when, codes in pod_events(pod, task.max_retry):
+            consider(task, pod.name, event, when, codes)
+    for task in spec.tasks:
+        done = [p for p in current if p.task == task.name and p.phase == "Succeeded" and p.index < task.replicas]
+        if task.replicas and len(done) == task.replicas:
+            finished = [t for t in (_finished_at(p.pod) for p in done) if t is not None]
             consider(task, "", bus.TASK_COMPLETED, max(finished) if finished else None, [])
     return sorted(found, key=lambda t: (t.due, t.pod, t.task))
 
 
-def is_ready(pod: Mapping[str, Any]) -> bool:
+def is_ready(facts: PodFacts) -> bool:
     """Succeeded, or Running and Ready (a Running pod that reports no Ready condition counts)."""
-    phase = pod_phase(pod)
-    if phase == "Succeeded":
+    if facts.phase == "Succeeded":
         return True
-    conditions = (pod.get("status") or {}).get("conditions") or []
+    conditions = (facts.pod.get("status") or {}).get("conditions") or []
     ready = [c for c in conditions if c.get("type") == "Ready"]
-    return phase == "Running" and (not ready or ready[0].get("status") == "True")
+    return facts.phase == "Running" and (not ready or ready[0].get("status") == "True")

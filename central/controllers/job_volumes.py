@@ -7,11 +7,11 @@ Each entry has a `mountPath` and either `volumeClaimName` (an existing PVC, used
 on every call (a deliberate difference: the controllers never write a Job's spec). Created
 claims belong to the job (ownerReference) and live until it is deleted, across restarts.
 As in Volcano, a job naming a claim that does not exist waits (the loop retries, boundedly).
+The entries are parsed with the rest of the job (central/model/jobspec.py: `JobSpec.claims`).
 
-    claims(job) -> list[(claim name, mount path, PVC spec or None)]
-    claims_to_create(job) -> list[dict]      PersistentVolumeClaim objects
-    missing_claims(job, existing) -> list    named claims not among `existing` (names in its namespace)
-    mount_claims(job, pod) -> None           adds the volumes and mounts to the pod
+    claims_to_create(job, spec) -> list[dict]   PersistentVolumeClaim objects
+    missing_claims(job, existing) -> list       named claims not among `existing` (names in its namespace)
+    mount_claims(spec, pod) -> None             adds the volumes and mounts to the pod
 """
 
 from __future__ import annotations
@@ -19,33 +19,28 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from central.controllers.plugins.base import add_volume, job_name, object_meta
+from central.controllers.plugins.base import add_volume, object_meta
+from central.errors import InputError
+from central.model.jobspec import JobSpec, clone, job_spec
 
 
-def claims(job: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any] | None]]:
-    out = []
-    for i, volume in enumerate((job.get("spec") or {}).get("volumes") or []):
-        if not isinstance(volume, Mapping) or not volume.get("mountPath"):
-            continue  # admission refuses these; never mount a volume nowhere
-        if volume.get("volumeClaimName"):
-            out.append((str(volume["volumeClaimName"]), str(volume["mountPath"]), None))
-        else:
-            out.append((f"{job_name(job)}-volume-{i}", str(volume["mountPath"]), volume.get("volumeClaim") or {}))
-    return out
-
-
-def claims_to_create(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+def claims_to_create(job: Mapping[str, Any], spec: JobSpec) -> list[dict[str, Any]]:
     return [
-        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": object_meta(job, name), "spec": dict(spec)}
-        for name, _, spec in claims(job)
-        if spec is not None
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": object_meta(job, c.name),
+         "spec": clone(c.create)}
+        for c in spec.claims
+        if c.create is not None
     ]
 
 
 def missing_claims(job: Mapping[str, Any], existing: Collection[str]) -> list[str]:
-    return [name for name, _, spec in claims(job) if spec is None and name not in existing]
+    try:
+        spec = job_spec(job)
+    except InputError:
+        return []  # the job controller reports the job as InvalidJob
+    return [c.name for c in spec.claims if c.create is None and c.name not in existing]
 
 
-def mount_claims(job: Mapping[str, Any], pod: dict[str, Any]) -> None:
-    for name, path, _ in claims(job):
-        add_volume(pod, {"name": name, "persistentVolumeClaim": {"claimName": name}}, path)
+def mount_claims(spec: JobSpec, pod: dict[str, Any]) -> None:
+    for claim in spec.claims:
+        add_volume(pod, {"name": claim.name, "persistentVolumeClaim": {"claimName": claim.name}}, claim.mount_path)

@@ -36,34 +36,43 @@ The state machine (Volcano's `job/state`): one step per call.
   times must not fail a job).
 - Completed / Terminated / Failed: finished; the job is deleted `ttlSecondsAfterFinished`
   after the transition.
-Pods are built by `central.model.jobs.expand_job` and edited by the job plugins.
+The job is parsed once per spec change into a typed spec (central/model/jobspec.py); the
+PodGroup half of the sync is job_podgroup.py, the pod half job_pods.py (pods are built from
+the spec and edited by the job plugins); lifecycle policies are job_policies.py.
 """
 
 from __future__ import annotations
 
-import copy
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from central.controllers import bus
+from central.controllers.job_podgroup import sync_podgroup
+from central.controllers.job_pods import (
+    build_job_pods,
+    dependencies_met,
+    missing_pods,
+    surplus_pods,
+)
 from central.controllers.job_policies import (
-    JOB_VERSION,
+    PodFacts,
     Trigger,
     format_time,
-    is_ready,
-    is_terminating,
     parse_time,
-    pod_index,
-    pod_phase,
-    pod_task,
-    pod_version,
+    read_pod,
     triggers,
 )
-from central.controllers.job_volumes import claims, claims_to_create, mount_claims
-from central.controllers.plugins import apply_plugins, build_plugins, deleted_objects, job_objects, updated_objects
+from central.controllers.job_volumes import claims_to_create
+from central.controllers.plugins import (
+    build_plugins,
+    deleted_objects,
+    job_objects,
+    updated_objects,
+)
 from central.errors import InputError
-from central.model.jobs import expand_job
+from central.model.jobspec import JobSpec, clone, job_spec
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 COMPLETING, COMPLETED, ABORTING, ABORTED = "Completing", "Completed", "Aborting", "Aborted"
@@ -72,10 +81,8 @@ FINISHED = frozenset({COMPLETED, TERMINATED, FAILED})  # TTL applies
 KILLING = {ABORTING: ABORTED, COMPLETING: COMPLETED, TERMINATING: TERMINATED}
 KILL_ACTIONS = {bus.ABORT_JOB: ABORTING, bus.COMPLETE_JOB: COMPLETING, bus.TERMINATE_JOB: TERMINATING}
 RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD})
-DEFAULT_MAX_RETRY = 3
 MAX_CONDITIONS = 20
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
-RESIZED_PODGROUP_FIELDS = ("minMember", "minTaskMember", "minResources", "priorityClassName")
 
 
 @dataclass
@@ -84,13 +91,13 @@ class JobDecision:
     status_changed: bool = False
     create_podgroup: dict[str, Any] | None = None
     delete_podgroup: str | None = None
-    update_podgroup: dict[str, Any] | None = None  # new spec fields (RESIZED_PODGROUP_FIELDS; None: remove)
+    update_podgroup: dict[str, Any] | None = None  # new spec fields (job_podgroup.RESIZED_PODGROUP_FIELDS; None: remove)
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[str] = field(default_factory=list)
     create_objects: list[dict[str, Any]] = field(
         default_factory=list
     )  # PVCs; plugin Services, ConfigMaps, Secrets, ...
-    update_objects: list[dict[str, Any]] = field(default_factory=list)  # to replace (svc hosts after a scale)
+    update_objects: list[dict[str, Any]] = field(default_factory=list)  # to replace (svc host lists after a scale)
     delete_objects: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     delete_commands: list[str] = field(default_factory=list)
     delete_job: bool = False
@@ -109,14 +116,17 @@ def reconcile(
     """`action`, when given, is executed instead of a Command's: the loop's TerminateJob once a
     job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying."""
     step = _Step(job, podgroup, pods, now)
-    if (job.get("metadata") or {}).get("deletionTimestamp"):
-        return step.finish(job.get("status") or {})  # being deleted: the garbage collector removes what it owns
+    if (job.get("metadata") or {}).get("deletionTimestamp"):  # the garbage collector removes what it owns
+        with contextlib.suppress(InputError):
+            step.spec = job_spec(job)  # for status.minAvailable
+        return step.finish(job.get("status") or {})
     if action is None:
         mine = bus.commands_for(list(commands), "Job", step.name)
         if mine:
             step.decision.delete_commands.append(str(mine[0]["metadata"]["name"]))
             action = str(mine[0].get("action"))
     try:
+        step.spec = job_spec(job)
         step.run(action)
     except InputError as err:  # only a job that bypassed admission gets here
         step.decision = JobDecision(delete_commands=step.decision.delete_commands)
@@ -130,17 +140,22 @@ class _Step:
         self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], now: float
     ):
         self.job = job
-        self.spec: Mapping[str, Any] = job.get("spec") or {}
+        self.spec: JobSpec | None = None  # parsed in reconcile, where a bad job is reported
         self.name = str(job["metadata"]["name"])
         self.podgroup = podgroup
-        self.pods = {str(p["metadata"]["name"]): p for p in pods}
+        self.pods = {f.name: f for f in map(read_pod, pods)}
         self.now = now
-        self.status: dict[str, Any] = copy.deepcopy(dict(job.get("status") or {}))
+        self.status: dict[str, Any] = clone(job.get("status") or {})
         self.phase = str((self.status.get("state") or {}).get("phase") or PENDING)
         self.version = int(self.status.get("version") or 0)
         self.deleting: set[str] = set()
-        self.created: list[dict[str, Any]] = []
+        self.created: list[PodFacts] = []
         self.decision = JobDecision()
+
+    @property
+    def job_spec(self) -> JobSpec:
+        assert self.spec is not None, "reconcile parses the spec before running a step"
+        return self.spec
 
     # --- the state machine ---------------------------------------------------------------
 
@@ -168,7 +183,7 @@ class _Step:
             self._expire()
 
     def _policy_trigger(self) -> Trigger | None:
-        found = triggers(self.job, self.pods.values(), self.version)
+        found = triggers(self.job_spec, self.pods.values(), self.version)
         due = [t for t in found if t.due <= self.now]
         later = [t.due for t in found if t.due > self.now]
         if later:
@@ -178,7 +193,7 @@ class _Step:
     def _restart(self, action: str, trigger: Trigger | None) -> None:
         if action == bus.RESTART_JOB:
             self._kill(retain_finished=False)
-            self._drop_podgroup()
+            self._delete_podgroup()
             self.version += 1
         elif trigger is not None and action == bus.RESTART_TASK:
             self._kill(retain_finished=False, task=trigger.task)
@@ -192,71 +207,76 @@ class _Step:
         self._cleanup()
 
     def _restarting(self) -> None:
-        if int(self.status.get("retryCount") or 0) >= int(self.spec.get("maxRetry") or DEFAULT_MAX_RETRY):
+        if int(self.status.get("retryCount") or 0) >= self.job_spec.max_retry:
             self._transition(FAILED, "MaxRetryReached", f"retried {self.status.get('retryCount')} times")
             self._cleanup()
             return
         for name, pod in self.pods.items():
-            if pod_version(pod) < self.version:
+            if pod.version < self.version:
                 self._delete_pod(name)
-        terminating = sum(1 for n, p in self.pods.items() if is_terminating(p) or n in self.deleting)
-        if self._replicas() - terminating >= self._min_available():
+        if self.job_spec.replicas - self._terminating() >= self.job_spec.min_available:
             self._transition(PENDING, "Restarted", "old pods are gone")
 
     def _sync(self) -> None:
+        """Pending and Running: the job's objects, its PodGroup and its pods, then the phase the pods say."""
+        spec = self.job_spec
         self._add_job_objects()
-        replicas = self._task_replicas()
-        for name, pod in self.pods.items():
-            if pod_task(pod) not in replicas or pod_index(pod) >= replicas[pod_task(pod)]:
-                self._delete_pod(name)  # scaled down, or a task that is gone
-        missing = {
-            f"{self.name}-{task}-{i}": task
-            for task, count in replicas.items()
-            for i in range(count)
-            if f"{self.name}-{task}-{i}" not in self.pods
-        }
-        if self._podgroup_ready() and missing:
-            startable = {task for task in set(missing.values()) if self._dependencies_met(task)}
-            self.created = self._build_pods([n for n, task in missing.items() if task in startable])
-        self.decision.create_pods = self.created
+        for name in surplus_pods(spec, self.pods.values()):
+            self._delete_pod(name)  # scaled down, or a task that is gone
+        self._sync_podgroup_and_pods()
         if self.deleting or self.created:  # maybe scaled: the loop rewrites what differs (svc host lists)
             self.decision.update_objects = updated_objects(self.job)
         counts = self._counts()
         finished = counts["Succeeded"] + counts["Failed"]
-        min_available, total = self._min_available(), self._replicas()
-        min_success = self.spec.get("minSuccess")
         if self.phase == PENDING:
-            if min_available <= counts["Running"] + finished:
+            if spec.min_available <= counts["Running"] + finished:
                 self._transition(RUNNING, "MinAvailableReached", f"{counts['Running'] + finished} pods started")
-        elif min_success is not None and counts["Succeeded"] >= int(min_success):
+        elif spec.min_success is not None and counts["Succeeded"] >= spec.min_success:
             self._transition(COMPLETED, "MinSuccessReached", f"{counts['Succeeded']} pods succeeded")
-        elif finished >= total:
+        elif finished >= spec.replicas:
             if self._succeeded_enough(counts["Succeeded"]):
-                self._transition(COMPLETED, "Completed", f"{counts['Succeeded']} of {total} pods succeeded")
+                self._transition(COMPLETED, "Completed", f"{counts['Succeeded']} of {spec.replicas} pods succeeded")
             else:
-                self._transition(FAILED, "Failed", f"only {counts['Succeeded']} of {total} pods succeeded")
-        elif counts["Pending"] > total - min_available:
+                self._transition(FAILED, "Failed", f"only {counts['Succeeded']} of {spec.replicas} pods succeeded")
+        elif counts["Pending"] > spec.replicas - spec.min_available:
             self._transition(PENDING, "GangBroken", f"{counts['Pending']} pods pending")
 
+    def _sync_podgroup_and_pods(self) -> None:
+        """The PodGroup first; the missing pods once it has left Pending, those whose dependsOn is met."""
+        spec = self.job_spec
+        missing = missing_pods(spec, self.pods)
+        group = sync_podgroup(spec, self.podgroup, self.version)
+        self.decision.create_podgroup = group.create
+        self.decision.update_podgroup = group.update
+        if group.delete is not None:
+            self.decision.delete_podgroup = group.delete
+        if group.create is not None or group.delete is not None:
+            self.podgroup = None
+        if not (group.pods_allowed and missing):
+            return
+        live = [p for p in self.pods.values() if not p.terminating]
+        startable = {t.name for t in missing.values() if dependencies_met(spec, t, live)}
+        names = {name for name, task in missing.items() if task.name in startable}
+        self.decision.create_pods = build_job_pods(self.job, spec, names, self.version)
+        self.created = [read_pod(pod) for pod in self.decision.create_pods]
+
     def _succeeded_enough(self, succeeded: int) -> bool:
-        min_success = self.spec.get("minSuccess")
-        if min_success is not None and succeeded < int(min_success):
+        spec = self.job_spec
+        if spec.min_success is not None and succeeded < spec.min_success:
             return False
-        if self._min_available() >= self._replicas():
+        if spec.min_available >= spec.replicas:
             by_task = self._task_counts()
-            for task in self.spec.get("tasks") or []:
-                if task.get("minAvailable") is not None and by_task.get(str(task["name"]), {}).get(
-                    "Succeeded", 0
-                ) < int(task["minAvailable"]):
+            for task in spec.tasks:
+                if task.declares_min_available and by_task.get(task.name, {}).get("Succeeded", 0) < task.min_available:
                     return False
-        return succeeded >= self._min_available()
+        return succeeded >= spec.min_available
 
     def _expire(self) -> None:
-        ttl = self.spec.get("ttlSecondsAfterFinished")
+        ttl = self.job_spec.ttl_after_finished
         since = parse_time((self.status.get("state") or {}).get("lastTransitionTime"))
         if self.phase not in FINISHED or ttl is None or since is None:
             return
-        due = since + int(ttl)
+        due = since + ttl
         if self.now >= due:
             self.decision.delete_job = True
         else:
@@ -280,157 +300,94 @@ class _Step:
         self.decision.requeue_after = seconds if current is None else min(current, seconds)
 
     def _delete_pod(self, name: str) -> None:
-        if name not in self.deleting and not is_terminating(self.pods[name]):
+        if name not in self.deleting and not self.pods[name].terminating:
             self.deleting.add(name)
             self.decision.delete_pods.append(name)
 
     def _kill(self, retain_finished: bool, task: str | None = None, pod: str | None = None) -> None:
         for name, p in self.pods.items():
             if (
-                (task is None or pod_task(p) == task)
+                (task is None or p.task == task)
                 and (pod is None or name == pod)
-                and not (retain_finished and pod_phase(p) in ("Succeeded", "Failed"))
+                and not (retain_finished and p.phase in ("Succeeded", "Failed"))
             ):
                 self._delete_pod(name)
 
     def _cleanup(self) -> None:
         """What every stopping or stopped job does: unfinished pods, the PodGroup and plugin objects go."""
         self._kill(retain_finished=True)
-        self._drop_podgroup()
+        self._delete_podgroup()
         controlled = self.status.get("controlledResources") or {}
         plugins = [v for k, v in controlled.items() if k.startswith("plugin-")]
         if plugins:
             self.decision.delete_objects = deleted_objects(self.job, plugins)
             self.status["controlledResources"] = {k: v for k, v in controlled.items() if not k.startswith("plugin-")}
 
-    def _drop_podgroup(self) -> None:
+    def _delete_podgroup(self) -> None:
         if self.podgroup is not None and not (self.podgroup.get("metadata") or {}).get("deletionTimestamp"):
             self.decision.delete_podgroup = str(self.podgroup["metadata"]["name"])
             self.podgroup = None
 
     def _add_job_objects(self) -> None:
         """Once per job (recorded in status.controlledResources, as Volcano does): PVCs and plugin objects."""
+        spec = self.job_spec
         controlled = dict(self.status.get("controlledResources") or {})
-        created = {claim["metadata"]["name"]: claim for claim in claims_to_create(self.job)}
-        for name, _, _ in claims(self.job):  # named claims are recorded too, as Volcano does
-            if f"volume-pvc-{name}" not in controlled:
-                if name in created:
-                    self.decision.create_objects.append(created[name])
-                controlled[f"volume-pvc-{name}"] = name
-        missing = [p.name for p in build_plugins(self.job) if f"plugin-{p.name}" not in controlled]
+        new_claims = [c for c in spec.claims if f"volume-pvc-{c.name}" not in controlled]
+        if new_claims:  # named claims are recorded too, as Volcano does
+            created = {c["metadata"]["name"]: c for c in claims_to_create(self.job, spec)}
+            for claim in new_claims:
+                if claim.name in created and f"volume-pvc-{claim.name}" not in controlled:
+                    self.decision.create_objects.append(created[claim.name])
+                controlled[f"volume-pvc-{claim.name}"] = claim.name
+        missing: list[str] = []
+        if any(f"plugin-{name}" not in controlled for name in spec.plugins):  # else no need to parse their flags
+            missing = [p.name for p in build_plugins(self.job) if f"plugin-{p.name}" not in controlled]
         if missing:
             self.decision.create_objects += job_objects(self.job, missing)
             controlled.update({f"plugin-{name}": name for name in missing})
         if controlled:
             self.status["controlledResources"] = controlled
 
-    def _podgroup_ready(self) -> bool:
-        """Whether pods may be created: the PodGroup of this version exists and has left Pending."""
-        pg = self.podgroup
-        if pg is not None:
-            stamped = ((pg.get("metadata") or {}).get("annotations") or {}).get(JOB_VERSION)
-            if stamped is not None and str(stamped).isdigit() and int(stamped) < self.version:
-                self._drop_podgroup()  # left over from before a restart
-                return False
-            self._resize_podgroup(pg)
-            return str((pg.get("status") or {}).get("phase") or PENDING) != PENDING
-        created, _ = expand_job(self.job, self.version)
-        created["metadata"]["annotations"] = {
-            **created["metadata"].get("annotations", {}),
-            JOB_VERSION: str(self.version),
-        }
-        self.decision.create_podgroup = created
-        return False
-
-    def _resize_podgroup(self, pg: Mapping[str, Any]) -> None:
-        """After the job was scaled (admission lets minAvailable and replicas change), so is its
-        PodGroup: minMember, minTaskMember, minResources, priorityClassName (Volcano's
-        updatePodGroupIfJobUpdate). The cheap comparison first: expanding the job costs O(pods)."""
-        spec = pg.get("spec") or {}
-        task_min = {
-            str(t.get("name")): int(t.get("minAvailable", t.get("replicas", 1))) for t in self.spec.get("tasks") or []
-        }
-        min_member = int(self.spec.get("minAvailable", sum(task_min.values())))
-        if (spec.get("minMember"), spec.get("minTaskMember") or {}, spec.get("priorityClassName")) == (
-            min_member, task_min, self.spec.get("priorityClassName")
-        ):
-            return
-        wanted, _ = expand_job(self.job, self.version)
-        self.decision.update_podgroup = {k: wanted["spec"].get(k) for k in RESIZED_PODGROUP_FIELDS}
-
-    def _build_pods(self, names: list[str]) -> list[dict[str, Any]]:
-        """The named pods as expand_job makes them, edited by the job's plugins."""
-        if not names:
-            return []
-        wanted = set(names)
-        _, pods = expand_job(self.job, self.version)
-        built = apply_plugins(self.job, [p for p in pods if p["metadata"]["name"] in wanted])
-        for pod in built:
-            mount_claims(self.job, pod)
-        return built
-
-    def _dependencies_met(self, task: str) -> bool:
-        spec = next((t for t in self.spec.get("tasks") or [] if t.get("name") == task), {})
-        depends = spec.get("dependsOn") or {}
-        names = list(depends.get("name") or [])
-        if not names:
-            return True
-        met = [self._task_ready(name) for name in names]
-        return any(met) if depends.get("iteration") == "any" else all(met)
-
-    def _task_ready(self, task: str) -> bool:
-        spec = next((t for t in self.spec.get("tasks") or [] if t.get("name") == task), {})
-        needed = int(spec.get("minAvailable", spec.get("replicas", 1)))
-        ready = sum(1 for p in self.pods.values() if pod_task(p) == task and not is_terminating(p) and is_ready(p))
-        return ready >= needed
-
     # --- counting ------------------------------------------------------------------------
 
-    def _task_replicas(self) -> dict[str, int]:
-        return {str(t.get("name")): int(t.get("replicas", 1)) for t in self.spec.get("tasks") or []}
-
-    def _replicas(self) -> int:
-        return sum(self._task_replicas().values())
-
-    def _min_available(self) -> int:
-        if self.spec.get("minAvailable"):
-            return int(self.spec["minAvailable"])
-        return sum(int(t.get("minAvailable", t.get("replicas", 1))) for t in self.spec.get("tasks") or [])
-
-    def _live_pods(self) -> list[Mapping[str, Any]]:
+    def _live_pods(self) -> list[PodFacts]:
         """Pods that are not being deleted, with the ones created in this step (Pending)."""
-        kept = [p for n, p in self.pods.items() if n not in self.deleting and not is_terminating(p)]
+        kept = [p for p in self.pods.values() if p.name not in self.deleting and not p.terminating]
         return kept + self.created
+
+    def _terminating(self) -> int:
+        return sum(1 for p in self.pods.values() if p.terminating or p.name in self.deleting)
 
     def _counts(self) -> dict[str, int]:
         counts = dict.fromkeys(POD_PHASES, 0)
         for pod in self._live_pods():
-            counts[pod_phase(pod) if pod_phase(pod) in counts else "Unknown"] += 1
+            counts[pod.phase if pod.phase in counts else "Unknown"] += 1
         return counts
 
     def _task_counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for pod in self._live_pods():
-            phases = out.setdefault(pod_task(pod), {})
-            phases[pod_phase(pod)] = phases.get(pod_phase(pod), 0) + 1
+            phases = out.setdefault(pod.task, {})
+            phases[pod.phase] = phases.get(pod.phase, 0) + 1
         return out
 
     def _alive(self) -> int:
         counts = self._counts()
-        terminating = sum(1 for n, p in self.pods.items() if is_terminating(p) or n in self.deleting)
-        return counts["Pending"] + counts["Running"] + counts["Unknown"] + terminating
+        return counts["Pending"] + counts["Running"] + counts["Unknown"] + self._terminating()
 
     def finish(self, old_status: Mapping[str, Any]) -> JobDecision:
         counts = self._counts()
         self.status.update({key.lower(): value for key, value in counts.items()})
-        self.status["terminating"] = sum(1 for n, p in self.pods.items() if is_terminating(p) or n in self.deleting)
-        self.status["minAvailable"] = self._min_available()
+        self.status["terminating"] = self._terminating()
+        if self.spec is not None:  # a job that cannot be read keeps the figure it had
+            self.status["minAvailable"] = self.spec.min_available
         self.status["version"] = self.version
         self.status.setdefault("retryCount", 0)
         self.status["taskStatusCount"] = {
             task: {"phase": phases} for task, phases in sorted(self._task_counts().items())
         }
-        self.status.setdefault("state", {"phase": self.phase, "lastTransitionTime": format_time(self.now)})
+        if "state" not in self.status:
+            self.status["state"] = {"phase": self.phase, "lastTransitionTime": format_time(self.now)}
         self.decision.status = self.status
         self.decision.status_changed = self.status != dict(old_status)
         return self.decision

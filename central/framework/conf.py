@@ -12,17 +12,23 @@
 
 Unlike Volcano, which silently ignores unknown names, an unknown action, plugin or key, a
 wrong type or malformed YAML is an InputError that names the key and lists what is valid.
+Names are checked against a `Registry` that the scheduler's entry point (`central.scheduler`)
+hands in: the framework never imports actions or plugins, they import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 
 from central.errors import InputError, shown
+from central.framework.plugin import Arguments, Plugin
+from central.framework.points import check_plugin_class
 from central.model.fields import typed, yaml_documents
+
+if TYPE_CHECKING:
+    from central.framework.session import Session
 
 # Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
 PLUGIN_FLAGS = (
@@ -56,15 +62,30 @@ class PluginOption:
     name: str
     flags: Mapping[str, bool]
     arguments: Mapping[str, Any]
+    settings: Any = None  # what the plugin class's `read_arguments` made of `arguments`
 
     def enabled(self, flag: str) -> bool:
         return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
 
 
 @dataclass(frozen=True)
+class Registry:
+    """What a configuration may name: actions (run on a session, in the configured order) and
+    plugin classes, by their configuration names."""
+
+    actions: Mapping[str, Callable[["Session"], None]]
+    plugins: Mapping[str, type[Plugin]]
+
+    def __post_init__(self) -> None:
+        for cls in self.plugins.values():
+            check_plugin_class(cls)
+
+
+@dataclass(frozen=True)
 class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
+    registry: Registry  # the one the names were checked against
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
 
@@ -75,33 +96,22 @@ class SchedulerConf:
         return next((p for tier in self.tiers for p in tier if p.name == name), None)
 
 
-def load_config(text: str | bytes, source: str = "scheduler configuration") -> SchedulerConf:
-    """Parse and validate a configuration; InputError names `source` and the key."""
-    from central.actions import ACTIONS  # the registries import the framework, not the reverse
-    from central.plugins import PLUGINS
-
+def load_config(text: str | bytes, source: str, registry: Registry) -> SchedulerConf:
+    """Parse and validate a configuration against `registry`; InputError names `source` and
+    the key. The scheduler's entry point, `central.scheduler.load_config`, passes its own."""
     docs = yaml_documents(text, source)
     if len(docs) > 1:
         raise InputError(source, f"expected one YAML document, got {len(docs)}")
     raw = docs[0] if docs else None
     try:
-        conf = _build(raw, set(ACTIONS), set(PLUGINS))
-        _try_plugins(conf)
+        conf = _build(raw, registry)
     except InputError as err:
         raise err.within(source) from None
     return conf
 
 
-def _try_plugins(conf: SchedulerConf) -> None:
-    """Build every plugin once on an empty cluster, so a bad argument is refused at load
-    (and a hot reload keeps the last good configuration) rather than in every cycle."""
-    from central.framework.session import Session
-    from central.model.cache import ClusterCache
-
-    Session(ClusterCache(), conf)
-
-
-def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
+def _build(raw: Any, registry: Registry) -> SchedulerConf:
+    actions = set(registry.actions)
     if not isinstance(raw, Mapping):
         raise InputError("", "expected a map with keys actions, tiers, configurations, metrics")
     _known_keys(raw, {"actions", "tiers", "configurations", "metrics"}, "")
@@ -112,7 +122,7 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
     for name in names:
         if name not in actions:
             raise InputError("actions", f"unknown action {name!r}; valid: {', '.join(sorted(actions))}")
-    tiers = tuple(_tier(t, f"tiers[{i}]", plugins) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
+    tiers = tuple(_tier(t, f"tiers[{i}]", registry) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
     _check_hierarchy(tiers)
     configurations = {}
     for i, item in enumerate(_list(raw.get("configurations") or [], "configurations")):
@@ -125,7 +135,7 @@ def _build(raw: Any, actions: set[str], plugins: set[str]) -> SchedulerConf:
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
         _check_action_arguments(item["name"], configurations[item["name"]], f"{where}.arguments")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
-    return SchedulerConf(names, tiers, configurations, metrics)
+    return SchedulerConf(names, tiers, registry, configurations, metrics)
 
 
 # Per-action arguments Caldera reads (Volcano's names and defaults), by type; an action
@@ -156,17 +166,17 @@ def _check_action_arguments(action: str, arguments: Mapping[str, Any], where: st
             raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
 
 
-def _tier(raw: Any, where: str, plugins: set[str]) -> tuple[PluginOption, ...]:
+def _tier(raw: Any, where: str, registry: Registry) -> tuple[PluginOption, ...]:
     raw = _mapping(raw, where)
     _known_keys(raw, {"plugins"}, where)
-    return tuple(_plugin(p, f"{where}.plugins[{j}]", plugins) for j, p in enumerate(_list(raw.get("plugins"), f"{where}.plugins")))
+    return tuple(_plugin(p, f"{where}.plugins[{j}]", registry) for j, p in enumerate(_list(raw.get("plugins"), f"{where}.plugins")))
 
 
-def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
+def _plugin(raw: Any, where: str, registry: Registry) -> PluginOption:
     raw = _mapping(raw, where)
     name = raw.get("name")
-    if not isinstance(name, str) or name not in plugins:
-        raise InputError(f"{where}.name", f"unknown plugin {shown(name)}; valid: {', '.join(sorted(plugins))}")
+    if not isinstance(name, str) or name not in registry.plugins:
+        raise InputError(f"{where}.name", f"unknown plugin {shown(name)}; valid: {', '.join(sorted(registry.plugins))}")
     _known_keys(raw, {"name", "arguments", *PLUGIN_FLAGS}, where)
     flags = {}
     for flag in PLUGIN_FLAGS:
@@ -174,7 +184,10 @@ def _plugin(raw: Any, where: str, plugins: set[str]) -> PluginOption:
             if not isinstance(raw[flag], bool):
                 raise InputError(f"{where}.{flag}", f"expected true or false, got {shown(raw[flag])}")
             flags[flag] = raw[flag]
-    return PluginOption(name, flags, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
+    arguments = Arguments(name, _mapping(raw.get("arguments") or {}, f"{where}.arguments"))
+    settings = registry.plugins[name].read_arguments(arguments)
+    arguments.check_all_read()
+    return PluginOption(name, flags, arguments.raw, settings)
 
 
 def _check_hierarchy(tiers: tuple[tuple[PluginOption, ...], ...]) -> None:

@@ -1,9 +1,13 @@
 """The plugin contract.
 
-A plugin is a class with a `name`, built once per session from its `PluginOption`. It takes
-part in an extension point by defining the method of that name; the session finds those
-methods at open, keeps the ones whose `enable*` flag is on, and combines their answers the
-way Volcano does (see `central.framework.points`). Every method is optional:
+A plugin is a class with a `name`, built once per session from its `PluginOption` (whose
+`settings` its class method `read_arguments` made of the configured arguments at load) and
+the session's `Handle` (`central.framework.handle`: what it may read, and the calls through
+which it records notes, conditions, annotations and faults). It takes part in an extension
+point by defining the method of that name; the session finds those methods at open, keeps
+the ones whose `enable*` flag is on, and combines their answers the way Volcano does (see
+`central.framework.points`). A public method that is no extension point is refused when the
+plugin is registered: helpers are private. Every extension point is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
     job_order(l, r), queue_order(l, r), task_order(l, r),
@@ -49,6 +53,7 @@ Events and lifecycle:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from central.errors import InputError, shown
@@ -57,41 +62,37 @@ MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow w
 
 if TYPE_CHECKING:
     from central.framework.conf import PluginOption
-    from central.framework.session import Session
+    from central.framework.handle import Handle
     from central.model.objects import TaskInfo
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 
-class Plugin:
-    name = ""
-    accepted_arguments: tuple[str, ...] = ()  # Volcano's names this plugin takes but ignores
-    checks_own_arguments = False  # True where the plugin refuses unknown keys itself
+class Arguments:
+    """One plugin's configured `arguments`, read with a type each by the plugin's
+    `read_arguments`; a key it never reads is a typo, refused by `check_all_read`."""
 
-    def __init__(self, option: "PluginOption", session: "Session"):
-        self.option = option
-        self.session = session
+    def __init__(self, plugin: str, raw: Mapping[str, Any]):
+        self.plugin = plugin
+        self.raw = raw
         self._read: set[str] = set()
 
-    def check_arguments(self) -> None:
-        """After construction: an argument the plugin never read is a typo, not a setting."""
-        if self.checks_own_arguments:
-            return
-        known = self._read | set(self.accepted_arguments)
-        unknown = sorted(set(self.option.arguments) - known)
-        if unknown:
-            raise InputError(f"plugin {self.name}: arguments.{unknown[0]}",
-                             f"unknown argument; valid: {', '.join(sorted(known)) or 'none (it takes no arguments)'}")
+    def error(self, key: str, message: str) -> InputError:
+        return InputError(f"plugin {self.plugin}: arguments.{key}", message)
 
-    def argument(self, key: str, default: Any, kind: type = float) -> Any:
-        """A typed plugin argument; InputError names the plugin and key."""
+    def accept(self, *keys: str) -> None:
+        """Names the plugin takes and ignores (Volcano's, for compatibility)."""
+        self._read.update(keys)
+
+    def get(self, key: str, default: Any, kind: type = float) -> Any:
+        """A typed argument (`kind=object`: as written); InputError names the plugin and key."""
         self._read.add(key)
-        value = self.option.arguments.get(key, default)
+        value = self.raw.get(key, default)
         if kind is bool:
             if isinstance(value, str) and value.lower() in ("true", "false"):
                 return value.lower() == "true"
             if not isinstance(value, bool):
-                raise InputError(f"plugin {self.name}: arguments.{key}", f"expected true or false, got {shown(value)}")
+                raise self.error(key, f"expected true or false, got {shown(value)}")
             return value
         if kind in (int, float):
             try:
@@ -99,11 +100,32 @@ class Plugin:
                     raise ValueError
                 return kind(value)
             except (TypeError, ValueError, OverflowError):
-                raise InputError(f"plugin {self.name}: arguments.{key}",
-                                 f"expected a number within ±{MAX_NUMBER:.0e}, got {shown(value)}") from None
+                raise self.error(key, f"expected a number within ±{MAX_NUMBER:.0e}, got {shown(value)}") from None
         if not isinstance(value, kind):
-            raise InputError(f"plugin {self.name}: arguments.{key}", f"expected {kind.__name__}, got {shown(value)}")
+            raise self.error(key, f"expected {kind.__name__}, got {shown(value)}")
         return value
+
+    def check_all_read(self) -> None:
+        unknown = sorted(set(self.raw) - self._read)
+        if unknown:
+            raise self.error(unknown[0], f"unknown argument; valid: {', '.join(sorted(self._read)) or 'none (it takes no arguments)'}")
+
+
+class Plugin:
+    name = ""
+
+    def __init__(self, option: "PluginOption", session: "Handle"):
+        self.option = option
+        self.settings = option.settings  # what `read_arguments` made of the arguments, at load
+        self.session = session  # the plugin's narrow view of its session
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> Any:
+        """Read and check the configured arguments, once, when the configuration loads (so a
+        bad one is refused there and a hot reload keeps the last good configuration); what
+        it returns is `self.settings` in every session. Read every key the plugin takes:
+        the others are refused as typos."""
+        return None
 
 
 class AccountingPlugin(Plugin):
@@ -118,3 +140,8 @@ class AccountingPlugin(Plugin):
 
     def charge(self, task: "TaskInfo", sign: int) -> None:
         raise NotImplementedError
+
+    def deserved_shares(self) -> dict[str, Any] | None:
+        """Queue -> the resource vector it deserves this session, where the plugin computes
+        shares (proportion, capacity); reports show it. None: no shares here (drf)."""
+        return None

@@ -7,10 +7,11 @@ rule does the rest (Volcano copies the same tier loop ~40 times).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from central.framework.plugin import REJECT, Plugin
+from central.framework.plugin import REJECT, AccountingPlugin, Plugin
 
 # point -> enable flag (None: always on)
 POINT_FLAGS: dict[str, str | None] = {
@@ -42,6 +43,24 @@ POINT_FLAGS: dict[str, str | None] = {
 }
 
 Tiers = list[list[Callable[..., Any]]]
+_CONTRACT = {name for base in (Plugin, AccountingPlugin) for name in vars(base)}  # the framework's own methods
+
+
+def check_plugin_class(cls: type[Plugin]) -> None:
+    """Every public method of a plugin is an extension point (or one of the framework's base
+    classes); anything else would never be called, so it is refused when the class is
+    registered. Helpers are private (a leading underscore)."""
+    for klass in cls.__mro__:
+        if klass in (Plugin, AccountingPlugin, object):
+            continue
+        for attr, value in vars(klass).items():
+            if attr.startswith("_") or attr in POINT_FLAGS or attr in _CONTRACT:
+                continue
+            if callable(value) or isinstance(value, (classmethod, staticmethod)):
+                close = difflib.get_close_matches(attr, POINT_FLAGS, n=1)
+                hint = f"did you mean {close[0]}?" if close else f"extension points: {', '.join(POINT_FLAGS)}"
+                raise TypeError(f"plugin {cls.name or cls.__name__}: method {klass.__name__}.{attr} matches no "
+                                f"extension point ({hint}); name a helper with a leading underscore")
 
 
 class Points:

@@ -10,20 +10,22 @@ pipelines), so the cache again mirrors the cluster plus the binds and evictions 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from central.api.resources import format_value
 from central.errors import InputError
 from central.framework.conf import SchedulerConf
 from central.framework.faults import EVENT_REASON, Fault, JobBoundary
+from central.framework.handle import Handle
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
-from central.framework.plugin import Plugin
+from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.framework.statement import Statement
 from central.model.cache import ClusterCache
@@ -37,10 +39,6 @@ from central.model.objects import (
 )
 
 SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-
-if TYPE_CHECKING:
-    from central.plugins.agentview import AgentView
-    from central.plugins.nodeindex import NodeIndex
 
 _session_ids = itertools.count(1)
 
@@ -59,14 +57,14 @@ class CycleResult:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
+    deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
+    deserved_by: str = ""  # that plugin (proportion, capacity); "" when none computes shares
     timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
     plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
 
 
 class Session:
     def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: datetime | None = None):
-        from central.plugins import PLUGINS
-
         self.uid = f"session-{next(_session_ids)}"
         self.cache = cache
         self.conf = conf
@@ -97,8 +95,9 @@ class Session:
         self.pod_annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.placement = Placement(self)
         self.plugin_timings: dict[tuple[str, str], float] = {}
+        self.handle = Handle(self)  # what the plugins see of this session
         try:
-            self.tiers: list[list[Plugin]] = [[self._open_plugin(PLUGINS[opt.name], opt) for opt in tier]
+            self.tiers: list[list[Plugin]] = [[self._open_plugin(conf.registry.plugins[opt.name], opt) for opt in tier]
                                               for tier in conf.tiers]
         except BaseException:
             self.rollback()
@@ -107,8 +106,7 @@ class Session:
 
     def _open_plugin(self, cls: type[Plugin], option: Any) -> Plugin:
         started = time.perf_counter()
-        plugin = cls(option, self)
-        plugin.check_arguments()
+        plugin = cls(option, self.handle)
         self.plugin_timings[(plugin.name, "OnSessionOpen")] = time.perf_counter() - started
         return plugin
 
@@ -191,21 +189,6 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.points.all_true("preemptive", queue, task)
 
-    @cached_property
-    def node_index(self) -> "NodeIndex":
-        """Label and taint lookups over node rows, shared by the plugins (and by sessions while
-        no Node changes: it depends on nothing else)."""
-        from central.plugins.nodeindex import NodeIndex
-
-        return self.cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
-
-    @cached_property
-    def agents(self) -> "AgentView":
-        """The agents' latest reports over node rows (fresh ones only), shared by plugins."""
-        from central.plugins.agentview import AgentView
-
-        return AgentView(self)
-
     def statement(self) -> Statement:
         return Statement(self)
 
@@ -244,10 +227,12 @@ class Session:
         self.faulted_jobs.setdefault(job.uid, reason)
         self.faults.setdefault(("PodGroup", job.uid), Fault("PodGroup", job.uid, source, reason))
 
-    def fault_node(self, node: NodeInfo, err: InputError, source: str) -> None:
-        """No task is placed on the node this session."""
+    def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
+        """No task is placed on the node this session; with `exclude=False` only reported (the
+        plugin has already confined the damage, e.g. to the node's GPUs)."""
         self.faults.setdefault(("Node", node.name), Fault("Node", node.name, source, str(err)))
-        self.placement.exclude(node.index)
+        if exclude:
+            self.placement.exclude(node.index)
 
     def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
         """A pending task faults its job; a placed one is only reported."""
@@ -290,17 +275,29 @@ class Session:
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = self._queue_statuses()
+        self._deserved(result)
         self.cache.journal = None
         return result
 
-    def on_rollback(self, undo: Callable[[], None]) -> None:
-        """Have `rollback()` call `undo` (for state a plugin keeps beyond the session)."""
-        self._undo.append(undo)
+    def recall(self, plugin: str, key: str) -> Any:
+        """What `plugin` remembered under `key` in an earlier session (None: nothing)."""
+        return self.cache.plugin_memory.get((plugin, key))
+
+    def remember(self, plugin: str, key: str, value: Any) -> None:
+        """Keep `value` for `plugin` beyond this session: in the cache, which lives as long as
+        the scheduler (or the simulation) does; a rolled back session takes it back."""
+        memory, slot = self.cache.plugin_memory, (plugin, key)
+        if slot in memory:
+            was = memory[slot]
+            self._undo.append(lambda: memory.__setitem__(slot, was))
+        else:
+            self._undo.append(lambda: memory.pop(slot, None))
+        memory[slot] = value
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it: every task status and node
         charge (from the cache's journal, newest first), job phases, conditions and fit
-        errors, nominations, and what plugins registered with `on_rollback`."""
+        errors, nominations, and what plugins `remember`ed."""
         cache = self.cache
         journal, cache.journal = cache.journal or [], None
         for i in range(len(journal) - 3, -1, -3):
@@ -391,6 +388,17 @@ class Session:
                 **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
             }
         return out
+
+
+    def _deserved(self, result: CycleResult) -> None:
+        """The queues' shares as the first plugin computing them has them."""
+        for plugin in (p for tier in self.tiers for p in tier):
+            shares = plugin.deserved_shares() if isinstance(plugin, AccountingPlugin) else None
+            if shares is not None:
+                result.deserved_by = plugin.name
+                result.deserved = {queue: {n: float(v) for n, v in zip(self.dims.names, vec) if v > 0 and math.isfinite(v)}
+                                   for queue, vec in shares.items()}
+                return
 
 
 def _comparable(phase: str, conditions: list[dict[str, Any]]) -> tuple:

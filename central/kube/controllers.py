@@ -96,10 +96,19 @@ class ControllerLoop:
             thread.start()
             self._threads.append(thread)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking keys and wait for the workers to finish the one each holds (a sync is
+        not interrupted mid-write), and for the reflectors to end."""
         self.queue.close()
         for reflector in self.reflectors:
             reflector.stop()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                log.warning("%s: worker %s still busy %.0f s after stop", self.name, thread.name, timeout)
+        for reflector in self.reflectors:
+            reflector.join(max(0.0, deadline - time.monotonic()))
 
     def _work(self) -> None:
         while (key := self.queue.get()) is not None:

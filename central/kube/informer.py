@@ -61,7 +61,8 @@ class Reflector:
             self._stream.close()
 
     def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # never started: nothing to wait for
+            self._thread.join(timeout)
 
     # --- the loop ---------------------------------------------------------------------------
 

@@ -130,7 +130,8 @@ def leader_label(client: KubeClient) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from central.framework.conf import DEFAULT_CONF_YAML, load_config
+    from central.framework.conf import DEFAULT_CONF_YAML
+    from central.scheduler import load_config
     from central.model.cache import ClusterCache
     from central.scheduler.cycle import run_cycle
 

@@ -22,7 +22,7 @@
   and tries again. Unchanged statuses are not written, and fields the cycle does not report
   are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
   counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a
-  Warning Event on the PodGroup.
+  Warning Event on the PodGroup (the fault's own Event, where a fault is the reason).
 - **patch types**: a merge patch where the body holds only maps and scalars (annotations,
   nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
   where a list must merge item by item (a pod's conditions, by type; a merge patch would
@@ -30,7 +30,8 @@
 - **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
   for in `kubectl describe pod`), rate-limited by the EventRecorder.
 - **faults**: an object whose data the cycle could not use (a malformed annotation on a
-  PodGroup, Pod or Node) gets a Warning Event saying which field and why.
+  PodGroup, Pod or Node) gets a Warning Event saying which field and why: one Event per fault
+  per object.
 """
 
 from __future__ import annotations
@@ -255,4 +256,7 @@ class KubeSink:
         for condition in status.get("conditions") or []:
             if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
                 message = condition.get("message") or condition.get("reason") or "unschedulable"
-                self.events.emit(podgroup, "Warning", "Unschedulable", message)
+                # a fault's condition is told by the fault's own Event: the same reason and message
+                # make it one Event (the recorder's dedup), whichever of the two is emitted first
+                reason = EVENT_REASON if condition.get("reason") == EVENT_REASON else "Unschedulable"
+                self.events.emit(podgroup, "Warning", reason, message)

@@ -67,10 +67,13 @@ class WorkQueue:
             self._failures.pop(key, None)
 
     def get(self, timeout: float | None = None) -> str | None:
-        """The next key to process (call `done` with it afterwards); None on close or timeout."""
+        """The next key to process (call `done` with it afterwards); None once closed (what
+        still waits is never handed out) or on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
+                if self._closed:  # keys still waiting are dropped: the loop is stopping (or lost its lease)
+                    return None
                 now = time.monotonic()
                 while self._delayed and self._delayed[0][0] <= now:
                     self._add(heapq.heappop(self._delayed)[2])
@@ -79,7 +82,7 @@ class WorkQueue:
                     self._waiting.discard(key)
                     self._processing.add(key)
                     return key
-                if self._closed or (deadline is not None and now >= deadline):
+                if deadline is not None and now >= deadline:
                     return None
                 wake = [t for t in (deadline, self._delayed[0][0] if self._delayed else None) if t is not None]
                 self._cond.wait(max(0.0, min(wake) - now) if wake else None)

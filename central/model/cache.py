@@ -96,6 +96,7 @@ class ClusterCache:
         self.anti_affine: dict[str, TaskInfo] = {}  # tasks with required pod anti-affinity (few, if any)
         self.node_generation = 0  # bumped whenever a Node is added, replaced or removed
         self._node_derived: dict[str, tuple[int, Any]] = {}
+        self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         # While a session is open: task, status, node before each status change, flat (three
         # entries per change: one list for the garbage collector to walk, not a tuple per
         # change), so that a failed session can be rolled back (Session.rollback).

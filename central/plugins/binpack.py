@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from central.api.resources import EPSILON
-from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.model.objects import TaskInfo
 
 MAX_SCORE = 100
@@ -22,16 +21,21 @@ MAX_SCORE = 100
 class Binpack(Plugin):
     name = "binpack"
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
-        self.weight = self.argument("binpack.weight", 1, int)
-        weights = {"cpu": self.argument("binpack.cpu", 1, int), "memory": self.argument("binpack.memory", 1, int)}
-        extra = self.argument("binpack.resources", "", str)
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int]]:
+        """binpack.weight, and the weight of each resource by name."""
+        weights = {"cpu": args.get("binpack.cpu", 1, int), "memory": args.get("binpack.memory", 1, int)}
+        extra = args.get("binpack.resources", "", str)
         for name in (r.strip() for r in extra.split(",") if r.strip()):
-            weights[name] = self.argument(f"binpack.resources.{name}", 1, int)
+            weights[name] = args.get(f"binpack.resources.{name}", 1, int)
         for name, w in weights.items():
             if w < 0:
-                raise InputError(f"plugin binpack: arguments.binpack.{name}", f"must not be negative, got {w}")
+                raise args.error(f"binpack.{name}", f"must not be negative, got {w}")
+        return args.get("binpack.weight", 1, int), weights
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        self.weight, weights = self.settings
         index = session.dims.index
         self.weights = np.zeros(len(session.dims))
         for name, w in weights.items():
@@ -45,7 +49,7 @@ class Binpack(Plugin):
         cols = np.flatnonzero((req > EPSILON) & (self.weights > 0))
         if not len(cols):
             return np.zeros(len(rows))
-        table = self.session.cache.table
+        table = self.session.table
         alloc = table.alloc[rows][:, cols]
         after = table.used[rows][:, cols] + req[cols]
         w = self.weights[cols]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from central.api.resources import EPSILON, dominant_share, less_equal_on
-from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
+from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.proportion import job_min_resources, over_share
 
@@ -71,10 +71,14 @@ class Quota:
 class Capacity(AccountingPlugin):
     name = "capacity"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> int:
+        return args.get("ancestorReclaimLevel", 0, int)
+
     def __init__(self, option, session):
         super().__init__(option, session)
         self.hierarchy = option.enabled("enableHierarchy")
-        self.reclaim_levels = self.argument("ancestorReclaimLevel", 0, int)
+        self.reclaim_levels: int = self.settings
         self.quotas: dict[str, Quota] = {}
         for queue in session.queues.values():
             parent = (queue.parent or ROOT) if self.hierarchy and queue.name != ROOT else None
@@ -88,6 +92,10 @@ class Capacity(AccountingPlugin):
             self._lay_out_flat()
         for job in session.jobs.values():
             self._account_job(job)
+
+    def deserved_shares(self) -> dict[str, np.ndarray]:
+        """Each queue's deserved as laid out: within its real capability, at least its guarantee."""
+        return {name: quota.deserved for name, quota in self.quotas.items()}
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -175,8 +183,8 @@ class Capacity(AccountingPlugin):
             return False
         for q in self._lineage(queue.name):
             if not less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq):
-                self.session.queue_notes[queue.name] = f"queue {q.name}: " + over_share(
-                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability")
+                self.session.note_queue(queue, f"queue {q.name}: " + over_share(
+                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability"))
                 return False
         return True
 
@@ -232,10 +240,10 @@ class Capacity(AccountingPlugin):
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.session.queues[job.queue]
         if not queue.is_open:
-            self.session.job_notes[job.uid] = f"queue {queue.name} is {queue.state}"
+            self.session.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
         if not self._is_leaf(queue.name):
-            self.session.job_notes[job.uid] = f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues"
+            self.session.note_job(job, f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues")
             return REJECT
         if job.min_resources is None:
             return PERMIT
@@ -243,7 +251,7 @@ class Capacity(AccountingPlugin):
         for quota in self._lineage(queue.name):
             future = min_res + quota.allocated + quota.inqueue - quota.elastic
             if not less_equal_on(future, quota.real_capability, min_res):
-                self.session.job_notes[job.uid] = f"queue {quota.name} capacity insufficient"
+                self.session.note_job(job, f"queue {quota.name} capacity insufficient")
                 return REJECT
         for quota in self._lineage(queue.name):
             quota.inqueue += min_res

@@ -6,8 +6,10 @@ with that much free memory; a pod asking `volcano.sh/gpu-number: N` (with
 asking both is a whole-card pod. The cards chosen go into the pod's annotation
 `volcano.sh/gpu-index` ("0" or "0,1"), written before the bind; pods already placed are read
 back from that annotation when the session opens. Cards listed in the node annotation
-`volcano.sh/gpu-unhealthy-ids` (or marked by `set_unhealthy`, the hook for agent health) are
-never chosen. Cards and MIG slices: see `central.plugins.gpucards`.
+`volcano.sh/gpu-unhealthy-ids`, reported failing by the node's agent, or marked by
+`_set_unhealthy` are never chosen; a list that names no card of the node (unreadable, or an id
+beyond its cards) holds all its cards unhealthy and is reported as a fault on the node, which
+still takes pods that ask for no GPU. Cards and MIG slices: see `central.plugins.gpucards`.
 
 By default the card is Volcano gpushare's: the lowest-numbered card with enough free memory
 (whole-card pods: the lowest-numbered idle cards), and the plugin does not score nodes
@@ -32,7 +34,7 @@ import numpy as np
 
 from central.api.resources import EPSILON
 from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 from central.plugins.gpucards import (
@@ -60,29 +62,32 @@ def _largest_power_of_two(count: np.ndarray) -> np.ndarray:
 
 class DeviceShare(Plugin):
     name = "deviceshare"
-    checks_own_arguments = True
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[bool, bool, str, float]:
+        """(GPUSharingEnable, GPUNumberEnable, SchedulePolicy, ScheduleWeight)"""
+        for key in args.raw:
+            short = key.removeprefix("deviceshare.")
+            if short in UNSUPPORTED:
+                if args.get(key, False, bool):
+                    raise args.error(key, "not supported by Caldera; leave it false")
+            elif short not in ARGUMENTS or short == key:
+                raise args.error(key, f"unknown argument; valid: {', '.join(f'deviceshare.{a}' for a in ARGUMENTS)}")
+        sharing = args.get("deviceshare.GPUSharingEnable", False, bool)
+        whole = args.get("deviceshare.GPUNumberEnable", False, bool)
+        policy = args.get("deviceshare.SchedulePolicy", FIRST_FIT, str)
+        if policy not in POLICIES:
+            raise args.error("deviceshare.SchedulePolicy",
+                             f"unknown policy {policy!r}; valid: {', '.join(p for p in POLICIES if p)} "
+                             "(or leave it unset for Volcano's lowest-numbered card)")
+        weight = args.get("deviceshare.ScheduleWeight", 0, float)
+        if weight < 0:
+            raise args.error("deviceshare.ScheduleWeight", f"must not be negative, got {weight:g}")
+        return sharing, whole, policy, weight
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        for key in option.arguments:
-            short = key.removeprefix("deviceshare.")
-            if short in UNSUPPORTED:
-                if self.argument(key, False, bool):
-                    raise InputError(f"plugin deviceshare: arguments.{key}", "not supported by Caldera; leave it false")
-            elif short not in ARGUMENTS or short == key:
-                valid = ", ".join(f"deviceshare.{a}" for a in ARGUMENTS)
-                raise InputError(f"plugin deviceshare: arguments.{key}", f"unknown argument; valid: {valid}")
-        self.sharing = self.argument("deviceshare.GPUSharingEnable", False, bool)
-        self.whole = self.argument("deviceshare.GPUNumberEnable", False, bool)
-        self.policy = self.argument("deviceshare.SchedulePolicy", FIRST_FIT, str)
-        if self.policy not in POLICIES:
-            raise InputError("plugin deviceshare: arguments.deviceshare.SchedulePolicy",
-                             f"unknown policy {self.policy!r}; valid: {', '.join(p for p in POLICIES if p)} "
-                             "(or leave it unset for Volcano's lowest-numbered card)")
-        self.weight = self.argument("deviceshare.ScheduleWeight", 0, float)
-        if self.weight < 0:
-            raise InputError("plugin deviceshare: arguments.deviceshare.ScheduleWeight",
-                             f"must not be negative, got {self.weight:g}")
+        self.sharing, self.whole, self.policy, self.weight = self.settings
         index = session.dims.index
         self.memory_col, self.number_col = index.get(GPU_MEMORY), index.get(GPU_NUMBER)
         self._requests: dict[int, tuple[np.ndarray, tuple[float, int]]] = {}
@@ -90,39 +95,56 @@ class DeviceShare(Plugin):
         self.cards = GpuCards(session.nodes)
         for node in session.nodes:
             if self.cards.has_cards(node.index):
-                unhealthy = self._listed_unhealthy(node)
-                report = session.agents.data[node.index]  # a fresh agent report knows failing cards
-                if report is not None:
-                    unhealthy |= {gpu.index for gpu in report.gpus if not gpu.healthy}
+                unhealthy = self._listed_unhealthy(node) | self._reported_unhealthy(node)
                 if unhealthy:
                     self.cards.set_unhealthy(node.index, sorted(unhealthy))
                 for task in node.tasks.values():
                     self._charge_placed(task)
 
     def _listed_unhealthy(self, node: NodeInfo) -> set[int]:
-        """The cards named by the node's annotation; a list that does not read faults the node."""
+        """The cards named by the node's annotation. A list that does not read makes every card
+        of the node unhealthy, and is reported: GPU pods go elsewhere, the rest still fit here."""
         text = node.annotations.get(UNHEALTHY)
         if text is None:
             return set()
         cards = self.cards.count(node.index)
+        where = f"Node {node.name}: metadata.annotations[{UNHEALTHY}]"
         try:
-            return set(parse_index_list(text, f"Node {node.name}: metadata.annotations[{UNHEALTHY}]", cards))
+            return set(parse_index_list(text, where, cards))
         except InputError as err:
-            self.session.fault_node(node, err, self.name)
+            self.session.fault_node(node, InputError(where, f"{err.message}; all {cards} GPUs held unhealthy"),
+                                    self.name, exclude=False)
             return set(range(cards))
+
+    def _reported_unhealthy(self, node: NodeInfo) -> set[int]:
+        """The failing cards of a fresh agent report; a card id the node does not have is held
+        as the annotation's bad list is (all cards unhealthy, reported)."""
+        report = self.session.agents.data[node.index]
+        if report is None:
+            return set()
+        cards = self.cards.count(node.index)
+        failing = {gpu.index for gpu in report.gpus if not gpu.healthy}
+        stray = sorted(i for i in failing if not 0 <= i < cards)
+        if not stray:
+            return failing
+        self.session.fault_node(node, InputError(
+            f"Node {node.name}: agent report gpus[].index",
+            f"unhealthy GPU {stray[0]} is beyond the node's {cards} GPUs (0-{cards - 1}); all {cards} GPUs held "
+            "unhealthy"), self.name, exclude=False)
+        return set(range(cards))
 
     # --- the hook for agent health --------------------------------------------------------
 
-    def set_unhealthy(self, node: str, card_ids: list[int]) -> None:
+    def _set_unhealthy(self, node: str, card_ids: list[int]) -> None:
         """Mark the node's unhealthy cards (replacing the previous set); they are never chosen."""
-        info = self.session.cache.nodes.get(node)
+        info = self.session.nodes_by_name.get(node)
         if info is not None and info.index < len(self.session.nodes):
             self.cards.set_unhealthy(info.index, card_ids)
-            self.session.cache.table.touch(info.index)  # cached scores of the row are stale now
+            self.session.table.touch(info.index)  # cached scores of the row are stale now
 
     # --- requests -------------------------------------------------------------------------
 
-    def request(self, task: TaskInfo) -> tuple[float, int]:
+    def _request(self, task: TaskInfo) -> tuple[float, int]:
         """(memory on one card, whole cards) the pod asks of this plugin; (0, 0) for none."""
         found = self._requests.get(id(task.resreq))  # request vectors are shared per template
         if found is None or found[0] is not task.resreq:
@@ -139,7 +161,7 @@ class DeviceShare(Plugin):
         """Cards held by pods are unschedulable (evicting them frees the cards, as Volcano's
         gpushare says); too few healthy cards, or none large enough, is unresolvable."""
         cards = self.cards
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         if number:
             never = cards.cards[rows] < number
             return [Check(cards.fits_whole(rows, number), f"node(s) didn't have {number} idle healthy GPU card(s)",
@@ -151,7 +173,7 @@ class DeviceShare(Plugin):
         return []
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         if not self.weight or not (memory or number) or self.policy == FIRST_FIT:
             return np.zeros(len(rows))
         score = self._whole_score(rows, number) if number else self._shared_choice(rows, memory)[1]
@@ -201,10 +223,10 @@ class DeviceShare(Plugin):
         if task.status not in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
             self._charge_placed(task)  # an eviction undone: back onto its cards
             return
-        memory, number = self.request(task)
+        memory, number = self._request(task)
         if not (memory or number) or task.node is None:
             return
-        row = self.session.cache.nodes[task.node].index
+        row = self.session.nodes_by_name[task.node].index
         if number:
             chosen = self.cards.idle_cards(row, number)
             if len(chosen) < number:
@@ -227,11 +249,11 @@ class DeviceShare(Plugin):
 
     def _charge_placed(self, task: TaskInfo) -> None:
         """A pod already on its cards (annotation `volcano.sh/gpu-index`) takes them again."""
-        memory, number = self.request(task)
-        index = task.annotations.get(GPU_INDEX) or self.session.pod_annotations.get(task.uid, {}).get(GPU_INDEX)
+        memory, number = self._request(task)
+        index = task.annotations.get(GPU_INDEX) or self.session.annotation(task, GPU_INDEX)
         if not (memory or number) or not index or task.node is None or task.uid in self.charged:
             return
-        row = self.session.cache.nodes[task.node].index
+        row = self.session.nodes_by_name[task.node].index
         where = f"Pod {task.uid}: metadata.annotations[{GPU_INDEX}]"
         try:
             chosen = parse_index_list(index, where, self.cards.count(row))

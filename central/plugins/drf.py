@@ -40,7 +40,7 @@ class Drf(AccountingPlugin):
                  sum((t.resreq for t in job.tasks.values()), session.dims.zeros()))
                 for uid, job in session.jobs.items() if job.queue in queues])
 
-    def share(self, job_uid: str) -> float:
+    def _share(self, job_uid: str) -> float:
         share = self.shares.get(job_uid)
         if share is None:
             vec = self.allocated.get(job_uid)
@@ -48,7 +48,7 @@ class Drf(AccountingPlugin):
         return share
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self.share(left.uid), self.share(right.uid)
+        ls, rs = self._share(left.uid), self._share(right.uid)
         return -1 if ls < rs else (1 if ls > rs else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:

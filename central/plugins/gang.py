@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from central.framework.plugin import PERMIT, REJECT, Plugin
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+
 
 def _role_valid(job: JobInfo, role: str) -> int:
     """The role's valid tasks as Volcano counts them: ready, pipelined or pending."""
@@ -88,26 +92,27 @@ class Gang(Plugin):
             if not job.tasks:
                 continue
             if job_ready(job):
-                ssn.job_conditions[job.uid] = ssn.condition("Scheduled", "tasks in gang are ready to be scheduled", "")
+                ssn.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
                 continue
             schedulable = job.ready_num + sum(
-                1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and ssn.last_transaction.get(t.uid))
+                1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and ssn.placed_then_discarded(t))
             message = f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(ssn, job)}"
-            ssn.job_conditions[job.uid] = ssn.condition("Unschedulable", "NotEnoughResources", message)
+            ssn.set_condition(job, "Unschedulable", "NotEnoughResources", message)
 
 
-def fit_error(ssn: Any, job: JobInfo) -> str:
+def fit_error(ssn: Handle, job: JobInfo) -> str:
     """Volcano's JobInfo.FitError, followed by the distinct node-level reasons."""
     histogram = {status.name.capitalize(): n for status, n in job.counts.items() if n}
     histogram["minAvailable"] = job.min_available
     text = "pod group is not ready, " + _histogram(histogram)
-    if job.uid in ssn.job_notes:
-        text += f"; {ssn.job_notes[job.uid]}"
+    note = ssn.job_note(job)
+    if note is not None:
+        text += f"; {note}"
     pending: dict[str, int] = {}
     for task in job.tasks.values():
         if task.status == TaskStatus.PENDING:
             reason = "Unschedulable" if task.uid in job.fit_errors else (
-                "Schedulable" if ssn.last_transaction.get(task.uid) else "Undetermined")
+                "Schedulable" if ssn.placed_then_discarded(task) else "Undetermined")
             pending[reason] = pending.get(reason, 0) + 1
     if pending:
         text += "; Pending: " + _histogram(pending)

@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from central.api.resources import EPSILON
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.model.objects import PodTemplate, TaskInfo
-from central.plugins.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
+from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 
 MAX_SCORE = 100
 WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,
@@ -27,7 +27,7 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
-    table = ssn.cache.table
+    table = ssn.table
     requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
     return requested, table.alloc[rows][:, cols]
 
@@ -72,9 +72,13 @@ def normalise(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
 class NodeOrder(Plugin):
     name = "nodeorder"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> dict[str, int]:
+        return {k: args.get(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weights = {k: self.argument(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
+        self.weights: dict[str, int] = self.settings
         self.index = session.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}

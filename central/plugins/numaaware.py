@@ -29,7 +29,7 @@ from itertools import combinations
 import numpy as np
 
 from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.fields import parse_index_list
 from central.model.nodedata import NodeData, NumaCell
@@ -75,9 +75,13 @@ def choose_cells(cells: list[tuple[NumaCell, set[int]]], want: int, policy: str)
 class NumaAware(Plugin):
     name = "numa-aware"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> int:
+        return args.get("weight", 1, int)
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weight = self.argument("weight", 1, int)
+        self.weight: int = self.settings
         # Per row: the policy its kubelet holds every Guaranteed whole-CPU pod to (None: none).
         self.node_policy = [self._row_policy("none", data) for data in session.agents.data]
         self.node_holds = np.array([p is not None for p in self.node_policy], dtype=bool)
@@ -85,13 +89,13 @@ class NumaAware(Plugin):
         self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
         # Pods not running yet are in no report; on nodes where our agent pins, the kubelet's
         # state does not show the running ones either.
-        counted = list(session.cache.starting.values())
+        counted = list(session.starting.values())
         for node in session.nodes:
             data = session.agents.data[node.index]
             if data is not None and data.cpu_manager_policy == "none":
                 counted += [t for t in node.tasks.values() if t.status == TaskStatus.RUNNING]
         for task in counted:
-            node = session.cache.nodes.get(task.node or "")
+            node = session.nodes_by_name.get(task.node or "")
             data = session.agents.data[node.index] if node is not None and CPUSET in task.annotations else None
             if data is not None and data.numa:  # without a report, nothing here reads the node's CPUs
                 where = f"Pod {task.uid}: metadata.annotations[{CPUSET}]"
@@ -165,7 +169,7 @@ class NumaAware(Plugin):
 
     def on_allocate(self, task: TaskInfo) -> None:
         wants = self._wants(task)
-        node = self.session.cache.nodes.get(task.node or "")
+        node = self.session.nodes_by_name.get(task.node or "")
         data = self.session.agents.data[node.index] if node is not None else None
         if wants is None or data is None or not data.numa:
             return

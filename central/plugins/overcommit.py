@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from central.api.resources import EPSILON, format_value, less_equal_on
-from central.framework.plugin import PERMIT, REJECT, Plugin
+from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
 from central.plugins.proportion import job_min_resources
 
@@ -19,12 +19,15 @@ DEFAULT_FACTOR = 1.2
 class Overcommit(Plugin):
     name = "overcommit"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> float:
+        factor = args.get("overcommit-factor", DEFAULT_FACTOR)
+        return factor if factor >= 1.0 else DEFAULT_FACTOR  # as Volcano: below 1 falls back to the default
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        factor = self.argument("overcommit-factor", DEFAULT_FACTOR)
-        if factor < 1.0:  # as Volcano: a factor below 1 falls back to the default
-            factor = DEFAULT_FACTOR
-        used = session.cache.table.used[: len(session.nodes)].sum(axis=0)
+        factor = self.settings
+        used = session.table.used[: len(session.nodes)].sum(axis=0)
         self.idle = session.total * factor - used
         self.inqueue = session.dims.zeros()
         for job in session.jobs.values():
@@ -48,7 +51,7 @@ class Overcommit(Plugin):
         detail = "; ".join(f"{names[i]}: the job needs {format_value(names[i], min_res[i])}, "
                            f"{format_value(names[i], self.inqueue[i])} of {format_value(names[i], max(self.idle[i], 0.0))}"
                            f" idle are admitted already" for i in short)
-        self.session.job_notes[job.uid] = f"resource in cluster is overused ({detail})"
+        self.session.note_job(job, f"resource in cluster is overused ({detail})")
         return REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:

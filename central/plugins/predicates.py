@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
 from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
-from central.plugins.nodeindex import (
+from central.framework.nodeindex import (
     UNSCHEDULABLE_TAINT,
     NodeIndex,
     domain_counts,
@@ -45,17 +45,21 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
 
 class Predicates(Plugin):
     name = "predicates"
-    # Volcano's volume and cache toggles: accepted for compatibility; no volumes are scheduled here.
-    accepted_arguments = ("predicate.CacheEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
-                          "predicate.NodeVolumeLimitsEnable", "predicate.DynamicResourceAllocationEnable")
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> dict[str, bool]:
+        # Volcano's volume and cache toggles: accepted for compatibility; no volumes are scheduled here.
+        args.accept("predicate.CacheEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
+                    "predicate.NodeVolumeLimitsEnable", "predicate.DynamicResourceAllocationEnable")
+        return {name: args.get(f"predicate.{name}Enable", True, bool)
+                for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
 
     def __init__(self, option, session):
         super().__init__(option, session)
         self.index = session.node_index
-        self.enabled = {name: self.argument(f"predicate.{name}Enable", True, bool)
-                        for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
+        self.enabled: dict[str, bool] = self.settings
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
-        self.anti_holders = {t.uid: t for t in session.cache.anti_affine.values()
+        self.anti_holders = {t.uid: t for t in session.anti_affine.values()
                              if t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
 
@@ -121,7 +125,7 @@ class Predicates(Plugin):
         # Existing pods' anti-affinity toward this pod (symmetry).
         blocked = np.zeros(len(rows), dtype=bool)
         for task in self.anti_holders.values():  # evicted ones have left it
-            row = self.session.cache.nodes[task.node].index
+            row = self.session.nodes_by_name[task.node].index
             for term in task.template.pod_anti_affinity:
                 if term.selects(ns, labels, task.namespace):
                     value = idx.label(term.topology_key)[row]

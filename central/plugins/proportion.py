@@ -110,6 +110,10 @@ class Proportion(AccountingPlugin):
         self.attrs = queue_usage(session, {job.queue for job in session.jobs.values()})
         water_fill(self.attrs, session.total)
 
+    def deserved_shares(self) -> dict[str, np.ndarray]:
+        """What each queue with jobs deserves this session (water-filled by weight)."""
+        return {name: attr.deserved for name, attr in self.attrs.items()}
+
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         if left.priority != right.priority:
             return -1 if left.priority > right.priority else 1
@@ -126,8 +130,8 @@ class Proportion(AccountingPlugin):
             return False
         if less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
             return True
-        self.session.queue_notes[queue.name] = over_share(self.session.dims.names, attr.allocated, task.resreq,
-                                                          attr.deserved, "deserved")
+        self.session.note_queue(queue, over_share(self.session.dims.names, attr.allocated, task.resreq,
+                                                  attr.deserved, "deserved"))
         return False
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
@@ -157,7 +161,7 @@ class Proportion(AccountingPlugin):
         queue = self.session.queues[job.queue]
         attr = self.attrs[job.queue]
         if not queue.is_open:
-            self.session.job_notes[job.uid] = f"queue {queue.name} is {queue.state}"
+            self.session.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
         if job.min_resources is None:
             return PERMIT
@@ -166,7 +170,7 @@ class Proportion(AccountingPlugin):
         if less_equal_on(future, attr.real_capability, future):
             attr.inqueue += min_res
             return PERMIT
-        self.session.job_notes[job.uid] = self._why_not_admitted(queue, attr, min_res, future)
+        self.session.note_job(job, self._why_not_admitted(queue, attr, min_res, future))
         return REJECT
 
     def _why_not_admitted(self, queue: QueueInfo, attr: QueueAttr, min_res: np.ndarray,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from central.errors import InputError
-from central.framework.plugin import ABSTAIN, PERMIT, Plugin
+from central.framework.plugin import ABSTAIN, PERMIT, Arguments, Plugin
 from central.model.objects import JobInfo
 from central.model.fields import parse_duration, parse_time
 
@@ -21,10 +21,14 @@ ANNOTATION = "volcano.sh/sla-waiting-time"
 class Sla(Plugin):
     name = "sla"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> timedelta | None:
+        default = args.get("sla-waiting-time", "", str)
+        return parse_duration(default, "plugin sla: arguments.sla-waiting-time") if default else None
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        default = self.argument("sla-waiting-time", "", str)
-        self.default = parse_duration(default, "plugin sla: arguments.sla-waiting-time") if default else None
+        self.default: timedelta | None = self.settings
         self.deadlines: dict[str, datetime | None] = {}
         for job in session.jobs.values():
             try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.model.objects import JobInfo, TaskInfo
 
 AFFINITY = "volcano.sh/task-topology-affinity"
@@ -52,9 +52,13 @@ class JobTopology:
 class TaskTopology(Plugin):
     name = "task-topology"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> int:
+        return args.get("task-topology.weight", 1, int)
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weight = self.argument("task-topology.weight", 1, int)
+        self.weight: int = self.settings
         self.jobs = {uid: JobTopology(job) for uid, job in session.jobs.items()
                      if any(k in job.annotations for k in (AFFINITY, ANTI_AFFINITY, TASK_ORDER))}
 
@@ -69,7 +73,7 @@ class TaskTopology(Plugin):
         topology = self.jobs.get(task.job_uid)
         if topology is None or not topology.shapes_placement or not self.weight:
             return None
-        nodes = self.session.cache.nodes
+        nodes = self.session.nodes_by_name
         pull_by_row: dict[int, int] = {}
         for other in self.session.jobs[task.job_uid].tasks.values():
             if other is task or other.node is None or other.node not in nodes:

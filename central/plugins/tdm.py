@@ -33,15 +33,13 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
-from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
 from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
@@ -54,9 +52,6 @@ ZONE_ARGUMENT = "tdm.revocable-zone."
 PERIOD_ARGUMENT = "tdm.evict.period"
 MAX_SCORE = 100.0
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
-
-# When each cluster last had revocable tasks evicted: the evict period outlives a session.
-_last_evict: weakref.WeakKeyDictionary[ClusterCache, datetime] = weakref.WeakKeyDictionary()
 
 
 def parse_window(text: object, where: str) -> tuple[int, int]:
@@ -99,14 +94,6 @@ def evictable(job: JobInfo) -> int:
     return 1
 
 
-def _forget_evict(cache: ClusterCache, last: datetime | None) -> None:
-    """Undo an eviction time recorded by a cycle that was rolled back."""
-    if last is None:
-        _last_evict.pop(cache, None)
-    else:
-        _last_evict[cache] = last
-
-
 def revocable(task: TaskInfo) -> bool:
     """May the task use revocable nodes: explicitly preemptable, or revocable-zone "*"."""
     return marked_preemptable(task) or task.annotations.get(ZONE) == "*"
@@ -121,20 +108,25 @@ def marked_preemptable(task: TaskInfo) -> bool:
 
 class Tdm(Plugin):
     name = "tdm"
-    checks_own_arguments = True
+
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[dict[str, tuple[str, tuple[int, int]]], timedelta]:
+        """The windows by zone (as written, and parsed), and the eviction period."""
+        windows = {}
+        for key, value in args.raw.items():
+            if key.startswith(ZONE_ARGUMENT) and len(key) > len(ZONE_ARGUMENT):
+                windows[key[len(ZONE_ARGUMENT):]] = (str(value), parse_window(args.get(key, None, object),
+                                                                              f"plugin tdm: arguments.{key}"))
+            elif key != PERIOD_ARGUMENT:
+                raise args.error(key, f"unknown argument; valid: {ZONE_ARGUMENT}<zone>, {PERIOD_ARGUMENT}")
+        period = args.get(PERIOD_ARGUMENT, "1m", str)
+        return windows, parse_duration(period, f"plugin tdm: arguments.{PERIOD_ARGUMENT}")
 
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.windows: dict[str, tuple[str, tuple[int, int]]] = {}  # zone -> (text, window)
-        for key, value in option.arguments.items():
-            if key.startswith(ZONE_ARGUMENT) and len(key) > len(ZONE_ARGUMENT):
-                window = parse_window(value, f"plugin tdm: arguments.{key}")
-                self.windows[key[len(ZONE_ARGUMENT):]] = (str(value), window)
-            elif key != PERIOD_ARGUMENT:
-                raise InputError(f"plugin tdm: arguments.{key}",
-                                 f"unknown argument; valid: {ZONE_ARGUMENT}<zone>, {PERIOD_ARGUMENT}")
-        period = self.argument(PERIOD_ARGUMENT, "1m", str)
-        self.period: timedelta = parse_duration(period, f"plugin tdm: arguments.{PERIOD_ARGUMENT}")
+        self.windows: dict[str, tuple[str, tuple[int, int]]]  # zone -> (text, window)
+        self.period: timedelta
+        self.windows, self.period = self.settings
         now = session.now
         self.open_zones = {zone for zone, (_, window) in self.windows.items() if inside(window, now)}
         zones = [node.labels.get(ZONE) for node in session.nodes]
@@ -170,24 +162,23 @@ class Tdm(Plugin):
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         if revocable(preemptor):
             return []
-        nodes = self.session.cache.nodes
+        nodes = self.session.nodes_by_name
         ordinary = [t for t in candidates if t.status == TaskStatus.RUNNING and marked_preemptable(t)
                     and t.node in nodes and not self.revocable_rows[nodes[t.node].index]]
         return self._within_budgets(ordinary)
 
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
-        now, cache = self.session.now, self.session.cache
-        last = _last_evict.get(cache)
+        now = self.session.now
+        last: datetime | None = self.session.recall(self.name, "last_evict")  # the period outlives a session
         if last is not None and now < last + self.period:
             return []
         closed = {zone for zone in self.windows if zone not in self.open_zones}
-        nodes = cache.nodes
+        nodes = self.session.nodes_by_name
         leaving = [t for t in running if t.status == TaskStatus.RUNNING and t.node in nodes and revocable(t)
                    and self.zone_of_row[nodes[t.node].index] in closed]
         victims = self._within_budgets(leaving)
         if victims:
-            self.session.on_rollback(lambda: _forget_evict(cache, last))
-            _last_evict[cache] = now
+            self.session.remember(self.name, "last_evict", now)
         reasons = []
         for task in victims:
             zone = self.zone_of_row[nodes[task.node].index]
@@ -201,7 +192,7 @@ class Tdm(Plugin):
         chosen = []
         for task in tasks:
             job = self.session.jobs.get(task.job_uid)
-            if job is None or job.uid in self.session.faulted_jobs:
+            if job is None or self.session.is_faulted(job):
                 continue
             if job.uid not in left:
                 left[job.uid] = evictable(job)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.errors import InputError
-from central.framework.plugin import Plugin
+from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.objects import TaskInfo, TaskStatus
 
@@ -27,36 +26,39 @@ from central.model.objects import TaskInfo, TaskStatus
 class Usage(Plugin):
     name = "usage"
 
+    @classmethod
+    def read_arguments(cls, args: Arguments) -> tuple[float, ...]:
+        """(usage.weight, cpu.weight, memory.weight, cpu limit, memory limit, request ratio)"""
+        thresholds = args.get("thresholds", {}, dict)
+        estimator = args.get("estimator", {}, dict)
+        try:
+            limits = (float(thresholds.get("cpu", 80)) / 100, float(thresholds.get("mem", 80)) / 100,
+                      float(estimator.get("request_ratio", 0.7)))
+        except (TypeError, ValueError):
+            raise args.error("thresholds / estimator", "values must be numbers") from None
+        return (args.get("usage.weight", 5, float), args.get("cpu.weight", 1, float),
+                args.get("memory.weight", 1, float), *limits)
+
     def __init__(self, option, session):
         super().__init__(option, session)
-        self.weight = self.argument("usage.weight", 5, float)
-        self.cpu_weight = self.argument("cpu.weight", 1, float)
-        self.memory_weight = self.argument("memory.weight", 1, float)
-        thresholds = self.argument("thresholds", {}, dict)
-        estimator = self.argument("estimator", {}, dict)
-        try:
-            self.cpu_limit = float(thresholds.get("cpu", 80)) / 100
-            self.memory_limit = float(thresholds.get("mem", 80)) / 100
-            self.ratio = float(estimator.get("request_ratio", 0.7))
-        except (TypeError, ValueError):
-            raise InputError("plugin usage: arguments.thresholds / estimator", "values must be numbers") from None
+        self.weight, self.cpu_weight, self.memory_weight, self.cpu_limit, self.memory_limit, self.ratio = self.settings
         self.view = session.agents
         # Per row: usage not yet in the report (pods not running yet, or every pod of a node
         # without a fresh report), kept current by the allocate/deallocate events.
         n = len(session.nodes)
-        table = session.cache.table
+        table = session.table
         unknown = ~self.view.has_usage
         self.estimate = np.zeros((n, 2))
         self.estimate[unknown] = table.used[:n, :2][unknown] + table.pipelined[:n, :2][unknown]  # requests stand in
         self.added: dict[str, tuple[int, np.ndarray]] = {}
-        nodes = session.cache.nodes
-        for task in session.cache.starting.values():  # their usage is not in the reports yet
+        nodes = session.nodes_by_name
+        for task in session.starting.values():  # their usage is not in the reports yet
             node = nodes.get(task.node or "")
             if node is not None and self.view.has_usage[node.index]:
                 self.estimate[node.index] += self.ratio * task.resreq[:2]
 
     def on_allocate(self, task: TaskInfo) -> None:
-        node = self.session.cache.nodes.get(task.node or "")
+        node = self.session.nodes_by_name.get(task.node or "")
         if node is not None and task.uid not in self.added:
             amount = (self.ratio if self.view.has_usage[node.index] else 1.0) * task.resreq[:2]
             self.estimate[node.index] += amount
@@ -70,7 +72,7 @@ class Usage(Plugin):
     def _load(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(cpu load, memory load) as fractions of allocatable, measured plus estimated."""
         measured = np.stack([self.view.cpu_usage[rows], self.view.memory_usage[rows]], axis=1)
-        alloc = self.session.cache.table.alloc[rows][:, :2]
+        alloc = self.session.table.alloc[rows][:, :2]
         load = np.divide(measured + self.estimate[rows], alloc, out=np.ones_like(measured), where=alloc > 0)
         return np.minimum(load[:, 0], 1.0), np.minimum(load[:, 1], 1.0)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from central.actions import ACTIONS
 from central.framework.conf import SchedulerConf
 from central.framework.session import CycleResult, Session
 from central.model.cache import ClusterCache
@@ -28,7 +27,7 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
     try:
         for name in conf.actions:
             step = time.perf_counter()
-            ACTIONS[name](ssn)
+            conf.registry.actions[name](ssn)
             timings[name] = time.perf_counter() - step
         step = time.perf_counter()
         result = ssn.close()

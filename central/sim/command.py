@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from central.errors import InputError
-from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf, load_config
+from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
+from central.scheduler import load_config
 from central.manifests import read_file
 from central.model.cache import ClusterCache
 from central.model.fields import parse_duration, parse_time

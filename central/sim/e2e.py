@@ -38,7 +38,7 @@ from central.localcluster import build, controlplane
 from central.localcluster.processes import Supervisor
 from central.localcluster.simkubelet import NodeSpec, SimKubelet
 from central.localcluster.up import up
-from central.sim.bench import synthetic_cluster
+from central.sim.synthetic import synthetic_cluster
 
 NAMESPACE = "bench"
 # No kubelet renews a Lease here: the node lifecycle controller would mark every node NotReady.

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from central.errors import InputError
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.plugins.deviceshare import POLICIES

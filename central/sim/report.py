@@ -141,14 +141,18 @@ def _grouped_reasons(pending: dict[str, str], cache: ClusterCache) -> Table:
 
 
 def _queues(result: SimulationResult, cache: ClusterCache) -> Table:
+    """DESERVED is the share the last cycle's proportion or capacity plugin computed (the header
+    names it); with neither enabled, the Queue's own spec.deserved."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("QUEUE", "ALLOCATED", "DESERVED", "CAPABILITY", "RUNNING", "PENDING"):
+    deserved = f"DESERVED ({result.deserved_by})" if result.deserved_by else "DESERVED (spec)"
+    for column in ("QUEUE", "ALLOCATED", deserved, "CAPABILITY", "RUNNING", "PENDING"):
         table.add_column(column, overflow="fold")
     for queue in sorted(cache.all_queues().values(), key=lambda q: q.name):
         status = result.queues.get(queue.name) or {}
         allocated = status.get("allocated") or {}
+        share = result.deserved.get(queue.name, {}) if result.deserved_by else queue.deserved
         table.add_row(queue.name, ",".join(f"{k}={v}" for k, v in sorted(allocated.items())) or "-",
-                      _resources(queue.deserved), _resources(queue.capability),
+                      _resources(share), _resources(queue.capability),
                       str(status.get("running", 0)), str(status.get("pending", 0)))
     return table
 

@@ -29,6 +29,8 @@ class SimulationResult:
     pending: dict[str, str] = field(default_factory=dict)
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     faults: dict[str, str] = field(default_factory=dict)  # "Kind key" -> why its data could not be used
+    deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # the latest cycle's computed shares
+    deserved_by: str = ""  # the plugin that computed them
     cycles: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -46,14 +48,15 @@ class SimulationResult:
 
 
     def add(self, result: CycleResult) -> None:
-        """Take in one more cycle: binds, evictions, faults and PodGroups add up; pipelined, pending
-        and queues are the latest cycle's."""
+        """Take in one more cycle: binds, evictions, faults and PodGroups add up; pipelined, pending,
+        queues and their deserved shares are the latest cycle's."""
         self.binds.update(result.binds)
         self.annotations.update(result.annotations)
         self.evictions.extend(result.evictions)
         self.eviction_reasons.update(result.evictions)
         self.podgroups.update(result.podgroups)
         self.pipelined, self.pending, self.queues = result.pipelined, result.pending_reasons, result.queues
+        self.deserved, self.deserved_by = result.deserved, result.deserved_by
         self.faults.update((f"{fault.kind} {fault.key}", fault.reason) for fault in result.faults)
 
 

@@ -10,7 +10,8 @@ from central.admission import DEFAULT_CONFIG, Cluster, admit
 from central.admission.pods import validate_pod
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from tests.admission.helpers import job, queue
 
 SCHEDULER = DEFAULT_CONFIG.scheduler_user

@@ -9,7 +9,7 @@ import pytest
 
 from central.cli import main
 from central.errors import InputError
-from central.framework.conf import load_config
+from central.scheduler import load_config
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n"
 

@@ -2,7 +2,7 @@
 
 import yaml
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from central.sim.manifests import Manifests, load_into

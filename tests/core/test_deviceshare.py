@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from central.actions.allocate import allocate
 from central.errors import InputError
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.plugins.gpucards import card_memory
@@ -84,9 +84,9 @@ def test_set_unhealthy_takes_cards_out_of_placement():
     task = ssn.cache.tasks["ns/p"]
     rows = np.array([0])
     assert plugin.predicate(task, rows)[0][0].tolist() == [True]
-    plugin.set_unhealthy("n1", [0, 1, 3])
+    plugin._set_unhealthy("n1", [0, 1, 3])
     assert plugin.predicate(task, rows)[0][0].tolist() == [False]
-    plugin.set_unhealthy("n1", [])
+    plugin._set_unhealthy("n1", [])
     assert plugin.predicate(task, rows)[0][0].tolist() == [True]
 
 

@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.errors import InputError
-from central.framework.conf import PluginOption, SchedulerConf
+from central.framework.conf import Registry
+from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
+from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of, run_case
 
@@ -90,21 +92,59 @@ DEVICESHARE = "{name: deviceshare, arguments: {deviceshare.GPUSharingEnable: tru
     pytest.param("0,\u00b2", "expected a list of ids like 0-3,8, got '0,\u00b2'", id="superscript-digit"),
     pytest.param("7", "'7' is beyond the node's 2 ids (0-1)", id="no-such-card"),
 ])
-def test_bad_unhealthy_gpu_list_faults_the_node(ids, message):
+def test_bad_unhealthy_gpu_list_takes_the_nodes_gpus_out_not_the_node(ids, message):
     case = {"nodes": {"a-odd": {**GPU, "annotations": {"volcano.sh/gpu-unhealthy-ids": ids}}, "b-fine": GPU},
             "pods": {"ns/gpu": {"cpu": 1, "volcano.sh/gpu-number": 1}, "ns/cpu": {"cpu": 1}},
             "config": conf(DEVICESHARE, actions="allocate")}
     result, _ = run_case(case)
-    assert result.binds == {"ns/gpu": "b-fine", "ns/cpu": "b-fine"}  # a-odd would come first by name
-    assert result.faults == {"Node a-odd": f"Node a-odd: metadata.annotations[volcano.sh/gpu-unhealthy-ids]: {message}"}
+    assert result.binds == {"ns/gpu": "b-fine", "ns/cpu": "a-odd"}  # a-odd comes first by name
+    assert result.faults == {"Node a-odd": f"Node a-odd: metadata.annotations[volcano.sh/gpu-unhealthy-ids]: {message}"
+                                           "; all 2 GPUs held unhealthy"}
 
 
-def test_a_faulted_node_is_named_in_the_fit_errors():
+def test_an_agent_reporting_a_card_the_node_lacks_takes_the_nodes_gpus_out_not_the_node():
+    case = {"nodes": {"a-odd": GPU, "b-fine": GPU},
+            "node_reports": {"a-odd": {"gpus": 4, "unhealthy_gpus": [3]}},
+            "pods": {"ns/gpu": {"cpu": 1, "volcano.sh/gpu-number": 1}, "ns/cpu": {"cpu": 1}},
+            "config": conf(DEVICESHARE, actions="allocate")}
+    result, _ = run_case(case)
+    assert result.binds == {"ns/gpu": "b-fine", "ns/cpu": "a-odd"}
+    assert result.faults == {"Node a-odd": "Node a-odd: agent report gpus[].index: unhealthy GPU 3 is beyond the "
+                                           "node's 2 GPUs (0-1); all 2 GPUs held unhealthy"}
+
+
+def test_a_node_with_a_bad_gpu_list_is_named_in_the_gpu_pods_fit_errors():
     case = {"nodes": {"a-odd": {**GPU, "annotations": {"volcano.sh/gpu-unhealthy-ids": "x"}}},
             "pods": {"ns/gpu": {"cpu": 1, "volcano.sh/gpu-number": 1}}, "config": conf(DEVICESHARE, actions="allocate")}
     result, _ = run_case(case)
     assert not result.binds
-    assert "1 node(s) had data the scheduler could not read" in result.pending["ns/gpu"]
+    assert "1 node(s) didn't have 1 idle healthy GPU card(s)" in result.pending["ns/gpu"]
+
+
+class NodeRefusingPlugin(Plugin):
+    """Meets data it cannot confine on node a-odd: the whole node is out for the session."""
+
+    name = "node-refusing"
+
+    def __init__(self, option, session):
+        super().__init__(option, session)
+        for node in session.nodes:
+            if node.name == "a-odd":
+                session.fault_node(node, InputError("Node a-odd: metadata.annotations[example.com/x]", "unreadable"),
+                                   self.name)
+
+
+def test_a_faulted_node_takes_no_pod_and_is_named_in_the_fit_errors():
+    cache = ClusterCache()
+    for obj in objects_of({"nodes": {"a-odd": NODE}, "pods": {"ns/cpu": {"cpu": 1}}}):
+        cache.apply(obj)
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "node-refusing": NodeRefusingPlugin})
+    config = load_config('actions: "allocate"\ntiers:\n- plugins: [{name: predicates}, {name: node-refusing}]',
+                         "test", registry)
+    result = run_cycle(cache, config)
+    assert not result.binds
+    assert "1 node(s) had data the scheduler could not read" in result.pending_reasons["ns/cpu"]
+    assert [f.reason for f in result.faults] == ["Node a-odd: metadata.annotations[example.com/x]: unreadable"]
 
 
 def test_bad_gpu_index_on_a_placed_pod_is_reported():
@@ -119,16 +159,10 @@ def test_bad_gpu_index_on_a_placed_pod_is_reported():
                                               "'0-9' is beyond the node's 2 ids (0-1)"}
 
 
-class RefusingPlugin:
+class RefusingPlugin(Plugin):
     """A plugin whose placement reads bad data of one job: the action's boundary catches it."""
 
     name = "refusing"
-
-    def __init__(self, option, session):
-        self.option, self.session = option, session
-
-    def check_arguments(self):
-        pass
 
     def predicate(self, task, rows):
         if task.job_uid == "ns/bad":
@@ -136,10 +170,7 @@ class RefusingPlugin:
         return []
 
 
-def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(monkeypatch):
-    from central import plugins
-
-    monkeypatch.setitem(plugins.PLUGINS, "refusing", RefusingPlugin)
+def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement():
     case = {"nodes": {"n1": NODE},
             "podgroups": {"ns/bad": {"minMember": 2}, "ns/good": {"minMember": 1}},
             "pods": {"ns/bad-0": {"group": "bad", "cpu": 1}, "ns/bad-1": {"group": "bad", "cpu": 1},
@@ -147,8 +178,9 @@ def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement(mon
     cache = ClusterCache()
     for obj in objects_of(case):
         cache.apply(obj)
-    config = SchedulerConf(actions=("allocate",), tiers=(
-        tuple(PluginOption(name, {}, {}) for name in ("gang", "predicates", "refusing")),))
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "refusing": RefusingPlugin})
+    config = load_config('actions: "allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: refusing}]',
+                         "test", registry)
     result = run_cycle(cache, config)
     assert result.binds == {"ns/good-0": "n1"}
     assert [f.reason for f in result.faults] == ["Pod ns/bad-0: metadata.annotations[example.com/x]: unreadable"]

@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from central.api.quantity import parse_quantity
 from central.api.resources import EPSILON
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, TaskStatus
@@ -101,7 +102,7 @@ def test_discard_restores_the_session_exactly(case, data):
     statuses = {uid: (t.status, t.node) for uid, t in cache.tasks.items()}
     ssn = Session(cache, load_config(DEFAULT_CONF_YAML))
     drf = next(p for tier in ssn.tiers for p in tier if p.name == "drf")
-    shares = {uid: drf.share(uid) for uid in ssn.jobs}
+    shares = {uid: drf._share(uid) for uid in ssn.jobs}
     stmt = ssn.statement()
     for task in list(cache.tasks.values()):
         node = cache.node_list[data.draw(st.integers(0, len(cache.node_list) - 1))]
@@ -110,7 +111,7 @@ def test_discard_restores_the_session_exactly(case, data):
     for key, array in before.items():
         assert np.allclose(getattr(cache.table, key), array), key
     assert {uid: (t.status, t.node) for uid, t in cache.tasks.items()} == statuses
-    assert {uid: drf.share(uid) for uid in ssn.jobs} == shares
+    assert {uid: drf._share(uid) for uid in ssn.jobs} == shares
 
 
 EVICTING_CONF = """

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
 from central.sim.manifests import load_into, read_manifests

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.sim.manifests import Manifests, load_into

@@ -16,8 +16,9 @@ from central.api.resources import EPSILON
 from central.model.cache import ClusterCache
 from central.model.objects import READY_STATUSES
 from central.scheduler.cycle import run_cycle
-from central.sim.bench import BENCH_CONF, bytes_per_pod, floor_baseline, synthetic_cluster
-from central.framework.conf import load_config
+from central.sim.bench import BENCH_CONF, bytes_per_pod, floor_baseline
+from central.sim.synthetic import synthetic_cluster
+from central.scheduler import load_config
 
 FULL = os.environ.get("CALDERA_SCALE") == "full"
 NODES, PODS = (5000, 30000) if FULL else (1000, 6000)

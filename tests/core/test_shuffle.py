@@ -2,7 +2,7 @@
 
 import pytest
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.framework.points import Points
 from central.model.cache import ClusterCache
 from central.model.fields import parse_time

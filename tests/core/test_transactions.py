@@ -13,10 +13,9 @@ import inspect
 import numpy as np
 import pytest
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
-from central.plugins import tdm
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 
@@ -64,7 +63,7 @@ def fingerprint(cache: ClusterCache) -> dict:
         "table": [getattr(table, name)[:n].tolist() for name in ("alloc", "idle", "used", "releasing", "pipelined", "pods")],
         "starting": sorted(cache.starting),
         "queues": sorted(cache.queues),
-        "tdm": tdm._last_evict.get(cache),
+        "plugin_memory": repr(cache.plugin_memory),
         "journal": cache.journal,
     }
 

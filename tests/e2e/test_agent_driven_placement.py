@@ -10,7 +10,7 @@ from pathlib import Path
 
 from central.agents import NodeReportStore, ReceiverServer
 from central.agents.feed import NodeDataFeed
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from nodeagent.agent import Agent

@@ -22,7 +22,8 @@ from caldera.cli import main
 from central.admission import DEFAULT_CONFIG
 from central.api.resources import EPSILON
 from central.errors import InputError
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.kube.feeder import CacheFeeder
 from central.kube.webhook import ClusterView, review
 from central.model.cache import ClusterCache

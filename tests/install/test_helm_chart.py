@@ -85,7 +85,7 @@ def test_image_and_placement_values(helm):
 
 
 def test_numa_aware_is_one_flag_and_the_config_stays_valid(helm):
-    from central.framework.conf import load_config
+    from central.scheduler import load_config
 
     objects = by_key(render(helm, "scheduler.numaAware=true"))
     conf = objects[("ConfigMap", "caldera-system", "volcano-scheduler-configmap")]["data"]["volcano-scheduler.conf"]

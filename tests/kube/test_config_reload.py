@@ -7,7 +7,7 @@ import os
 import pytest
 
 from central.errors import InputError
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.kube.scheduler import ConfigFile
 
 GOOD = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'

@@ -10,7 +10,8 @@ import pytest
 
 from central.admission.jobs import mutate_job
 from central.cli import main
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
 from central.kube.controllers import JobController, PodGroupController, QueueController
 from central.kube.controllers_cli import run_controllers
@@ -273,3 +274,37 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(real, cluster):
     assert real.get(*PODGROUP, "train")["spec"]["minTaskMember"] == {"worker": 1}
     # written when the job was made and once per scale: never read, never rewritten unchanged
     assert (real.proxy.count("create", "configmaps"), real.proxy.count("delete", "configmaps")) == (3, 2)
+
+
+def test_workers_do_not_outlive_run_controllers():
+    """On stop, each worker finishes the key it holds and takes no other; run_controllers
+    returns only once every worker has ended (none acts after the process gave up its lease)."""
+    from central.kube.controllers import ControllerLoop
+
+    class Held(ControllerLoop):
+        name = "held"
+
+        def __init__(self):
+            super().__init__(None, None, workers=2)
+            self.release = threading.Event()
+            self.busy, self.done = [], []
+
+        def sync(self, key):
+            self.busy.append(key)
+            self.release.wait(30)
+            self.done.append(key)
+
+    loop = Held()
+    for key in "abcdef":
+        loop.queue.add(key)
+    stop = threading.Event()
+    runner = threading.Thread(target=run_controllers, args=([loop], stop, None), daemon=True)
+    runner.start()
+    eventually(lambda: len(loop.busy) == 2, what="both workers holding a key")
+    stop.set()
+    eventually(lambda: loop.queue._closed, what="the loop stopping")
+    loop.release.set()  # the held syncs end now; before, they outlived run_controllers and drained the queue
+    runner.join(10)
+    assert not runner.is_alive()
+    assert not any(thread.is_alive() for thread in loop._threads)  # run_controllers waited for them
+    assert sorted(loop.done) == sorted(loop.busy) == ["a", "b"]  # the other four were never taken

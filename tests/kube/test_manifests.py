@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.kube.leader import LeaderElector
 from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache

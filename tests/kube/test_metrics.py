@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 import urllib.request
 
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.kube.client import VOLCANO_SCHEDULING, path
 from central.kube.metrics import SchedulerMetrics, serve
 from central.kube.scheduler import ConfigFile, Scheduler

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
@@ -136,11 +137,49 @@ def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
         thread.join(10)
     [event] = real.events("InvalidSchedulingData")
     assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "PodGroup"
+    # one Event for the one fault (not also an Unschedulable one repeating it), however many cycles ran
+    assert [e["reason"] for e in real.events() if e["involvedObject"]["name"] == "bad"
+            and e["involvedObject"]["kind"] == "PodGroup"] == ["InvalidSchedulingData"]
+    assert event.get("count", 1) == 1
     field = "metadata.annotations[volcano.sh/sla-waiting-time]"
     assert event["message"].startswith(f"PodGroup {real.namespace}/bad: {field}")
     assert not real.pod("bad-0")["spec"].get("nodeName")
     assert metrics.faults.labels("PodGroup", "sla")._value.get() >= 1
     assert scheduler.failed_cycles == 0
+
+
+def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real):
+    """A plugin meets bad data on a pending pod: its PodGroup gets the fault's Event once (not
+    also an Unschedulable one repeating it), the pod its FailedScheduling saying why it waits."""
+    from central.errors import InputError
+    from central.framework.conf import Registry
+    from central.scheduler import REGISTRY
+    from tests.core.test_fault_boundaries import RefusingPlugin
+
+    class Refusing(RefusingPlugin):
+        def predicate(self, task, rows):
+            if task.job_uid == f"{real.namespace}/bad":
+                raise InputError(f"Pod {task.uid}: metadata.annotations[example.com/x]", "unreadable")
+            return []
+
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "refusing": Refusing})
+    real.put(node("n1"))
+    real.put(podgroup("bad", 1))
+    real.put(pod("bad-0", group="bad"))
+    conf = ConfigFile(None, load_config, load_config(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: refusing}]',
+        "refusing", registry))
+    scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05)
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: len(real.events()) >= 2 and scheduler.cycles >= 3, what="the fault's Events")
+    finally:
+        stop.set()
+        thread.join(10)
+    reasons = sorted((e["involvedObject"]["kind"], e["reason"]) for e in real.events())
+    assert reasons == [("Pod", "FailedScheduling"), ("PodGroup", "InvalidSchedulingData")]
 
 
 def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(real, monkeypatch):

@@ -3,7 +3,6 @@ daemonset/'s RBAC: evict a pod, set or clear its node's taint, list its node's p
 
 from __future__ import annotations
 
-import urllib.error
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from central.localcluster import controlplane
 from central.localcluster.install import service_account_token
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, pods_from_pod_list
-from tests.waiting import eventually
 from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
 
 
@@ -60,29 +58,44 @@ def test_refused_eviction_raises_for_the_strategy_to_count(real, agent: KubeApi)
     assert real.pod("blocked") is not None
 
 
+def _taints(real, node_name: str) -> list[dict]:
+    """The node's taints but the node lifecycle controller's own (not-ready, ...)."""
+    node = real.get("v1", "Node", node_name)
+    return [{"key": t["key"], "effect": t["effect"]} for t in node["spec"].get("taints") or []
+            if not t["key"].startswith("node.kubernetes.io/")]
+
+
 def test_taint_added_then_removed_keeping_other_taints(real, agent: KubeApi) -> None:
-    def taints() -> list[dict]:  # the node lifecycle controller's own (not-ready, ...) left aside
-        node = real.get("v1", "Node", agent.node_name)
-        return [{"key": t["key"], "effect": t["effect"]} for t in node["spec"].get("taints") or []
-                if not t["key"].startswith("node.kubernetes.io/")]
-
-    def set_taint(present: bool) -> bool:
-        try:
-            agent.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", present)
-            return True
-        except urllib.error.HTTPError as err:  # the node controller wrote the Node meanwhile: the
-            if err.code != 409:               # resourceVersion precondition refused it; the eviction
-                raise                         # loop tries again on its next pass, as here
-            return False
-
-    eventually(lambda: set_taint(True), what="the taint set")
-    assert taints() == [
+    # the node controller writes the Node meanwhile; set_taint itself outlasts those conflicts
+    agent.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", True)
+    assert _taints(real, agent.node_name) == [
         {"key": "other", "effect": "PreferNoSchedule"},
         {"key": "volcano.sh/offline-job-evicting", "effect": "NoSchedule"},
     ]
     assert real.proxy.count("patch", "nodes") >= 1 and not real.proxy.forbidden
-    eventually(lambda: set_taint(False), what="the taint cleared")
-    assert taints() == [{"key": "other", "effect": "PreferNoSchedule"}]
+    agent.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", False)
+    assert _taints(real, agent.node_name) == [{"key": "other", "effect": "PreferNoSchedule"}]
+
+
+def test_a_conflicting_write_is_read_again_and_kept(real, agent: KubeApi, monkeypatch) -> None:
+    """Someone else taints the Node between the agent's read and its write: the apiserver
+    refuses the stale write (409), and the retry keeps both taints."""
+    call, raced = agent._call, []
+
+    def racing(method: str, path: str, *args, **kwargs):
+        answer = call(method, path, *args, **kwargs)
+        if method == "GET" and not raced:
+            raced.append(True)
+            taints = real.get("v1", "Node", agent.node_name)["spec"]["taints"]
+            real.admin.merge_patch(real.url("v1", "Node", agent.node_name),
+                                   {"spec": {"taints": taints + [{"key": "racer", "effect": "NoSchedule"}]}})
+        return answer
+
+    monkeypatch.setattr(agent, "_call", racing)
+    agent.set_taint("volcano.sh/offline-job-evicting", "NoSchedule", True)
+    assert {"key": "racer", "effect": "NoSchedule"} in _taints(real, agent.node_name)
+    assert {"key": "volcano.sh/offline-job-evicting", "effect": "NoSchedule"} in _taints(real, agent.node_name)
+    assert real.proxy.count("patch", "nodes") >= 2  # the refused one and the retry
 
 
 def test_pods_from_the_api_server(real, agent: KubeApi, tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.api.quantity import parse_quantity
 from central.model.cache import ClusterCache
 from central.model.nodedata import GpuCard, NodeData, NumaCell

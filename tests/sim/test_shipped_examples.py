@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from central.framework.conf import load_config
+from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.sim.command import EXAMPLES
 from central.sim.manifests import load_into, read_manifests

@@ -48,3 +48,22 @@ def test_details_wide_and_quiet(tmp_path, capsys):
 def test_details_with_json_is_refused(capsys):
     assert main(["simulate", "-o", "json", "--details"]) == 2
     assert "--details: applies to table output" in capsys.readouterr().err
+
+
+def test_deserved_is_the_share_proportion_computed(tmp_path, capsys):
+    """Weights 1 and 3 over 8 CPUs, both queues asking for more: proportion gives 2 and 6,
+    whatever the Queues' own spec.deserved says."""
+    docs = ["apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8', memory: 8Gi}}"]
+    for queue, weight in (("light", 1), ("heavy", 3)):
+        docs.append(f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {queue}}}\n"
+                    f"spec: {{weight: {weight}, deserved: {{cpu: '1'}}}}")
+        for i in range(10):
+            docs.append(f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {queue}{i}\n  namespace: ns\n"
+                        f"  annotations: {{scheduling.volcano.sh/queue-name: {queue}}}\nspec:\n"
+                        f"  schedulerName: volcano\n  containers: [{{name: c, resources: {{requests: {{cpu: '1'}}}}}}]")
+    path = tmp_path / "cluster.yaml"
+    path.write_text("\n---\n".join(docs) + "\n")
+    lines = simulate(capsys, "--manifests", str(path))
+    assert any("DESERVED (proportion)" in line for line in lines)
+    rows = {line.split()[0]: line.split() for line in lines if line.split()[:1] in (["light"], ["heavy"])}
+    assert rows["light"][2] == "cpu=2" and rows["heavy"][2] == "cpu=6"

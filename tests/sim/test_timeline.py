@@ -5,7 +5,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from central.framework.conf import DEFAULT_CONF_YAML, load_config
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
 from central.sim.timed import RunOptions, Workload, run_once
 
 START = datetime(2026, 1, 5, tzinfo=timezone.utc)

@@ -1,6 +1,7 @@
 """Volcano's job plugins, as pure functions of a job and its pods.
 
     apply_plugins(job, pods) -> list[dict]         pods with every plugin's edits (copies)
+    edit_pods(job, pods) -> pods                   the same edits, made in place on pods the caller owns
     job_objects(job, names=None) -> list[dict]     Services, ConfigMaps, Secrets, NetworkPolicies to create
     updated_objects(job) -> list[dict]             objects to replace after the job was scaled (svc host lists)
     deleted_objects(job) -> list[tuple[str, str]]  (kind, name) to delete when the job is killed
@@ -51,14 +52,15 @@ def build_plugins(job: Mapping[str, Any]) -> list[JobPlugin]:
 
 
 def apply_plugins(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return edit_pods(job, [copy.deepcopy(dict(pod)) for pod in pods])
+
+
+def edit_pods(job: Mapping[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     plugins = build_plugins(job)
-    out = []
     for pod in pods:
-        edited = copy.deepcopy(dict(pod))
         for plugin in plugins:
-            plugin.on_pod_create(job, edited)
-        out.append(edited)
-    return out
+            plugin.on_pod_create(job, pod)
+    return pods
 
 
 def job_objects(job: Mapping[str, Any], names: Iterable[str] | None = None) -> list[dict[str, Any]]:

@@ -7,33 +7,31 @@ whose agent once reported and then went quiet, for the why-pending reasons.
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 
 import numpy as np
 
 from central.model.nodedata import NodeData
-
-if TYPE_CHECKING:
-    from central.framework.session import Session
+from central.model.objects import NodeInfo
 
 STALE_AFTER = timedelta(seconds=60)
 
 
 class AgentView:
-    def __init__(self, ssn: "Session"):
-        n = len(ssn.nodes)
+    def __init__(self, nodes: Sequence[NodeInfo], reports: Mapping[str, NodeData], now: datetime):
+        n = len(nodes)
         self.data: list[NodeData | None] = [None] * n
         self.fresh = np.zeros(n, dtype=bool)
         self.silent = np.zeros(n, dtype=bool)
         self.cpu_usage = np.zeros(n)  # millicores; 0 where unknown
         self.memory_usage = np.zeros(n)
         limit = STALE_AFTER.total_seconds()
-        for node in ssn.nodes:
-            data = ssn.cache.node_data.get(node.name)
+        for node in nodes:
+            data = reports.get(node.name)
             if data is None:
                 continue
-            if data.age(ssn.now) > limit:
+            if data.age(now) > limit:
                 self.silent[node.index] = True
                 continue
             row = node.index
