@@ -325,9 +325,11 @@ class ClusterCache:
 
     def _placeholder(self, uid: str, name: str, namespace: str) -> JobInfo:
         """The job of pods whose PodGroup is not (or no longer) there: never scheduled."""
-        return JobInfo(uid=uid, name=name, namespace=namespace, queue="", priority=0, min_available=0,
-                       task_min_available={}, min_resources=None, phase="Pending", creation="",
-                       has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
+        job = JobInfo(uid=uid, name=name, namespace=namespace, queue="", priority=0, min_available=0,
+                      task_min_available={}, min_resources=None, phase="Pending", creation="",
+                      has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
+        self._vectorise_job(job)
+        return job
 
     def _remove_task(self, task: TaskInfo) -> None:
         self._charge(task, -1)
