@@ -263,7 +263,7 @@ class Session:
         for job in self.jobs.values():
             status = self._podgroup_status(job)
             result.podgroups[job.uid] = status
-            if _comparable(status["phase"], status["conditions"]) != _comparable(*self.opened_as[job.uid]):
+            if not _same_status(status["phase"], status["conditions"], *self.opened_as[job.uid]):
                 result.changed_podgroups.add(job.uid)
             job.phase, job.conditions = status["phase"], status["conditions"]
             result.pending_reasons.update(self._pending_reasons(job))
@@ -369,15 +369,20 @@ class Session:
         allocated = {name: self.dims.zeros() for name in self.queues}
         pods = dict.fromkeys(self.queues, 0)  # allocated pods, which admission reads (a parent has none)
         phases: dict[str, dict[str, int]] = {name: {} for name in self.queues}
+        own: dict[str, list[JobInfo]] = {}
         for job in self.jobs.values():
             counts = phases.setdefault(job.queue, {})
             counts[job.phase] = counts.get(job.phase, 0) + 1
-            name: str | None = job.queue
+            own.setdefault(job.queue, []).append(job)
+        for queue, jobs in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
+            vec = sum((job.allocated for job in jobs), self.dims.zeros())
+            n = sum(job.count(*ALLOCATED_STATUSES) for job in jobs)
+            name: str | None = queue
             seen = set()
-            while name in self.queues and name not in seen:  # the job's queue and its ancestors
+            while name in self.queues and name not in seen:  # the queue and its ancestors
                 seen.add(name)
-                allocated[name] += job.allocated
-                pods[name] += job.count(*ALLOCATED_STATUSES)
+                allocated[name] += vec
+                pods[name] += n
                 name = self.queues[name].parent or ("root" if name != "root" else None)
         out = {}
         for name in self.queues:
@@ -401,7 +406,15 @@ class Session:
                 return
 
 
-def _comparable(phase: str, conditions: list[dict[str, Any]]) -> tuple:
-    """A PodGroup status without the fields every session stamps anew (as Volcano compares)."""
-    stamped = ("transitionID", "lastTransitionTime")
-    return phase, [{k: v for k, v in c.items() if k not in stamped} for c in conditions]
+STAMPED = frozenset({"transitionID", "lastTransitionTime"})
+
+
+def _same_status(phase: str, conditions: list[dict[str, Any]], was_phase: str, was: list[dict[str, Any]]) -> bool:
+    """Equal PodGroup statuses but for the fields every session stamps anew (as Volcano compares)."""
+    if phase != was_phase or len(conditions) != len(was):
+        return False
+    for new, old in zip(conditions, was):
+        if new is not old and ({k: v for k, v in new.items() if k not in STAMPED}
+                               != {k: v for k, v in old.items() if k not in STAMPED}):
+            return False
+    return True

@@ -345,6 +345,8 @@ class ClusterCache:
         self.node_generation += 1
         node = self.nodes.pop(name)
         self.node_list.pop(node.index)
+        if node.tasks:  # still bound there: charged again if the node comes back (re-registers)
+            self._orphans.setdefault(name, set()).update(node.tasks)
         for i, other in enumerate(self.node_list):
             other.index = i
         self._rebuild_table()

@@ -96,8 +96,12 @@ class Cluster:
 
 
 def kept_state(cache: ClusterCache) -> dict[str, Any]:
-    """The state kept change by change, keyed by names (rows may be laid out differently)."""
+    """The state kept change by change, keyed by names (rows may be laid out differently, and
+    a resource name seen once stays a dimension: vectors compare by their non-zero entries)."""
     names = cache.dims.names
+
+    def vec(values: np.ndarray) -> dict[str, float]:
+        return {n: v for n, v in zip(names, values.tolist()) if v}
     jobs = {}
     for uid, job in cache.jobs.items():
         jobs[uid] = {
@@ -106,16 +110,13 @@ def kept_state(cache: ClusterCache) -> dict[str, Any]:
             "roles": {k: n for k, n in job.role_counts.items() if n},
             "ready": job.ready, "role_ready": {k: n for k, n in job.role_ready.items() if n},
             "best_effort": {k: n for k, n in job.best_effort_pending.items() if n},
-            "allocated": dict(zip(names, job.allocated.tolist())),
-            "pending": dict(zip(names, job.pending_request.tolist())),
-            "min": None if job.min_request is None else dict(zip(names, job.min_request.tolist())),
+            "allocated": vec(job.allocated), "pending": vec(job.pending_request), "min": vec(job.min_request),
         }
     table = cache.table
     return {
         "jobs": jobs,
         "anti_affine": sorted(cache.anti_affine),
-        "nodes": {n.name: {col: dict(zip(names, getattr(table, col)[n.index].tolist()))
-                           for col in ("alloc", "used", "idle", "releasing", "pipelined", "future")}
+        "nodes": {n.name: {col: vec(getattr(table, col)[n.index]) for col in ("alloc", "used", "idle", "releasing", "pipelined", "future")}
                   | {"pods": int(table.pods[n.index]), "tasks": sorted(n.tasks)}
                   for n in cache.node_list},
         "starting": sorted(cache.starting),
@@ -183,3 +184,15 @@ def test_the_node_index_is_kept_until_a_node_changes():
     assert second is not first and second.label("zone")[cache.nodes["n1"].index] == "b"
     cluster.delete("Node", 0)
     assert index() is not second and index().n == 2
+
+
+def test_a_node_that_comes_back_is_charged_for_the_pods_still_bound_to_it():
+    cluster = Cluster()
+    node = ("node", "n0", {"cpu": 4, "memory": "8Gi"})
+    cluster.put(node)
+    cluster.put(("pod", "p0", {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    cluster.delete("Node", 0)
+    cluster.put(node)  # the kubelet registers the Node again; its pod never left
+    cache = cluster.cache
+    assert cache.table.used[cache.nodes["n0"].index].tolist()[:2] == [1000.0, 2**30]
+    assert sorted(cache.nodes["n0"].tasks) == ["ns/p0"]
