@@ -38,8 +38,6 @@ from central.model.objects import (
     TaskStatus,
 )
 
-SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-
 _session_ids = itertools.count(1)
 
 
@@ -323,22 +321,22 @@ class Session:
         if new is not None:
             conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
         unschedulable = new is not None and new["type"] == "Unschedulable"
-        running = job.count(TaskStatus.RUNNING)
+        counts = job.counts
+        running = counts.get(TaskStatus.RUNNING, 0)
+        succeeded, failed = counts.get(TaskStatus.SUCCEEDED, 0), counts.get(TaskStatus.FAILED, 0)
         # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
         # session allocated or is binding does not count yet), plus Releasing pods still on a node.
-        scheduled = job.count(*SCHEDULED_STATUSES)
-        if job.counts.get(TaskStatus.RELEASING):
+        scheduled = counts.get(TaskStatus.BOUND, 0) + running + succeeded + failed
+        if counts.get(TaskStatus.RELEASING):
             scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
         phase = job.phase or "Pending"
         if running and unschedulable:
             phase = "Unknown"
         elif scheduled >= job.min_available:
-            done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-            phase = "Completed" if done == scheduled else "Running"
+            phase = "Completed" if succeeded + failed == scheduled else "Running"
         elif phase != "Inqueue":
             phase = "Pending"
-        return {"phase": phase, "conditions": conditions, "running": running,
-                "succeeded": job.count(TaskStatus.SUCCEEDED), "failed": job.count(TaskStatus.FAILED)}
+        return {"phase": phase, "conditions": conditions, "running": running, "succeeded": succeeded, "failed": failed}
 
     def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
         if not job.counts.get(TaskStatus.PENDING) and not job.fit_errors:
@@ -414,7 +412,11 @@ def _same_status(phase: str, conditions: list[dict[str, Any]], was_phase: str, w
     if phase != was_phase or len(conditions) != len(was):
         return False
     for new, old in zip(conditions, was):
-        if new is not old and ({k: v for k, v in new.items() if k not in STAMPED}
-                               != {k: v for k, v in old.items() if k not in STAMPED}):
+        if new is old:
+            continue
+        if len(new.keys() - STAMPED) != len(old.keys() - STAMPED):
             return False
+        for key, value in new.items():
+            if key not in STAMPED and (key not in old or old[key] != value):
+                return False
     return True
