@@ -10,16 +10,23 @@
 3. Place the job's pending tasks in TaskOrder inside one statement: Allocatable must pass,
    a task whose template already failed to fit is skipped, the placement filters and scores
    nodes, and the task is allocated (fits idle) or pipelined (fits only future idle). Once
-   the job is ready and tasks remain, it yields so other jobs get a turn.
+   the job is ready and tasks remain, it yields so other jobs get a turn. The pods of one
+   template are planned in one batch where the placement can foresee them
+   (`Placement.plan`): the same nodes placing them one by one gives.
 4. Ready: commit (binds), and the job goes back in line if it still has pending tasks.
    Only pipelined: keep the statement open, reserving the room in this session without
    binding anything. Otherwise: discard, and the gang holds nothing. Bad data met on the
    way faults the job (its statement discarded) and the next job goes on.
+A job with a network topology is placed by HyperNode instead (`central.actions.hypernodes`).
 """
 
 from __future__ import annotations
 
-from central.framework.ordering import PriorityQueue
+import numpy as np
+
+from central.actions.hypernodes import place_in_hypernodes
+from central.framework.ordering import FixedLine
+from central.framework.placement import Plan
 from central.framework.session import Session
 from central.framework.statement import Statement
 from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
@@ -28,7 +35,7 @@ from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplat
 def allocate(ssn: Session) -> None:
     queues, jobs = ssn.queue_lines(_admitted_valid_jobs(ssn))
 
-    pending: dict[str, PriorityQueue[TaskInfo]] = {}
+    pending: dict[str, FixedLine[TaskInfo]] = {}
     while queues:
         queue = queues.pop()
         if ssn.overused(queue):
@@ -39,11 +46,12 @@ def allocate(ssn: Session) -> None:
         job = waiting.pop()
         tasks = pending.get(job.uid)
         if tasks is None:
-            tasks = pending[job.uid] = PriorityQueue(ssn.task_less, (
+            tasks = pending[job.uid] = FixedLine(ssn.task_less, (
                 t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
         stmt = ssn.statement()
         with ssn.job_boundary(job, "allocate", stmt):
-            place_tasks(ssn, stmt, tasks, job, queue)
+            if not place_in_hypernodes(ssn, stmt, tasks, job, queue, place_tasks):
+                place_tasks(ssn, stmt, tasks, job, queue)
             if ssn.job_ready(job):
                 stmt.commit()
                 if tasks:
@@ -70,9 +78,13 @@ def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
     return out
 
 
-def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], job: JobInfo, queue: QueueInfo) -> None:
+def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: JobInfo, queue: QueueInfo,
+                within: np.ndarray | None = None) -> None:
+    """Place `tasks` in order onto `stmt`, on the nodes of `within` (a row mask) if given."""
     failed: dict[PodTemplate, FitErrors] = {}
     placement = ssn.placement
+    plan: Plan | None = None  # where the next pods of one template go (identical pods, placed in a batch)
+    unplanned: set[PodTemplate] = set()  # templates whose pods are not planned in this call
     while tasks:
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
@@ -83,16 +95,42 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: PriorityQueue[TaskInfo], j
         if task.template in failed:
             job.fit_errors[task.uid] = failed[task.template]
             continue
-        rows = placement.feasible(task)
-        if not len(rows):
-            failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task)
-            if need_continue(job):
-                continue
-            break
-        row, fits_idle = placement.select(task, rows)
-        (stmt.allocate if fits_idle else stmt.pipeline)(task, ssn.nodes[row])
+        row = plan.take(task) if plan is not None else None
+        if row is None:
+            if plan is not None and plan.taken == 1:
+                unplanned.add(plan.template)  # its pods come between others': a plan would not last
+            plan = None
+            count = _batch(tasks, task, job)
+            if count > 1 and task.template not in unplanned and not task.nominated_node:
+                plan = placement.plan(task, count, within)
+                row = plan.take(task) if plan is not None else None
+                if row is None:
+                    unplanned.add(task.template)
+        if row is not None:
+            stmt.allocate(task, ssn.nodes[row])
+        else:
+            rows = placement.feasible(task)
+            if within is not None:
+                rows = rows[within[rows]]
+            if not len(rows):
+                failed[task.template] = job.fit_errors[task.uid] = placement.fit_errors(task, within)
+                if need_continue(job):
+                    continue
+                break
+            row, fits_idle = placement.select(task, rows)
+            (stmt.allocate if fits_idle else stmt.pipeline)(task, ssn.nodes[row])
         if tasks and ssn.job_ready(job):
             break
+
+
+def _batch(tasks: FixedLine[TaskInfo], task: TaskInfo, job: JobInfo) -> int:
+    """How many pods to plan, `task` first: its template's among the pending tasks, no more
+    than the gang still lacks when it lacks any (it yields once ready)."""
+    if not tasks:
+        return 1
+    count = 1 + sum(1 for other in tasks if other.template is task.template)
+    lacking = job.min_available - job.ready_num
+    return min(count, lacking) if lacking > 0 else count
 
 
 def need_continue(job: JobInfo) -> bool:

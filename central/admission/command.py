@@ -25,7 +25,7 @@ from typing import Any
 
 
 from central.admission.cluster import Cluster
-from central.admission.config import AdmissionConfig
+from central.admission.config import AdmissionConfig, add_job_limit_arguments
 from central.admission.review import Review, admit
 from central.manifests import read_objects
 
@@ -63,32 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="YAML file or directory of the objects that already exist (queues, ...; repeatable; default: none)",
     )
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="(default: table)")
-    # The limits carry the webhook's flag names (`caldera webhook --max-tasks-per-job`); the
-    # shorter names they had here still work.
-    parser.add_argument(
-        "--max-tasks-per-job",
-        "--max-tasks",
-        dest="max_tasks",
-        type=int,
-        default=defaults.max_tasks_per_job,
-        help="tasks per job (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-replicas-per-task",
-        "--max-task-replicas",
-        dest="max_task_replicas",
-        type=int,
-        default=defaults.max_replicas_per_task,
-        help="replicas per task (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-replicas-per-job",
-        "--max-replicas",
-        dest="max_replicas",
-        type=int,
-        default=defaults.max_replicas_per_job,
-        help="replicas per job, all tasks together (default %(default)s)",
-    )
+    add_job_limit_arguments(parser)  # the webhook's flags; the shorter names they had here still work
     parser.add_argument(
         "--max-queue-depth",
         type=int,
@@ -106,9 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = AdmissionConfig(
-        max_tasks_per_job=args.max_tasks,
-        max_replicas_per_task=args.max_task_replicas,
-        max_replicas_per_job=args.max_replicas,
+        max_tasks_per_job=args.max_tasks_per_job,
+        max_replicas_per_task=args.max_replicas_per_task,
+        max_replicas_per_job=args.max_replicas_per_job,
         max_queue_depth=args.max_queue_depth,
         scheduler_name=args.scheduler_name,
     )

@@ -7,6 +7,7 @@ training jobs and small enough that one job cannot flood the API server with pod
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from central.model.jobspec import DEFAULT_LIMITS, JobLimits
@@ -29,3 +30,21 @@ class AdmissionConfig:
 
 
 DEFAULT_CONFIG = AdmissionConfig()
+
+
+def add_job_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The job limits' flags, one definition for the webhook, the controllers and `caldera
+    validate`. The webhook and the controllers must get the same values (daemonset/ passes
+    them to both from one ConfigMap): the webhook refuses a job beyond them, and the Job
+    controller builds no more pods than they allow (a bigger admitted job would be InvalidJob)."""
+    parser.add_argument("--max-tasks-per-job", "--max-tasks", dest="max_tasks_per_job", type=int,
+                        default=DEFAULT_LIMITS.max_tasks, help="tasks per job")
+    parser.add_argument("--max-replicas-per-task", "--max-task-replicas", dest="max_replicas_per_task", type=int,
+                        default=DEFAULT_LIMITS.max_replicas_per_task, help="replicas per task")
+    parser.add_argument("--max-replicas-per-job", "--max-replicas", dest="max_replicas_per_job", type=int,
+                        default=DEFAULT_LIMITS.max_replicas,
+                        help="replicas per job, all tasks together")
+
+
+def job_limits_of(args: argparse.Namespace) -> JobLimits:
+    return JobLimits(args.max_tasks_per_job, args.max_replicas_per_task, args.max_replicas_per_job)

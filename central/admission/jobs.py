@@ -322,12 +322,13 @@ def _validate_volumes(problems: Problems, raw: Any) -> None:
 
 def exclusive_tiers(problems: Problems, raw: Any, where: str) -> None:
     """A networkTopology (of a Job, a partition, a PodGroup or its subgroup): mode hard or soft,
-    a tier by number or by name, not both."""
+    a tier by number (at least 1: HyperNode tiers start at 1; Volcano's schema lets 0 in, which
+    no HyperNode can satisfy) or by name, not both."""
     topology = fields.mapping(problems, raw, where) or {}
     if topology.get("mode") not in (None, "hard", "soft"):
         add(problems, f"{where}.mode", f"must be hard or soft, got {quote(topology['mode'])}")
     if topology.get("highestTierAllowed") is not None:
-        fields.integer(problems, topology["highestTierAllowed"], f"{where}.highestTierAllowed", minimum=0)
+        fields.integer(problems, topology["highestTierAllowed"], f"{where}.highestTierAllowed", minimum=1)
     if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
         add(problems, where, "must not specify highestTierAllowed and highestTierName simultaneously")
 

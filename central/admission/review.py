@@ -19,6 +19,7 @@ from typing import Any
 
 from central.admission.cluster import Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
+from central.admission.hypernodes import validate_hypernode
 from central.admission.jobs import mutate_job, validate_job
 from central.admission.podgroups import mutate_podgroup, validate_podgroup
 from central.admission.pods import validate_pod
@@ -73,6 +74,8 @@ def _admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig, ol
         errors = validate_podgroup(mutated, cluster, old)
     elif kind == "Pod":
         mutated, errors = dict(obj), validate_pod(obj, config, old, user)
+    elif kind == "HyperNode":
+        mutated, errors = dict(obj), validate_hypernode(obj)
     else:
         mutated, errors = dict(obj), []
     return Review(not errors, errors, mutated)

@@ -4,6 +4,7 @@
     missing_pods(spec, pods) -> dict[str, TaskSpec]  pod name -> task, for every replica without a pod
     dependencies_met(spec, task, pods) -> bool       dependsOn: the named tasks have minAvailable pods ready
     build_job_pods(job, spec, names, version)        the named pods, edited by the job's plugins, claims mounted
+    tally(pods, deleting, created) -> Tally          live pods per phase and per task, pods going away
 
 A task with dependsOn waits until the tasks it names (all of them, or any with `iteration:
 any`) have minAvailable pods Running and Ready, or Succeeded. Only missing pods are built:
@@ -12,7 +13,8 @@ a pod that exists is never rebuilt from its template.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from central.controllers.job_policies import PodFacts, is_ready
@@ -60,3 +62,38 @@ def build_job_pods(
     for pod in built:
         mount_claims(spec, pod)
     return built
+
+
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+@dataclass(frozen=True)
+class Tally:
+    phases: dict[str, int]  # live pods per phase (a phase not in POD_PHASES counts as Unknown)
+    tasks: dict[str, dict[str, int]]  # live pods per task, then per phase
+    terminating: int  # pods going away: being deleted already, or deleted in this step
+
+    @property
+    def unstopped(self) -> int:
+        return self.phases["Pending"] + self.phases["Running"] + self.phases["Unknown"] + self.terminating
+
+
+def tally(pods: Iterable[PodFacts], deleting: Collection[str], created: Iterable[PodFacts]) -> Tally:
+    """Live pods are those not being deleted, with the ones created in this step (Pending)."""
+    phases = dict.fromkeys(POD_PHASES, 0)
+    tasks: dict[str, dict[str, int]] = {}
+    terminating = 0
+    for pod in pods:
+        if pod.terminating or pod.name in deleting:
+            terminating += 1
+        else:
+            _count(pod, phases, tasks)
+    for pod in created:
+        _count(pod, phases, tasks)
+    return Tally(phases, tasks, terminating)
+
+
+def _count(pod: PodFacts, phases: dict[str, int], tasks: dict[str, dict[str, int]]) -> None:
+    phases[pod.phase if pod.phase in phases else "Unknown"] += 1
+    by_phase = tasks.setdefault(pod.task, {})
+    by_phase[pod.phase] = by_phase.get(pod.phase, 0) + 1

@@ -50,20 +50,8 @@ from typing import Any
 
 from central.controllers import bus
 from central.controllers.job_podgroup import sync_podgroup
-from central.controllers.job_pods import (
-    build_job_pods,
-    dependencies_met,
-    missing_pods,
-    surplus_pods,
-)
-from central.controllers.job_policies import (
-    PodFacts,
-    Trigger,
-    format_time,
-    parse_time,
-    read_pod,
-    triggers,
-)
+from central.controllers.job_pods import Tally, build_job_pods, dependencies_met, missing_pods, surplus_pods, tally
+from central.controllers.job_policies import PodFacts, Trigger, format_time, parse_time, read_pod, triggers
 from central.controllers.job_volumes import claims_to_create
 from central.controllers.plugins import (
     build_plugins,
@@ -72,7 +60,7 @@ from central.controllers.plugins import (
     updated_objects,
 )
 from central.errors import InputError
-from central.model.jobspec import JobSpec, clone, job_spec
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits, JobSpec, job_spec
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 COMPLETING, COMPLETED, ABORTING, ABORTED = "Completing", "Completed", "Aborting", "Aborted"
@@ -82,16 +70,15 @@ KILLING = {ABORTING: ABORTED, COMPLETING: COMPLETED, TERMINATING: TERMINATED}
 KILL_ACTIONS = {bus.ABORT_JOB: ABORTING, bus.COMPLETE_JOB: COMPLETING, bus.TERMINATE_JOB: TERMINATING}
 RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD})
 MAX_CONDITIONS = 20
-POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
 @dataclass
 class JobDecision:
-    status: dict[str, Any] = field(default_factory=dict)  # the job's whole new status
+    status: dict[str, Any] = field(default_factory=dict)  # the job's whole new status (shares what did not change)
     status_changed: bool = False
     create_podgroup: dict[str, Any] | None = None
     delete_podgroup: str | None = None
-    update_podgroup: dict[str, Any] | None = None  # new spec fields (job_podgroup.RESIZED_PODGROUP_FIELDS; None: remove)
+    update_podgroup: dict[str, Any] | None = None  # spec fields to rewrite (see job_podgroup; None: remove)
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[str] = field(default_factory=list)
     create_objects: list[dict[str, Any]] = field(
@@ -112,13 +99,15 @@ def reconcile(
     now: float,
     commands: Iterable[Mapping[str, Any]] = (),
     action: str | None = None,
+    limits: JobLimits = DEFAULT_LIMITS,
 ) -> JobDecision:
     """`action`, when given, is executed instead of a Command's: the loop's TerminateJob once a
-    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying."""
+    job failed MAX_REQUEUE times (Volcano's max-requeue-num), so it stops instead of retrying.
+    `limits` are the admission webhook's (the same flags): a job beyond them is InvalidJob."""
     step = _Step(job, podgroup, pods, now)
     if (job.get("metadata") or {}).get("deletionTimestamp"):  # the garbage collector removes what it owns
         with contextlib.suppress(InputError):
-            step.spec = job_spec(job)  # for status.minAvailable
+            step.spec = job_spec(job, limits)  # for status.minAvailable
         return step.finish(job.get("status") or {})
     if action is None:
         mine = bus.commands_for(list(commands), "Job", step.name)
@@ -126,11 +115,11 @@ def reconcile(
             step.decision.delete_commands.append(str(mine[0]["metadata"]["name"]))
             action = str(mine[0].get("action"))
     try:
-        step.spec = job_spec(job)
-        step.run(action)
+        step.spec = job_spec(job, limits)
+        step.advance(action)
     except InputError as err:  # only a job that bypassed admission gets here
         step.decision = JobDecision(delete_commands=step.decision.delete_commands)
-        step.status.setdefault("state", {}).update(reason="InvalidJob", message=str(err))
+        step.status["state"] = {**(step.status.get("state") or {}), "reason": "InvalidJob", "message": str(err)}
         step.decision.events.append(("InvalidJob", str(err)))
     return step.finish(job.get("status") or {})
 
@@ -145,7 +134,8 @@ class _Step:
         self.podgroup = podgroup
         self.pods = {f.name: f for f in map(read_pod, pods)}
         self.now = now
-        self.status: dict[str, Any] = clone(job.get("status") or {})
+        # a shallow copy: a step replaces what it changes and never edits a nested value in place
+        self.status: dict[str, Any] = dict(job.get("status") or {})
         self.phase = str((self.status.get("state") or {}).get("phase") or PENDING)
         self.version = int(self.status.get("version") or 0)
         self.deleting: set[str] = set()
@@ -153,80 +143,82 @@ class _Step:
         self.decision = JobDecision()
 
     @property
-    def job_spec(self) -> JobSpec:
+    def parsed(self) -> JobSpec:
         assert self.spec is not None, "reconcile parses the spec before running a step"
         return self.spec
 
     # --- the state machine ---------------------------------------------------------------
 
-    def run(self, command: str | None) -> None:
+    def advance(self, command: str | None) -> None:
+        """One step of the state machine: the command, else a due policy action, else a sync."""
         if self.phase in (PENDING, RUNNING):
-            trigger = None if command else self._policy_trigger()
+            trigger = None if command else self._due_policy_trigger()
             action = command or (trigger.action if trigger else None)
             if action in RESTART_ACTIONS:
-                self._restart(action, trigger)
+                self._begin_restart(action, trigger)
             elif action in KILL_ACTIONS:
-                self._begin_kill(KILL_ACTIONS[action], trigger.describe() if trigger else f"{action} command")
+                self._start_stopping(KILL_ACTIONS[action], trigger.describe() if trigger else f"{action} command")
             else:
-                self._sync()
+                self._sync_and_update_phase()
         elif self.phase == RESTARTING:
-            self._restarting()
+            self._continue_restart()
         elif self.phase in (ABORTING, ABORTED) and command == bus.RESUME_JOB:
             self.version += 1
             self._transition(RESTARTING, "Resumed", "ResumeJob command")
         elif self.phase in KILLING:
-            self._cleanup()
-            if self._alive() == 0:
+            self._stop_and_release()
+            if self._tally().unstopped == 0:
                 self._transition(KILLING[self.phase], self.phase, "all pods have stopped")
         else:  # Aborted and the finished phases
-            self._cleanup()
-            self._expire()
+            self._stop_and_release()
+            self._delete_after_ttl()
 
-    def _policy_trigger(self) -> Trigger | None:
-        found = triggers(self.job_spec, self.pods.values(), self.version)
+    def _due_policy_trigger(self) -> Trigger | None:
+        found = triggers(self.parsed, self.pods.values(), self.version)
         due = [t for t in found if t.due <= self.now]
         later = [t.due for t in found if t.due > self.now]
         if later:
             self._requeue(min(later) - self.now)
         return due[0] if due else None
 
-    def _restart(self, action: str, trigger: Trigger | None) -> None:
+    def _begin_restart(self, action: str, trigger: Trigger | None) -> None:
         if action == bus.RESTART_JOB:
-            self._kill(retain_finished=False)
+            self._delete_pods(retain_finished=False)
             self._delete_podgroup()
             self.version += 1
         elif trigger is not None and action == bus.RESTART_TASK:
-            self._kill(retain_finished=False, task=trigger.task)
+            self._delete_pods(retain_finished=False, task=trigger.task)
         elif trigger is not None and action == bus.RESTART_POD:
-            self._kill(retain_finished=False, pod=trigger.pod)
+            self._delete_pods(retain_finished=False, pod=trigger.pod)
         self.status["retryCount"] = int(self.status.get("retryCount") or 0) + 1
         self._transition(RESTARTING, action, trigger.describe() if trigger else f"{action} command")
 
-    def _begin_kill(self, phase: str, why: str) -> None:
+    def _start_stopping(self, phase: str, why: str) -> None:
         self._transition(phase, phase, why)
-        self._cleanup()
+        self._stop_and_release()
 
-    def _restarting(self) -> None:
-        if int(self.status.get("retryCount") or 0) >= self.job_spec.max_retry:
+    def _continue_restart(self) -> None:
+        if int(self.status.get("retryCount") or 0) >= self.parsed.max_retry:
             self._transition(FAILED, "MaxRetryReached", f"retried {self.status.get('retryCount')} times")
-            self._cleanup()
+            self._stop_and_release()
             return
         for name, pod in self.pods.items():
             if pod.version < self.version:
                 self._delete_pod(name)
-        if self.job_spec.replicas - self._terminating() >= self.job_spec.min_available:
+        if self.parsed.replicas - self._tally().terminating >= self.parsed.min_available:
             self._transition(PENDING, "Restarted", "old pods are gone")
 
-    def _sync(self) -> None:
+    def _sync_and_update_phase(self) -> None:
         """Pending and Running: the job's objects, its PodGroup and its pods, then the phase the pods say."""
-        spec = self.job_spec
-        self._add_job_objects()
+        spec = self.parsed
+        self._create_job_objects_once()
         for name in surplus_pods(spec, self.pods.values()):
             self._delete_pod(name)  # scaled down, or a task that is gone
         self._sync_podgroup_and_pods()
         if self.deleting or self.created:  # maybe scaled: the loop rewrites what differs (svc host lists)
             self.decision.update_objects = updated_objects(self.job)
-        counts = self._counts()
+        tallied = self._tally()
+        counts = tallied.phases
         finished = counts["Succeeded"] + counts["Failed"]
         if self.phase == PENDING:
             if spec.min_available <= counts["Running"] + finished:
@@ -234,7 +226,7 @@ class _Step:
         elif spec.min_success is not None and counts["Succeeded"] >= spec.min_success:
             self._transition(COMPLETED, "MinSuccessReached", f"{counts['Succeeded']} pods succeeded")
         elif finished >= spec.replicas:
-            if self._succeeded_enough(counts["Succeeded"]):
+            if self._succeeded_enough(tallied):
                 self._transition(COMPLETED, "Completed", f"{counts['Succeeded']} of {spec.replicas} pods succeeded")
             else:
                 self._transition(FAILED, "Failed", f"only {counts['Succeeded']} of {spec.replicas} pods succeeded")
@@ -243,7 +235,7 @@ class _Step:
 
     def _sync_podgroup_and_pods(self) -> None:
         """The PodGroup first; the missing pods once it has left Pending, those whose dependsOn is met."""
-        spec = self.job_spec
+        spec = self.parsed
         missing = missing_pods(spec, self.pods)
         group = sync_podgroup(spec, self.podgroup, self.version)
         self.decision.create_podgroup = group.create
@@ -260,19 +252,19 @@ class _Step:
         self.decision.create_pods = build_job_pods(self.job, spec, names, self.version)
         self.created = [read_pod(pod) for pod in self.decision.create_pods]
 
-    def _succeeded_enough(self, succeeded: int) -> bool:
-        spec = self.job_spec
+    def _succeeded_enough(self, counts: Tally) -> bool:
+        spec, succeeded = self.parsed, counts.phases["Succeeded"]
         if spec.min_success is not None and succeeded < spec.min_success:
             return False
         if spec.min_available >= spec.replicas:
-            by_task = self._task_counts()
             for task in spec.tasks:
-                if task.declares_min_available and by_task.get(task.name, {}).get("Succeeded", 0) < task.min_available:
+                done = counts.tasks.get(task.name, {}).get("Succeeded", 0)
+                if task.declares_min_available and done < task.min_available:
                     return False
         return succeeded >= spec.min_available
 
-    def _expire(self) -> None:
-        ttl = self.job_spec.ttl_after_finished
+    def _delete_after_ttl(self) -> None:
+        ttl = self.parsed.ttl_after_finished
         since = parse_time((self.status.get("state") or {}).get("lastTransitionTime"))
         if self.phase not in FINISHED or ttl is None or since is None:
             return
@@ -304,7 +296,7 @@ class _Step:
             self.deleting.add(name)
             self.decision.delete_pods.append(name)
 
-    def _kill(self, retain_finished: bool, task: str | None = None, pod: str | None = None) -> None:
+    def _delete_pods(self, retain_finished: bool, task: str | None = None, pod: str | None = None) -> None:
         for name, p in self.pods.items():
             if (
                 (task is None or p.task == task)
@@ -313,9 +305,9 @@ class _Step:
             ):
                 self._delete_pod(name)
 
-    def _cleanup(self) -> None:
+    def _stop_and_release(self) -> None:
         """What every stopping or stopped job does: unfinished pods, the PodGroup and plugin objects go."""
-        self._kill(retain_finished=True)
+        self._delete_pods(retain_finished=True)
         self._delete_podgroup()
         controlled = self.status.get("controlledResources") or {}
         plugins = [v for k, v in controlled.items() if k.startswith("plugin-")]
@@ -328,9 +320,9 @@ class _Step:
             self.decision.delete_podgroup = str(self.podgroup["metadata"]["name"])
             self.podgroup = None
 
-    def _add_job_objects(self) -> None:
+    def _create_job_objects_once(self) -> None:
         """Once per job (recorded in status.controlledResources, as Volcano does): PVCs and plugin objects."""
-        spec = self.job_spec
+        spec = self.parsed
         controlled = dict(self.status.get("controlledResources") or {})
         new_claims = [c for c in spec.claims if f"volume-pvc-{c.name}" not in controlled]
         if new_claims:  # named claims are recorded too, as Volcano does
@@ -348,43 +340,19 @@ class _Step:
         if controlled:
             self.status["controlledResources"] = controlled
 
-    # --- counting ------------------------------------------------------------------------
-
-    def _live_pods(self) -> list[PodFacts]:
-        """Pods that are not being deleted, with the ones created in this step (Pending)."""
-        kept = [p for p in self.pods.values() if p.name not in self.deleting and not p.terminating]
-        return kept + self.created
-
-    def _terminating(self) -> int:
-        return sum(1 for p in self.pods.values() if p.terminating or p.name in self.deleting)
-
-    def _counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(POD_PHASES, 0)
-        for pod in self._live_pods():
-            counts[pod.phase if pod.phase in counts else "Unknown"] += 1
-        return counts
-
-    def _task_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for pod in self._live_pods():
-            phases = out.setdefault(pod.task, {})
-            phases[pod.phase] = phases.get(pod.phase, 0) + 1
-        return out
-
-    def _alive(self) -> int:
-        counts = self._counts()
-        return counts["Pending"] + counts["Running"] + counts["Unknown"] + self._terminating()
+    def _tally(self) -> Tally:
+        return tally(self.pods.values(), self.deleting, self.created)
 
     def finish(self, old_status: Mapping[str, Any]) -> JobDecision:
-        counts = self._counts()
-        self.status.update({key.lower(): value for key, value in counts.items()})
-        self.status["terminating"] = self._terminating()
+        counts = self._tally()
+        self.status.update({key.lower(): value for key, value in counts.phases.items()})
+        self.status["terminating"] = counts.terminating
         if self.spec is not None:  # a job that cannot be read keeps the figure it had
             self.status["minAvailable"] = self.spec.min_available
         self.status["version"] = self.version
         self.status.setdefault("retryCount", 0)
         self.status["taskStatusCount"] = {
-            task: {"phase": phases} for task, phases in sorted(self._task_counts().items())
+            task: {"phase": phases} for task, phases in sorted(counts.tasks.items())
         }
         if "state" not in self.status:
             self.status["state"] = {"phase": self.phase, "lastTransitionTime": format_time(self.now)}

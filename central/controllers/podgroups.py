@@ -8,7 +8,10 @@ all replicas of a ReplicaSet share one) or `podgroup-<pod UID>`, and the pod is 
 with that name. minMember is 1, or the owner's `scheduling.volcano.sh/group-min-member`;
 minResources = the pod's requests x minMember; the queue comes from the pod's
 `scheduling.volcano.sh/queue-name` (default `default`); priorityClassName and the
-preemptable, disruption-budget and network-topology annotations are carried over.
+preemptable, disruption-budget and network-topology annotations are carried over, and the
+last two, `volcano.sh/network-topology-mode` (hard or soft; anything else: hard) and
+`volcano.sh/network-topology-highest-tier` (a positive integer; anything else: none), become
+the PodGroup's spec.networkTopology, as Volcano's PodGroup controller reads them.
 None means nothing to do (another scheduler's pod, or one already in a group).
 """
 
@@ -22,6 +25,8 @@ from central.api.resources import format_value
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
 from central.model.podspec import pod_requests
 
+TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
+TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"
 CARRIED_PREFIXES = (
     "volcano.sh/preemptable",
     "volcano.sh/jdb-",
@@ -73,6 +78,7 @@ def podgroup_for_pod(
             "queue": str(annotations.get(QUEUE_NAME) or "default"),
             "minResources": {k: format_value(k, v * min_member) for k, v in sorted(requests.items())},
             **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {}),
+            **({"networkTopology": topology} if (topology := _network_topology(annotations)) else {}),
         },
         "status": {"phase": "Pending"},
     }
@@ -82,3 +88,13 @@ def podgroup_for_pod(
 def _min_member(owner: Mapping[str, Any] | None) -> int:
     value = str((((owner or {}).get("metadata") or {}).get("annotations") or {}).get(GROUP_MIN_MEMBER, "1"))
     return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _network_topology(annotations: Mapping[str, Any]) -> dict[str, Any] | None:
+    mode, tier = annotations.get(TOPOLOGY_MODE), annotations.get(TOPOLOGY_TIER)
+    if mode is None and tier is None:
+        return None
+    out: dict[str, Any] = {"mode": str(mode).lower() if str(mode).lower() in ("hard", "soft") else "hard"}
+    if isinstance(tier, str) and tier.isdigit() and int(tier) >= 1:
+        out["highestTierAllowed"] = int(tier)
+    return out

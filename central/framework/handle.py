@@ -20,7 +20,9 @@ import numpy as np
 from central.errors import InputError
 from central.framework.agentview import AgentView
 from central.framework.nodeindex import NodeIndex
+from central.framework.faults import Fault
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from central.model.topology import Topology
 
 if TYPE_CHECKING:
     from central.api.resources import Dimensions
@@ -49,6 +51,11 @@ class Handle:
         """Label and taint lookups over node rows (kept across sessions while no Node changes:
         it depends on nothing else)."""
         return self._ssn.cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
+
+    @cached_property
+    def topology(self) -> Topology:
+        """The HyperNode tree over node rows (network-topology-aware scheduling)."""
+        return self._ssn.cache.topology()
 
     @cached_property
     def agents(self) -> AgentView:
@@ -97,8 +104,12 @@ class Handle:
         self._ssn.fault_task(task, err, source)
 
     def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
-        """Report the node's bad data; `exclude=False` where the plugin confined the damage itself."""
+        """With `exclude=False` only reported: the plugin has confined the damage itself."""
         self._ssn.fault_node(node, err, source, exclude)
+
+    def fault_hypernode(self, name: str, reason: str, source: str) -> None:
+        """The HyperNode is left out of the topology this session (the tree is built without it)."""
+        self._ssn.faults.setdefault(("HyperNode", name), Fault("HyperNode", name, source, reason))
 
     def is_faulted(self, job: JobInfo) -> bool:
         return job.uid in self._ssn.faulted_jobs

@@ -26,11 +26,24 @@ reproducible).
 Pods of one template (one Volcano task) ask the same question again and again, so each
 template keeps a `TemplateView`: the status of steps 1-3 and the row-local scores over all
 nodes, brought up to date by re-checking only the rows written since it last looked.
+
+Identical pods of one job are placed in batches where that changes nothing (`plan`): when
+every plugin taking part in placement finds the pod batchable (see `central.framework.plugin`:
+its step-4 answers stay as they are while the pod's twins are placed, it adds no score that
+depends on the candidate set, and its row filters and scores read node state only from the
+node table), placing a pod changes only its own row's answers. The nodes the next k pods
+take one by one can then be worked out at once: only the k best rows can be chosen, and a
+row's answers with j more pods on it come from charging the table with j pods for a moment
+(the same float operations a real charge makes). Each level j is asked once for all those
+rows, so a batch costs a few vectorised calls instead of k full passes. The plan holds only
+while the table changes exactly as it foresaw (checked against the change log); anything
+else and the next pod goes one by one again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,6 +71,38 @@ class TemplateView:
         self.score = np.zeros(n)
 
 
+class Plan:
+    """The rows the next pods of one template take, in order, as one-by-one placement
+    chooses them (see the module's docstring). `take` hands out the next row only to a pod
+    of the template that every judge still finds batchable, and only while the table has
+    changed by exactly the pods handed out, each allocated to its row."""
+
+    __slots__ = ("template", "rows", "taken", "changes", "position", "judges")
+
+    def __init__(self, template: PodTemplate, rows: list[int], changes: list[int],
+                 judges: list[Callable[[TaskInfo], bool]]):
+        self.template = template
+        self.rows = rows
+        self.taken = 0
+        self.changes = changes
+        self.position = len(changes)
+        self.judges = judges
+
+    def take(self, task: TaskInfo) -> int | None:
+        if self.taken >= len(self.rows) or task.template is not self.template or task.nominated_node:
+            return None
+        changes = self.changes
+        expected = self.position + (1 if self.taken else 0)
+        if len(changes) != expected or (self.taken and changes[-1] != self.rows[self.taken - 1]) \
+                or not all(judge(task) for judge in self.judges):
+            del self.rows[self.taken:]  # the plan no longer holds
+            return None
+        row = self.rows[self.taken]
+        self.taken += 1
+        self.position = len(changes)
+        return row
+
+
 class Placement:
     def __init__(self, ssn: "Session"):
         self.ssn = ssn
@@ -67,6 +112,7 @@ class Placement:
         self._cols: dict[int, np.ndarray] = {}
         self._views: dict[PodTemplate, TemplateView] = {}
         self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
+        self._batch_judges: tuple[list, bool] | None = None  # see _judges
         self.excluding = False
 
     def exclude(self, row: int) -> None:
@@ -122,10 +168,11 @@ class Placement:
         req, table = task.resreq, self.table
         cols = self.columns(req)
         need = req[cols]
-        short = table.future[rows][:, cols] + EPSILON <= need
+        at = (rows[:, None], cols)  # one gather per array
+        short = table.future[at] + EPSILON <= need
         checks = []
         if short.any():
-            never = table.alloc[rows][:, cols] - table.pipelined[rows][:, cols] + EPSILON <= need
+            never = table.alloc[at] - table.pipelined[at] + EPSILON <= need
             names = self.ssn.dims.names
             for j in np.flatnonzero(short.any(axis=0)):
                 checks.append(Check(~short[:, j], f"Insufficient {names[cols[j]]}",
@@ -137,18 +184,23 @@ class Placement:
         return checks
 
     def _refresh(self, task: TaskInfo, view: TemplateView, rows: np.ndarray) -> None:
+        view.code[rows], view.fits_idle[rows], view.score[rows] = self._row_answers(task, view, rows)
+
+    def _row_answers(self, task: TaskInfo, view: TemplateView,
+                     rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row, as the table stands: the status of steps 1-3, whether the request fits
+        idle now, and the summed node_order score."""
         codes = view.static_code[rows]
         for checks in self._cached_steps(task, view, rows, static=False):
             fold(codes, checks)
-        view.code[rows] = codes
         req, table = task.resreq, self.table
         cols = self.columns(req)
-        view.fits_idle[rows] = (np.all(table.idle[rows][:, cols] + EPSILON > req[cols], axis=1)
-                                & (table.pods[rows] < table.max_pods[rows]))
+        fits_idle = ((table.idle[rows[:, None], cols] + EPSILON > req[cols]).all(axis=1)
+                     & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
         for fn in self.ssn.points.flat["node_order"]:
             score += fn(task, rows)
-        view.score[rows] = score
+        return codes, fits_idle, score
 
     def _predicates(self, task: TaskInfo, rows: np.ndarray, codes: np.ndarray, limit: Code) -> np.ndarray:
         """Step 4 on `rows` (their codes so far): the rows whose status stays within `limit`."""
@@ -201,13 +253,13 @@ class Placement:
             return False
         return bool(table.pods[row] - table.releasing_pods[row] - pods < table.max_pods[row])
 
-    def fit_errors(self, task: TaskInfo) -> FitErrors:
-        """Why the task fits no node: per node, the reasons of the first step that fails it,
-        counted like kube-scheduler's FitError."""
-        errors = FitErrors(self.n)
+    def fit_errors(self, task: TaskInfo, within: np.ndarray | None = None) -> FitErrors:
+        """Why the task fits no node (of the row mask `within`, if given): per node, the
+        reasons of the first step that fails it, counted like kube-scheduler's FitError."""
+        alive = np.ones(self.n, dtype=bool) if within is None else within[: self.n].copy()
+        errors = FitErrors(int(alive.sum()))
         view = self.view(task)
         rows = np.arange(self.n)
-        alive = np.ones(self.n, dtype=bool)
         for checks in self._cached_steps(task, view, rows):
             failed = np.zeros(self.n, dtype=bool)
             for check in checks:
@@ -244,3 +296,94 @@ class Placement:
             if extra is not None:
                 scores = scores + extra
         return int(gradient[int(np.argmax(scores))]), fits_idle
+
+    # --- batches of identical pods ----------------------------------------------------------
+
+    def plan(self, task: TaskInfo, count: int, within: np.ndarray | None = None) -> Plan | None:
+        """Where `task` and the next `count - 1` pods of its template go, one after the other,
+        if each is allocated where one-by-one placement would put it (on the nodes of the row
+        mask `within` only, if given); None where that cannot be foreseen row by row (see the
+        module's docstring), or nothing fits idle now."""
+        judges = self._judges()
+        if count < 1 or judges is None or not all(judge(task) for judge in judges):
+            return None
+        view = self.view(task)
+        rows = np.flatnonzero((view.code == Code.FITS) & view.fits_idle if within is None
+                              else (view.code == Code.FITS) & view.fits_idle & within)
+        rows = self._predicates(task, rows, np.zeros(len(rows), dtype=np.int8), Code.FITS)
+        if not len(rows) or any(fn(task, rows) is not None for fn in self.ssn.points.flat["batch_node_order"]):
+            return None
+        rows = _best(rows, view.score[rows], count)
+        levels = _Levels(self, task, view, rows)
+        heap = [(-score, int(row), i) for i, (row, score) in enumerate(zip(rows, view.score[rows]))]
+        heapq.heapify(heap)
+        placed = np.zeros(len(rows), dtype=np.int64)
+        chosen: list[int] = []
+        while heap and len(chosen) < count:
+            _, row, i = heapq.heappop(heap)  # the best score, the lowest row on a tie: as select
+            chosen.append(row)
+            placed[i] += 1
+            fits, score = levels.at(int(placed[i]))
+            if fits[i]:
+                heapq.heappush(heap, (-score[i], row, i))
+        return Plan(task.template, chosen, self.table.changes, judges)
+
+    def _judges(self) -> list[Callable[[TaskInfo], bool]] | None:
+        """The `batchable` of every plugin whose placement answers a batch depends on; None
+        when one of them has none (it cannot say)."""
+        if self._batch_judges is None:
+            points = self.ssn.points.flat
+            plugins = {fn.__self__: None for point in ("predicate", "row_predicate", "node_order", "batch_node_order")
+                       for fn in points[point]}
+            judges = [getattr(plugin, "batchable", None) for plugin in plugins]
+            self._batch_judges = (judges, None in judges)
+        judges, mute = self._batch_judges
+        return None if mute else judges
+
+
+def _best(rows: np.ndarray, scores: np.ndarray, count: int) -> np.ndarray:
+    """The `count` rows that come first by score, then row: no other row can be chosen
+    before one of them has been."""
+    if len(rows) <= count:
+        return rows
+    cut = np.partition(scores, len(scores) - count)[len(scores) - count]
+    above = rows[scores > cut]
+    return np.concatenate([above, rows[scores == cut][: count - len(above)]])
+
+
+class _Levels:
+    """A plan's rows' answers with j more pods of the template on each, j = 1, 2, ...: each
+    level is the one before plus one pod charged, worked out when first asked for, for all
+    the rows at once, on the table charged for that moment and then put back exactly."""
+
+    _STATE = ("used", "idle", "future", "pods")
+
+    def __init__(self, placement: Placement, task: TaskInfo, view: TemplateView, rows: np.ndarray):
+        self.placement, self.task, self.view, self.rows = placement, task, view, rows
+        table = placement.table
+        self.state = [getattr(table, name)[rows] for name in self._STATE]  # copies
+        self.answers: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def at(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """(fits idle and passes steps 1-3, score) per row with `level` pods charged."""
+        while len(self.answers) < level:
+            self._next()
+        return self.answers[level - 1]
+
+    def _next(self) -> None:
+        table, rows, req = self.placement.table, self.rows, self.task.resreq
+        used, idle, _, pods = self.state
+        used = used + req  # as NodeTable.charge and touch compute a charged row
+        idle = idle - req
+        future = idle + table.releasing[rows] - table.pipelined[rows]
+        self.state = [used, idle, future, pods + 1]
+        arrays = [getattr(table, name) for name in self._STATE]
+        saved = [array[rows] for array in arrays]
+        try:
+            for array, value in zip(arrays, self.state):
+                array[rows] = value
+            codes, fits_idle, score = self.placement._row_answers(self.task, self.view, rows)
+        finally:
+            for array, value in zip(arrays, saved):
+                array[rows] = value
+        self.answers.append(((codes == Code.FITS) & fits_idle, score))

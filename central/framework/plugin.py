@@ -11,6 +11,8 @@ plugin is registered: helpers are private. Every extension point is optional:
 
 Orderings, each returning -1 (left first), 0 (no opinion) or 1:
     job_order(l, r), queue_order(l, r), task_order(l, r),
+        (task_order may read only the two tasks and their jobs' fixed settings: a job's
+        pending tasks are sorted once per allocate, `central.framework.ordering.FixedLine`)
     victim_queue_order(l, r, preemptor_queue)   which victim queue gives up resources first
 Votes and checks:
     job_valid(job) -> str | None            a reason the job cannot be scheduled at all
@@ -46,6 +48,23 @@ Placement, vectorised over node rows (numpy int arrays of candidate rows):
     batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
                                                        (normalised ones); None adds nothing
     Both are summed over plugins and tiers.
+    batchable(task) -> bool                            may the session place the task and its
+                                                       template's twins in one batch
+                                                       (`central.framework.placement`)? Say True
+                                                       only if, while pods of that template are
+                                                       placed, this plugin's row_predicate and
+                                                       node_order answers for a row read that
+                                                       node's state only from the node table
+                                                       (`central.model.nodetable`), its predicate
+                                                       answers do not change, and its
+                                                       batch_node_order answers None. Default False;
+                                                       asked of the plugins taking part in those
+                                                       points only.
+Network topology (jobs with spec.networkTopology; see central.actions.hypernodes):
+    hypernode_gradients(job) -> list[list[HyperNode]] | None   the HyperNodes the gang may land
+                                                       in, lowest tier first; the first plugin
+                                                       that answers decides (None: no search)
+    hypernode_order(job, hypernodes) -> float array    scores of HyperNodes the gang fits, summed
 Events and lifecycle:
     on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
     on_session_close()
@@ -118,6 +137,10 @@ class Plugin:
         self.option = option
         self.settings = option.settings  # what `read_arguments` made of the arguments, at load
         self.session = session  # the plugin's narrow view of its session
+
+    def batchable(self, task: "TaskInfo") -> bool:
+        """See the module's docstring (batch placement)."""
+        return False
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> Any:

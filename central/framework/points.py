@@ -37,6 +37,8 @@ POINT_FLAGS: dict[str, str | None] = {
     "row_predicate": "enablePredicate",
     "node_order": "enableNodeOrder",
     "batch_node_order": "enableNodeOrder",
+    "hypernode_gradients": "enabledHyperNodeGradient",
+    "hypernode_order": "enabledHyperNodeOrder",
     "on_allocate": None,
     "on_deallocate": None,
     "on_session_close": None,

@@ -110,22 +110,26 @@ class Session:
 
     # --- orderings (fallback: creation time, then uid; tasks: pod index first) ----------------
 
+    # (Points.order inlined: these run for every heap comparison)
     def job_less(self, left: JobInfo, right: JobInfo) -> bool:
-        result = self.points.order("job_order", left, right)
-        if result:
-            return result < 0
+        for fn in self.points.flat["job_order"]:
+            result = fn(left, right)
+            if result:
+                return result < 0
         return (left.creation, left.uid) < (right.creation, right.uid)
 
     def queue_less(self, left: QueueInfo, right: QueueInfo) -> bool:
-        result = self.points.order("queue_order", left, right)
-        if result:
-            return result < 0
+        for fn in self.points.flat["queue_order"]:
+            result = fn(left, right)
+            if result:
+                return result < 0
         return (left.creation, left.name) < (right.creation, right.name)
 
     def task_less(self, left: TaskInfo, right: TaskInfo) -> bool:
-        result = self.points.order("task_order", left, right)
-        if result:
-            return result < 0
+        for fn in self.points.flat["task_order"]:
+            result = fn(left, right)
+            if result:
+                return result < 0
         return (left.index, left.creation, left.uid) < (right.index, right.creation, right.uid)
 
     def victim_queue_less(self, left: QueueInfo, right: QueueInfo, preemptor_queue: QueueInfo) -> bool:

@@ -94,8 +94,8 @@ def _write(client: KubeClient, namespace: str, name: str, data: dict[str, bytes]
     client.request("PUT", path(CORE, "secrets", namespace, name), body=body)
 
 
-def _retrying(step: Callable[[], T]) -> T:
-    """Run `step()` again when another run changed the Secret between our read and write."""
+def retry_on_conflict(step: Callable[[], T]) -> T:
+    """Run `step()` again when someone changed the object between its read and its write (409)."""
     for attempt in range(5):
         try:
             return step()
@@ -122,7 +122,7 @@ def ensure_ca(client: KubeClient, namespace: str, name: str = CA_SECRET,
         ca = new_ca(f"caldera-ca@{at:%Y%m%d%H%M%S}", at)
         _write(client, namespace, name, {CA_CRT: ca.cert_pem, CA_KEY: ca.key_pem}, "Opaque", secret)
         return ca
-    return _retrying(step)
+    return retry_on_conflict(step)
 
 
 def ensure_serving(client: KubeClient, namespace: str, target: Target, ca: KeyPair,
@@ -145,7 +145,7 @@ def ensure_serving(client: KubeClient, namespace: str, target: Target, ca: KeyPa
         _write(client, namespace, target.secret, {CA_CRT: ca.cert_pem, TLS_CRT: pair.cert_pem,
                                                   TLS_KEY: pair.key_pem}, "kubernetes.io/tls", secret)
         return Outcome(target.secret, action, problem or "", pair, ca.cert_pem)
-    return _retrying(step)
+    return retry_on_conflict(step)
 
 
 def _foreign(namespace: str, target: Target, secret: dict[str, Any], pair: KeyPair, ca_pem: bytes,
@@ -217,7 +217,7 @@ def inject_ca_bundle(client: KubeClient, ca_pem: bytes, configurations: dict[str
                 return 0
             client.request("PUT", where, body=obj)
             return 1
-        changed += _retrying(step)
+        changed += retry_on_conflict(step)
     return changed
 
 

@@ -28,6 +28,7 @@ from central.kube.client import (CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHED
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector, object_key
 from central.kube.workqueue import WorkQueue
+from central.model.jobs import DEFAULT_LIMITS, JobLimits
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.parse import GROUP_NAME
 
@@ -192,12 +193,13 @@ class JobController(ControllerLoop):
     name = "job-controller"
 
     def __init__(self, client: KubeClient, events: EventRecorder, workers: int = 3,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, limits: JobLimits = DEFAULT_LIMITS):
         super().__init__(client, events, workers)
         from central.controllers.jobs import reconcile
 
         self.reconcile = reconcile
         self.clock = clock
+        self.limits = limits  # the webhook's job limits
         self.jobs = self.watch(path(VOLCANO_BATCH, "jobs"), lambda job: [object_key(job)])
         self.podgroups = self.watch(path(VOLCANO_SCHEDULING, "podgroups"), self._podgroup_job)
         self.commands = self.watch(path(VOLCANO_BUS, "commands"), self._command_job)
@@ -268,7 +270,7 @@ class JobController(ControllerLoop):
             pod_keys = list(self._pods_of.get(key, ()))
         pods = [p for k in pod_keys if (p := self.pods.objects.get(k)) is not None]
         commands = [c for c in list(self.commands.objects.values()) if c["metadata"].get("namespace") == namespace]
-        return self.reconcile(job, self.podgroups.objects.get(key), pods, self.clock(), commands, action)
+        return self.reconcile(job, self.podgroups.objects.get(key), pods, self.clock(), commands, action, self.limits)
 
     def _apply(self, job: dict[str, Any], d: Any) -> None:
         """Objects first, pods last: a write that fails raises before the pods change, and the

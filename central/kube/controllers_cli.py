@@ -15,11 +15,14 @@ import threading
 
 from prometheus_client import CollectorRegistry
 
+from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.kube.client import KubeClient
 from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
+from central.kube.hypernode_controller import HyperNodeController
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import QueuePodGroupCounts, serve
+from central.model.jobs import DEFAULT_LIMITS, JobLimits
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=3, help="Job controller workers")
     parser.add_argument("--scheduler-name", action="append", default=None,
                         help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
+    add_job_limit_arguments(parser)  # the webhook's: give both the same values
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="elect a leader on a Lease before reconciling")
     parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
@@ -39,10 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
 
 
-def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...]) -> list[ControllerLoop]:
+def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
+          limits: JobLimits = DEFAULT_LIMITS) -> list[ControllerLoop]:
     events = EventRecorder(client, "vc-controller-manager")
-    return [JobController(client, events, workers), QueueController(client, events),
-            PodGroupController(client, events, scheduler_names=scheduler_names)]
+    return [JobController(client, events, workers, limits=limits), QueueController(client, events),
+            PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
 
 
 def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None) -> int:
@@ -71,7 +76,7 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
-    loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]))
+    loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args))
     elector = None
     if args.leader_elect:
         elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name,

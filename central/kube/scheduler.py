@@ -1,7 +1,7 @@
 """The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
 
 Order of start-up, each step a guard from Volcano's bug history:
-1. reflectors for Nodes, Pods, PodGroups, Queues and PriorityClasses start and list;
+1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses and HyperNodes start and list;
 2. no cycle runs before every one of them has synced (vo#1417);
 3. the replica takes the Lease (vo#2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -9,7 +9,8 @@ Order of start-up, each step a guard from Volcano's bug history:
    backoff when refused (the admission webhook may not serve yet);
 5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
    the cache, then the cycle runs under the feeder's lock on the live cache and hands its
-   decisions to the `KubeSink`; statuses are written at session close. Objects whose data
+   decisions to the `KubeSink`; statuses go at session close to the sink's own status lane,
+   which the loop does not wait for. Objects whose data
    the cycle could not use get Warning Events and are counted; a cycle that fails (a bug)
    has rolled the cache back before the error reaches this loop, which logs it, counts it
    and runs the next cycle on the clean cache.
@@ -32,7 +33,7 @@ from typing import Any
 
 from central.api.resources import parse_resource_list
 from central.errors import InputError
-from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.feeder import CacheFeeder
 from central.kube.informer import Reflector
@@ -47,6 +48,7 @@ WATCHED = {
     "PriorityClass": path(SCHEDULING, "priorityclasses"),
     "Queue": path(VOLCANO_SCHEDULING, "queues"),
     "PodGroup": path(VOLCANO_SCHEDULING, "podgroups"),
+    "HyperNode": path(VOLCANO_TOPOLOGY, "hypernodes"),
     "Pod": path(CORE, "pods"),
 }
 BUILTIN_QUEUES = ("root", "default")
@@ -193,13 +195,15 @@ class Scheduler:
         return result
 
     def _queue_figures(self, result: Any) -> dict[str, dict[str, dict[str, float]]]:
-        """allocated (from the cycle's queue statuses), deserved and capability (from the cache,
-        read under the feeder's lock)."""
+        """allocated (from the cycle's queue statuses), deserved (the share proportion or
+        capacity computed, as Volcano's proportion exports it; spec.deserved with neither) and
+        capability (from the cache, read under the feeder's lock)."""
         figures = {}
         for name, queue in self.cache.queues.items():
             status = result.queues.get(name) or {}
+            deserved = result.deserved.get(name, {}) if result.deserved_by else dict(queue.deserved)
             figures[name] = {"allocated": parse_resource_list(status.get("allocated"), "allocated"),
-                             "deserved": dict(queue.deserved), "capacity": dict(queue.capability)}
+                             "deserved": deserved, "capacity": dict(queue.capability)}
         return figures
 
     def _ensure_queues(self) -> None:

@@ -15,9 +15,12 @@
   429 (a budget refuses) means "not now", counted apart from failures.
 - **nominate** and **publish_node_resources** are merge patches on pods/status
   (`nominatedNodeName`) and nodes/status (extended resources such as kubernetes.io/batch-cpu).
-- **status**: PodGroup and Queue statuses are collected during the cycle and written by
-  `flush()` at session close, each as a PUT carrying the resourceVersion the reflector last
-  saw: on the Queue's `/status`, on the PodGroup itself (Volcano's PodGroup CRD has no status
+- **status**: PodGroup and Queue statuses are collected during the cycle and handed at
+  session close (`flush()`, which does not wait) to their own lane of writer threads, so a
+  bind never queues behind a status write and a slow status write never holds up the next
+  cycle. Per object only the newest status is written: one handed over again before its
+  write starts is written once, one handed over while being written is written again after.
+  Each is a PUT carrying the resourceVersion the reflector last saw: on the Queue's `/status`, on the PodGroup itself (Volcano's PodGroup CRD has no status
   subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object
   and tries again. Unchanged statuses are not written, and fields the cycle does not report
   are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
@@ -45,6 +48,7 @@ from central.framework.faults import EVENT_REASON
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.feeder import CacheFeeder
+from central.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +60,14 @@ STRATEGIC = "application/strategic-merge-patch+json"
 
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, objects: dict[str, dict[str, dict[str, Any]]],
-                 events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0)):
+                 events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
+                 status_workers: int = 4):
         self.client = client
         self.feeder = feeder
         self.objects = objects  # kind -> the reflector's latest objects by key
         self.events = events
         self.pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        self.statuses = LatestWriter(self._write_status, status_workers, "status")
         self._inflight: set[Future] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
@@ -127,22 +133,25 @@ class KubeSink:
     # --- session close ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Write the statuses collected this cycle (concurrently), and wait for them."""
+        """Hand the statuses collected this cycle to the status lane; returns at once."""
         podgroups, self._podgroups = self._podgroups, {}
         queues, self._queues = self._queues, {}
-        futures = [self.pool.submit(self._write_status, "PodGroup", key, status) for key, status in podgroups.items()]
-        futures += [self.pool.submit(self._write_status, "Queue", name, status) for name, status in queues.items()]
-        wait(futures)
+        for key, status in podgroups.items():
+            self.statuses.put(("PodGroup", key), status)
+        for name, status in queues.items():
+            self.statuses.put(("Queue", name), status)
 
     def drain(self, timeout: float | None = None) -> None:
-        """Wait for in-flight binds and evictions (graceful shutdown, tests)."""
+        """Wait for in-flight binds, evictions and status writes (graceful shutdown, tests)."""
         with self._lock:
             pending = set(self._inflight)
         wait(pending, timeout)
+        self.statuses.wait_idle(timeout)
 
     def close(self) -> None:
         self.drain(30.0)
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.statuses.close()
 
     # --- workers ------------------------------------------------------------------------------
 
@@ -221,7 +230,8 @@ class KubeSink:
             self._count("evict_failed")
             log.warning("evicting %s (%s) failed: %s", pod_key, reason, err)
 
-    def _write_status(self, kind: str, key: str, status: dict[str, Any]) -> None:
+    def _write_status(self, which: tuple[str, str], status: dict[str, Any]) -> None:
+        kind, key = which
         namespace, name = key.split("/", 1) if "/" in key else (None, key)
         resource = "podgroups" if kind == "PodGroup" else "queues"
         # Volcano's PodGroup CRD has no status subresource: its status is written with the object
@@ -260,3 +270,52 @@ class KubeSink:
                 # make it one Event (the recorder's dedup), whichever of the two is emitted first
                 reason = EVENT_REASON if condition.get("reason") == EVENT_REASON else "Unschedulable"
                 self.events.emit(podgroup, "Warning", reason, message)
+
+
+class LatestWriter:
+    """Writes the newest value handed over per key, on its own threads (`write(key, value)`).
+    A key handed over again before its write starts is written once, with the newest value;
+    one handed over while it is being written is written again afterwards, so writes of one
+    key never overlap and the last value handed over is the last written."""
+
+    def __init__(self, write: Any, workers: int, name: str):
+        self._write = write
+        self._queue = WorkQueue()
+        self._latest: dict[str, tuple[Any, Any]] = {}  # the queue's key -> (the caller's key, value) to write
+        self._unwritten: set[str] = set()  # handed over, the newest value not written yet
+        self._idle = threading.Condition()
+        for i in range(workers):
+            threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True).start()
+
+    def put(self, key: Any, value: Any) -> None:
+        token = repr(key)
+        with self._idle:
+            self._latest[token] = (key, value)
+            self._unwritten.add(token)
+        self._queue.add(token)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._unwritten, timeout)
+
+    def close(self) -> None:
+        self._queue.close()
+
+    def _run(self) -> None:
+        while True:
+            token = self._queue.get()
+            if token is None:
+                return
+            with self._idle:
+                item = self._latest.pop(token, None)
+            try:
+                if item is not None:
+                    self._write(*item)
+            except Exception:  # one object's write must not end the lane
+                log.exception("writing %s failed", item[0] if item else token)
+            finally:
+                with self._idle:
+                    if token not in self._latest:  # not handed over again meanwhile
+                        self._unwritten.discard(token)
+                        self._idle.notify_all()
+                self._queue.done(token)

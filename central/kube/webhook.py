@@ -1,7 +1,8 @@
 """`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
 
 Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
-`/pods/validate` for the pods of Caldera's scheduler and any pod pinning CPUs);
+`/hypernodes/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
+pinning CPUs);
 each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
 as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
@@ -22,6 +23,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import ssl
@@ -34,10 +36,11 @@ from prometheus_client import CollectorRegistry
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
+from central.admission.config import add_job_limit_arguments
 from central.admission.pods import concerns
 from central.certs import KeyPair, certificate_problem
 from central.errors import InputError
-from central.kube.certs import WEBHOOK_CONFIGURATIONS, inject_ca_bundle
+from central.kube.certs import ADMISSION_REGISTRATION, WEBHOOK_CONFIGURATIONS, inject_ca_bundle, retry_on_conflict
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
 from central.kube.metrics import serve
@@ -46,7 +49,7 @@ from central.model.fields import check_tree
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
-ROUTES.add("/pods/validate")
+ROUTES.update(("/pods/validate", "/hypernodes/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
@@ -307,15 +310,45 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+POD_WEBHOOK = "validatepod.volcano.sh"  # daemonset/admission.yaml's pods webhook
+_SCHEDULER_TEST = re.compile(r"object\.spec\.schedulerName == '(?:[^'\\]|\\.)*'")
+
+
+def follow_scheduler_name(client: KubeClient, configuration: str, scheduler_name: str) -> bool:
+    """Make the pods webhook's matchConditions of ValidatingWebhookConfiguration `configuration`
+    send the pods of `scheduler_name` (the `object.spec.schedulerName == '...'` test), so the
+    manifest's literal never has to be kept in step with --scheduler-name by hand. True if it
+    was rewritten; a configuration without that test is left alone."""
+    literal = "'" + scheduler_name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    where = path(ADMISSION_REGISTRATION, "validatingwebhookconfigurations", name=configuration)
+
+    def step() -> bool:
+        obj = client.get(where)
+        changed = False
+        for webhook in obj.get("webhooks") or []:
+            for condition in webhook.get("matchConditions") or [] if webhook.get("name") == POD_WEBHOOK else []:
+                expression = _SCHEDULER_TEST.sub(lambda _: f"object.spec.schedulerName == {literal}",
+                                                 condition.get("expression", ""))
+                changed |= expression != condition.get("expression")
+                condition["expression"] = expression
+        if changed:
+            client.request("PUT", where, body=obj)
+        return changed
+    return retry_on_conflict(step)
+
+
 class CaBundleInjector:
     """Keeps the webhook configurations' caBundle equal to `ca_file`: at start, and again whenever
-    the file changes (a renewed CA), so no one patches them by hand. Failures are logged once per
-    new message and retried; until the first success /readyz stays not ready."""
+    the file changes (a renewed CA), so no one patches them by hand; with `scheduler_name`, keeps
+    the pods webhook's matchCondition on that scheduler too (checked every period, as a re-apply
+    of the manifests writes the shipped name back). Failures are logged once per new message
+    and retried; until the first success /readyz stays not ready."""
 
     def __init__(self, client: KubeClient, ca_file: str, configurations: dict[str, str], url: str = "",
-                 period_s: float = 30.0):
+                 period_s: float = 30.0, scheduler_name: str = ""):
         self.client, self.ca_file, self.configurations, self.url = client, ca_file, configurations, url
         self.period_s = period_s
+        self.scheduler_name = scheduler_name
         self.injected: bytes | None = None
         self.problem: str | None = "caBundle not injected yet"
         self._stop = threading.Event()
@@ -329,9 +362,13 @@ class CaBundleInjector:
                 log.info("caBundle of %s: %s", ", ".join(self.configurations.values()),
                          "updated" if changed else "already current")
                 self.injected = ca
+            validating = self.configurations.get("validatingwebhookconfigurations")
+            if self.scheduler_name and validating and follow_scheduler_name(self.client, validating,
+                                                                            self.scheduler_name):
+                log.info("pods webhook of %s: now sends the pods of scheduler %s", validating, self.scheduler_name)
             self.problem = None
         except (OSError, ApiError) as err:
-            message = f"cannot fill in the caBundle from {self.ca_file}: {err}"
+            message = f"cannot fill in the caBundle from {self.ca_file} or the scheduler name: {err}"
             if message != self.problem:
                 log.error("%s", message)
             self.problem = message
@@ -368,12 +405,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --ca-bundle-file: point clientConfig at this URL (plus each route) instead of "
                              "the Service, for a webhook running outside the cluster, e.g. https://127.0.0.1:8443")
     parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
-                        help="the schedulerName Jobs get by default")
-    parser.add_argument("--max-tasks-per-job", type=int, default=DEFAULT_CONFIG.max_tasks_per_job, help="tasks per job")
-    parser.add_argument("--max-replicas-per-task", type=int, default=DEFAULT_CONFIG.max_replicas_per_task,
-                        help="replicas per task")
-    parser.add_argument("--max-replicas-per-job", type=int, default=DEFAULT_CONFIG.max_replicas_per_job,
-                        help="replicas per job, all tasks together")
+                        help="the schedulerName Jobs get by default, whose pods are checked (with --ca-bundle-file, "
+                             "written into the pods webhook's matchCondition)")
+    add_job_limit_arguments(parser)  # the controllers take the same flags, and must get the same values
     parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
@@ -391,7 +425,8 @@ def run(args: argparse.Namespace) -> int:
     if args.ca_bundle_file:
         injector = CaBundleInjector(client, args.ca_bundle_file, {
             "mutatingwebhookconfigurations": args.mutating_configuration,
-            "validatingwebhookconfigurations": args.validating_configuration}, args.webhook_url).start()
+            "validatingwebhookconfigurations": args.validating_configuration}, args.webhook_url,
+            scheduler_name=args.scheduler_name).start()
     health = None
     if args.health_port:
         def ready() -> bool:

@@ -17,6 +17,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -155,13 +156,36 @@ class _PodRunner:
         return spec["template"]["spec"]
 
     def _argv(self, pod: str, template: dict[str, Any], mounts: dict[str, Path], ports: dict[str, int],
-              extra: list[str]) -> list[str]:
+              extra: list[str], node_name: str = "") -> list[str]:
         container = template["containers"][0]
         words = list(container.get("command") or []) + list(container.get("args") or [])
         if words[:1] != ["caldera"]:
             raise StartError(f"{pod}: the manifest's command {words[:2]} is not `caldera ...`")
-        argv = CALDERA + [self._localise(pod, w, mounts, ports) for w in words[1:]]
+        declared = self._declared_env(template, node_name)
+        argv = CALDERA + [self._localise(pod, expand(w, declared), mounts, ports) for w in words[1:]]
         return argv + extra
+
+    def _declared_env(self, template: dict[str, Any], node_name: str = "") -> dict[str, str]:
+        """The container's own env as a kubelet fills it in: plain values, downward-API fields
+        (but for the pod's name: no Pod object stands behind a local process) and ConfigMap keys."""
+        fields = {"metadata.name": "", "metadata.namespace": NAMESPACE, "spec.nodeName": node_name}
+        env = {}
+        for var in template["containers"][0].get("env") or []:
+            source = var.get("valueFrom") or {}
+            if "value" in var:
+                env[var["name"]] = var["value"]
+            elif "fieldRef" in source:
+                env[var["name"]] = fields.get(source["fieldRef"]["fieldPath"], "")
+            elif "configMapKeyRef" in source:
+                ref = source["configMapKeyRef"]
+                configmap = self.admin.get_or_none(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{ref['name']}") or {}
+                if ref["key"] not in (configmap.get("data") or {}):
+                    raise StartError(f"env {var['name']}: ConfigMap {NAMESPACE}/{ref['name']} has no key {ref['key']}")
+                env[var["name"]] = configmap["data"][ref["key"]]
+        return env
+
+    def _env(self, template: dict[str, Any], node_name: str = "") -> dict[str, str]:
+        return {**checkout_env(), **self._declared_env(template, node_name)}
 
     def _localise(self, pod: str, word: str, mounts: dict[str, Path], ports: dict[str, int]) -> str:
         flag, eq, value = word.partition("=")
@@ -231,7 +255,7 @@ class _PodRunner:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as out:
             done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120,
-                                  env=_env(template))
+                                  env=self._env(template))
         if done.returncode != 0:
             raise StartError(f"the {name} Job failed (exit {done.returncode}); log: {log}")
 
@@ -242,7 +266,7 @@ class _PodRunner:
         mounts, account = self._materialise(process_name, template)
         argv = self._argv(process_name, template, mounts, ports or {},
                           [f"--kubeconfig={self._kubeconfig(process_name, account)}", *(extra or [])])
-        env = _env(template)
+        env = self._env(template)
         return self.cluster.sup.start(process_name, argv, env=env)
 
     def start_agent(self, node: NodeSpec):
@@ -272,7 +296,7 @@ class _PodRunner:
         words = list(container.get("command") or [])
         argv = CALDERA + [self._localise(name, w, mounts, {}) for w in words[1:]]
         argv += [f"--{key}={value}" for key, value in settings.items()]
-        env = _env(template, node_name=node.name)
+        env = self._env(template, node_name=node.name)
         return self.cluster.sup.start(name, argv, env=env)
 
 
@@ -284,17 +308,13 @@ def checkout_env() -> dict[str, str]:
     return env
 
 
-def _env(template: dict[str, Any], node_name: str = "") -> dict[str, str]:
-    """The container's env: plain values as given, downward-API fields as a kubelet fills them,
-    but for the pod's name: no Pod object stands behind a local process."""
-    env = checkout_env()
-    fields = {"metadata.name": "", "metadata.namespace": NAMESPACE, "spec.nodeName": node_name}
-    for var in template["containers"][0].get("env") or []:
-        if "value" in var:
-            env[var["name"]] = var["value"]
-        elif "fieldRef" in var.get("valueFrom", {}):
-            env[var["name"]] = fields.get(var["valueFrom"]["fieldRef"]["fieldPath"], "")
-    return env
+REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def expand(word: str, env: dict[str, str]) -> str:
+    """Kubernetes' expansion of an argument: $(VAR) is the container's VAR where it has one
+    (else left as written), $$ is a literal $."""
+    return REFERENCE.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), word)
 
 
 def _http_ok(port: int, path: str) -> bool:

@@ -22,6 +22,7 @@ from central.api.resources import Dimensions, canonical
 from central.errors import InputError
 from central.model import parse
 from central.model.fields import object_ref
+from central.model.hypernodes import HyperNodeSpec, parse_hypernode
 from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
@@ -36,9 +37,10 @@ from central.model.objects import (
     TaskStatus,
     TERMINATED_STATUSES,
 )
+from central.model.topology import Topology
 
 T = TypeVar("T")
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
@@ -52,9 +54,15 @@ def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
         job.ready += sign
         job.role_ready[task.role] = job.role_ready.get(task.role, 0) + sign
     if status in ALLOCATED_STATUSES:
-        job.allocated += sign * task.resreq
+        if sign > 0:
+            job.allocated += task.resreq
+        else:
+            job.allocated -= task.resreq
     elif status == TaskStatus.PENDING:
-        job.pending_request += sign * task.resreq
+        if sign > 0:
+            job.pending_request += task.resreq
+        else:
+            job.pending_request -= task.resreq
         if task.best_effort:
             job.best_effort_pending[task.role] = job.best_effort_pending.get(task.role, 0) + sign
 
@@ -66,6 +74,18 @@ def _take_tasks(job: JobInfo, old: JobInfo) -> None:
     job.allocated, job.pending_request = old.allocated, old.pending_request
 
 
+def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> None:
+    counts, roles = job.counts, job.role_counts
+    counts[was] = counts.get(was, 0) - 1
+    counts[status] = counts.get(status, 0) + 1
+    roles[role, was] = roles.get((role, was), 0) - 1
+    roles[role, status] = roles.get((role, status), 0) + 1
+    if (was in READY_STATUSES) != (status in READY_STATUSES):  # Succeeded <-> Failed, say
+        sign = 1 if status in READY_STATUSES else -1
+        job.ready += sign
+        job.role_ready[role] = job.role_ready.get(role, 0) + sign
+
+
 def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
     """How a task in `status` is charged to its node: (used, releasing, pipelined)."""
     if status == TaskStatus.PIPELINED:
@@ -73,6 +93,13 @@ def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
     if status == TaskStatus.RELEASING:
         return 1.0, 1.0, 0.0
     return 1.0, 0.0, 0.0
+
+
+# Statuses that charge the node, the job's sums and the starting set alike: a task moving
+# between two of one class changes only the job's counters.
+_CHARGED_AS = {status: (status in TERMINATED_STATUSES or status == TaskStatus.PENDING, _charge_factors(status),
+                        status in ALLOCATED_STATUSES, status in STARTING_STATUSES, status == TaskStatus.PENDING)
+               for status in TaskStatus}
 
 
 class ClusterCache:
@@ -92,6 +119,8 @@ class ClusterCache:
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
+        self.hypernodes: dict[str, HyperNodeSpec] = {}
+        self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
         self.anti_affine: dict[str, TaskInfo] = {}  # tasks with required pod anti-affinity (few, if any)
         self.node_generation = 0  # bumped whenever a Node is added, replaced or removed
@@ -108,7 +137,8 @@ class ClusterCache:
         """Add or replace one object. InputError names the object and field; nothing changes then."""
         kind = obj.get("kind") if isinstance(obj, Mapping) else None
         handler = {"Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
-                   "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class}.get(kind)
+                   "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class,
+                   "HyperNode": self._apply_hypernode}.get(kind)
         if handler is None:
             raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
         try:
@@ -122,6 +152,10 @@ class ClusterCache:
             self._remove_task(self.tasks[key])
         elif kind == "Node" and name in self.nodes:
             self._remove_node(name)
+            self._topology = None
+        elif kind == "HyperNode":
+            self.hypernodes.pop(name, None)
+            self._topology = None
         elif kind == "PodGroup" and key in self.jobs:
             job = self.jobs[key]
             if job.tasks:  # as if the PodGroup had never come: the same state whatever the order
@@ -141,6 +175,8 @@ class ClusterCache:
         self.node_generation += 1
         grew = any(self.dims.add(name) for name in node.allocatable)
         old = self.nodes.get(node.name)
+        if old is None or old.labels != node.labels:  # HyperNodes select nodes by name and labels
+            self._topology = None
         if old is not None:
             node.index, node.tasks = old.index, old.tasks
             self.node_list[node.index] = node
@@ -186,6 +222,11 @@ class ClusterCache:
         job.priority = self._class_priority(job.priority_class)
         self._vectorise_job(job)
         self.jobs[job.uid] = job
+
+    def _apply_hypernode(self, obj: Mapping[str, Any]) -> None:
+        spec = parse_hypernode(obj)
+        self.hypernodes[spec.name] = spec
+        self._topology = None
 
     def _apply_queue(self, obj: Mapping[str, Any]) -> None:
         queue = parse.parse_queue(obj)
@@ -242,6 +283,12 @@ class ClusterCache:
             kept = self._node_derived[key] = (self.node_generation, build())
         return kept[1]
 
+    def topology(self) -> Topology:
+        """The HyperNode tree over the current node rows."""
+        if self._topology is None or self._topology.size != self.table.size:
+            self._topology = Topology(self.hypernodes, self.node_list, self.table.size)
+        return self._topology
+
     def queue(self, name: str) -> QueueInfo | None:
         """Queues `root` and the default queue exist even when no object names them."""
         found = self.queues.get(name)
@@ -280,6 +327,13 @@ class ClusterCache:
     def set_status(self, task: TaskInfo, status: TaskStatus, node: str | None) -> None:
         if self.journal is not None:
             self.journal += (task, task.status, task.node)
+        if node == task.node and _CHARGED_AS[status] == _CHARGED_AS[task.status]:
+            # ALLOCATED -> BINDING, say: the node and the job's sums stay as they are
+            job = self.jobs.get(task.job_uid) if task.job_uid else None
+            if job is not None:
+                _recount(job, task.role, task.status, status)
+            task.status = status
+            return
         self._charge(task, -1)
         task.status, task.node = status, node
         self._charge(task, +1)

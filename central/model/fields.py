@@ -15,7 +15,7 @@ import yaml
 
 from central.errors import InputError, shown
 
-CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace"})
+CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"})
 
 
 def object_ref(obj: Mapping[str, Any]) -> str:

@@ -4,7 +4,7 @@ This is what Volcano's job controller creates for a job, as pure functions of th
 spec (central/model/jobspec.py) so that the controller and `caldera simulate` share them:
 - one PodGroup named after the job: minMember = spec.minAvailable, or the sum of replicas;
   minTaskMember = each task's minAvailable (default: its replicas); minResources = the
-  requests of the first minMember pods in task order; queue and priorityClassName carried;
+  requests of the first minMember pods in task order; queue, priorityClassName and networkTopology carried;
 - pods `<job>-<task>-<index>` from each task's template, with Volcano's annotations and
   labels, the job's schedulerName (default `volcano`) and priorityClassName where the
   template names none.
@@ -56,9 +56,22 @@ def build_podgroup(spec: JobSpec, version: int = 0) -> dict[str, Any]:
                      "ownerReferences": [_owner(spec)]},
         "spec": {"minMember": spec.min_available, "minTaskMember": {t.name: t.min_available for t in spec.tasks},
                  "queue": spec.queue, "minResources": min_resources(spec),
-                 **({"priorityClassName": spec.priority_class} if spec.priority_class else {})},
+                 **({"priorityClassName": spec.priority_class} if spec.priority_class else {}),
+                 **({"networkTopology": podgroup_topology(spec.network_topology)}
+                    if spec.network_topology is not None else {})},
         "status": {"phase": "Pending"},
     }
+
+
+def podgroup_topology(topology: Mapping[str, Any]) -> dict[str, Any]:
+    """The Job's networkTopology as Volcano's job controller writes it on the PodGroup it
+    creates: the mode, and the tier by number, or else by name."""
+    out: dict[str, Any] = {"mode": topology.get("mode") or "hard"}
+    if topology.get("highestTierAllowed") is not None:
+        out["highestTierAllowed"] = topology["highestTierAllowed"]
+    elif topology.get("highestTierName"):
+        out["highestTierName"] = topology["highestTierName"]
+    return out
 
 
 def min_resources(spec: JobSpec) -> dict[str, str]:

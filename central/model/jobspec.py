@@ -186,7 +186,8 @@ def _claims(job_name: str, value: Any) -> tuple[Claim, ...]:
         if volume.get("volumeClaimName"):
             out.append(Claim(str(volume["volumeClaimName"]), str(volume["mountPath"]), None))
         else:
-            out.append(Claim(f"{job_name}-volume-{i}", str(volume["mountPath"]), clone(volume.get("volumeClaim") or {})))
+            created = clone(volume.get("volumeClaim") or {})
+            out.append(Claim(f"{job_name}-volume-{i}", str(volume["mountPath"]), created))
     return tuple(out)
 
 
@@ -228,21 +229,24 @@ _NESTED = frozenset({dict, list})
 # --- parsed once per spec change --------------------------------------------------------------
 
 _CACHE_SIZE = 4096
+_CARRIED_ORDER = tuple(sorted(CARRIED_ANNOTATIONS))
 # id(spec map) -> (the spec map, what else the parse read from the job, the parsed spec)
 _cache: dict[int, tuple[Mapping[str, Any], tuple[Any, ...], JobSpec]] = {}
 _cache_lock = threading.Lock()  # the loop's workers reconcile jobs in threads
 
 
-def job_spec(job: Mapping[str, Any]) -> JobSpec:
-    """parse_job with DEFAULT_LIMITS, parsed again only when the job's spec changed."""
+def job_spec(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> JobSpec:
+    """parse_job, parsed again only when the job's spec (or the limits) changed."""
     spec, meta = job.get("spec"), job.get("metadata")
     if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
-        return parse_job(job)
-    read = (meta.get("namespace"), meta.get("name"), meta.get("uid"), meta.get("generation"), _carried(job))
+        return parse_job(job, limits)
+    annotations = meta.get("annotations")
+    carried = tuple(annotations.get(k) for k in _CARRIED_ORDER) if isinstance(annotations, Mapping) else annotations
+    read = (meta.get("namespace"), meta.get("name"), meta.get("uid"), meta.get("generation"), carried, limits)
     entry = _cache.get(id(spec))
     if entry is not None and entry[0] is spec and entry[1] == read:
         return entry[2]
-    parsed = parse_job(job)
+    parsed = parse_job(job, limits)
     with _cache_lock:
         if len(_cache) >= _CACHE_SIZE:
             _cache.pop(next(iter(_cache)))  # the oldest entry

@@ -35,8 +35,9 @@ class NodeTable:
     def charge(self, row: int, req: np.ndarray, used: float, releasing: float, pipelined: float, pods: int) -> None:
         """Add (or with negative factors, remove) a task's request to a row."""
         if used:
-            self.used[row] += used * req
-            self.idle[row] -= used * req
+            amount = req if used == 1 else used * req  # the same figures, without a copy
+            self.used[row] += amount
+            self.idle[row] -= amount
         if releasing:
             self.releasing[row] += releasing * req
             self.releasing_pods[row] += int(releasing)

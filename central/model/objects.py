@@ -9,10 +9,13 @@ filters and static scores are computed once per template, not once per pod.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from central.model.hypernodes import NetworkTopology
 
 
 class TaskStatus(enum.IntEnum):
@@ -151,6 +154,12 @@ class PodTemplate:
     preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...]
     spread: tuple[SpreadConstraint, ...]
     guaranteed: bool = False  # Guaranteed QoS: every container's cpu and memory requests equal its limits
+    _hash: int = field(default=0, compare=False, repr=False)  # computed once: templates key many dicts
+
+    def __hash__(self) -> int:
+        if not self._hash:
+            object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in _TEMPLATE_FIELDS)) or 1)
+        return self._hash
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -160,6 +169,9 @@ class PodTemplate:
     def has_inter_pod_terms(self) -> bool:
         return bool(self.pod_affinity or self.pod_anti_affinity or self.spread
                     or self.preferred_pod_affinity or self.preferred_pod_anti_affinity)
+
+
+_TEMPLATE_FIELDS = tuple(f.name for f in fields(PodTemplate) if f.compare)
 
 
 @dataclass(slots=True, eq=False)
@@ -220,11 +232,12 @@ class JobInfo:
     pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
     min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
+    network_topology: "NetworkTopology | None" = None  # spec.networkTopology
 
     def count(self, *statuses: TaskStatus) -> int:
-        counts, n = self.counts, 0
-        for s in statuses:
-            n += counts.get(s, 0)
+        get, n = self.counts.get, 0
+        for status in statuses:
+            n += get(status, 0)
         return n
 
     @property

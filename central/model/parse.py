@@ -15,6 +15,7 @@ from central.api.resources import parse_resource_list
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
+from central.model.hypernodes import parse_network_topology
 from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Taint, TaskInfo, task_status
 from central.model.podspec import pod_template
 
@@ -153,6 +154,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
         preemptable=(annotations.get(PREEMPTABLE) or "false").lower() == "true",
         priority_class=typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName"),
         annotations=annotations, conditions=listed(obj, "status.conditions"),
+        network_topology=parse_network_topology(spec.get("networkTopology"), "spec.networkTopology"),
     )
 
 

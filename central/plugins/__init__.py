@@ -7,6 +7,7 @@ from central.plugins.conformance import Conformance
 from central.plugins.deviceshare import DeviceShare
 from central.plugins.drf import Drf
 from central.plugins.gang import Gang
+from central.plugins.networktopology import NetworkTopologyAware
 from central.plugins.nodeorder import NodeOrder
 from central.plugins.numaaware import NumaAware
 from central.plugins.overcommit import Overcommit
@@ -21,5 +22,5 @@ from central.plugins.proportion import Proportion
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
-                NumaAware, Usage, DeviceShare, Tdm)
+                NumaAware, Usage, DeviceShare, Tdm, NetworkTopologyAware)
 }

@@ -41,19 +41,27 @@ class Binpack(Plugin):
         for name, w in weights.items():
             if name in index:
                 self.weights[index[name]] = w
+        self._columns: dict[int, tuple] = {}  # id(request) -> (request, its columns, ... on them)
+
+    def batchable(self, task: TaskInfo) -> bool:
+        return True  # used and allocatable, from the table
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         if not self.weight:
             return np.zeros(len(rows))
         req = task.resreq
-        cols = np.flatnonzero((req > EPSILON) & (self.weights > 0))
+        found = self._columns.get(id(req))
+        if found is None:  # per request vector (one per template, kept by the cache)
+            cols = np.flatnonzero((req > EPSILON) & (self.weights > 0))
+            found = self._columns[id(req)] = (req, cols, req[cols], self.weights[cols], self.weights[cols].sum())
+        _, cols, need, w, total = found
         if not len(cols):
             return np.zeros(len(rows))
         table = self.session.table
-        alloc = table.alloc[rows][:, cols]
-        after = table.used[rows][:, cols] + req[cols]
-        w = self.weights[cols]
+        at = (rows[:, None], cols)
+        alloc = table.alloc[at]
+        after = table.used[at] + need
         per = np.divide(w * after, alloc, out=np.zeros_like(after), where=alloc > 0)
-        over = np.any(after > alloc + EPSILON, axis=1)
-        score = per.sum(axis=1) / w.sum() * MAX_SCORE * self.weight
+        over = (after > alloc + EPSILON).any(axis=1)
+        score = per.sum(axis=1) / total * MAX_SCORE * self.weight
         return np.where(over, 0.0, score)

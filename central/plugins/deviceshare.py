@@ -172,6 +172,9 @@ class DeviceShare(Plugin):
                           np.where(never, Code.UNRESOLVABLE, Code.UNSCHEDULABLE).astype(np.int8))]
         return []
 
+    def batchable(self, task: TaskInfo) -> bool:
+        return self._request(task) == (0.0, 0)  # asks no card: no filter, no score
+
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         memory, number = self._request(task)
         if not self.weight or not (memory or number) or self.policy == FIRST_FIT:

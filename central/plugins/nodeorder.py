@@ -28,8 +28,8 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.table
-    requested = table.used[rows][:, cols] + table.pipelined[rows][:, cols] + task.resreq[cols]
-    return requested, table.alloc[rows][:, cols]
+    at = (rows[:, None], cols)  # one gather per array
+    return table.used[at] + table.pipelined[at] + task.resreq[cols], table.alloc[at]
 
 
 def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -82,18 +82,31 @@ class NodeOrder(Plugin):
         self.index = session.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}
+        self._batchable: dict[PodTemplate, bool] = {}
+
+    def batchable(self, task: TaskInfo) -> bool:
+        """Row scores read the table (node affinity is static); the normalised scores must
+        add nothing for the template."""
+        template = task.template
+        answer = self._batchable.get(template)
+        if answer is None:
+            w = self.weights
+            answer = self._batchable[template] = not (
+                (w["tainttoleration"] and self._static_scores(template)[1].any())
+                or (w["podaffinity"] and (template.preferred_pod_affinity or template.preferred_pod_anti_affinity))
+                or (w["podtopologyspread"] and any(c.when_unsatisfiable == "ScheduleAnyway" for c in template.spread)))
+        return answer
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         w = self.weights
         score = np.zeros(len(rows))
-        if w["leastrequested"] or w["mostrequested"]:
-            requested, alloc = requested_fraction(self.session, task, rows, [0, 1])
-            if w["leastrequested"]:
-                score += w["leastrequested"] * least_requested(requested, alloc)
-            if w["mostrequested"]:
-                score += w["mostrequested"] * most_requested(requested, alloc)
+        # cpu and memory come first in the balanced columns: one read of the table serves all
+        requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
+        if w["leastrequested"]:
+            score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2])
+        if w["mostrequested"]:
+            score += w["mostrequested"] * most_requested(requested[:, :2], alloc[:, :2])
         if w["balancedresource"]:
-            requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
             score += w["balancedresource"] * balanced(requested, alloc)
         affinity, _ = self._static_scores(task.template)
         if w["nodeaffinity"]:

@@ -152,6 +152,9 @@ class NumaAware(Plugin):
         return [Check(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
                 Check(~silent, "node(s) whose agent stopped reporting (no fresh NUMA data)")]
 
+    def batchable(self, task: TaskInfo) -> bool:
+        return self._wants(task) is None  # NUMA placement does not concern it
+
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         wants = self._wants(task)
         if wants is None or wants[0] == "none" or not self.weight:

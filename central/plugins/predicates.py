@@ -62,6 +62,7 @@ class Predicates(Plugin):
         self.anti_holders = {t.uid: t for t in session.anti_affine.values()
                              if t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
+        self._batchable: dict[PodTemplate, bool] = {}
 
     def on_allocate(self, task: TaskInfo) -> None:
         self.evicted.discard(task.uid)  # an eviction undone, or a placement
@@ -73,6 +74,19 @@ class Predicates(Plugin):
             self.evicted.add(task.uid)
         if task.uid in self.anti_holders and (task.node is None or task.status in (TaskStatus.PENDING, TaskStatus.RELEASING)):
             del self.anti_holders[task.uid]
+
+    def batchable(self, task: TaskInfo) -> bool:
+        """Without ports, inter-pod terms or spread of its own, a pod's answers stay as they
+        are while its twins are placed (pods with anti-affinity move only when placed)."""
+        template = task.template
+        answer = self._batchable.get(template)
+        if answer is None:
+            on = self.enabled
+            answer = self._batchable[template] = not (
+                (template.host_ports and on["NodePorts"])
+                or ((template.pod_affinity or template.pod_anti_affinity) and on["PodAffinity"])
+                or (template.spread and on["PodTopologySpread"]))
+        return answer
 
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         template = task.template

@@ -69,6 +69,10 @@ class TaskTopology(Plugin):
         lr, rr = topology.rank.get(left.role, len(topology.rank)), topology.rank.get(right.role, len(topology.rank))
         return -1 if lr < rr else (1 if lr > rr else 0)
 
+    def batchable(self, task: TaskInfo) -> bool:
+        topology = self.jobs.get(task.job_uid)
+        return topology is None or not topology.shapes_placement or not self.weight
+
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         topology = self.jobs.get(task.job_uid)
         if topology is None or not topology.shapes_placement or not self.weight:

@@ -152,6 +152,9 @@ class Tdm(Plugin):
                           "node(s) were in a revocable zone outside its time window")]
         return [Check(~self.revocable_rows[rows], "node(s) were in a revocable zone, only for preemptable tasks")]
 
+    def batchable(self, task: TaskInfo) -> bool:
+        return not (self.open_zones and revocable(task))  # the zone filter is fixed for the session
+
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         if not self.open_zones or not revocable(task):
             return None

@@ -17,7 +17,7 @@ from central.manifests import read_objects
 from central.model.fields import object_ref
 
 # The order objects enter the cache: what others refer to comes first.
-APPLY_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod")
 
 
 @dataclass

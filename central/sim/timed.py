@@ -29,9 +29,10 @@ from central.sim.trace import read_trace
 from central.sim.timeline import Timeline, TimedResult
 from central.controllers import bus
 from central.model import parse
+from central.model.hypernodes import parse_hypernode
 from central.sim import podlife
 
-STATIC = ("PriorityClass", "Node")
+STATIC = ("PriorityClass", "Node", "HyperNode")
 SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")
 
 
@@ -104,7 +105,7 @@ def check_object(obj: dict[str, Any], templates: dict[str, Any] | None = None) -
     if kind == "Pod":
         _check_pod_life(obj)
     parser = {"Pod": lambda o: parse.parse_pod(o, templates), "PodGroup": parse.parse_podgroup,
-              "Queue": parse.parse_queue}.get(str(kind))
+              "Queue": parse.parse_queue, "HyperNode": parse_hypernode}.get(str(kind))
     if parser is not None:
         try:
             parser(obj)

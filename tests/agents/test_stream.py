@@ -22,6 +22,7 @@ from nodeagent.collect.window import Stat
 from nodeagent.report import NodeSnapshot, sections
 from nodeagent.stream import ReportStream, TlsFiles
 from tests.agents.certs import CertAuthority
+from tests.waiting import eventually
 
 
 def snapshot(cpu: float) -> NodeSnapshot:
@@ -31,13 +32,6 @@ def snapshot(cpu: float) -> NodeSnapshot:
         topology=Topology(1, 4, 8, list(range(8)), [], [NumaNode(0, list(range(8)), 32 << 30, 16 << 30, [10])]),
         gpus=GpuReport("none"),
     )
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)
 
 
 def free_port() -> int:
@@ -80,16 +74,16 @@ def test_full_then_deltas_then_heartbeat(agent_runner) -> None:
         stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.3)
         stream.offer(sections(snapshot(1.0)))
         agent_runner(stream)
-        wait_for(lambda: store.latest("node-a") is not None)
+        eventually(lambda: store.latest("node-a") is not None)
         first = store.latest("node-a")
         assert first.full and first.HasField("topology") and first.resources.cpu_usage_cores.last == 1.0
         stream.offer(sections(snapshot(2.5)))
-        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 2.5)
+        eventually(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 2.5)
         merged = store.latest("node-a")
         assert merged.topology.threads == 8  # kept from the full report
         heartbeats = stream.stats.heartbeats
-        wait_for(lambda: stream.stats.heartbeats > heartbeats)
-        wait_for(lambda: stream.stats.acked == stream.stats.sent)
+        eventually(lambda: stream.stats.heartbeats > heartbeats)
+        eventually(lambda: stream.stats.acked == stream.stats.sent)
         assert stream.stats.rejected == 0 and stream.stats.connected
         assert store.fresh_nodes() == ["node-a"]
     finally:
@@ -105,14 +99,14 @@ def test_reconnects_after_server_restart(agent_runner) -> None:
                           backoff_base_s=0.05, backoff_max_s=0.3, rng=random.Random(7))
     stream.offer(sections(snapshot(1.0)))
     agent_runner(stream)
-    wait_for(lambda: store.latest("node-a") is not None)
+    eventually(lambda: store.latest("node-a") is not None)
     server.stop()
-    wait_for(lambda: stream.stats.reconnects >= 2)
+    eventually(lambda: stream.stats.reconnects >= 2)
     restarted_store = NodeReportStore()  # the scheduler restarted and lost its state
     restarted = ReceiverServer(restarted_store, f"127.0.0.1:{port}", tls=None)
     restarted.start()
     try:
-        wait_for(lambda: restarted_store.latest("node-a") is not None)
+        eventually(lambda: restarted_store.latest("node-a") is not None)
         report = restarted_store.latest("node-a")
         assert report.full and report.HasField("topology")  # a new stream starts with a full report
     finally:
@@ -151,11 +145,11 @@ def test_delta_without_full_report_asks_for_resync(agent_runner) -> None:
         stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=0.1)
         stream.offer(sections(snapshot(1.0)))
         agent_runner(stream)
-        wait_for(lambda: store.latest("node-a") is not None)
+        eventually(lambda: store.latest("node-a") is not None)
         store.forget("node-a")  # as if the scheduler lost the node's state
         stream.offer(sections(snapshot(3.0)))
-        wait_for(lambda: stream.stats.rejected >= 1)
-        wait_for(lambda: (r := store.latest("node-a")) is not None and r.full)
+        eventually(lambda: stream.stats.rejected >= 1)
+        eventually(lambda: (r := store.latest("node-a")) is not None and r.full)
         assert server.service.stale >= 1
         registry = CollectorRegistry()
         registry.register(ReceiverCollector(server.service))
@@ -183,7 +177,7 @@ def test_mtls_accepts_the_node_named_by_the_certificate(tmp_path: Path, agent_ru
         stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=client_tls)
         stream.offer(sections(snapshot(1.0)))
         agent_runner(stream)
-        wait_for(lambda: store.latest("node-a") is not None)
+        eventually(lambda: store.latest("node-a") is not None)
     finally:
         server.stop()
 
@@ -197,7 +191,7 @@ def test_mtls_rejects_a_report_about_another_node(tmp_path: Path, agent_runner) 
         liar = ReportStream(f"127.0.0.1:{port}", "node-a", tls=client_tls, backoff_base_s=0.05, backoff_max_s=0.1)
         liar.offer(sections(snapshot(1.0)))
         agent_runner(liar)
-        wait_for(lambda: server.service.denied >= 2 and liar.stats.reconnects >= 2)
+        eventually(lambda: server.service.denied >= 2 and liar.stats.reconnects >= 2)
         assert store.latest("node-a") is None and liar.stats.acked == 0
     finally:
         server.stop()
@@ -212,7 +206,7 @@ def test_plaintext_client_cannot_reach_an_mtls_server(tmp_path: Path, agent_runn
         stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, backoff_base_s=0.05, backoff_max_s=0.1)
         stream.offer(sections(snapshot(1.0)))
         agent_runner(stream)
-        wait_for(lambda: stream.stats.reconnects >= 2)
+        eventually(lambda: stream.stats.reconnects >= 2)
         assert store.latest("node-a") is None
     finally:
         server.stop()
@@ -267,7 +261,7 @@ def test_unacknowledged_reports_are_bounded_and_forgotten_on_reconnect(agent_run
     for i in range(50):
         stream.offer(sections(snapshot(float(i))))
         time.sleep(0.005)
-    wait_for(lambda: len(received) >= 3)
+    eventually(lambda: len(received) >= 3)
     time.sleep(0.3)
     assert len(received) == 3 and stream.stats.sent == 3
     silent.stop(0)
@@ -275,7 +269,7 @@ def test_unacknowledged_reports_are_bounded_and_forgotten_on_reconnect(agent_run
     healthy = ReceiverServer(store, f"127.0.0.1:{port}", tls=None)
     healthy.start()
     try:
-        wait_for(lambda: store.latest("node-a") is not None)
+        eventually(lambda: store.latest("node-a") is not None)
     finally:
         healthy.stop()
 
@@ -330,15 +324,15 @@ def test_noise_is_not_reported_and_the_heartbeat_carries_the_latest_values(agent
         stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=None, heartbeat_s=1.0)
         stream.offer(sections(snapshot(1.0)))
         agent_runner(stream)
-        wait_for(lambda: stream.stats.acked == 1)
+        eventually(lambda: stream.stats.acked == 1)
         for i in range(10):  # 8 cores x 2 % = 0.16: these moves are noise
             stream.offer(sections(snapshot(1.0 + 0.01 * i)))
             time.sleep(0.02)
         assert stream.stats.sent - stream.stats.heartbeats == 1  # the full report; no change sent since
         # A heartbeat carries the latest figure all the same.
-        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == pytest.approx(1.09))
+        eventually(lambda: store.latest("node-a").resources.cpu_usage_cores.last == pytest.approx(1.09))
         assert stream.stats.sent - stream.stats.heartbeats == 1
         stream.offer(sections(snapshot(3.0)))  # a real move goes out at once
-        wait_for(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 3.0)
+        eventually(lambda: store.latest("node-a").resources.cpu_usage_cores.last == 3.0)
     finally:
         server.stop()

@@ -18,7 +18,8 @@ from central.certs import ServingRequest, issue_serving, new_ca
 from central.kube.tokenreview import NODE_NAME, TokenReviewer, identity_from_review
 from nodeagent.report import sections
 from nodeagent.stream import ReportStream, TlsFiles
-from tests.agents.test_stream import agent_runner, snapshot, wait_for  # noqa: F401  (fixture)
+from tests.agents.test_stream import agent_runner, snapshot  # noqa: F401  (fixture)
+from tests.waiting import eventually
 
 
 class Tokens:
@@ -60,7 +61,7 @@ def _run(tmp_path, agent_runner, tokens: Tokens, node: str, token: str):  # noqa
 def test_a_token_for_the_node_streams_its_reports(tmp_path, agent_runner):  # noqa: F811
     server, store, stream, _ = _run(tmp_path, agent_runner, Tokens({"t-a": AgentIdentity("node-a")}), "node-a", "t-a")
     try:
-        wait_for(lambda: store.latest("node-a") is not None)
+        eventually(lambda: store.latest("node-a") is not None)
         assert server.service.denied == server.service.unauthenticated == 0
     finally:
         server.stop()
@@ -70,7 +71,7 @@ def test_a_token_for_another_node_is_denied_logged_once_and_said_by_the_agent(tm
                                                                                caplog):
     server, store, stream, _ = _run(tmp_path, agent_runner, Tokens({"t-b": AgentIdentity("node-b")}), "node-a", "t-b")
     try:
-        wait_for(lambda: server.service.denied >= 3 and stream.stats.reconnects >= 3)
+        eventually(lambda: server.service.denied >= 3 and stream.stats.reconnects >= 3)
         assert store.latest("node-a") is None and stream.stats.acked == 0
         assert stream.stats.refused.startswith("PERMISSION_DENIED: this stream is not entitled to report node")
         agent_warnings = [r for r in caplog.records if r.name == "nodeagent.stream" and r.levelname == "WARNING"]
@@ -83,10 +84,10 @@ def test_an_unknown_token_is_unauthenticated_and_a_fresh_one_is_read_at_reconnec
     tokens = Tokens({"fresh": AgentIdentity("node-a")})
     server, store, stream, token_file = _run(tmp_path, agent_runner, tokens, "node-a", "stale")
     try:
-        wait_for(lambda: server.service.unauthenticated >= 2)
+        eventually(lambda: server.service.unauthenticated >= 2)
         assert store.latest("node-a") is None
         token_file.write_text("fresh")  # the kubelet rotated the projected token
-        wait_for(lambda: store.latest("node-a") is not None)
+        eventually(lambda: store.latest("node-a") is not None)
     finally:
         server.stop()
 
@@ -96,10 +97,10 @@ def test_a_stream_ends_when_its_token_expires(tmp_path, agent_runner):  # noqa: 
     tokens = Tokens({"short": AgentIdentity("node-a", expires_unix_s=expires)})
     server, store, stream, token_file = _run(tmp_path, agent_runner, tokens, "node-a", "short")
     try:
-        wait_for(lambda: store.latest("node-a") is not None)
-        wait_for(lambda: time.time() > expires)
+        eventually(lambda: store.latest("node-a") is not None)
+        eventually(lambda: time.time() > expires)
         stream.offer(sections(snapshot(2.0)))
-        wait_for(lambda: server.service.unauthenticated >= 1)  # the next report after exp closes it
+        eventually(lambda: server.service.unauthenticated >= 1)  # the next report after exp closes it
     finally:
         server.stop()
 
@@ -113,7 +114,7 @@ def test_no_token_at_all_is_unauthenticated(tmp_path, agent_runner):  # noqa: F8
         stream = ReportStream(f"127.0.0.1:{port}", "node-a", tls=client_tls, backoff_base_s=0.05, backoff_max_s=0.1)
         stream.offer(sections(snapshot(1.0)))
         agent_runner(stream)
-        wait_for(lambda: server.service.unauthenticated >= 2)
+        eventually(lambda: server.service.unauthenticated >= 2)
         assert store.latest("node-a") is None
     finally:
         server.stop()

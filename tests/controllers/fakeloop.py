@@ -39,13 +39,9 @@ class FakeCluster:
 
     def step(self, advance: float = 0.0) -> JobDecision:
         self.now += advance
-        decision = reconcile(
-            copy.deepcopy(self.job),
-            copy.deepcopy(self.podgroup),
-            copy.deepcopy(list(self.pods.values())),
-            self.now,
-            copy.deepcopy(self.commands),
-        )
+        given = copy.deepcopy((self.job, self.podgroup, list(self.pods.values()), self.commands))
+        decision = reconcile(given[0], given[1], given[2], self.now, given[3])
+        assert given == (self.job, self.podgroup, list(self.pods.values()), self.commands), "reconcile edited its input"
         self.apply(decision)
         self.last = decision
         return decision

@@ -71,7 +71,10 @@ def test_a_bad_field_is_named(spec: dict[str, Any], where: str) -> None:
 def test_a_job_that_cannot_be_read_is_reported_not_raised() -> None:
     j = admitted()
     j["spec"]["tasks"][1]["replicas"] = "many"
+    j["status"] = {"state": {"phase": "Pending"}, "conditions": [{"status": "Pending"}]}
+    given = copy.deepcopy(j)
     d = reconcile(j, None, [], 0.0)
+    assert j == given  # the status it returns is its own
     assert d.status["state"]["reason"] == "InvalidJob" and "spec.tasks[1].replicas" in d.status["state"]["message"]
     assert d.create_podgroup is None and d.create_pods == []
 

@@ -456,3 +456,15 @@ def test_terminate_from_the_loop_wins_over_commands_and_policies() -> None:
     assert d.status["state"]["phase"] == "Terminating"
     assert sorted(d.delete_pods) == [PS, W0, W1] and d.delete_podgroup == "train"
     assert d.delete_commands == []  # the user's Command is not consumed by the loop's own action
+
+
+def test_the_webhooks_limits_bound_what_the_controller_expands() -> None:
+    """Given the webhook's (lowered) limits, a Job beyond them that got in anyway (admitted
+    before the limits were lowered) becomes InvalidJob naming the field, and no pod is made."""
+    from central.model.jobs import JobLimits
+
+    decision = reconcile(job(tasks=[task("worker", 3)]), None, [], 0.0, limits=JobLimits(max_replicas=2))
+    assert not decision.create_pods and decision.create_podgroup is None
+    [(reason, message)] = decision.events
+    assert reason == "InvalidJob" and "spec.tasks" in message and "2" in message
+    assert reconcile(job(tasks=[task("worker", 3)]), None, [], 0.0).create_podgroup is not None  # default limits

@@ -24,7 +24,8 @@ from central.localcluster.up import Cluster, down, up
 from tests.waiting import eventually
 
 # The scheduler configuration the suite installs: Volcano's default plus preempt, and the
-# placement plugins fed by the agents (numa-aware) and GPU sharing, as the README says to enable.
+# placement plugins fed by the agents (numa-aware) and GPU sharing, as the README says to enable,
+# and network-topology-aware (it changes nothing while no HyperNode exists).
 SCHEDULER_CONF = """\
 actions: "enqueue, allocate, preempt, backfill"
 tiers:
@@ -41,6 +42,7 @@ tiers:
   - name: numa-aware
   - name: deviceshare
     arguments: {deviceshare.GPUSharingEnable: true, deviceshare.GPUNumberEnable: true}
+  - name: network-topology-aware
 """
 
 NODES = [NodeSpec("node-1", cpu="16", memory="64Gi", numa=2),

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 from central.agents import NodeReportStore, ReceiverServer
 from central.agents.feed import NodeDataFeed
-from central.scheduler import load_config
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from nodeagent.agent import Agent
 from nodeagent.config import load_config as load_agent_config
 from nodeagent.pods import PodInfo, StaticPodSource
 from tests.nodeagent.fakes import FakeDevice, FakeNvml, fake_proc, write
+from tests.waiting import eventually
 
 POD_UID = "33333333-3333-3333-3333-333333333333"
 CONF = """
@@ -65,13 +65,6 @@ def start_agent(name: str, host: dict[str, str], port: int, nvml: FakeNvml | Non
     return agent, stop, thread
 
 
-def wait_for(condition, what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_numa_placement_from_agent_reports_then_pinning(tmp_path: Path) -> None:
     store = NodeReportStore()
     receiver = ReceiverServer(store, "127.0.0.1:0", tls=None)
@@ -84,9 +77,9 @@ def test_numa_placement_from_agent_reports_then_pinning(tmp_path: Path) -> None:
                      FakeDevice("GPU-2", "0:86:00.0"), FakeDevice("GPU-3", "0:AF:00.0")])
     agents = [start_agent("node-a", host_a, port, gpus), start_agent("node-b", host_b, port)]
     try:
-        wait_for(lambda: all((r := store.latest(n)) is not None and len(r.topology.numa_nodes) == 2
-                             for n in ("node-a", "node-b")), "both agents' topology")
-        wait_for(lambda: len(store.latest("node-a").gpus.gpus) == 4, "node-a's GPUs")
+        eventually(lambda: all((r := store.latest(n)) is not None and len(r.topology.numa_nodes) == 2
+                               for n in ("node-a", "node-b")), timeout=30, what="both agents' topology")
+        eventually(lambda: len(store.latest("node-a").gpus.gpus) == 4, timeout=30, what="node-a's GPUs")
         cache = ClusterCache()
         gpu_alloc = {"volcano.sh/gpu-number": "4", "volcano.sh/gpu-memory": "64000"}
         for name in ("node-a", "node-b"):
@@ -117,7 +110,8 @@ def test_numa_placement_from_agent_reports_then_pinning(tmp_path: Path) -> None:
             write(d, "cpuset.cpus", "0-15")
         agent_b = agents[1][0]
         agent_b.pod_source = StaticPodSource([PodInfo("ns", "db", POD_UID, qos_class="Guaranteed", qos_level="LC", cpuset=cpuset)])
-        wait_for(lambda: (pod_dir / "ctr" / "cpuset.cpus").read_text() == cpuset, "the agent to pin the pod")
+        eventually(lambda: (pod_dir / "ctr" / "cpuset.cpus").read_text() == cpuset, timeout=30,
+                   what="the agent to pin the pod")
         assert (pod_dir / "cpuset.cpus").read_text() == cpuset
     finally:
         for _, stop, thread in agents:

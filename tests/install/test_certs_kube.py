@@ -167,3 +167,42 @@ def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path, capsys):
         "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
     assert main(["certs", "--kubeconfig", str(kubeconfig)]) == 1
     assert "caldera certs: error: cannot reach the API server" in capsys.readouterr().err
+
+
+def test_the_webhook_writes_its_scheduler_name_into_the_shipped_pods_match_condition(real, tmp_path):
+    """daemonset/'s own configuration says 'volcano'; a webhook run with --scheduler-name
+    batch-x makes the apiserver send batch-x's pods instead (the CEL still compiles), and an
+    apply of the manifests writing 'volcano' back is undone on the next pass."""
+    from central.kube.certs import WEBHOOK_CONFIGURATIONS
+    from central.kube.webhook import POD_WEBHOOK, CaBundleInjector
+    from central.localcluster.install import kustomization_objects, repo_manifests
+
+    [shipped] = [o for o in kustomization_objects(repo_manifests()) if o["kind"] == "ValidatingWebhookConfiguration"]
+    real.put(shipped)
+    real.put(webhook_configuration("MutatingWebhookConfiguration", "caldera-mutate"))
+    url = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/caldera-validate"
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_bytes(b"CA")
+    injector = CaBundleInjector(real.kube, str(ca_file), WEBHOOK_CONFIGURATIONS, scheduler_name="batch-x")
+
+    def conditions() -> dict[str, list[str]]:
+        return {w["name"]: [c["expression"] for c in w.get("matchConditions") or []]
+                for w in real.kube.get(url)["webhooks"]}
+
+    injector.sync()
+    assert injector.problem is None
+    after = conditions()
+    [pods] = after[POD_WEBHOOK]
+    assert "object.spec.schedulerName == 'batch-x'" in pods and "'volcano'" not in pods
+    assert pods.replace("'batch-x'", "'volcano'") == " ".join(
+        c["expression"] for w in shipped["webhooks"] if w["name"] == POD_WEBHOOK for c in w["matchConditions"])
+    version = real.kube.get(url)["metadata"]["resourceVersion"]
+    injector.sync()
+    assert real.kube.get(url)["metadata"]["resourceVersion"] == version  # nothing to write
+    current = real.kube.get(url)
+    for hook in current["webhooks"]:
+        for condition in hook.get("matchConditions") or []:
+            condition["expression"] = condition["expression"].replace("'batch-x'", "'volcano'")
+    real.kube.request("PUT", url, body=current)  # as `kubectl apply -k daemonset/` would
+    injector.sync()
+    assert conditions() == after

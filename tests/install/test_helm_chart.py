@@ -130,3 +130,16 @@ def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
     writable = [m for m in mounts.values() if not m.get("readOnly") and "hostPath" in volumes[m["name"]]]
     assert [(m["mountPath"], volumes[m["name"]]["hostPath"]["path"]) for m in writable] == [
         ("/host/cgroup/kubepods.slice", "/sys/fs/cgroup/kubepods.slice")]
+
+
+def test_scheduler_name_and_job_limits_are_one_value_each_for_every_component(helm):
+    from tests.kube.test_manifests import COMMANDS, parsed_args
+
+    objects = render(helm, "schedulerName=batch-x", "jobLimits.maxReplicasPerJob=500")
+    settings = by_key(objects)[("ConfigMap", "caldera-system", "caldera-settings")]["data"]
+    assert settings == {"scheduler-name": "batch-x", "max-tasks-per-job": "100",
+                        "max-replicas-per-task": "10000", "max-replicas-per-job": "500"}
+    args = {name: parsed_args(name, objects) for name in COMMANDS}
+    assert args["caldera-scheduler"].scheduler_name == args["caldera-admission"].scheduler_name == "batch-x"
+    assert args["caldera-controllers"].scheduler_name == ["batch-x"]
+    assert args["caldera-controllers"].max_replicas_per_job == args["caldera-admission"].max_replicas_per_job == 500

@@ -1,6 +1,7 @@
 """A fault-injection proxy in front of the real kube-apiserver, for what the real server does
 not do on request: end every open watch now, answer the next watch with 410 Gone (as after a
-compaction), answer N requests with an error status, add latency. Everything else is passed
+compaction), answer N requests with an error status, add latency, hold chosen requests
+until the test lets them go (a slow write held open for as long as the test needs). Everything else is passed
 through unchanged to the real apiserver, which stays the judge of every answer.
 
 It terminates TLS with a certificate from the cluster's CA and forwards over TLS. A request
@@ -72,6 +73,8 @@ class FaultProxy:
         self._failures: list[dict[str, Any]] = []
         self._gone: Counter[str] = Counter()
         self.latency = 0.0
+        self._holds: dict[tuple[str, str], threading.Event] = {}  # (verb, resource) -> set when let go
+        self._held: Counter[tuple[str, str]] = Counter()  # requests waiting at a hold now
         self._streams: dict[socket.socket, str] = {}  # open watch sockets -> resource
         self._lock = threading.Lock()
         proxy = self
@@ -99,6 +102,34 @@ class FaultProxy:
         with self._lock:
             self._failures.append({"verb": verb, "resource": resource, "code": code, "left": times, "reason": reason,
                                    "after": after, "namespace": namespace})
+
+    def hold(self, verb: str, resource: str) -> None:
+        """Keep every (verb, resource) request from now on waiting here, not yet forwarded,
+        until `release`."""
+        with self._lock:
+            self._holds[(verb, resource)] = threading.Event()
+
+    def held(self, verb: str, resource: str) -> int:
+        """Requests waiting at the hold now."""
+        with self._lock:
+            return self._held[(verb, resource)]
+
+    def release(self) -> None:
+        """Let every held request go on to the apiserver, and hold no more."""
+        with self._lock:
+            holds, self._holds = self._holds, {}
+        for gate in holds.values():
+            gate.set()
+
+    def _wait_if_held(self, verb: str, resource: str) -> None:
+        with self._lock:
+            gate = self._holds.get((verb, resource))
+            if gate is None:
+                return
+            self._held[(verb, resource)] += 1
+        gate.wait()
+        with self._lock:
+            self._held[(verb, resource)] -= 1
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -145,8 +176,10 @@ class FaultProxy:
             self.requests.clear()
             self.forbidden.clear()
             self.latency = 0.0
+        self.release()
 
     def stop(self) -> None:
+        self.release()
         self.close_watches()
         for server in (self.httpd, self.plain):
             server.shutdown()
@@ -214,6 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         if proxy.latency:
             time.sleep(proxy.latency)
+        proxy._wait_if_held(verb, resource)
         injected = proxy._injected(verb, resource, namespace_of(self.path))
         if injected and injected.get("gone"):
             event = {"type": "ERROR", "object": _status(410, "Expired", "too old resource version (injected)")}

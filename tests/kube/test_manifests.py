@@ -151,24 +151,53 @@ COMMANDS = {"caldera-scheduler": "central.kube.scheduler_cli", "caldera-controll
             "caldera-admission": "central.kube.webhook"}
 
 
+def parsed_args(name: str, objects: list[dict[str, Any]] | None = None) -> argparse.Namespace:
+    """The Deployment's args as its command reads them, each $(VAR) filled in from its env as
+    a kubelet does, from the ConfigMaps among `objects` (default: daemonset/'s)."""
+    from central.localcluster.up import expand
+
+    objects = documents() if objects is None else objects
+    [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    configmaps = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ConfigMap"}
+    env = {}
+    for var in container.get("env") or []:
+        ref = (var.get("valueFrom") or {}).get("configMapKeyRef")
+        if ref:
+            env[var["name"]] = configmaps[ref["name"]]["data"][ref["key"]]
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    importlib.import_module(COMMANDS[name]).add_arguments(parser)
+    return parser.parse_args([expand(arg, env) for arg in container.get("args") or []])
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_deployment_args_are_flags_the_command_knows(name):
     deployment = by_kind("Deployment")[name]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    try:
-        module = importlib.import_module(COMMANDS[name])
-    except ModuleNotFoundError:
-        pytest.skip(f"{COMMANDS[name]} is not part of this build")
     assert container["command"][0] == "caldera"
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    module.add_arguments(parser)
-    parser.parse_args(container.get("args") or [])
+    parsed_args(name)
     ports = {p["name"] for p in container["ports"]}
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"]["port"] in ports
     assert deployment["spec"]["replicas"] >= 2
     if name != "caldera-admission":  # the webhook is stateless; the others must elect a leader
         assert "--leader-elect" in container["args"]
+
+
+def test_the_scheduler_name_and_job_limits_come_from_one_configmap():
+    """Change caldera-settings, and the scheduler, the controllers and the webhook all follow:
+    no component names a scheduler or a limit of its own."""
+    settings = by_kind("ConfigMap")["caldera-settings"]["data"]
+    for name in COMMANDS:
+        [container] = by_kind("Deployment")[name]["spec"]["template"]["spec"]["containers"]
+        literal = [a for a in container["args"] if a.startswith(("--scheduler-name", "--max-")) and "$(" not in a]
+        assert not literal, f"{name} sets {literal} itself"
+    scheduler, controllers, webhook = (parsed_args(n) for n in ("caldera-scheduler", "caldera-controllers",
+                                                                "caldera-admission"))
+    assert scheduler.scheduler_name == controllers.scheduler_name[0] == webhook.scheduler_name \
+        == settings["scheduler-name"]
+    for flag in ("max_tasks_per_job", "max_replicas_per_task", "max_replicas_per_job"):
+        assert getattr(controllers, flag) == getattr(webhook, flag) == int(settings[flag.replace("_", "-")])
 
 
 def test_scheduler_reads_its_configmap_which_is_valid():
@@ -188,7 +217,8 @@ def test_crds_serve_what_the_clients_call():
     expected = {"queues.scheduling.volcano.sh": ("Cluster", "v1beta1", True),
                 "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", False),  # as Volcano's
                 "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
-                "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False)}
+                "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False),
+                "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True)}
     assert set(crds) == set(expected)
     for name, (scope, version, status) in expected.items():
         crd = crds[name]

@@ -60,6 +60,8 @@ def test_cycle_metrics_under_volcano_names(real):
         assert sample(text, 'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionClose",plugin="gang"}') >= 3
         assert sample(text, 'volcano_queue_capacity_milli_cpu{queue_name="team"}') == 4000
         assert sample(text, 'volcano_queue_allocated_milli_cpu{queue_name="default"}') == 1000
+        # proportion's share (the default queue asks for 1 CPU of 4), not the Queue's empty spec.deserved
+        assert sample(text, 'volcano_queue_deserved_milli_cpu{queue_name="default"}') == 1000
         # a deleted queue's series go away
         kube.delete(path(VOLCANO_SCHEDULING, "queues", None, "team"))
         eventually(lambda: 'queue_name="team"' not in scrape(port)[1], what="the team series removed")

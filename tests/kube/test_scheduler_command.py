@@ -47,7 +47,7 @@ def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(real, tmp_pat
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         eventually(lambda: (real.pod("p0") or {}).get("spec", {}).get("nodeName"),
-                   timeout=30, what="the process binding the pod")
+                   timeout=90, what="the process binding the pod")
         assert answers(f"http://127.0.0.1:{port}/readyz")
         assert real.get(*LEASE, "vc-scheduler")["spec"]["holderIdentity"]
         assert own_label(real) == "true"  # the agents' Service now selects this pod
@@ -96,7 +96,7 @@ def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(real
          str(free_port())], env=dict(os.environ, PYTHONPATH=str(ROOT)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        eventually(lambda: real.get(*PODGROUP, "train"), timeout=30, what="the PodGroup")
+        eventually(lambda: real.get(*PODGROUP, "train"), timeout=90, what="the PodGroup")
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
     finally:

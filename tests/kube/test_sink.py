@@ -159,6 +159,47 @@ def test_status_write_conflict_rereads_and_retries(real):
     assert (event["involvedObject"]["kind"], event["reason"]) == ("PodGroup", "Unschedulable")
 
 
+def test_status_writes_hold_up_neither_binds_nor_the_loop(real):
+    """PodGroup status writes held at the proxy (a slow apiserver): cycles go on, a new pod
+    binds meanwhile, and once they go through each PodGroup holds the newest status, written
+    a few times, not once per cycle."""
+    real.put(node("n1"))
+    groups = [f"pg{i}" for i in range(3)]
+    for name in groups:
+        real.put(podgroup(name))
+    handed: dict[str, dict] = {}
+    count = iter(range(1, 1_000_000))
+
+    def cycle(cache, conf, sink):
+        out = first_fit_cycle(cache, conf, sink)
+        n = next(count)
+        for key in cache.of("PodGroup"):  # a status that changes every cycle
+            if not key.startswith(f"{real.namespace}/"):
+                continue  # another test's, on its way out
+            handed[key] = {"phase": "Inqueue", "running": n}
+            sink.update_podgroup_status(key, handed[key])
+        return out
+
+    real.proxy.hold("update", "podgroups")
+    scheduler, stop, thread = start(real.kube, cycle=cycle)
+    try:
+        eventually(lambda: real.proxy.held("update", "podgroups") == len(groups), what="every status write held")
+        cycles = scheduler.cycles
+        real.put(pod("late"))
+        eventually(lambda: bound_to(real, "late"), what="the new pod bound while the status writes are held")
+        eventually(lambda: scheduler.cycles >= cycles + 5, what="cycles going on while the status writes are held")
+        assert real.proxy.held("update", "podgroups") == len(groups)
+    finally:
+        real.proxy.release()
+        stop.set()
+        thread.join(40)  # stopping drains the status lane
+    for key, status in handed.items():
+        stored = real.get("scheduling.volcano.sh/v1beta1", "PodGroup", key.split("/")[1])
+        assert stored["status"] == status
+    writes = real.proxy.count("update", "podgroups") - scheduler.sink.counts["conflict"]
+    assert writes <= 2 * len(groups)  # the held one and the newest, per PodGroup
+
+
 def test_pending_pods_get_one_event_not_one_per_cycle(real):
     real.put(node("n1", pods=0))
     real.put(pod("a"))

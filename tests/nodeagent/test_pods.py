@@ -1,18 +1,22 @@
 """Pods of the node: QoS levels by annotation and Kubernetes QoS class, tolerant parsing, the
-API-server LIST + WATCH source against a small in-process HTTP server."""
+API-server LIST + WATCH source on a real kube-apiserver (the agent's own token; cut watches
+and an expired version injected by the fault proxy)."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nodeagent.pods import kube_qos_class, pods_from_pod_list
 from nodeagent.podwatch import WatchPodSource
+from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
+from tests.nodeagent.test_kube import agent_token, bound_pod
+from tests.waiting import eventually
 
 
 def pod(name: str, qos_class: str | None = "BestEffort", level: str | None = None, phase: str = "Running",
@@ -61,100 +65,78 @@ def test_one_malformed_pod_does_not_hide_the_others() -> None:
     assert pods["bad-request"].memory_request_bytes == 1 << 30 and pods["bad-request"].cpu_request_cores == 0
 
 
-class FakeApiServer:
-    """Serves one node's pods: LIST from a list, WATCH from a queue of events (or a 410)."""
-
-    def __init__(self, watch_s: float = 0.5) -> None:
-        self.items = [pod("a")]
-        self.events: list[dict | int] = []
-        self.calls: list[dict] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                query = parse_qs(urlparse(self.path).query)
-                fake.calls.append(query)
-                if "watch" not in query:
-                    body = json.dumps({"metadata": {"resourceVersion": "10"}, "items": fake.items}).encode()
-                    self.send_response(200)
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return
-                if fake.events and fake.events[0] == 410:
-                    fake.events.pop(0)
-                    self.send_response(410)
-                    self.end_headers()
-                    return
-                self.send_response(200)
-                self.end_headers()
-                deadline = time.monotonic() + watch_s  # a short watch: the server ends it, as timeoutSeconds does
-                while time.monotonic() < deadline:
-                    if fake.events and fake.events[0] != 410:
-                        self.wfile.write(json.dumps(fake.events.pop(0)).encode() + b"\n")
-                        self.wfile.flush()
-                    time.sleep(0.01)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+# --- the LIST + WATCH source on a real kube-apiserver (faults from tests/kube/faultproxy.py) ---
 
 
-def wait_for(check, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = check()
-            if result:
-                return result
-        except RuntimeError:
-            pass
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)
-
-
-def test_watch_follows_events_from_the_listed_version() -> None:
-    api = FakeApiServer()
-    source = WatchPodSource(api.url, "node-1", None, None, min_watch_s=1)
+@pytest.fixture
+def watched(real, tmp_path: Path) -> Iterator[tuple[Any, str, WatchPodSource]]:
+    """A node with pod "a" running on it, and the agent's watch of it: its own node-bound
+    token, through the fault proxy, watches ended after 1-2 s (as timeoutSeconds ends them)."""
+    node = f"{real.namespace}-n1"  # cluster-scoped: unique to the test
+    real.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    bound_pod(real, "a", node, status={"phase": "Running"})
+    token = agent_token(real, node, tmp_path / "token")
+    source = WatchPodSource(real.proxy.url, node, token, real.real.ca, min_watch_s=1)
     try:
-        with pytest.raises(RuntimeError, match="not in sync"):
-            source.pods()  # starts the watch; not listed yet
-        assert [p.name for p in wait_for(source.pods)] == ["a"]
-        api.events += [{"type": "ADDED", "object": pod("b")},
-                       {"type": "MODIFIED", "object": pod("a", phase="Succeeded")},
-                       {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "42"}}}]
-        assert wait_for(lambda: [p.name for p in source.pods()] == ["b"])
-        # Each watch ends after 0.5 s (as timeoutSeconds ends it); the next resumes from the bookmark.
-        wait_for(lambda: any(c.get("resourceVersion") == ["42"] for c in api.calls[2:]))
-        list_call, first_watch, *rest = api.calls
-        assert list_call["resourceVersion"] == ["0"] and list_call["fieldSelector"] == ["spec.nodeName=node-1"]
-        assert first_watch["resourceVersion"] == ["10"] and first_watch["allowWatchBookmarks"] == ["true"]
-        assert all("watch" in c for c in rest) and source.requests["list"] == 1  # never a second LIST
+        yield real, node, source
     finally:
         source.close()
-        api.stop()
 
 
-def test_gone_version_is_the_one_thing_that_relists() -> None:
-    api = FakeApiServer()
-    api.events.append(410)
-    source = WatchPodSource(api.url, "node-1", None, None, min_watch_s=1)
+def names(source: WatchPodSource) -> list[str] | None:
+    """The pods' names once the source is in sync; None while it is not."""
     try:
-        wait_for(source.pods)
-        wait_for(lambda: source.requests["list"] == 2)
-        api.items = [pod("c")]
-        api.events.append({"type": "ERROR", "object": {"code": 410, "message": "too old"}})
-        wait_for(lambda: [p.name for p in source.pods()] == ["c"])
+        return [p.name for p in source.pods()]
+    except RuntimeError:
+        return None
+
+
+def test_watch_follows_events_from_the_listed_version(watched) -> None:
+    real, node, source = watched
+    with pytest.raises(RuntimeError, match="not in sync"):
+        source.pods()  # starts the watch; not listed yet
+    eventually(lambda: names(source) == ["a"], what="the listed pod")
+    bound_pod(real, "b", node, status={"phase": "Running"})
+    real.admin.merge_patch(real.url("v1", "Pod", "a") + "/status", {"status": {"phase": "Succeeded"}})
+    eventually(lambda: names(source) == ["b"], what="b added, a finished")
+    # each watch ends within 2 s; the next resumes from the last version seen, never a LIST
+    eventually(lambda: real.proxy.count("watch", "pods") >= 3, what="three watches", timeout=20)
+    assert real.proxy.count("list", "pods") == 1 and source.requests["list"] == 1
+    assert not real.proxy.forbidden  # its node's pods are the agent's to watch
+
+
+def test_gone_version_is_the_one_thing_that_relists(watched) -> None:
+    real, node, source = watched
+    eventually(lambda: names(source) == ["a"], what="the listed pod")
+    real.proxy.gone("pods")  # the next watch: an ERROR event with 410, as after compaction
+    eventually(lambda: source.requests["list"] == 2, what="a second LIST")
+    bound_pod(real, "c", node, status={"phase": "Running"})
+    eventually(lambda: names(source) == ["a", "c"] or names(source) == ["c", "a"], what="c seen after the relist")
+    assert real.proxy.count("list", "pods") == 2
+
+
+def test_a_watch_ended_at_once_is_not_a_hot_loop(watched) -> None:
+    """Something in the way (a proxy, a load balancer) cuts every watch as it opens."""
+    real, node, source = watched
+    eventually(lambda: names(source) == ["a"], what="the listed pod")
+    cutting = threading.Event()
+
+    def cut() -> None:
+        while not cutting.wait(0.01):
+            real.proxy.close_watches()
+
+    cutter = threading.Thread(target=cut, daemon=True)
+    watches = real.proxy.count("watch", "pods")
+    cutter.start()
+    try:
+        time.sleep(2.0)
     finally:
-        source.close()
-        api.stop()
+        cutting.set()
+        cutter.join(5)
+    assert 1 <= real.proxy.count("watch", "pods") - watches <= 5  # cut, and backed off each time
+    assert source.requests["list"] == 1
+    bound_pod(real, "d", node, status={"phase": "Running"})  # and the source still follows once let be
+    eventually(lambda: "d" in (names(source) or []), what="d seen after the cuts", timeout=30)
 
 
 def test_unreachable_api_server_is_not_in_sync() -> None:
@@ -181,15 +163,3 @@ def test_limits_and_batch_requests(containers, cpu_limit, memory_limit, cpu_requ
     [info] = pods_from_pod_list({"items": [pod("p", "Burstable", containers=containers)]})
     assert (info.cpu_limit_cores, info.memory_limit_bytes, info.cpu_request_cores) == (cpu_limit, memory_limit,
                                                                                        cpu_request)
-
-
-def test_a_watch_ended_at_once_is_not_a_hot_loop() -> None:
-    api = FakeApiServer(watch_s=0.0)  # as a proxy that closes every watch at once
-    source = WatchPodSource(api.url, "node-1", None, None, min_watch_s=1)
-    try:
-        wait_for(source.pods)
-        time.sleep(2.0)
-        assert source.requests["watch"] <= 5 and source.requests["list"] == 1
-    finally:
-        source.close()
-        api.stop()

@@ -8,6 +8,8 @@ objects (`objects:`) or in a shorthand that expands to them:
     podgroups: {ns/pg: {minMember: 2, queue: q1, phase: Inqueue, ...}}  # spec (+ phase:)
     pods:      {ns/p: {group: pg, cpu: 1, memory: 1Gi, node: n1, phase: Running, priority: 10,
                        spec: {...extra pod spec...}, annotations: {...}, labels: {...}}}
+    hypernodes: {s0: {tier: 1, nodes: [n1, n2]}, s2: {tier: 2, hypernodes: [s0, s1]},
+                 r1: {tier: 1, regex: "^r1-"}, l1: {tier: 1, labels: {rack: l1}}}   # HyperNodes
 
 an optional `config:` (volcano-scheduler.conf text; default: Volcano's default), `cycles:`,
 `now:` (the first cycle's time; default 2026-01-01T01:00:00Z, an hour after the shorthand
@@ -15,7 +17,8 @@ pods' creation), `node_reports:` (agent data per node, see `node_data_of`),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
 map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
 `conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`,
-`annotations` ({pod: {key: value or null for absent}}, the named keys plugins wrote on bound pods).
+`annotations` ({pod: {key: value or null for absent}}, the named keys plugins wrote on bound pods),
+`faults` ({"Kind key": substring of why the session could not use the object}).
 """
 
 from __future__ import annotations
@@ -68,9 +71,23 @@ def objects_of(case: dict[str, Any]) -> list[dict[str, Any]]:
         objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                      "metadata": {"name": name, "namespace": ns, "annotations": annotations, "creationTimestamp": created},
                      "spec": spec, "status": {"phase": phase}})
+    for name, spec in (case.get("hypernodes") or {}).items():
+        objs.append(_hypernode(name, dict(spec)))
     for i, (key, spec) in enumerate((case.get("pods") or {}).items()):
         objs.append(_pod(key, dict(spec), i))
     return objs
+
+
+def _hypernode(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in spec.pop("nodes", [])]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}} for n in spec.pop("hypernodes", [])]
+    if "regex" in spec:
+        members.append({"type": "Node", "selector": {"regexMatch": {"pattern": spec.pop("regex")}}})
+    if "labels" in spec:
+        members.append({"type": "Node", "selector": {"labelMatch": {"matchLabels": spec.pop("labels")}}})
+    body = {"tier": spec.pop("tier"), "members": members, **({"tierName": spec.pop("tierName")} if "tierName" in spec else {})}
+    assert not spec, f"unknown hypernode shorthand keys {list(spec)}"
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name}, "spec": body}
 
 
 def _pod(key: str, spec: dict[str, Any], order: int) -> dict[str, Any]:
@@ -151,6 +168,8 @@ def check(case: dict[str, Any], result: SimulationResult) -> None:
         assert result.podgroups[pg]["phase"] == phase, f"{pg}: {result.podgroups[pg]}"
     for pod, text in (expect.get("pending") or {}).items():
         assert text in result.pending.get(pod, ""), f"{pod}: {result.pending.get(pod)!r}"
+    for obj, text in (expect.get("faults") or {}).items():
+        assert text in result.faults.get(obj, ""), f"{obj}: {result.faults}"
     for pg, text in (expect.get("conditions") or {}).items():
         messages = [c.get("message", "") for c in result.podgroups[pg]["conditions"] if c["type"] == "Unschedulable"]
         assert any(text in m for m in messages), f"{pg}: {messages}"

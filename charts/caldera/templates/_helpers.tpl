@@ -23,7 +23,7 @@ The pod spec of a workload (a CronJob's lives in its jobTemplate), or nothing.
 
 {{/*
 Apply the values to one object in place: image, replicas, resources, node selection,
-the scheduler's configuration, the agent's configuration. Objects no value names stay as
+the shared settings, the scheduler's configuration, the agent's configuration. Objects no value names stay as
 daemonset/ has them.
 */}}
 {{- define "caldera.customize" -}}
@@ -51,6 +51,11 @@ daemonset/ has them.
 {{- if and (eq $obj.kind "Job") (eq $obj.metadata.name "caldera-certs") -}}
 {{- /* a Job's pod is immutable: one Job per release revision, the previous one removed by helm */ -}}
 {{- $_ := set $obj.metadata "name" (printf "caldera-certs-%d" .root.Release.Revision) -}}
+{{- end -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-settings") -}}
+{{- $l := $v.jobLimits -}}
+{{- $_ := set $obj "data" (dict "scheduler-name" $v.schedulerName "max-tasks-per-job" (toString $l.maxTasksPerJob)
+      "max-replicas-per-task" (toString $l.maxReplicasPerTask) "max-replicas-per-job" (toString $l.maxReplicasPerJob)) -}}
 {{- end -}}
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "volcano-scheduler-configmap") -}}
 {{- $conf := $v.scheduler.config -}}

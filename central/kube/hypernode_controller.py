@@ -1,0 +1,37 @@
+"""The HyperNode controller: `status.nodeCount` of every HyperNode, kept current.
+
+Any change to a Node or a HyperNode may move nodes between HyperNodes (labels, patterns,
+members), so every change queues one key and one sync recounts them all
+(`central.controllers.hypernodes.node_counts`, cheap next to the list it reads), writing the
+statuses that differ.
+"""
+
+from __future__ import annotations
+
+from central.controllers.hypernodes import node_counts
+from central.kube.client import CORE, VOLCANO_TOPOLOGY, KubeClient, path
+from central.kube.controllers import ControllerLoop
+from central.kube.events import EventRecorder
+
+ALL = "hypernodes"  # the one work key
+
+
+class HyperNodeController(ControllerLoop):
+    name = "hypernode-controller"
+
+    def __init__(self, client: KubeClient, events: EventRecorder, workers: int = 1):
+        super().__init__(client, events, workers)
+        self.hypernodes = self.watch(path(VOLCANO_TOPOLOGY, "hypernodes"), lambda _: [ALL])
+        self.nodes = self.watch(path(CORE, "nodes"), lambda _: [ALL] if self.hypernodes.objects else [])
+
+    def sync(self, key: str) -> float | None:
+        hypernodes = dict(self.hypernodes.objects)
+        counts = node_counts(hypernodes.values(), list(self.nodes.objects.values()))
+        for name, count in sorted(counts.items()):
+            obj = hypernodes[name]
+            status = dict(obj.get("status") or {})
+            if status.get("nodeCount") != count:
+                status["nodeCount"] = count
+                self.client.request("PUT", path(VOLCANO_TOPOLOGY, "hypernodes", None, name, "status"),
+                                    body=dict(obj, status=status))
+        return None

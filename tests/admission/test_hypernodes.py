@@ -1,0 +1,77 @@
+"""Admission of HyperNodes and of Jobs' networkTopology: one error naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from central.admission import Cluster, admit
+from central.model.jobs import expand_job
+from tests.admission.helpers import job
+
+CLUSTER = Cluster.from_objects([])
+
+
+def hypernode(tier: Any = 1, members: Any = None, name: str = "rack-1") -> dict[str, Any]:
+    if members is None:
+        members = [{"type": "Node", "selector": {"exactMatch": {"name": "node-1"}}}]
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": members}}
+
+
+def member(kind: str = "Node", **selector: Any) -> dict[str, Any]:
+    return {"type": kind, "selector": selector}
+
+
+@pytest.mark.parametrize("obj, expected", [
+    pytest.param(hypernode(), None, id="valid"),
+    pytest.param(hypernode(members=[member(regexMatch={"pattern": "^rack1-[0-9]+$"}),
+                                    member(labelMatch={"matchLabels": {"rack": "1"}}),
+                                    member("HyperNode", exactMatch={"name": "leaf-a"})]), None, id="every-selector"),
+    pytest.param(hypernode(members=[member(exactMatch={"name": "node-1"}), member(regexMatch={"pattern": "node-(["})]),
+                 "spec.members[1].selector.regexMatch.pattern: invalid regular expression 'node-(['", id="bad-regex"),
+    pytest.param(hypernode(tier=0), "spec.tier: must be >= 1, got 0", id="tier-zero"),
+    pytest.param(hypernode(tier="2"), "spec.tier: expected an integer", id="tier-text"),
+    pytest.param(hypernode(members=[]), "spec.members: a HyperNode needs at least one member", id="no-members"),
+    pytest.param(hypernode(members=[member("Switch", exactMatch={"name": "a"})]),
+                 "spec.members[0].type: must be Node or HyperNode, got 'Switch'", id="bad-type"),
+    pytest.param(hypernode(members=[member(exactMatch={"name": "a"}, regexMatch={"pattern": "b"})]),
+                 "spec.members[0].selector: exactly one of exactMatch, regexMatch or labelMatch must be given, "
+                 "got exactMatch and regexMatch", id="two-selectors"),
+    pytest.param(hypernode(members=[member("HyperNode", labelMatch={"matchLabels": {"a": "b"}})]),
+                 "spec.members[0].selector.labelMatch: a HyperNode member is named by exactMatch", id="labels-for-hypernode"),
+    pytest.param(hypernode(members=[member("HyperNode", regexMatch={"pattern": "^leaf-"})]),
+                 "spec.members[0].selector.regexMatch: a HyperNode member is named by exactMatch", id="regex-for-hypernode"),
+    pytest.param(hypernode(members=[member(exactMatch={"name": "Node_1"})]),
+                 "spec.members[0].selector.exactMatch.name: not a valid node or HyperNode name", id="bad-name"),
+])
+def test_hypernode_rules(obj: dict[str, Any], expected: str | None) -> None:
+    review = admit(obj, CLUSTER)
+    if expected is None:
+        assert review.allowed, review.errors
+    else:
+        assert not review.allowed
+        assert len(review.errors) == 1 and review.errors[0].startswith(expected), review.errors
+
+
+@pytest.mark.parametrize("topology, expected", [
+    pytest.param({"mode": "hard", "highestTierAllowed": 1}, None, id="valid"),
+    pytest.param({"mode": "soft"}, None, id="soft"),
+    pytest.param({"mode": "strict"}, "spec.networkTopology.mode: must be hard or soft", id="bad-mode"),
+    pytest.param({"mode": "hard", "highestTierAllowed": 0}, "spec.networkTopology.highestTierAllowed: must be >= 1",
+                 id="tier-zero"),
+])
+def test_job_network_topology(topology: dict[str, Any], expected: str | None) -> None:
+    review = admit(job(networkTopology=topology), Cluster.from_objects([]))
+    if expected is None:
+        assert review.allowed, review.errors
+    else:
+        assert any(e.startswith(expected) for e in review.errors), review.errors
+
+
+def test_the_job_controller_carries_network_topology_to_the_podgroup() -> None:
+    podgroup, _ = expand_job(job(networkTopology={"highestTierName": "rack"}))
+    assert podgroup["spec"]["networkTopology"] == {"mode": "hard", "highestTierName": "rack"}
+    podgroup, _ = expand_job(job())
+    assert "networkTopology" not in podgroup["spec"]

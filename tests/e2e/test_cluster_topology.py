@@ -1,0 +1,102 @@
+"""Network-topology-aware scheduling on a real kube-apiserver: HyperNodes through the CRD and
+the admission webhook, their status.nodeCount from the controllers, a hard-mode Job placed
+inside one HyperNode of the tier it allows, and one that no such HyperNode holds waiting with
+the tier named."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from central.kube.client import ApiError
+from tests.e2e.conftest import Tenant, volcano_job, wait_for
+
+pytestmark = pytest.mark.e2e
+
+HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+
+
+def hypernode(name: str, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": members}}
+
+
+def nodes(*names: str) -> list[dict[str, Any]]:
+    return [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in names]
+
+
+@pytest.fixture
+def fabric(tenant: Tenant) -> Iterator[dict[str, set[str]]]:
+    """Two racks under one spine: rack-a holds node-1 (16 cpu), rack-b node-2 and gpu-1 (32)."""
+    prefix = tenant.namespace[-4:]
+    racks = {f"rack-a-{prefix}": {"node-1"}, f"rack-b-{prefix}": {"node-2", "gpu-1"}}
+    made = []
+    try:
+        for name, members in racks.items():
+            made.append(tenant.create(HYPERNODES, hypernode(name, 1, nodes(*sorted(members))))["metadata"]["name"])
+        spine = hypernode(f"spine-{prefix}", 2, [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}}
+                                                 for n in racks])
+        made.append(tenant.create(HYPERNODES, spine)["metadata"]["name"])
+        yield racks
+    finally:
+        for name in made:
+            try:
+                tenant.kube.delete(f"{HYPERNODES}/{name}")
+            except ApiError:
+                pass
+
+
+def test_hypernode_crd_is_structural_and_bad_hypernodes_are_refused(tenant: Tenant) -> None:
+    crd = tenant.kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hypernodes.topology.volcano.sh")
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions.get("Established") == "True" and conditions.get("NonStructuralSchema") != "True"
+    bad = hypernode(f"bad-{tenant.namespace[-4:]}", 1, [{"type": "Node", "selector": {"regexMatch": {"pattern": "node-(["}}}])
+    with pytest.raises(ApiError) as refused:
+        tenant.create(HYPERNODES, bad)
+    assert refused.value.code == 400 and "spec.members[0].selector.regexMatch.pattern" in refused.value.message
+    bad_job = volcano_job("tiered", tenant.queue, extra_spec={"networkTopology": {"mode": "hard", "highestTierAllowed": 0}})
+    with pytest.raises(ApiError) as job_refused:
+        tenant.submit(bad_job)
+    assert "spec.networkTopology.highestTierAllowed" in job_refused.value.message
+
+
+def test_hard_mode_job_lands_within_one_hypernode(tenant: Tenant, fabric: dict[str, set[str]]) -> None:
+    # 3 pods of 6 cpu: 18 cpu, more than rack-a's one node has; rack-b's two nodes hold them.
+    tenant.submit(volcano_job("ring", tenant.queue, replicas=3, cpu="6",
+                              extra_spec={"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}))
+    pg = wait_for(lambda: tenant.podgroup("ring"), "the Job's PodGroup")
+    assert pg["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
+    wait_for(lambda: len(tenant.pods()) == 3 and all(p["spec"].get("nodeName") for p in tenant.pods()),
+             "the gang bound", timeout=90)
+    placed = {p["spec"]["nodeName"] for p in tenant.pods()}
+    rack_b = next(members for name, members in fabric.items() if name.startswith("rack-b"))
+    assert placed <= rack_b, placed
+
+
+def test_the_controllers_count_each_hypernodes_nodes(tenant: Tenant, fabric: dict[str, set[str]]) -> None:
+    spine = f"spine-{tenant.namespace[-4:]}"
+    wanted = {**{name: len(members) for name, members in fabric.items()}, spine: 3}
+
+    def counts() -> bool:
+        return all((tenant.kube.get(f"{HYPERNODES}/{name}").get("status") or {}).get("nodeCount") == count
+                   for name, count in wanted.items())
+
+    wait_for(counts, "status.nodeCount of every HyperNode", timeout=60)
+
+
+def test_hard_mode_job_no_hypernode_holds_waits_naming_the_tier(tenant: Tenant, fabric: dict[str, set[str]]) -> None:
+    # 3 pods of 12 cpu: 36 cpu, more than either rack; across racks it would fit (48 cpu).
+    tenant.submit(volcano_job("wide", tenant.queue, replicas=3, cpu="12",
+                              extra_spec={"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}))
+
+    def unschedulable() -> str | None:
+        pg = tenant.podgroup("wide") or {}
+        messages = [c.get("message", "") for c in (pg.get("status") or {}).get("conditions") or []
+                    if c.get("type") == "Unschedulable"]
+        return next((m for m in messages if "highestTierAllowed 1" in m), None)
+
+    message = wait_for(unschedulable, "the PodGroup Unschedulable, naming the tier", timeout=90)
+    assert "network topology hard" in message
+    assert not any(p["spec"].get("nodeName") for p in tenant.pods())
