@@ -1,7 +1,10 @@
 """allocate: place the pending tasks of admitted jobs, gang by gang.
 
 1. Collect the jobs to place: admitted (not Pending; without an enqueue action Pending jobs
-   are admitted here), valid (JobValid) and in an existing queue, grouped by queue.
+   are admitted here), valid (JobValid), in an existing queue and with pending tasks that
+   request resources, grouped by queue. (Volcano lines up every job; one with nothing to
+   place changes nothing when its turn comes, and the lines are ordered by keys that move
+   only for the job being placed, so leaving it out changes no decision.)
 2. Pop a queue (QueueOrder); drop it for the rest of the action if it is Overused. Pop one
    job (JobOrder) and push the queue back, so queues take turns.
 3. Place the job's pending tasks in TaskOrder inside one statement: Allocatable must pass,
@@ -70,7 +73,8 @@ def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
         if invalid:
             ssn.job_notes[job.uid] = invalid
             continue
-        out.append(job)
+        if job.count(TaskStatus.PENDING) > sum(job.best_effort_pending.values()):
+            out.append(job)  # a job with nothing to place would only take a turn of its queue
     return out
 
 

@@ -12,7 +12,8 @@ from central.model.objects import TaskStatus
 
 def backfill(ssn: Session) -> None:
     placement = ssn.placement
-    for job in sorted(ssn.jobs.values(), key=lambda j: (j.creation, j.uid)):
+    jobs = [job for job in ssn.jobs.values() if any(job.best_effort_pending.values())]
+    for job in sorted(jobs, key=lambda j: (j.creation, j.uid)):
         if job.pending_phase or ssn.job_valid(job):
             continue
         for task in [t for t in job.tasks.values() if t.status == TaskStatus.PENDING and t.best_effort]:

@@ -44,11 +44,13 @@ class Handle:
         self.queues: dict[str, QueueInfo] = ssn.queues
         self.tasks: dict[str, TaskInfo] = cache.tasks  # every pod the scheduler knows, by uid
         self.starting: dict[str, TaskInfo] = cache.starting  # placed, not running yet
+        self.anti_affine: dict[str, TaskInfo] = cache.anti_affine  # pods with required pod anti-affinity
 
     @cached_property
     def node_index(self) -> NodeIndex:
-        """Label and taint lookups over node rows."""
-        return NodeIndex(self.nodes)
+        """Label and taint lookups over node rows (kept across sessions while no Node changes:
+        it depends on nothing else)."""
+        return self._ssn.cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
 
     @cached_property
     def topology(self) -> Topology:

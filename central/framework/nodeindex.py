@@ -1,4 +1,4 @@
-"""Per-session lookups over nodes that predicates and scores share.
+"""Lookups over nodes that predicates and scores share (kept across sessions until a Node changes).
 
 Label values per key and taint groups are laid out as arrays over node rows, so a selector
 or a toleration is evaluated once per distinct value or taint set, not once per node. Placed
@@ -25,6 +25,7 @@ class NodeIndex:
         self.taint_group = np.fromiter((groups.setdefault(n.taints, len(groups)) for n in nodes), np.int64, self.n)
         self.taint_sets = list(groups)
         self.unschedulable = np.fromiter((n.unschedulable for n in nodes), bool, self.n)
+        self.taint_group.flags.writeable = self.unschedulable.flags.writeable = False  # sessions share them
 
     def label(self, key: str) -> np.ndarray:
         """Object array of each node's value for `key` (None where the node lacks it)."""
@@ -34,6 +35,7 @@ class NodeIndex:
                 values = np.array([n.name for n in self.nodes], dtype=object)
             else:
                 values = np.array([n.labels.get(key) for n in self.nodes], dtype=object)
+            values.flags.writeable = False
             self._labels[key] = values
         return values
 

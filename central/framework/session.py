@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from central.api.resources import format_value
@@ -36,8 +37,6 @@ from central.model.objects import (
     TaskInfo,
     TaskStatus,
 )
-
-SCHEDULED_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 _session_ids = itertools.count(1)
 
@@ -259,13 +258,14 @@ class Session:
         result.plugin_timings = dict(self.plugin_timings)
         result.annotations = {uid: notes for uid, notes in self.pod_annotations.items() if notes and uid in self.binds}
         for job in self.jobs.values():
-            for task in job.tasks.values():
-                if task.status == TaskStatus.PIPELINED:
-                    result.pipelined[task.uid] = task.node or ""
+            if job.counts.get(TaskStatus.PIPELINED):
+                for task in job.tasks.values():
+                    if task.status == TaskStatus.PIPELINED:
+                        result.pipelined[task.uid] = task.node or ""
         for job in self.jobs.values():
             status = self._podgroup_status(job)
             result.podgroups[job.uid] = status
-            if _comparable(status["phase"], status["conditions"]) != _comparable(*self.opened_as[job.uid]):
+            if not _same_status(status["phase"], status["conditions"], *self.opened_as[job.uid]):
                 result.changed_podgroups.add(job.uid)
             job.phase, job.conditions = status["phase"], status["conditions"]
             result.pending_reasons.update(self._pending_reasons(job))
@@ -312,7 +312,11 @@ class Session:
     def condition(self, kind: str, reason: str, message: str) -> dict[str, Any]:
         """A PodGroup condition stamped by this session."""
         return {"type": kind, "status": "True", "transitionID": self.uid, "reason": reason, "message": message,
-                "lastTransitionTime": self.now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+                "lastTransitionTime": self._stamp}
+
+    @cached_property
+    def _stamp(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def _podgroup_status(self, job: JobInfo) -> dict[str, Any]:
         """Volcano's jobStatus: the phase a PodGroup ends the session in."""
@@ -321,23 +325,26 @@ class Session:
         if new is not None:
             conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
         unschedulable = new is not None and new["type"] == "Unschedulable"
-        running = job.count(TaskStatus.RUNNING)
+        counts = job.counts
+        running = counts.get(TaskStatus.RUNNING, 0)
+        succeeded, failed = counts.get(TaskStatus.SUCCEEDED, 0), counts.get(TaskStatus.FAILED, 0)
         # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
         # session allocated or is binding does not count yet), plus Releasing pods still on a node.
-        scheduled = job.count(*SCHEDULED_STATUSES)
-        scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
+        scheduled = counts.get(TaskStatus.BOUND, 0) + running + succeeded + failed
+        if counts.get(TaskStatus.RELEASING):
+            scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
         phase = job.phase or "Pending"
         if running and unschedulable:
             phase = "Unknown"
         elif scheduled >= job.min_available:
-            done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-            phase = "Completed" if done == scheduled else "Running"
+            phase = "Completed" if succeeded + failed == scheduled else "Running"
         elif phase != "Inqueue":
             phase = "Pending"
-        return {"phase": phase, "conditions": conditions, "running": running,
-                "succeeded": job.count(TaskStatus.SUCCEEDED), "failed": job.count(TaskStatus.FAILED)}
+        return {"phase": phase, "conditions": conditions, "running": running, "succeeded": succeeded, "failed": failed}
 
     def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
+        if not job.counts.get(TaskStatus.PENDING) and not job.fit_errors:
+            return {}
         reasons = {}
         faulted = self.faulted_jobs.get(job.uid)
         if faulted is not None:
@@ -364,15 +371,20 @@ class Session:
         allocated = {name: self.dims.zeros() for name in self.queues}
         pods = dict.fromkeys(self.queues, 0)  # allocated pods, which admission reads (a parent has none)
         phases: dict[str, dict[str, int]] = {name: {} for name in self.queues}
+        own: dict[str, list[JobInfo]] = {}
         for job in self.jobs.values():
             counts = phases.setdefault(job.queue, {})
             counts[job.phase] = counts.get(job.phase, 0) + 1
-            name: str | None = job.queue
+            own.setdefault(job.queue, []).append(job)
+        for queue, jobs in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
+            vec = sum((job.allocated for job in jobs), self.dims.zeros())
+            n = sum(job.count(*ALLOCATED_STATUSES) for job in jobs)
+            name: str | None = queue
             seen = set()
-            while name in self.queues and name not in seen:  # the job's queue and its ancestors
+            while name in self.queues and name not in seen:  # the queue and its ancestors
                 seen.add(name)
-                allocated[name] += job.allocated
-                pods[name] += job.count(*ALLOCATED_STATUSES)
+                allocated[name] += vec
+                pods[name] += n
                 name = self.queues[name].parent or ("root" if name != "root" else None)
         out = {}
         for name in self.queues:
@@ -396,7 +408,19 @@ class Session:
                 return
 
 
-def _comparable(phase: str, conditions: list[dict[str, Any]]) -> tuple:
-    """A PodGroup status without the fields every session stamps anew (as Volcano compares)."""
-    stamped = ("transitionID", "lastTransitionTime")
-    return phase, [{k: v for k, v in c.items() if k not in stamped} for c in conditions]
+STAMPED = frozenset({"transitionID", "lastTransitionTime"})
+
+
+def _same_status(phase: str, conditions: list[dict[str, Any]], was_phase: str, was: list[dict[str, Any]]) -> bool:
+    """Equal PodGroup statuses but for the fields every session stamps anew (as Volcano compares)."""
+    if phase != was_phase or len(conditions) != len(was):
+        return False
+    for new, old in zip(conditions, was):
+        if new is old:
+            continue
+        if len(new.keys() - STAMPED) != len(old.keys() - STAMPED):
+            return False
+        for key, value in new.items():
+            if key not in STAMPED and (key not in old or old[key] != value):
+                return False
+    return True

@@ -12,9 +12,9 @@ task set and the job's counters in step.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from central.model.nodedata import NodeData
 from central.model.nodetable import NodeTable
 from central.model.objects import (
     ALLOCATED_STATUSES,
+    READY_STATUSES,
     STARTING_STATUSES,
     JobInfo,
     NodeInfo,
@@ -38,6 +39,7 @@ from central.model.objects import (
 )
 from central.model.topology import Topology
 
+T = TypeVar("T")
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
@@ -48,6 +50,9 @@ def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
     job.counts[status] = job.counts.get(status, 0) + sign
     key = (task.role, status)
     job.role_counts[key] = job.role_counts.get(key, 0) + sign
+    if status in READY_STATUSES:
+        job.ready += sign
+        job.role_ready[task.role] = job.role_ready.get(task.role, 0) + sign
     if status in ALLOCATED_STATUSES:
         if sign > 0:
             job.allocated += task.resreq
@@ -62,12 +67,23 @@ def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
             job.best_effort_pending[task.role] = job.best_effort_pending.get(task.role, 0) + sign
 
 
+def _take_tasks(job: JobInfo, old: JobInfo) -> None:
+    """`job` replaces `old` (same PodGroup): it takes over the tasks and what is counted of them."""
+    job.tasks, job.counts, job.role_counts = old.tasks, old.counts, old.role_counts
+    job.ready, job.role_ready, job.best_effort_pending = old.ready, old.role_ready, old.best_effort_pending
+    job.allocated, job.pending_request = old.allocated, old.pending_request
+
+
 def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> None:
     counts, roles = job.counts, job.role_counts
     counts[was] = counts.get(was, 0) - 1
     counts[status] = counts.get(status, 0) + 1
     roles[role, was] = roles.get((role, was), 0) - 1
     roles[role, status] = roles.get((role, status), 0) + 1
+    if (was in READY_STATUSES) != (status in READY_STATUSES):  # Succeeded <-> Failed, say
+        sign = 1 if status in READY_STATUSES else -1
+        job.ready += sign
+        job.role_ready[role] = job.role_ready.get(role, 0) + sign
 
 
 def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
@@ -106,6 +122,9 @@ class ClusterCache:
         self.hypernodes: dict[str, HyperNodeSpec] = {}
         self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
+        self.anti_affine: dict[str, TaskInfo] = {}  # tasks with required pod anti-affinity (few, if any)
+        self.node_generation = 0  # bumped whenever a Node is added, replaced or removed
+        self._node_derived: dict[str, tuple[int, Any]] = {}
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         # While a session is open: task, status, node before each status change, flat (three
         # entries per change: one list for the garbage collector to walk, not a tuple per
@@ -141,9 +160,7 @@ class ClusterCache:
             job = self.jobs[key]
             if job.tasks:  # as if the PodGroup had never come: the same state whatever the order
                 placeholder = self._placeholder(job.uid, job.name, job.namespace)
-                placeholder.tasks, placeholder.counts, placeholder.role_counts = job.tasks, job.counts, job.role_counts
-                placeholder.best_effort_pending = job.best_effort_pending
-                placeholder.allocated, placeholder.pending_request = job.allocated, job.pending_request
+                _take_tasks(placeholder, job)
                 self.jobs[key] = placeholder
             else:
                 del self.jobs[key]
@@ -155,6 +172,7 @@ class ClusterCache:
 
     def _apply_node(self, obj: Mapping[str, Any]) -> None:
         node = parse.parse_node(obj)
+        self.node_generation += 1
         grew = any(self.dims.add(name) for name in node.allocatable)
         old = self.nodes.get(node.name)
         if old is None or old.labels != node.labels:  # HyperNodes select nodes by name and labels
@@ -187,6 +205,8 @@ class ClusterCache:
             task.job_uid = job.uid
             job.tasks[task.uid] = task
         self.tasks[task.uid] = task
+        if task.template.pod_anti_affinity:
+            self.anti_affine[task.uid] = task
         self._charge(task, +1)
 
     def _apply_podgroup(self, obj: Mapping[str, Any]) -> None:
@@ -196,12 +216,11 @@ class ClusterCache:
                 self._rebuild_table()
         old = self.jobs.get(job.uid)
         if old is not None:
-            job.tasks, job.counts, job.role_counts = old.tasks, old.counts, old.role_counts
-            job.best_effort_pending = old.best_effort_pending
-            job.allocated, job.pending_request = old.allocated, old.pending_request
+            _take_tasks(job, old)
         else:
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
         job.priority = self._class_priority(job.priority_class)
+        self._vectorise_job(job)
         self.jobs[job.uid] = job
 
     def _apply_hypernode(self, obj: Mapping[str, Any]) -> None:
@@ -254,6 +273,15 @@ class ClusterCache:
                 BATCH_MEMORY: canonical(BATCH_MEMORY, Decimal(repr(data.batch_memory)))}
 
     # --- queries ----------------------------------------------------------------------------
+
+    def node_derived(self, key: str, build: Callable[[], T]) -> T:
+        """What `build` makes from the Node objects alone (labels, taints, rows), kept across
+        sessions until a Node is added, replaced or removed, so that a session over an
+        unchanged node set does not lay it out again."""
+        kept = self._node_derived.get(key)
+        if kept is None or kept[0] != self.node_generation:
+            kept = self._node_derived[key] = (self.node_generation, build())
+        return kept[1]
 
     def topology(self) -> Topology:
         """The HyperNode tree over the current node rows."""
@@ -341,6 +369,7 @@ class ClusterCache:
             job = parse.implicit_job(task)
             job.priority = self._class_priority(job.priority_class)
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
+            self._vectorise_job(job)
             return self.jobs.setdefault(job.uid, job)
         uid = f"{task.namespace}/{group}"
         job = self.jobs.get(uid)
@@ -350,13 +379,16 @@ class ClusterCache:
 
     def _placeholder(self, uid: str, name: str, namespace: str) -> JobInfo:
         """The job of pods whose PodGroup is not (or no longer) there: never scheduled."""
-        return JobInfo(uid=uid, name=name, namespace=namespace, queue="", priority=0, min_available=0,
-                       task_min_available={}, min_resources=None, phase="Pending", creation="",
-                       has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
+        job = JobInfo(uid=uid, name=name, namespace=namespace, queue="", priority=0, min_available=0,
+                      task_min_available={}, min_resources=None, phase="Pending", creation="",
+                      has_podgroup=False, allocated=self.dims.zeros(), pending_request=self.dims.zeros())
+        self._vectorise_job(job)
+        return job
 
     def _remove_task(self, task: TaskInfo) -> None:
         self._charge(task, -1)
         del self.tasks[task.uid]
+        self.anti_affine.pop(task.uid, None)
         job = self.jobs.get(task.job_uid)
         if job is not None:
             job.tasks.pop(task.uid, None)
@@ -364,14 +396,20 @@ class ClusterCache:
                 del self.jobs[job.uid]
 
     def _remove_node(self, name: str) -> None:
+        self.node_generation += 1
         node = self.nodes.pop(name)
         self.node_list.pop(node.index)
+        if node.tasks:  # still bound there: charged again if the node comes back (re-registers)
+            self._orphans.setdefault(name, set()).update(node.tasks)
         for i, other in enumerate(self.node_list):
             other.index = i
         self._rebuild_table()
 
     def _vectorise(self, task: TaskInfo) -> None:
         task.resreq = self._vector(task.template.resreq)
+
+    def _vectorise_job(self, job: JobInfo) -> None:
+        job.min_request = self._vector(tuple(sorted((job.min_resources or {}).items())))
 
     def _vector(self, items: tuple[tuple[str, float], ...]) -> np.ndarray:
         vec = self._vectors.get(items)
@@ -415,8 +453,10 @@ class ClusterCache:
         for task in self.tasks.values():
             self._vectorise(task)
         for job in self.jobs.values():
+            self._vectorise_job(job)
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
             job.counts, job.role_counts, job.best_effort_pending = {}, {}, {}
+            job.ready, job.role_ready = 0, {}
             for task in job.tasks.values():
                 _count_in_job(job, task, +1)
         self.table = NodeTable(max(16, 2 * len(self.node_list)), len(self.dims))

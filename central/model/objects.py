@@ -33,7 +33,6 @@ class TaskStatus(enum.IntEnum):
 
 ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
-_READY = tuple(READY_STATUSES)
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 TERMINATED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 # Placed but not running yet: what a node's measured usage cannot show.
@@ -226,9 +225,12 @@ class JobInfo:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     counts: dict[TaskStatus, int] = field(default_factory=dict)
     role_counts: dict[tuple[str, TaskStatus], int] = field(default_factory=dict)
+    ready: int = 0  # tasks in READY_STATUSES, kept by the cache with `counts` (orderings ask often)
+    role_ready: dict[str, int] = field(default_factory=dict)  # role -> its tasks in READY_STATUSES
     best_effort_pending: dict[str, int] = field(default_factory=dict)  # role -> pending tasks without requests
     allocated: np.ndarray | None = None  # sum of resreq over allocated tasks
     pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
+    min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
     network_topology: "NetworkTopology | None" = None  # spec.networkTopology
 
@@ -240,7 +242,12 @@ class JobInfo:
 
     @property
     def ready_num(self) -> int:
-        return self.count(*_READY)
+        return self.ready
+
+    @property
+    def task_min_total(self) -> int:
+        """The sum of the roles' minTaskMember."""
+        return sum(self.task_min_available.values()) if self.task_min_available else 0
 
     @property
     def pending_phase(self) -> bool:

@@ -5,26 +5,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from central.framework.plugin import PERMIT, REJECT, Plugin
-from central.model.objects import READY_STATUSES, JobInfo, TaskInfo, TaskStatus
+from central.model.objects import JobInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
 
-VALID_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING,
-                  TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
 
-
-def _role_count(job: JobInfo, role: str, statuses: tuple[TaskStatus, ...] | frozenset[TaskStatus]) -> int:
-    return sum(job.role_counts.get((role, s), 0) for s in statuses)
+def _role_valid(job: JobInfo, role: str) -> int:
+    """The role's valid tasks as Volcano counts them: ready, pipelined or pending."""
+    counts = job.role_counts
+    return (job.role_ready.get(role, 0) + counts.get((role, TaskStatus.PIPELINED), 0)
+            + counts.get((role, TaskStatus.PENDING), 0))
 
 
 def roles_ready(job: JobInfo, pipelined: bool = False) -> bool:
     """Volcano's CheckTaskReady/CheckTaskPipelined: every role reaches its minTaskMember."""
-    if not job.task_min_available or job.min_available < sum(job.task_min_available.values()):
+    if not job.task_min_available or job.min_available < job.task_min_total:
         return True
-    statuses = (*READY_STATUSES, TaskStatus.PIPELINED) if pipelined else tuple(READY_STATUSES)
     for role, minimum in job.task_min_available.items():
-        if _role_count(job, role, statuses) + job.best_effort_pending.get(role, 0) < minimum:
+        have = job.role_ready.get(role, 0) + job.best_effort_pending.get(role, 0)
+        if pipelined:
+            have += job.role_counts.get((role, TaskStatus.PIPELINED), 0)
+        if have < minimum:
             return False
     return True
 
@@ -46,8 +48,8 @@ def keep_gangs(jobs: dict[str, JobInfo], candidates: list[TaskInfo]) -> list[Tas
 
 
 def job_ready(job: JobInfo) -> bool:
-    best_effort = sum(job.best_effort_pending.values())
-    return job.ready_num + best_effort >= job.min_available and roles_ready(job)  # the cheap test first
+    best_effort = sum(job.best_effort_pending.values()) if job.best_effort_pending else 0
+    return job.ready + best_effort >= job.min_available and roles_ready(job)
 
 
 class Gang(Plugin):
@@ -55,9 +57,9 @@ class Gang(Plugin):
 
     def job_valid(self, job: JobInfo) -> str | None:
         for role, minimum in job.task_min_available.items():
-            if _role_count(job, role, VALID_STATUSES) < minimum:
+            if _role_valid(job, role) < minimum:
                 return f"NotEnoughPodsOfTask: not enough valid pods of task {role!r} for gang-scheduling"
-        valid = job.count(*VALID_STATUSES)
+        valid = job.ready + job.count(TaskStatus.PIPELINED, TaskStatus.PENDING)
         if valid < job.min_available:
             return f"NotEnoughTasks: not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
         return None

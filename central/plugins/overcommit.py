@@ -30,14 +30,14 @@ class Overcommit(Plugin):
         used = session.table.used[: len(session.nodes)].sum(axis=0)
         self.idle = session.total * factor - used
         self.inqueue = session.dims.zeros()
-        for job in session.jobs.values():
-            if job.min_resources is None:
-                continue
-            min_res = job_min_resources(session, job)
-            if job.phase == "Inqueue":
-                self.inqueue += min_res
-            elif job.phase == "Running" and job.ready_num >= job.min_available:
-                self.inqueue += np.maximum(min_res - job.allocated, 0)
+        admitted = [job for job in session.jobs.values() if job.min_resources is not None and job.phase == "Inqueue"]
+        running = [job for job in session.jobs.values() if job.min_resources is not None and job.phase == "Running"
+                   and job.ready_num >= job.min_available]
+        if admitted:
+            self.inqueue += np.array([job_min_resources(session, job) for job in admitted]).sum(axis=0)
+        if running:  # what their minResources still hold beyond their allocation
+            min_res = np.array([job_min_resources(session, job) for job in running])
+            self.inqueue += np.maximum(min_res - np.array([job.allocated for job in running]), 0).sum(axis=0)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         if job.min_resources is None:

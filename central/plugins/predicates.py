@@ -59,8 +59,8 @@ class Predicates(Plugin):
         self.index = session.node_index
         self.enabled: dict[str, bool] = self.settings
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
-        self.anti_holders = {t.uid: t for t in session.tasks.values()
-                             if t.template.pod_anti_affinity and t.node and t.status not in TERMINATED_STATUSES}
+        self.anti_holders = {t.uid: t for t in session.anti_affine.values()
+                             if t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
         self._batchable: dict[PodTemplate, bool] = {}
 

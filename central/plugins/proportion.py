@@ -42,7 +42,8 @@ def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, lim
 
 
 def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
-    return ssn.dims.vector(job.min_resources or {})
+    """minResources over the session's dimensions (read-only: the cache's vector is shared)."""
+    return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
 
 
 def queue_usage(ssn, queue_names: set[str]) -> dict[str, QueueAttr]:
@@ -59,18 +60,21 @@ def queue_usage(ssn, queue_names: set[str]) -> dict[str, QueueAttr]:
         real = np.minimum(np.maximum(total - total_guarantee, 0) + guarantee, capability)
         attrs[name] = QueueAttr(queue.weight, guarantee, capability, real, dims.zeros(), dims.zeros(),
                                 dims.zeros(), dims.zeros(), dims.zeros())
+    by_queue: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
-        attr = attrs.get(job.queue)
-        if attr is None:
-            continue
-        attr.allocated += job.allocated
-        attr.request += job.allocated + job.pending_request
-        min_res = job_min_resources(ssn, job)
-        if job.phase == "Inqueue":
-            attr.inqueue += min_res
-        elif job.phase == "Running" and job.min_resources is not None and job.ready_num >= job.min_available:
-            attr.inqueue += np.maximum(min_res - job.allocated, 0)
-        attr.elastic += np.maximum(job.allocated - min_res, 0)
+        if job.queue in attrs:
+            by_queue.setdefault(job.queue, []).append(job)
+    for name, jobs in by_queue.items():  # one array per queue, not a vector sum per job
+        attr = attrs[name]
+        allocated = np.array([job.allocated for job in jobs])
+        min_res = np.array([job_min_resources(ssn, job) for job in jobs])
+        inqueue = np.array([job.phase == "Inqueue" for job in jobs])
+        running = np.array([job.phase == "Running" and job.min_resources is not None
+                            and job.ready_num >= job.min_available for job in jobs])
+        attr.allocated = allocated.sum(axis=0)
+        attr.request = attr.allocated + np.array([job.pending_request for job in jobs]).sum(axis=0)
+        attr.inqueue = min_res[inqueue].sum(axis=0) + np.maximum(min_res[running] - allocated[running], 0).sum(axis=0)
+        attr.elastic = np.maximum(allocated - min_res, 0).sum(axis=0)
     return attrs
 
 

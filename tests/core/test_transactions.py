@@ -54,8 +54,9 @@ def fingerprint(cache: ClusterCache) -> dict:
     n, table = len(cache.node_list), cache.table
     return {
         "tasks": {uid: (t.status, t.node, t.nominated_node) for uid, t in cache.tasks.items()},
-        "jobs": {uid: (j.phase, repr(j.conditions), _counted(j.counts), _counted(j.role_counts), j.allocated.tolist(),
-                       j.pending_request.tolist(), _counted(j.best_effort_pending),
+        "jobs": {uid: (j.phase, repr(j.conditions), _counted(j.counts), _counted(j.role_counts), j.ready,
+                       _counted(j.role_ready), j.allocated.tolist(), j.pending_request.tolist(),
+                       _counted(j.best_effort_pending),
                        {k: str(v) for k, v in j.fit_errors.items()})
                  for uid, j in cache.jobs.items()},
         "nodes": {node.name: sorted(node.tasks) for node in cache.node_list},

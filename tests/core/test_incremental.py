@@ -1,0 +1,198 @@
+"""What the cache and sessions keep across cycles equals what a fresh start computes.
+
+Sessions lean on state the cache updates change by change instead of recomputing it every
+cycle: per-job ready counts (overall and per role), minResources vectors, the index of pods
+with required anti-affinity, and the node index kept while no Node changes. A random
+sequence of object changes (Nodes replaced and removed, PodGroups and Pods created, updated
+and deleted, a new resource name that re-lays every vector) interleaved with scheduling
+cycles (whose binds and evictions are written back to the objects, as the sink would)
+must leave that state exactly as a cache fed only the final objects has it.
+"""
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.framework.nodeindex import NodeIndex
+from central.framework.session import Session
+from central.model.cache import ClusterCache
+from central.model.objects import READY_STATUSES
+from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
+from tests.scenarios.harness import objects_of
+
+CONF = load_config(DEFAULT_CONF_YAML)
+NODES, GROUPS, PODS = ["n0", "n1", "n2"], ["g0", "g1", "g2"], [f"p{i}" for i in range(8)]
+ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "solo"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+node_op = st.builds(lambda name, cpu, zone, tainted, cordoned: ("node", name, {
+    "cpu": cpu, "memory": "8Gi", "labels": {"zone": zone, "kubernetes.io/hostname": name},
+    **({"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]} if tainted else {}),
+    **({"unschedulable": True} if cordoned else {})}),
+    st.sampled_from(NODES), st.integers(1, 8), st.sampled_from(["a", "b"]), st.booleans(), st.booleans())
+group_op = st.builds(lambda name, size, roles, min_cpu: ("podgroup", name, {
+    "minMember": size, **({"minTaskMember": {"ps": 1, "worker": size - 1}} if roles and size > 1 else {}),
+    **({"minResources": {"cpu": str(min_cpu)}} if min_cpu else {})}),
+    st.sampled_from(GROUPS), st.integers(1, 3), st.booleans(), st.sampled_from([0, 1, 2]))
+pod_op = st.builds(lambda name, group, role, cpu, node, phase, deleting, anti, extra: ("pod", name, {
+    "group": group, "role": role, "labels": {"app": "solo" if anti else "web"},
+    **({"cpu": cpu, "memory": "1Gi"} if cpu else {}),
+    **({"node": node, "phase": phase} if node else {}), **({"deleting": True} if deleting else {}),
+    **({"spec": {"affinity": ANTI}} if anti else {}), **({"example.com/fpga": 1} if extra else {})}),
+    st.sampled_from(PODS), st.sampled_from(GROUPS), st.sampled_from(["ps", "worker"]),
+    st.sampled_from([0, "500m", 1, 2]), st.sampled_from([None, None, *NODES]),
+    st.sampled_from(["Running", "Pending", "Succeeded", "Failed"]), st.booleans(), st.booleans(),
+    st.integers(0, 9).map(lambda n: n == 0))
+delete_op = st.tuples(st.just("delete"), st.sampled_from(["Node", "PodGroup", "Pod"]), st.integers(0, 7))
+operations = st.lists(st.one_of(node_op, group_op, pod_op, delete_op, st.just(("cycle",))), max_size=40)
+
+
+class Cluster:
+    """The objects as the API server holds them, fed to the cache as an informer would."""
+
+    def __init__(self) -> None:
+        self.cache = ClusterCache()
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.put(("queue", "default", {}))
+
+    def put(self, op: tuple) -> None:
+        kind, name, spec = op
+        key = f"ns/{name}" if kind != "node" and kind != "queue" else name
+        obj = objects_of({f"{kind}s": {key: dict(spec)}})[0]
+        if kind == "pod":
+            obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = spec["group"]
+        self.objects[(obj["kind"], key)] = obj
+        self.cache.apply(obj)
+
+    def delete(self, kind: str, pick: int) -> None:
+        keys = sorted(k for k in self.objects if k[0] == kind)
+        if keys:
+            key = keys[pick % len(keys)]
+            obj = self.objects.pop(key)
+            self.cache.delete(kind, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+
+    def cycle(self) -> None:
+        result = run_cycle(self.cache, CONF)
+        for key, node in result.binds.items():  # what the sink writes, seen back through the informer
+            pod = self.objects[("Pod", key)]
+            pod["spec"]["nodeName"] = node
+            self.cache.apply(pod)
+        for key in result.evictions:
+            pod = self.objects[("Pod", key)]
+            pod["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+            self.cache.apply(pod)
+
+    def fresh(self) -> ClusterCache:
+        cache = ClusterCache()
+        for kind in ("Queue", "Node", "PodGroup", "Pod"):
+            for (k, _), obj in sorted(self.objects.items()):
+                if k == kind:
+                    cache.apply(obj)
+        return cache
+
+
+def kept_state(cache: ClusterCache) -> dict[str, Any]:
+    """The state kept change by change, keyed by names (rows may be laid out differently, and
+    a resource name seen once stays a dimension: vectors compare by their non-zero entries)."""
+    names = cache.dims.names
+
+    def vec(values: np.ndarray) -> dict[str, float]:
+        return {n: v for n, v in zip(names, values.tolist()) if v}
+    jobs = {}
+    for uid, job in cache.jobs.items():
+        jobs[uid] = {
+            "tasks": sorted((t.uid, t.status.name, t.node) for t in job.tasks.values()),
+            "counts": {s.name: n for s, n in job.counts.items() if n},
+            "roles": {k: n for k, n in job.role_counts.items() if n},
+            "ready": job.ready, "role_ready": {k: n for k, n in job.role_ready.items() if n},
+            "best_effort": {k: n for k, n in job.best_effort_pending.items() if n},
+            "allocated": vec(job.allocated), "pending": vec(job.pending_request), "min": vec(job.min_request),
+        }
+    table = cache.table
+    return {
+        "jobs": jobs,
+        "anti_affine": sorted(cache.anti_affine),
+        "nodes": {n.name: {col: vec(getattr(table, col)[n.index]) for col in ("alloc", "used", "idle", "releasing", "pipelined", "future")}
+                  | {"pods": int(table.pods[n.index]), "tasks": sorted(n.tasks)}
+                  for n in cache.node_list},
+        "starting": sorted(cache.starting),
+    }
+
+
+def index_view(index: NodeIndex, nodes: list) -> dict[str, Any]:
+    return {n.name: (index.label("zone")[n.index], index.label("metadata.name")[n.index],
+                     bool(index.unschedulable[n.index]), index.taint_sets[index.taint_group[n.index]])
+            for n in nodes}
+
+
+def recounted(cache: ClusterCache) -> dict[str, tuple[int, dict[str, int]]]:
+    """Ready counts straight from the tasks: an oracle apart from the cache's bookkeeping."""
+    out = {}
+    for uid, job in cache.jobs.items():
+        roles: dict[str, int] = {}
+        for task in job.tasks.values():
+            if task.status in READY_STATUSES:
+                roles[task.role] = roles.get(task.role, 0) + 1
+        out[uid] = (sum(roles.values()), roles)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(operations)
+def test_kept_state_equals_a_fresh_cache(ops):
+    cluster = Cluster()
+    for op in ops:
+        if op[0] == "cycle":
+            cluster.cycle()
+        elif op[0] == "delete":
+            cluster.delete(op[1], op[2])
+        else:
+            cluster.put(op)
+    cache, fresh = cluster.cache, cluster.fresh()
+    kept = kept_state(cache)
+    assert kept == kept_state(fresh)
+    assert {uid: (j["ready"], j["role_ready"]) for uid, j in kept["jobs"].items()} == recounted(cache)
+    for uid, job in cache.jobs.items():
+        assert np.array_equal(job.min_request, cache.dims.vector(job.min_resources or {})), uid
+    kept_index = Session(cache, CONF).handle.node_index
+    cache_rollback = cache.journal  # the session above only opened: nothing to undo but the journal
+    cache.journal = None
+    assert cache_rollback == []
+    assert index_view(kept_index, cache.node_list) == index_view(NodeIndex(fresh.node_list), fresh.node_list)
+
+
+def test_the_node_index_is_kept_until_a_node_changes():
+    cluster = Cluster()
+    for name in NODES:
+        cluster.put(("node", name, {"cpu": 4, "memory": "8Gi", "labels": {"zone": "a"}}))
+    cache = cluster.cache
+
+    def index() -> NodeIndex:
+        ssn = Session(cache, CONF)
+        ssn.rollback()
+        return ssn.handle.node_index
+
+    first = index()
+    cluster.put(("pod", "p0", {"group": "g0", "cpu": 1, "node": "n0"}))  # pods do not touch it
+    assert index() is first
+    cluster.put(("node", "n1", {"cpu": 4, "memory": "8Gi", "labels": {"zone": "b"}}))
+    second = index()
+    assert second is not first and second.label("zone")[cache.nodes["n1"].index] == "b"
+    cluster.delete("Node", 0)
+    assert index() is not second and index().n == 2
+
+
+def test_a_node_that_comes_back_is_charged_for_the_pods_still_bound_to_it():
+    cluster = Cluster()
+    node = ("node", "n0", {"cpu": 4, "memory": "8Gi"})
+    cluster.put(node)
+    cluster.put(("pod", "p0", {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    cluster.delete("Node", 0)
+    cluster.put(node)  # the kubelet registers the Node again; its pod never left
+    cache = cluster.cache
+    assert cache.table.used[cache.nodes["n0"].index].tolist()[:2] == [1000.0, 2**30]
+    assert sorted(cache.nodes["n0"].tasks) == ["ns/p0"]
