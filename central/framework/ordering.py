@@ -53,12 +53,6 @@ class PriorityQueue(Generic[T]):
             i = j
         return items.pop()
 
-    def copy(self) -> "PriorityQueue[T]":
-        """The same items in the same heap, so both pop in the same order."""
-        clone: PriorityQueue[T] = PriorityQueue(self._less)
-        clone._items = list(self._items)
-        return clone
-
     def __len__(self) -> int:
         return len(self._items)
 

@@ -69,6 +69,7 @@ class ClusterView:
         self._podgroup_queue: dict[str, str] = {}  # PodGroup key -> its queue
         self._counts: dict[str, int] = {}  # queue -> PodGroups
         self._cluster: Cluster | None = None
+        self._client = client
         self.reflectors = [] if client is None else [  # None: events come through `apply` (tests)
             Reflector(client, path(VOLCANO_SCHEDULING, "queues"), self._on("Queue")),
             Reflector(client, path(VOLCANO_SCHEDULING, "podgroups"), self._on("PodGroup")),
@@ -111,8 +112,20 @@ class ClusterView:
     def synced(self) -> bool:
         return all(r.synced.is_set() for r in self.reflectors)
 
-    def cluster(self) -> Cluster:
-        """The view as a Cluster, rebuilt only after something changed (O(queues))."""
+    def cluster(self, queue: Any = None) -> Cluster:
+        """The view as a Cluster, rebuilt only after something changed (O(queues)). A `queue`
+        the request names that the watch has not delivered yet is read from the apiserver once:
+        a queue created just before its first job must not refuse that job."""
+        if isinstance(queue, str) and queue and self._client is not None and queue not in self.queues:
+            try:
+                found = self._client.get_or_none(path(VOLCANO_SCHEDULING, "queues", name=queue))
+            except ApiError as err:  # the view decides alone, as before
+                log.warning("could not read queue %s the watch has not delivered: %s", queue, err)
+                found = None
+            if found is not None:
+                with self._lock:
+                    if queue not in self.queues:  # the watch may have caught up meanwhile
+                        self.apply("Queue", "ADDED", found)
         with self._lock:
             if self._cluster is None:
                 self._cluster = Cluster(dict(self.queues), dict(self._counts), dict(self.namespaces))
@@ -135,7 +148,7 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
         return _deny(uid, 400, err.message)
     if route.startswith("/pods/") and not concerns(obj, config, old):
         return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
-    cluster = view.cluster()
+    cluster = view.cluster(_named_queue(obj))
     user_info = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
     if request.get("operation") == "DELETE":
         decision = admit_delete(old or {}, cluster)
@@ -151,6 +164,12 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     if decision.allowed:
         return {"uid": uid, "allowed": True}
     return _deny(uid, 400, "; ".join(decision.errors))
+
+
+def _named_queue(obj: dict[str, Any]) -> Any:
+    """The queue a Job or PodGroup goes to, or a Queue's parent: what admission looks up."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    return spec.get("parent") if obj.get("kind") == "Queue" else spec.get("queue")
 
 
 def review_agent_eviction(request: dict[str, Any], pod: dict[str, Any] | None) -> dict[str, Any]:
@@ -338,11 +357,12 @@ def follow_scheduler_name(client: KubeClient, configuration: str, scheduler_name
 
 
 class CaBundleInjector:
-    """Keeps the webhook configurations' caBundle equal to `ca_file`: at start, and again whenever
-    the file changes (a renewed CA), so no one patches them by hand; with `scheduler_name`, keeps
-    the pods webhook's matchCondition on that scheduler too (checked every period, as a re-apply
-    of the manifests writes the shipped name back). Failures are logged once per new message
-    and retried; until the first success /readyz stays not ready."""
+    """Keeps the webhook configurations' caBundle equal to `ca_file` and, with `scheduler_name`,
+    the pods webhook's matchCondition on that scheduler, so no one patches them by hand. Both
+    are checked every period (each written only when it differs): the file may change (a renewed
+    CA), and a re-apply of the manifests writes back their empty caBundle and 'volcano'.
+    Failures are logged once per new message and retried; until the first success /readyz
+    stays not ready."""
 
     def __init__(self, client: KubeClient, ca_file: str, configurations: dict[str, str], url: str = "",
                  period_s: float = 30.0, scheduler_name: str = ""):
@@ -357,11 +377,9 @@ class CaBundleInjector:
         try:
             with open(self.ca_file, "rb") as handle:
                 ca = handle.read()
-            if ca != self.injected:
-                changed = inject_ca_bundle(self.client, ca, self.configurations, self.url)
-                log.info("caBundle of %s: %s", ", ".join(self.configurations.values()),
-                         "updated" if changed else "already current")
-                self.injected = ca
+            if inject_ca_bundle(self.client, ca, self.configurations, self.url) or ca != self.injected:
+                log.info("caBundle of %s: current", ", ".join(self.configurations.values()))
+            self.injected = ca
             validating = self.configurations.get("validatingwebhookconfigurations")
             if self.scheduler_name and validating and follow_scheduler_name(self.client, validating,
                                                                             self.scheduler_name):

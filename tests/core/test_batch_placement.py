@@ -168,3 +168,21 @@ def test_batches_are_used_and_agree_on_the_bench_cluster(conf):
     batched, taken = decisions(objects, CONFS[conf], True)
     assert batched == one_by_one
     assert sum(taken) > 600 and max(taken) >= 16
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 20_000), st.integers(1, 200), st.sampled_from([3, 50, 300]), st.integers(0, 2**32 - 1))
+def test_the_best_rows_are_found_as_a_full_partition_finds_them(n, count, spread, seed):
+    """A plan's candidate rows: the narrowing by a sample (many rows, few pods) changes nothing,
+    ties at the cut included (scores are floored sums, so ties are common)."""
+    import numpy as np
+
+    from central.framework.placement import _best
+
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(30_000, n, replace=False))
+    scores = np.floor(rng.uniform(0, spread, n)) + rng.choice([0.0, 0.25], n)
+    cut = np.partition(scores, n - count)[n - count] if n > count else None
+    expected = rows if cut is None else np.concatenate(
+        [rows[scores > cut], rows[scores == cut][: count - int((scores > cut).sum())]])
+    assert np.array_equal(_best(rows, scores, count), expected)

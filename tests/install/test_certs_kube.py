@@ -151,6 +151,13 @@ def test_the_webhook_fills_in_its_own_ca_bundle_and_follows_a_new_ca(real, tmp_p
     injector.sync()
     hooks = real.kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
     assert {w["clientConfig"]["caBundle"] for w in hooks["webhooks"]} == {base64.b64encode(b"CA-2").decode()}
+    for hook in hooks["webhooks"]:  # a re-apply of daemonset/ writes back its empty caBundle
+        hook["clientConfig"]["caBundle"] = ""
+    real.kube.request("PUT", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate",
+                      body=hooks)
+    injector.sync()  # the same CA file: filled in again all the same
+    hooks = real.kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")
+    assert {w["clientConfig"]["caBundle"] for w in hooks["webhooks"]} == {base64.b64encode(b"CA-2").decode()}
 
 
 def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path, capsys):

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from central.admission import DEFAULT_CONFIG
+from central.admission import DEFAULT_CONFIG, admit
 from central.kube.webhook import ClusterView, TLSContext, WebhookServer, review
 from tests.waiting import eventually
 
@@ -127,6 +127,17 @@ def test_health_and_refusal_before_sync(webhook, real):
     cold = ClusterView(real.kube)  # never started: not synced
     response = review("/jobs/validate", admission(job([task("w")]))["request"], cold, DEFAULT_CONFIG)
     assert response["allowed"] is False and response["status"]["code"] == 503
+
+
+def test_a_queue_the_watch_has_not_delivered_is_read_not_refused(real, tmp_path):
+    """A queue created just before its first job: the view reads it (with the webhook's own
+    token) instead of refusing the job; a queue that does not exist is still refused."""
+    view = ClusterView(real.as_account("caldera-admission", tmp_path))  # its watch never runs
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "fresh"},
+              "spec": {"weight": 1}})
+    assert "fresh" in view.cluster("fresh").queues
+    assert "absent" not in view.cluster("absent").queues
+    assert admit(job([task("w")], queue="fresh"), view.cluster("fresh"), DEFAULT_CONFIG).allowed
 
 
 def test_missing_then_expired_certificate_is_a_problem_not_a_crash(tmp_path, caplog):
