@@ -65,14 +65,28 @@ def check_plugin_class(cls: type[Plugin]) -> None:
                                 f"extension point ({hint}); name a helper with a leading underscore")
 
 
+# (plugin class, option) per tier -> point -> per tier, the positions of the plugins answering it.
+# Which plugins answer depends only on their classes and options, so it is worked out once per
+# configuration, not every session; the key keeps the options alive, so their ids stay theirs.
+_LAYOUTS: dict[tuple[tuple[tuple[type, int], ...], ...], tuple[Any, dict[str, list[list[int]]]]] = {}
+
+
+def _layout(tiers: Sequence[Sequence[Plugin]]) -> dict[str, list[list[int]]]:
+    key = tuple(tuple((type(p), id(p.option)) for p in tier) for tier in tiers)
+    found = _LAYOUTS.get(key)
+    if found is None:
+        layout = {point: [[i for i, p in enumerate(tier)
+                           if hasattr(type(p), point) and (flag is None or p.option.enabled(flag))] for tier in tiers]
+                  for point, flag in POINT_FLAGS.items()}
+        found = _LAYOUTS[key] = ([p.option for tier in tiers for p in tier], layout)
+    return found[1]
+
+
 class Points:
     def __init__(self, tiers: Sequence[Sequence[Plugin]]):
-        self.by_point: dict[str, Tiers] = {}
-        for point, flag in POINT_FLAGS.items():
-            self.by_point[point] = [
-                [getattr(p, point) for p in tier if hasattr(p, point) and (flag is None or p.option.enabled(flag))]
-                for tier in tiers
-            ]
+        self.by_point: dict[str, Tiers] = {
+            point: [[getattr(tier[i], point) for i in positions] for tier, positions in zip(tiers, per_tier)]
+            for point, per_tier in _layout(tiers).items()}
         self.flat = {point: [fn for tier in tiers for fn in tier] for point, tiers in self.by_point.items()}
 
     def takes_part(self, point: str, plugin: str) -> bool:

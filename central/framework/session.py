@@ -75,11 +75,13 @@ class Session:
         self._undo.append(lambda: [cache.queues.pop(name, None) for name in missing])
         self.queues: dict[str, QueueInfo] = cache.all_queues()
         self.jobs: dict[str, JobInfo] = {job.uid: job for job in cache.iter_scheduling_jobs()}
-        self.opened_as = {uid: (job.phase or "Pending", job.conditions) for uid, job in self.jobs.items()}
-        self._saved_jobs = [(job, job.phase, job.conditions, job.fit_errors) for job in self.jobs.values()]
-        cache.journal = []
-        for job in self.jobs.values():
+        self.opened_as: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        self._saved_jobs = []
+        for uid, job in self.jobs.items():
+            self.opened_as[uid] = (job.phase or "Pending", job.conditions)
+            self._saved_jobs.append((job, job.phase, job.conditions, job.fit_errors))
             job.fit_errors = {}
+        cache.journal = []
         self.faults: dict[tuple[str, str], Fault] = {}
         self.faulted_jobs: dict[str, str] = {}  # job uid -> reason
         self.binds: dict[str, str] = {}
@@ -262,7 +264,6 @@ class Session:
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
-        for job in self.jobs.values():
             status = self._podgroup_status(job)
             result.podgroups[job.uid] = status
             if not _same_status(status["phase"], status["conditions"], *self.opened_as[job.uid]):
@@ -418,9 +419,10 @@ def _same_status(phase: str, conditions: list[dict[str, Any]], was_phase: str, w
     for new, old in zip(conditions, was):
         if new is old:
             continue
-        if len(new.keys() - STAMPED) != len(old.keys() - STAMPED):
-            return False
-        for key, value in new.items():
+        for key, value in new.items():  # each side's unstamped keys are in the other, with equal values
             if key not in STAMPED and (key not in old or old[key] != value):
+                return False
+        for key in old:
+            if key not in STAMPED and key not in new:
                 return False
     return True

@@ -307,8 +307,15 @@ class ClusterCache:
     def iter_scheduling_jobs(self) -> Iterator[JobInfo]:
         """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)
         that admits the job's namespace (queue tenancy, which admission checks first)."""
+        admits: dict[tuple[str, str], bool] = {}  # (queue, namespace) -> answer: queues hold still meanwhile
         for job in self.jobs.values():
-            if job.has_podgroup and self.queue(job.queue) is not None and self.queue_admits(job.queue, job.namespace):
+            if not job.has_podgroup:
+                continue
+            key = (job.queue, job.namespace)
+            ok = admits.get(key)
+            if ok is None:
+                ok = admits[key] = self.queue(job.queue) is not None and self.queue_admits(job.queue, job.namespace)
+            if ok:
                 yield job
 
     def queue_admits(self, name: str, namespace: str) -> bool:

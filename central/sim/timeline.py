@@ -161,7 +161,8 @@ class Timeline:
         return idle_too and self.time_sensitive and self._active()
 
     def _waiting(self) -> bool:
-        return any(job.count(TaskStatus.PENDING) or job.has_podgroup and job.phase in ("", "Pending")
+        pending = TaskStatus.PENDING  # (counts read directly: this runs at every instant, over every job)
+        return any(job.counts.get(pending) or job.has_podgroup and job.phase in ("", "Pending")
                    for job in self.cache.jobs.values())
 
     def _active(self) -> bool:
