@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from central.api.resources import format_value
 from central.errors import InputError
 from central.framework.conf import SchedulerConf
@@ -378,7 +380,7 @@ class Session:
             counts[job.phase] = counts.get(job.phase, 0) + 1
             own.setdefault(job.queue, []).append(job)
         for queue, jobs in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
-            vec = sum((job.allocated for job in jobs), self.dims.zeros())
+            vec = np.array([job.allocated for job in jobs]).sum(axis=0)  # row by row: as adding them in turn
             n = sum(job.count(*ALLOCATED_STATUSES) for job in jobs)
             name: str | None = queue
             seen = set()
