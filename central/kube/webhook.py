@@ -44,7 +44,7 @@ from central.kube.certs import ADMISSION_REGISTRATION, WEBHOOK_CONFIGURATIONS, i
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
 from central.kube.metrics import serve
-from central.model.fields import check_tree
+from central.model.fields import check_tree, is_object_name
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,8 @@ class ClusterView:
         """The view as a Cluster, rebuilt only after something changed (O(queues)). A `queue`
         the request names that the watch has not delivered yet is read from the apiserver once:
         a queue created just before its first job must not refuse that job."""
-        if isinstance(queue, str) and queue and self._client is not None and queue not in self.queues:
+        # only a valid name goes into the URL: a tenant's `../..` must not read other objects
+        if is_object_name(queue) and self._client is not None and queue not in self.queues:
             try:
                 found = self._client.get_or_none(path(VOLCANO_SCHEDULING, "queues", name=queue))
             except ApiError as err:  # the view decides alone, as before
