@@ -44,13 +44,13 @@ class PodRunner:
             spec = spec["jobTemplate"]["spec"]
         return spec["template"]["spec"]
 
-    def _argv(self, pod: str, template: dict[str, Any], mounts: dict[str, Path], ports: dict[str, int],
-              extra: list[str], node_name: str = "") -> list[str]:
+    def _argv(self, pod: str, template: dict[str, Any], declared: dict[str, str], mounts: dict[str, Path],
+              ports: dict[str, int], extra: list[str]) -> list[str]:
+        """The container's command and args, `$(VAR)` expanded from its `declared` env, localised."""
         container = template["containers"][0]
         words = list(container.get("command") or []) + list(container.get("args") or [])
         if words[:1] != ["caldera"]:
             raise StartError(f"{pod}: the manifest's command {words[:2]} is not `caldera ...`")
-        declared = self._declared_env(template, node_name)
         argv = CALDERA + [self._localise(pod, expand(w, declared), mounts, ports) for w in words[1:]]
         return argv + extra
 
@@ -72,9 +72,6 @@ class PodRunner:
                     raise StartError(f"env {var['name']}: ConfigMap {NAMESPACE}/{ref['name']} has no key {ref['key']}")
                 env[var["name"]] = configmap["data"][ref["key"]]
         return env
-
-    def _env(self, template: dict[str, Any], node_name: str = "") -> dict[str, str]:
-        return {**checkout_env(), **self._declared_env(template, node_name)}
 
     def _localise(self, pod: str, word: str, mounts: dict[str, Path], ports: dict[str, int]) -> str:
         flag, eq, value = word.partition("=")
@@ -139,12 +136,14 @@ class PodRunner:
         """Run a Job's pod to completion (as the Job controller and a kubelet would)."""
         template = self._template(name)
         mounts, account = self._materialise(name, template)
-        argv = self._argv(name, template, mounts, {}, [f"--kubeconfig={self._kubeconfig(name, account)}", *(extra or [])])
+        declared = self._declared_env(template)
+        argv = self._argv(name, template, declared, mounts, {},
+                          [f"--kubeconfig={self._kubeconfig(name, account)}", *(extra or [])])
         log = self.cluster.dir / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as out:
             done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120,
-                                  env=self._env(template))
+                                  env={**checkout_env(), **declared})
         if done.returncode != 0:
             raise StartError(f"the {name} Job failed (exit {done.returncode}); log: {log}")
 
@@ -153,9 +152,10 @@ class PodRunner:
         template = self._template(name)
         process_name = process_name or name
         mounts, account = self._materialise(process_name, template)
-        argv = self._argv(process_name, template, mounts, ports or {},
+        declared = self._declared_env(template)
+        argv = self._argv(process_name, template, declared, mounts, ports or {},
                           [f"--kubeconfig={self._kubeconfig(process_name, account)}", *(extra or [])])
-        env = self._env(template)
+        env = {**checkout_env(), **declared}
         return self.cluster.sup.start(process_name, argv, env=env)
 
     def start_agent(self, node: NodeSpec):
@@ -185,7 +185,7 @@ class PodRunner:
         words = list(container.get("command") or [])
         argv = CALDERA + [self._localise(name, w, mounts, {}) for w in words[1:]]
         argv += [f"--{key}={value}" for key, value in settings.items()]
-        env = self._env(template, node_name=node.name)
+        env = {**checkout_env(), **self._declared_env(template, node_name=node.name)}
         return self.cluster.sup.start(name, argv, env=env)
 
 
