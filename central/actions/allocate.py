@@ -3,8 +3,10 @@
 1. Collect the jobs to place: admitted (not Pending; without an enqueue action Pending jobs
    are admitted here), valid (JobValid), in an existing queue and with pending tasks that
    request resources, grouped by queue. (Volcano lines up every job; one with nothing to
-   place changes nothing when its turn comes, and the lines are ordered by keys that move
-   only for the job being placed, so leaving it out changes no decision.)
+   place changes nothing when its turn comes, and while only the queue and job being placed
+   change their keys, leaving it out changes no decision. With drf's hierarchy a placement
+   also moves the keys of sibling queues still in line; Volcano's order then depends on its
+   heap's layout, which the left-out jobs' turns would have changed.)
 2. Pop a queue (QueueOrder); drop it for the rest of the action if it is Overused. Pop one
    job (JobOrder) and push the queue back, so queues take turns.
 3. Place the job's pending tasks in TaskOrder inside one statement: Allocatable must pass,

@@ -115,8 +115,10 @@ def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: Admi
         if current == name or current in ancestors:
             add(problems, "spec.parent", f"the queue hierarchy has a cycle: {' -> '.join([name, *ancestors, current])}")
             return
+        if current not in cluster.queues:
+            break  # a dangling ancestor (deleted, or not seen yet): nothing above it is known
         ancestors.append(current)
-        current = cluster.parent(current) if current in cluster.queues else None
+        current = cluster.parent(current)
     if len(ancestors) > config.max_queue_depth:
         add(
             problems,

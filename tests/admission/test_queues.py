@@ -158,6 +158,13 @@ def test_cycle_in_existing_tree_is_reported() -> None:
     assert any(e.startswith("spec.parent: the queue hierarchy has a cycle") for e in errors), errors
 
 
+def test_a_dangling_ancestor_ends_the_chain_without_a_crash() -> None:
+    """The parent exists but its own parent was deleted (or not seen yet): judged on what is known
+    (found by the webhook fuzz test: a KeyError)."""
+    dangling = tree(queue("b", parent="gone"))
+    assert admit(queue("a", parent="b"), dangling).errors == []
+
+
 def test_update_that_shrinks_a_parent_below_its_children_is_refused() -> None:
     shrunk = queue("eng", capability={"cpu": "5"}, deserved={"cpu": "4"}, guarantee={"resource": {"cpu": "2"}})
     errors = admit(shrunk, CLUSTER, old=CLUSTER.queues["eng"]).errors
