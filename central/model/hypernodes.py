@@ -96,6 +96,8 @@ def parse_network_topology(raw: Any, where: str) -> NetworkTopology | None:
 def parse_hypernode(obj: Mapping[str, Any]) -> HyperNodeSpec:
     """A HyperNode object; InputError names the field (`spec.members[1].selector.regexMatch.pattern`)."""
     _, name = metadata(obj, namespaced=False)
+    if not is_object_name(name):  # as the API server's rule, so no name collides with <cluster-top>
+        raise InputError("metadata.name", f"not a valid HyperNode name: {shown(name)}")
     spec = typed(obj.get("spec") or {}, Mapping, "spec")
     if "tier" not in spec:
         raise InputError("spec.tier", "is required")
