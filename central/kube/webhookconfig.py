@@ -30,11 +30,16 @@ def follow_scheduler_name(client: KubeClient, configuration: str, scheduler_name
         obj = client.get(where)
         changed = False
         for webhook in obj.get("webhooks") or []:
-            for condition in webhook.get("matchConditions") or [] if webhook.get("name") == POD_WEBHOOK else []:
-                expression = _SCHEDULER_TEST.sub(lambda _: f"object.spec.schedulerName == {literal}",
-                                                 condition.get("expression", ""))
-                changed |= expression != condition.get("expression")
-                condition["expression"] = expression
+            if webhook.get("name") != POD_WEBHOOK:
+                continue
+            for condition in webhook.get("matchConditions") or []:
+                old = condition.get("expression")
+                if not isinstance(old, str):  # nothing of ours to follow (the API server refuses it anyway)
+                    continue
+                new = _SCHEDULER_TEST.sub(lambda _: f"object.spec.schedulerName == {literal}", old)
+                if new != old:
+                    condition["expression"] = new
+                    changed = True
         if changed:
             client.request("PUT", where, body=obj)
         return changed
