@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("central.sim.bench", "scale benchmark of a scheduling session on a synthetic cluster"),
     "validate": ("central.admission.command", "check manifests as the admission webhook would, against a cluster"),
     "scheduler": ("central.kube.scheduler_cli", "run the scheduler on a cluster (leader-elected, watches the API)"),
-    "controllers": ("central.kube.controllers_cli", "run the Job, Queue and PodGroup controllers on a cluster (leader-elected)"),
+    "controllers": ("central.kube.controllers_cli", "run the Job, Queue, PodGroup and HyperNode controllers on a cluster (leader-elected)"),
     "webhook": ("central.kube.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
     "certs": ("central.kube.certs", "create or renew the webhook's and the scheduler's TLS certificates in Secrets"),
     "job": ("central.vcctl.job", "vcctl job: run, list, view, suspend, resume, delete Volcano Jobs"),

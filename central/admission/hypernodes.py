@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from central.admission import fields
 from central.admission.fields import Problems
 from central.errors import InputError
 from central.model.hypernodes import parse_hypernode
@@ -25,10 +24,6 @@ from central.model.hypernodes import parse_hypernode
 
 def validate_hypernode(hypernode: Mapping[str, Any]) -> Problems:
     problems: Problems = []
-    meta = fields.mapping(problems, hypernode.get("metadata"), "metadata") or {}
-    fields.dns_label(problems, meta.get("name"), "metadata.name", max_length=253)
-    if problems:
-        return problems
     try:
         parse_hypernode(hypernode)
     except InputError as err:

@@ -34,7 +34,7 @@ class PodGroupSync:
 
 def sync_podgroup(spec: JobSpec, podgroup: Mapping[str, Any] | None, version: int) -> PodGroupSync:
     if podgroup is None:
-        created = build_podgroup(spec, version)
+        created = build_podgroup(spec)
         created["metadata"]["annotations"][JOB_VERSION] = str(version)
         return PodGroupSync(create=created)
     meta = podgroup.get("metadata") or {}

@@ -1,4 +1,4 @@
-"""`caldera controllers`: the Job, Queue and PodGroup controllers (flags as vc-controller-manager).
+"""`caldera controllers`: the Job, Queue, PodGroup and HyperNode controllers (flags as vc-controller-manager).
 
 Reflectors start at once (a standby keeps warm caches); workers start only on the replica
 that holds the Lease, after every cache has synced. Losing the Lease stops the process.
@@ -17,11 +17,14 @@ from prometheus_client import CollectorRegistry
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.kube.client import KubeClient
-from central.kube.controllers import ControllerLoop, JobController, PodGroupController, QueueController
-from central.kube.hypernode_controller import HyperNodeController
+from central.kube.controllers import ControllerLoop
 from central.kube.events import EventRecorder
+from central.kube.hypernode_controller import HyperNodeController
+from central.kube.job_controller import JobController
 from central.kube.leader import LeaderElector, exit_on_lost
 from central.kube.metrics import QueuePodGroupCounts, serve
+from central.kube.podgroup_controller import PodGroupController
+from central.kube.queue_controller import QueueController
 from central.model.jobs import DEFAULT_LIMITS, JobLimits
 
 log = logging.getLogger(__name__)

@@ -8,10 +8,14 @@ statuses that differ.
 
 from __future__ import annotations
 
+import logging
+
 from central.controllers.hypernodes import node_counts
-from central.kube.client import CORE, VOLCANO_TOPOLOGY, KubeClient, path
+from central.kube.client import CORE, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.kube.controllers import ControllerLoop
 from central.kube.events import EventRecorder
+
+log = logging.getLogger(__name__)
 
 ALL = "hypernodes"  # the one work key
 
@@ -27,11 +31,18 @@ class HyperNodeController(ControllerLoop):
     def sync(self, key: str) -> float | None:
         hypernodes = dict(self.hypernodes.objects)
         counts = node_counts(hypernodes.values(), list(self.nodes.objects.values()))
+        failed: ApiError | None = None
         for name, count in sorted(counts.items()):
             obj = hypernodes[name]
             status = dict(obj.get("status") or {})
             if status.get("nodeCount") != count:
                 status["nodeCount"] = count
-                self.client.request("PUT", path(VOLCANO_TOPOLOGY, "hypernodes", None, name, "status"),
-                                    body=dict(obj, status=status))
+                try:
+                    self.client.request("PUT", path(VOLCANO_TOPOLOGY, "hypernodes", None, name, "status"),
+                                        body=dict(obj, status=status))
+                except ApiError as err:  # the others are still written; the retry recounts them all
+                    log.warning("%s: status of HyperNode %s: %s", self.name, name, err)
+                    failed = failed or err
+        if failed is not None:
+            raise failed
         return None

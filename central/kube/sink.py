@@ -20,7 +20,8 @@
   bind never queues behind a status write and a slow status write never holds up the next
   cycle. Per object only the newest status is written: one handed over again before its
   write starts is written once, one handed over while being written is written again after.
-  Each is a PUT carrying the resourceVersion the reflector last saw: on the Queue's `/status`, on the PodGroup itself (Volcano's PodGroup CRD has no status
+  Each is a PUT carrying the resourceVersion the reflector last saw: on the Queue's `/status`,
+  on the PodGroup itself (Volcano's PodGroup CRD has no status
   subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object
   and tries again. Unchanged statuses are not written, and fields the cycle does not report
   are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -278,7 +280,7 @@ class LatestWriter:
     one handed over while it is being written is written again afterwards, so writes of one
     key never overlap and the last value handed over is the last written."""
 
-    def __init__(self, write: Any, workers: int, name: str):
+    def __init__(self, write: Callable[[Any, Any], None], workers: int, name: str):
         self._write = write
         self._queue = WorkQueue()
         self._latest: dict[str, tuple[Any, Any]] = {}  # the queue's key -> (the caller's key, value) to write

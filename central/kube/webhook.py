@@ -2,8 +2,7 @@
 
 Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
 `/hypernodes/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
-pinning CPUs);
-each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
+pinning CPUs); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
 as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
 everywhere. Queue DELETE requests go through `admit_delete`.
@@ -12,7 +11,8 @@ The existing objects a decision needs (queues, PodGroups, namespaces) come from 
 until they have synced the webhook refuses (and `/healthz` says not ready), which with
 `failurePolicy: Fail` is the safe side. TLS: 1.2 or newer, the certificate re-read when its
 files change (a renewed Secret), handshakes in the request threads so a slow client cannot
-stall the accept loop.
+stall the accept loop. Its own webhook configurations are kept current by
+`central.kube.webhookconfig`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import ssl
@@ -40,11 +39,12 @@ from central.admission.config import add_job_limit_arguments
 from central.admission.pods import concerns
 from central.certs import KeyPair, certificate_problem
 from central.errors import InputError
-from central.kube.certs import ADMISSION_REGISTRATION, WEBHOOK_CONFIGURATIONS, inject_ca_bundle, retry_on_conflict
+from central.kube.certs import WEBHOOK_CONFIGURATIONS
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
 from central.kube.metrics import serve
-from central.model.fields import check_tree
+from central.kube.webhookconfig import CaBundleInjector
+from central.model.fields import check_tree, is_object_name
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,8 @@ class ClusterView:
         """The view as a Cluster, rebuilt only after something changed (O(queues)). A `queue`
         the request names that the watch has not delivered yet is read from the apiserver once:
         a queue created just before its first job must not refuse that job."""
-        if isinstance(queue, str) and queue and self._client is not None and queue not in self.queues:
+        # only a valid name goes into the URL: a tenant's `../..` must not read other objects
+        if is_object_name(queue) and self._client is not None and queue not in self.queues:
             try:
                 found = self._client.get_or_none(path(VOLCANO_SCHEDULING, "queues", name=queue))
             except ApiError as err:  # the view decides alone, as before
@@ -327,80 +328,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-
-
-POD_WEBHOOK = "validatepod.volcano.sh"  # daemonset/admission.yaml's pods webhook
-_SCHEDULER_TEST = re.compile(r"object\.spec\.schedulerName == '(?:[^'\\]|\\.)*'")
-
-
-def follow_scheduler_name(client: KubeClient, configuration: str, scheduler_name: str) -> bool:
-    """Make the pods webhook's matchConditions of ValidatingWebhookConfiguration `configuration`
-    send the pods of `scheduler_name` (the `object.spec.schedulerName == '...'` test), so the
-    manifest's literal never has to be kept in step with --scheduler-name by hand. True if it
-    was rewritten; a configuration without that test is left alone."""
-    literal = "'" + scheduler_name.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    where = path(ADMISSION_REGISTRATION, "validatingwebhookconfigurations", name=configuration)
-
-    def step() -> bool:
-        obj = client.get(where)
-        changed = False
-        for webhook in obj.get("webhooks") or []:
-            for condition in webhook.get("matchConditions") or [] if webhook.get("name") == POD_WEBHOOK else []:
-                expression = _SCHEDULER_TEST.sub(lambda _: f"object.spec.schedulerName == {literal}",
-                                                 condition.get("expression", ""))
-                changed |= expression != condition.get("expression")
-                condition["expression"] = expression
-        if changed:
-            client.request("PUT", where, body=obj)
-        return changed
-    return retry_on_conflict(step)
-
-
-class CaBundleInjector:
-    """Keeps the webhook configurations' caBundle equal to `ca_file` and, with `scheduler_name`,
-    the pods webhook's matchCondition on that scheduler, so no one patches them by hand. Both
-    are checked every period (each written only when it differs): the file may change (a renewed
-    CA), and a re-apply of the manifests writes back their empty caBundle and 'volcano'.
-    Failures are logged once per new message and retried; until the first success /readyz
-    stays not ready."""
-
-    def __init__(self, client: KubeClient, ca_file: str, configurations: dict[str, str], url: str = "",
-                 period_s: float = 30.0, scheduler_name: str = ""):
-        self.client, self.ca_file, self.configurations, self.url = client, ca_file, configurations, url
-        self.period_s = period_s
-        self.scheduler_name = scheduler_name
-        self.injected: bytes | None = None
-        self.problem: str | None = "caBundle not injected yet"
-        self._stop = threading.Event()
-
-    def sync(self) -> None:
-        try:
-            with open(self.ca_file, "rb") as handle:
-                ca = handle.read()
-            if inject_ca_bundle(self.client, ca, self.configurations, self.url) or ca != self.injected:
-                log.info("caBundle of %s: current", ", ".join(self.configurations.values()))
-            self.injected = ca
-            validating = self.configurations.get("validatingwebhookconfigurations")
-            if self.scheduler_name and validating and follow_scheduler_name(self.client, validating,
-                                                                            self.scheduler_name):
-                log.info("pods webhook of %s: now sends the pods of scheduler %s", validating, self.scheduler_name)
-            self.problem = None
-        except (OSError, ApiError) as err:
-            message = f"cannot fill in the caBundle from {self.ca_file} or the scheduler name: {err}"
-            if message != self.problem:
-                log.error("%s", message)
-            self.problem = message
-
-    def start(self) -> "CaBundleInjector":
-        def loop() -> None:
-            while not self._stop.is_set():
-                self.sync()
-                self._stop.wait(5.0 if self.problem else self.period_s)
-        threading.Thread(target=loop, daemon=True, name="ca-bundle").start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

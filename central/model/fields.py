@@ -16,6 +16,12 @@ import yaml
 from central.errors import InputError, shown
 
 CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"})
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_object_name(name: object) -> bool:
+    """A name the API server accepts for most objects (a DNS-1123 subdomain)."""
+    return isinstance(name, str) and len(name) <= 253 and _DNS_SUBDOMAIN.match(name) is not None
 
 
 def object_ref(obj: Mapping[str, Any]) -> str:

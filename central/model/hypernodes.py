@@ -28,14 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from central.errors import InputError, shown
-from central.model.fields import integer, metadata, typed
+from central.model.fields import integer, is_object_name, metadata, typed
 from central.model.objects import Selector
 from central.model.podspec import selector
 
 MODES = ("hard", "soft")
 MEMBER_TYPES = ("Node", "HyperNode")
 SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +96,8 @@ def parse_network_topology(raw: Any, where: str) -> NetworkTopology | None:
 def parse_hypernode(obj: Mapping[str, Any]) -> HyperNodeSpec:
     """A HyperNode object; InputError names the field (`spec.members[1].selector.regexMatch.pattern`)."""
     _, name = metadata(obj, namespaced=False)
+    if not is_object_name(name):  # as the API server's rule, so no name collides with <cluster-top>
+        raise InputError("metadata.name", f"not a valid HyperNode name: {shown(name)}")
     spec = typed(obj.get("spec") or {}, Mapping, "spec")
     if "tier" not in spec:
         raise InputError("spec.tier", "is required")
@@ -130,7 +131,7 @@ def _member(raw: Any, where: str) -> Member:
         name = value.get("name")
         if not isinstance(name, str) or not name:
             raise InputError(f"{where}.selector.exactMatch.name", "is required")
-        if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        if not is_object_name(name):
             raise InputError(f"{where}.selector.exactMatch.name", f"not a valid node or HyperNode name: {shown(name)}")
         return Member(kind, exact=name)
     if kind == "HyperNode" and key != "exactMatch":

@@ -10,7 +10,7 @@ spec (central/model/jobspec.py) so that the controller and `caldera simulate` sh
   template names none.
 
     expand_job(job, version, limits) -> (PodGroup, pods)    every pod, for a job read once
-    build_podgroup(spec, version) -> dict                   O(tasks), whatever the replicas
+    build_podgroup(spec) -> dict                            O(tasks), whatever the replicas
     build_pods(spec, version, names=None) -> list[dict]     only the named pods when given
 """
 
@@ -41,14 +41,14 @@ def expand_job(job: Mapping[str, Any], version: int = 0,
                limits: JobLimits = DEFAULT_LIMITS) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(PodGroup, pods) for `job`. InputError names the field (e.g. `spec.tasks[1].replicas`)."""
     spec = parse_job(job, limits)
-    return build_podgroup(spec, version), build_pods(spec, version)
+    return build_podgroup(spec), build_pods(spec, version)
 
 
 def pod_name(spec: JobSpec, task: TaskSpec, index: int) -> str:
     return f"{spec.name}-{task.name}-{index}"
 
 
-def build_podgroup(spec: JobSpec, version: int = 0) -> dict[str, Any]:
+def build_podgroup(spec: JobSpec) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",

@@ -18,29 +18,32 @@ from central.model.objects import TaskInfo
 MAX_SCORE = 100
 
 
+def resource_weights(args: Arguments, prefix: str) -> dict[str, int]:
+    """`<prefix>.cpu`, `<prefix>.memory` (1 each), and `<prefix>.resources.<name>` (1) for every
+    name in the comma-separated `<prefix>.resources`; the network-topology plugin reads its
+    HyperNode binpacking weights the same way under `hypernode.binpack`."""
+    weights = {"cpu": args.get(f"{prefix}.cpu", 1, int), "memory": args.get(f"{prefix}.memory", 1, int)}
+    keys = {"cpu": f"{prefix}.cpu", "memory": f"{prefix}.memory"}
+    for name in (r.strip() for r in args.get(f"{prefix}.resources", "", str).split(",") if r.strip()):
+        keys[name] = f"{prefix}.resources.{name}"
+        weights[name] = args.get(keys[name], 1, int)
+    for name, w in weights.items():
+        if w < 0:
+            raise args.error(keys[name], f"must not be negative, got {w}")
+    return weights
+
 class Binpack(Plugin):
     name = "binpack"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int]]:
         """binpack.weight, and the weight of each resource by name."""
-        weights = {"cpu": args.get("binpack.cpu", 1, int), "memory": args.get("binpack.memory", 1, int)}
-        extra = args.get("binpack.resources", "", str)
-        for name in (r.strip() for r in extra.split(",") if r.strip()):
-            weights[name] = args.get(f"binpack.resources.{name}", 1, int)
-        for name, w in weights.items():
-            if w < 0:
-                raise args.error(f"binpack.{name}", f"must not be negative, got {w}")
-        return args.get("binpack.weight", 1, int), weights
+        return args.get("binpack.weight", 1, int), resource_weights(args, "binpack")
 
     def __init__(self, option, session):
         super().__init__(option, session)
         self.weight, weights = self.settings
-        index = session.dims.index
-        self.weights = np.zeros(len(session.dims))
-        for name, w in weights.items():
-            if name in index:
-                self.weights[index[name]] = w
+        self.weights = session.dims.vector(weights)  # resources the cluster lacks weigh nothing
         self._columns: dict[int, tuple] = {}  # id(request) -> (request, its columns, ... on them)
 
     def batchable(self, task: TaskInfo) -> bool:

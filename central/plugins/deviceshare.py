@@ -6,10 +6,10 @@ with that much free memory; a pod asking `volcano.sh/gpu-number: N` (with
 asking both is a whole-card pod. The cards chosen go into the pod's annotation
 `volcano.sh/gpu-index` ("0" or "0,1"), written before the bind; pods already placed are read
 back from that annotation when the session opens. Cards listed in the node annotation
-`volcano.sh/gpu-unhealthy-ids`, reported failing by the node's agent, or marked by
-`_set_unhealthy` are never chosen; a list that names no card of the node (unreadable, or an id
-beyond its cards) holds all its cards unhealthy and is reported as a fault on the node, which
-still takes pods that ask for no GPU. Cards and MIG slices: see `central.plugins.gpucards`.
+`volcano.sh/gpu-unhealthy-ids` or reported failing by the node's agent are never chosen; a
+list that names no card of the node (unreadable, or an id beyond its cards) holds all its
+cards unhealthy and is reported as a fault on the node, which still takes pods that ask for
+no GPU. Cards and MIG slices: see `central.plugins.gpucards`.
 
 By default the card is Volcano gpushare's: the lowest-numbered card with enough free memory
 (whole-card pods: the lowest-numbered idle cards), and the plugin does not score nodes
@@ -132,15 +132,6 @@ class DeviceShare(Plugin):
             f"unhealthy GPU {stray[0]} is beyond the node's {cards} GPUs (0-{cards - 1}); all {cards} GPUs held "
             "unhealthy"), self.name, exclude=False)
         return set(range(cards))
-
-    # --- the hook for agent health --------------------------------------------------------
-
-    def _set_unhealthy(self, node: str, card_ids: list[int]) -> None:
-        """Mark the node's unhealthy cards (replacing the previous set); they are never chosen."""
-        info = self.session.nodes_by_name.get(node)
-        if info is not None and info.index < len(self.session.nodes):
-            self.cards.set_unhealthy(info.index, card_ids)
-            self.session.table.touch(info.index)  # cached scores of the row are stale now
 
     # --- requests -------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from central.errors import InputError
 from central.framework.plugin import AccountingPlugin, Arguments
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
 from central.model.topology import HyperNode
+from central.plugins.binpack import resource_weights
 
 MAX_SCORE = 100.0
 PLACED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
@@ -57,14 +58,7 @@ class NetworkTopologyAware(AccountingPlugin):
     @classmethod
     def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int], bool, float]:
         """(weight, binpack weight per resource, normal-pod binpacking on, its fading)."""
-        weights = {"cpu": args.get("hypernode.binpack.cpu", 1, int), "memory": args.get("hypernode.binpack.memory", 1, int)}
-        extra = args.get("hypernode.binpack.resources", "", str)
-        for name in (r.strip() for r in extra.split(",") if r.strip()):
-            weights[name] = args.get(f"hypernode.binpack.resources.{name}", 1, int)
-        for name, w in weights.items():
-            if w < 0:
-                key = f"hypernode.binpack.{name}" if name in ("cpu", "memory") else f"hypernode.binpack.resources.{name}"
-                raise args.error(key, f"must not be negative, got {w}")
+        weights = resource_weights(args, "hypernode.binpack")
         weight = args.get("weight", 1, int)
         fading = args.get("hypernode.binpack.normal-pod.fading", 0.8, float)
         for key, value in (("weight", weight), ("hypernode.binpack.normal-pod.fading", fading)):
@@ -76,11 +70,7 @@ class NetworkTopologyAware(AccountingPlugin):
     def __init__(self, option, session):
         super().__init__(option, session)
         self.weight, weights, self.normal_pods, self.fading = self.settings
-        dims = session.dims
-        self.weights = np.zeros(len(dims))
-        for name, w in weights.items():
-            if name in dims.index:
-                self.weights[dims.index[name]] = w
+        self.weights = session.dims.vector(weights)
         self.topo = topo = session.topology
         for name, reason in topo.faults.items():
             session.fault_hypernode(name, reason, self.name)

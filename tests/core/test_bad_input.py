@@ -75,6 +75,9 @@ def test_bad_manifests(tmp_path, capsys, manifest, where):
                  "configurations[0].arguments.minCandidateNodesAbsolute: expected a non-negative integer", id="action-argument-type"),
     pytest.param('actions: allocate\ntiers:\n- plugins: [{name: proportion}, {name: drf, enableHierarchy: true}]',
                  "proportion and drf with enableHierarchy cannot share a tier", id="hdrf-with-proportion"),
+    pytest.param('actions: allocate\ntiers:\n- plugins: [{name: binpack, arguments: {binpack.resources: nvidia.com/gpu, '
+                 'binpack.resources.nvidia.com/gpu: -2}}]',
+                 "arguments.binpack.resources.nvidia.com/gpu: must not be negative, got -2", id="binpack-resource-weight"),
 ])
 def test_bad_configs(config, message):
     with pytest.raises(InputError) as err:

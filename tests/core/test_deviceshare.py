@@ -77,19 +77,6 @@ def test_bad_argument_is_one_line_from_the_cli(tmp_path, capsys):
     assert "deviceshare.SchedulePolicy" in err and "Traceback" not in err and err.count("\n") == 1
 
 
-def test_set_unhealthy_takes_cards_out_of_placement():
-    case = {"nodes": {"n1": GPU_NODE}, "pods": {"ns/p": {"cpu": 1, "volcano.sh/gpu-number": 2}}}
-    ssn = session_for(case, conf_with("{name: deviceshare, arguments: {deviceshare.GPUNumberEnable: true}}"))
-    plugin = ssn.tiers[0][1]
-    task = ssn.cache.tasks["ns/p"]
-    rows = np.array([0])
-    assert plugin.predicate(task, rows)[0][0].tolist() == [True]
-    plugin._set_unhealthy("n1", [0, 1, 3])
-    assert plugin.predicate(task, rows)[0][0].tolist() == [False]
-    plugin._set_unhealthy("n1", [])
-    assert plugin.predicate(task, rows)[0][0].tolist() == [True]
-
-
 @pytest.mark.parametrize("annotations, expected", [
     pytest.param({}, [16000e3] * 4, id="even-split"),
     pytest.param({"caldera.sh/gpu-mig-slices": "3g.40gb, 1g.10gb"}, [40 * 1024e3, 10 * 1024e3], id="mig"),

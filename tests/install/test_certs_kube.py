@@ -134,7 +134,7 @@ def test_write_files_is_private(tmp_path):
 
 def test_the_webhook_fills_in_its_own_ca_bundle_and_follows_a_new_ca(real, tmp_path):
     from central.kube.certs import WEBHOOK_CONFIGURATIONS
-    from central.kube.webhook import CaBundleInjector
+    from central.kube.webhookconfig import CaBundleInjector
 
     ca_file = tmp_path / "ca.crt"
     injector = CaBundleInjector(real.kube, str(ca_file), WEBHOOK_CONFIGURATIONS)
@@ -181,7 +181,7 @@ def test_the_webhook_writes_its_scheduler_name_into_the_shipped_pods_match_condi
     batch-x makes the apiserver send batch-x's pods instead (the CEL still compiles), and an
     apply of the manifests writing 'volcano' back is undone on the next pass."""
     from central.kube.certs import WEBHOOK_CONFIGURATIONS
-    from central.kube.webhook import POD_WEBHOOK, CaBundleInjector
+    from central.kube.webhookconfig import POD_WEBHOOK, CaBundleInjector
     from central.localcluster.install import kustomization_objects, repo_manifests
 
     [shipped] = [o for o in kustomization_objects(repo_manifests()) if o["kind"] == "ValidatingWebhookConfiguration"]

@@ -13,7 +13,9 @@ from central.cli import main
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
-from central.kube.controllers import JobController, PodGroupController, QueueController
+from central.kube.job_controller import JobController
+from central.kube.podgroup_controller import PodGroupController
+from central.kube.queue_controller import QueueController
 from central.kube.controllers_cli import run_controllers
 from central.kube.events import EventRecorder
 from central.kube.scheduler import ConfigFile, Scheduler

@@ -154,7 +154,7 @@ COMMANDS = {"caldera-scheduler": "central.kube.scheduler_cli", "caldera-controll
 def parsed_args(name: str, objects: list[dict[str, Any]] | None = None) -> argparse.Namespace:
     """The Deployment's args as its command reads them, each $(VAR) filled in from its env as
     a kubelet does, from the ConfigMaps among `objects` (default: daemonset/'s)."""
-    from central.localcluster.up import expand
+    from central.localcluster.podrunner import expand
 
     objects = documents() if objects is None else objects
     [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name]

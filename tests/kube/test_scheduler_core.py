@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
@@ -40,6 +42,19 @@ def run_scheduler(kube, stop: threading.Event) -> tuple[Scheduler, threading.Thr
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     thread.start()
     return scheduler, thread
+
+
+@contextmanager
+def running(scheduler: Scheduler) -> Iterator[None]:
+    """The scheduler's loop in a thread for the `with` block; stopped and joined after it."""
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
 
 
 def test_gangs_are_bound_whole_or_reported_pending(real):
@@ -125,16 +140,10 @@ def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
     metrics = SchedulerMetrics()
     conf = ConfigFile(None, load_config, load_config(SLA_CONF, "sla"))
     scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05, metrics=metrics)
-    stop = threading.Event()
-    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with running(scheduler):
         eventually(lambda: real.pod(good[0])["spec"].get("nodeName"), timeout=30, what="the good pod bound")
         eventually(lambda: real.events("InvalidSchedulingData") and scheduler.cycles >= 3, timeout=30,
                    what="the Warning Event on the bad PodGroup")
-    finally:
-        stop.set()
-        thread.join(10)
     [event] = real.events("InvalidSchedulingData")
     assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "PodGroup"
     # one Event for the one fault (not also an Unschedulable one repeating it), however many cycles ran
@@ -168,15 +177,9 @@ def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real):
         'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: refusing}]',
         "refusing", registry))
     scheduler = Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=0.05)
-    stop = threading.Event()
-    thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with running(scheduler):
         eventually(lambda: real.events("InvalidSchedulingData") and scheduler.cycles >= 3, timeout=30,
                    what="the fault's Event")
-    finally:
-        stop.set()
-        thread.join(10)
     [event] = real.events("InvalidSchedulingData")
     assert event["involvedObject"]["kind"] == "PodGroup"
     assert fault_events(real, "bad", event["message"]) == [("InvalidSchedulingData", 1)]

@@ -140,6 +140,34 @@ def test_a_queue_the_watch_has_not_delivered_is_read_not_refused(real, tmp_path)
     assert admit(job([task("w")], queue="fresh"), view.cluster("fresh"), DEFAULT_CONFIG).allowed
 
 
+class RecordingClient:
+    """Answers every GET with a Queue named as its last path segment, recording the URLs."""
+
+    def __init__(self):
+        self.urls: list[str] = []
+
+    def get_or_none(self, url):
+        self.urls.append(url)
+        return {"kind": "Queue", "metadata": {"name": url.rsplit("/", 1)[-1]}, "spec": {"weight": 1}}
+
+
+@pytest.mark.parametrize("queue", [
+    pytest.param("../../../api/v1/namespaces/kube-system/secrets/token", id="traversal"),
+    pytest.param("a/b", id="slash"),
+    pytest.param("q?watch=true", id="query"),
+    pytest.param("Q", id="upper-case"),
+    pytest.param("q" * 254, id="too-long"),
+])
+def test_a_queue_named_by_no_object_name_is_never_read(queue):
+    """The queue a tenant's job names goes into the webhook's GET only when it can name an
+    object: no other path is read with the webhook's token, and the job is refused as before."""
+    client = RecordingClient()
+    view = ClusterView(client)  # its watch never runs
+    assert queue not in view.cluster(queue).queues
+    assert client.urls == []
+    assert "fresh" in view.cluster("fresh").queues and client.urls == ["/apis/scheduling.volcano.sh/v1beta1/queues/fresh"]
+
+
 def test_missing_then_expired_certificate_is_a_problem_not_a_crash(tmp_path, caplog):
     tls = TLSContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
     assert tls.current() is None and tls.problem == f"cannot read {tmp_path / 'tls.crt'}: No such file or directory"
