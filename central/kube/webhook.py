@@ -274,7 +274,9 @@ class WebhookServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: WebhookServer
-    timeout = 15  # seconds a client may take per read, the handshake included
+    timeout = 15  # seconds a client may take per read, the handshake included; an idle kept-alive
+    # connection is closed after it, and the API server opens another
+    protocol_version = "HTTP/1.1"  # kept alive: a TLS handshake per admission call cost more than the call
 
     def log_message(self, *_: Any) -> None:
         pass
@@ -293,9 +295,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
-        if route not in ROUTES and route != EVICTION_ROUTE:
-            return self._send(404, {"message": f"no admission route {route}"})
-        if not 0 < length <= MAX_BODY:
+        if route not in ROUTES and route != EVICTION_ROUTE or not 0 < length <= MAX_BODY:
+            self.close_connection = True  # the body stays unread: the connection cannot carry another request
+            if route not in ROUTES and route != EVICTION_ROUTE:
+                return self._send(404, {"message": f"no admission route {route}"})
             return self._send(413, {"message": "request body missing or too large"})
         try:
             body = json.loads(self.rfile.read(length))
@@ -326,6 +329,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import http.client
 import json
 import ssl
 import threading
@@ -61,6 +62,7 @@ def webhook(real, tmp_path):
             return err.code, json.loads(err.read() or b"{}")
 
     eventually(view.synced, what="the webhook's caches")
+    call.port, call.context = server.server_address[1], context  # for tests that hold a connection
     yield call
     server.shutdown()
     server.server_close()
@@ -112,6 +114,19 @@ def test_validate_denies_with_the_field_path(webhook, route, request_body, field
 def test_a_good_job_is_allowed(webhook):
     code, body = webhook("/jobs/validate", admission(job([task("ps"), task("worker", 2)])))
     assert body["response"] == {"uid": "u-1", "allowed": True}
+
+
+def test_calls_share_one_kept_alive_connection_until_a_body_is_left_unread(webhook):
+    conn = http.client.HTTPSConnection("localhost", webhook.port, context=webhook.context, timeout=10)
+    sockets = []
+    for route in ("/jobs/validate", "/jobs/validate", "/nowhere"):
+        conn.request("POST", route, json.dumps(admission(job([task("w")]))), {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        answer.read()
+        sockets.append(conn.sock)
+    assert sockets[0] is not None and sockets[1] is sockets[0]  # no new TLS handshake per call
+    assert answer.status == 404 and sockets[2] is None  # closed: its body was never read
+    conn.close()
 
 
 @pytest.mark.parametrize("route, body, code", [
