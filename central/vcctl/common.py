@@ -117,7 +117,7 @@ def show(objects: Sequence[dict[str, Any]], output: str, columns: Sequence[Colum
 
 def parse_resources(text: str, where: str) -> dict[str, str]:
     """vcctl's "cpu=1000m,memory=100Mi" resource lists."""
-    from central.api.quantity import parse_quantity
+    from central.resources.quantity import parse_quantity
 
     result = {}
     for item in filter(None, (part.strip() for part in text.split(","))):

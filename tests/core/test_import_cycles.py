@@ -20,7 +20,7 @@ from pathlib import Path
 import central
 
 ROOT = Path(central.__file__).parent
-CORE_PACKAGES = ("central.api", "central.model", "central.framework", "central.plugins", "central.actions",
+CORE_PACKAGES = ("central.resources", "central.model", "central.framework", "central.plugins", "central.actions",
                  "central.scheduler")
 
 
