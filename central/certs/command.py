@@ -27,7 +27,7 @@ from central.certs.issue import (CA_CRT, CA_KEY, TLS_CRT, TLS_KEY, CertError, Ke
                            certificate_problem, issue_serving, new_ca, serving_problem, service_dns_names)
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
-from central.vcctl.common import api_errors
+from central.kube.command_errors import api_errors
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

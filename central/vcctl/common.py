@@ -7,9 +7,7 @@ and `-o json` print the objects as the API returned them.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -61,32 +59,6 @@ def resolve_namespace(args: argparse.Namespace) -> None:
 
     if getattr(args, "namespace", "") is None:
         args.namespace = KubeClient.default_namespace(args.kubeconfig, args.context)
-
-
-def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Turn API and connection failures into one line on stderr and exit 1 (never a traceback);
-    a 404 is the user's mistake and becomes an InputError (exit 2)."""
-    def wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(fn)
-        def run(args: argparse.Namespace) -> int:
-            from urllib3.exceptions import HTTPError
-
-            from central.kube.client import ApiError
-
-            try:
-                return fn(args)
-            except ApiError as err:
-                if err.code == 404:
-                    raise InputError("", err.message or "not found") from None
-                if err.code == 0:
-                    print(f"caldera {command}: error: cannot reach the API server: {err.message}", file=sys.stderr)
-                else:
-                    print(f"caldera {command}: error: {err}", file=sys.stderr)
-            except (HTTPError, OSError) as err:
-                print(f"caldera {command}: error: cannot reach the API server: {err}", file=sys.stderr)
-            return 1
-        return run
-    return wrap
 
 
 def age(obj: dict[str, Any]) -> str:
