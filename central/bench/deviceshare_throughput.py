@@ -19,7 +19,7 @@ from typing import Any
 from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
-from central.bench.session import BENCH_CONF, _size
+from central.bench.session import BENCH_CONF, cluster_size
 from central.bench.synthetic import synthetic_cluster
 
 DEVICESHARE = ("  - {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true,"
@@ -54,7 +54,7 @@ def measure(nodes: int, pods: int, conf_text: str) -> tuple[int, float, float]:
 
 def main(sizes: list[str]) -> int:
     for size in sizes or ["1000x10000"]:
-        nodes, pods = _size(size)
+        nodes, pods = cluster_size(size)
         print(f"{nodes:,} nodes / {pods:,} pending pods, GPU pods on gpushare resources")
         for label, conf in 2 * (("bench config", BENCH_CONF), ("+ deviceshare", BENCH_CONF + DEVICESHARE)):
             placed, allocate, session = measure(nodes, pods, conf)
