@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeagent.collect.paths import read_text
+from nodeagent.host.paths import read_text
 from nodeagent.health import Health
 
 RESOURCES = ("cpu", "memory", "io")
