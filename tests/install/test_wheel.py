@@ -90,3 +90,11 @@ def test_installed_copy_runs_its_examples(wheel: Path, tmp_path: Path) -> None:
                          capture_output=True, text=True, cwd=tmp_path, env=INSTALLED)
     assert run.returncode == 0, run.stderr
     assert "preempted to make room for analytics/exec-dashboard-0" in run.stdout
+
+
+def test_installed_copy_runs_caldera_bench(wheel: Path, tmp_path: Path) -> None:
+    _install(wheel, tmp_path)
+    run = subprocess.run([tmp_path / "venv" / "bin" / "caldera", "bench", "--size", "20x100", "--preemption", "none"],
+                         capture_output=True, text=True, cwd=tmp_path, env=INSTALLED)
+    assert run.returncode == 0, run.stderr
+    assert "placed" in run.stdout
