@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.api.resources import format_value
+from central.resources.vectors import format_value
 from central.framework.ordering import FixedLine
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from central.api.quantity import parse_quantity
+from central.resources.quantity import parse_quantity
 from central.errors import InputError, shown
 from central.model import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from central.admission import fields
 from central.admission.fields import Problems, add, fmt, quote
-from central.api.quantity import parse_quantity
+from central.resources.quantity import parse_quantity
 from central.errors import InputError
 
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")

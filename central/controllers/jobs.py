@@ -53,7 +53,7 @@ from central.controllers.job_podgroup import sync_podgroup
 from central.controllers.job_pods import Tally, build_job_pods, dependencies_met, missing_pods, surplus_pods, tally
 from central.controllers.job_policies import PodFacts, Trigger, format_time, parse_time, read_pod, triggers
 from central.controllers.job_volumes import claims_to_create
-from central.controllers.plugins import (
+from central.controllers.jobplugins import (
     build_plugins,
     deleted_objects,
     job_objects,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from central.api.resources import format_value
+from central.resources.vectors import format_value
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
 from central.model.podspec import pod_requests
 

@@ -25,7 +25,7 @@ from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.topology import Topology
 
 if TYPE_CHECKING:
-    from central.api.resources import Dimensions
+    from central.resources.vectors import Dimensions
     from central.framework.session import Session
     from central.model.nodetable import NodeTable
 

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.framework.status import Check, Code, fold, sliced
 from central.model.objects import FitErrors, PodTemplate, TaskInfo
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from central.api.resources import format_value
+from central.resources.vectors import format_value
 from central.errors import InputError
 from central.framework.conf import SchedulerConf
 from central.framework.faults import EVENT_REASON, Fault, JobBoundary

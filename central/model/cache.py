@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from central.api.resources import Dimensions, canonical
+from central.resources.vectors import Dimensions, canonical
 from central.errors import InputError
 from central.model import parse
 from central.model.fields import object_ref

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from central.api.resources import add_lists, format_value
+from central.resources.vectors import add_lists, format_value
 from central.errors import InputError
 from central.model.jobspec import (
     DEFAULT_LIMITS,

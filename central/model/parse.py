@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from central.api.resources import parse_resource_list
+from central.resources.vectors import parse_resource_list
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from central.api.resources import add_lists, max_lists, parse_resource_list
+from central.resources.vectors import add_lists, max_lists, parse_resource_list
 from central.errors import InputError
 from central.model.fields import integer, listed, str_map, typed
 from central.model.objects import (

@@ -7,7 +7,7 @@ never exceeds its parent's (dimension by dimension).
 
 from __future__ import annotations
 
-from central.api.resources import EPSILON, format_value
+from central.resources.vectors import EPSILON, format_value
 from central.errors import InputError
 from central.model.objects import QueueInfo
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import TaskInfo
 

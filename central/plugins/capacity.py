@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from central.api.resources import EPSILON, dominant_share, less_equal_on
+from central.resources.vectors import EPSILON, dominant_share, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.proportion import job_min_resources, over_share

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.errors import InputError
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import dominant_share
+from central.resources.vectors import dominant_share
 from central.framework.plugin import AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.hdrf import HdrfTree

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.model.objects import NodeInfo
 
 GPU_MEMORY = "volcano.sh/gpu-memory"

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from central.api.resources import dominant_share
+from central.resources.vectors import dominant_share
 
 Key = tuple[str, ...]  # an inner node's path below root; () is root
 

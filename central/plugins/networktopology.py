@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.errors import InputError
 from central.framework.plugin import AccountingPlugin, Arguments
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus

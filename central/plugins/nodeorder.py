@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import PodTemplate, TaskInfo
 from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from central.api.resources import EPSILON, format_value, less_equal_on
+from central.resources.vectors import EPSILON, format_value, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
 from central.plugins.proportion import job_min_resources

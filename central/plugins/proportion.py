@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from central.api.resources import EPSILON, dominant_share, format_value, less_equal, less_equal_on
+from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from central.api.resources import format_value
+from central.resources.vectors import format_value
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.sim.simulate import SimulationResult

@@ -30,7 +30,7 @@ from central.sim.timeline import Timeline, TimedResult
 from central.controllers import bus
 from central.model import parse
 from central.model.hypernodes import parse_hypernode
-from central.sim import podlife
+from central.model import podlife
 
 STATIC = ("PriorityClass", "Node", "HyperNode")
 SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")

@@ -25,7 +25,7 @@ from central.controllers.queues import reconcile_queue
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
-from central.sim import podlife
+from central.model import podlife
 from central.sim.kubelet import Kubelets
 
 ENDED = FINISHED | {"Aborted"}

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Protocol
 
 from nodeagent.cgroup.layout import CgroupLayout
-from nodeagent.collect.paths import read_text
-from nodeagent.collect.psi import Pressure, parse_pressure
+from nodeagent.host.paths import read_text
+from nodeagent.host.psi import Pressure, parse_pressure
 from nodeagent.health import Health
 
 NAME = "cgroup"

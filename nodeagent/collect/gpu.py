@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodeagent.collect.paths import HostPaths, read_int
+from nodeagent.host.paths import HostPaths, read_int
 from nodeagent.health import Health
 
 NAME = "gpu"

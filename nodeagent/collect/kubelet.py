@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from nodeagent.collect.paths import parse_cpu_list, read_text
+from nodeagent.host.paths import parse_cpu_list, read_text
 from nodeagent.health import Health
 
 NAME = "kubelet"

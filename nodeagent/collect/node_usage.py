@@ -19,8 +19,8 @@ from typing import Iterator
 
 import psutil
 
-from nodeagent.collect.paths import HostPaths
-from nodeagent.collect.psi import Pressure, read_node_pressure
+from nodeagent.host.paths import HostPaths
+from nodeagent.host.psi import Pressure, read_node_pressure
 from nodeagent.collect.window import Stat, Window
 from nodeagent.health import Health
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from nodeagent.cgroup.driver import CgroupDriver
-from nodeagent.collect.psi import RESOURCES, Pressure
+from nodeagent.host.psi import RESOURCES, Pressure
 from nodeagent.collect.window import Stat, Window
 from nodeagent.pods import PodInfo
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from nodeagent.collect.paths import HostPaths, parse_cpu_list, read_int, read_text
+from nodeagent.host.paths import HostPaths, parse_cpu_list, read_int, read_text
 from nodeagent.health import Health
 
 NAME = "topology"

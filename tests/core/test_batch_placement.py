@@ -22,7 +22,7 @@ from central.framework.placement import Placement
 from central.model.cache import ClusterCache
 from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from central.sim.synthetic import synthetic_cluster
+from central.bench.synthetic import synthetic_cluster
 
 CONFS = {
     "default": DEFAULT_CONF_YAML,

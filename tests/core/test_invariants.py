@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from central.api.quantity import parse_quantity
-from central.api.resources import EPSILON
+from central.resources.quantity import parse_quantity
+from central.resources.vectors import EPSILON
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
 from central.framework.session import Session

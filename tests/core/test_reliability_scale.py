@@ -12,12 +12,12 @@ import os
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.model.cache import ClusterCache
 from central.model.objects import READY_STATUSES
 from central.scheduler.cycle import run_cycle
-from central.sim.bench import BENCH_CONF, bytes_per_pod, floor_baseline
-from central.sim.synthetic import synthetic_cluster
+from central.bench.session import BENCH_CONF, bytes_per_pod, floor_baseline
+from central.bench.synthetic import synthetic_cluster
 from central.scheduler import load_config
 
 FULL = os.environ.get("CALDERA_SCALE") == "full"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from central.errors import InputError
-from central.kube.feeder import CacheFeeder
+from central.scheduler.feeder import CacheFeeder
 from central.model.cache import ClusterCache
 from central.scheduler import load_config
 

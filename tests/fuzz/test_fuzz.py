@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from caldera.cli import main
 from central.admission import DEFAULT_CONFIG
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
-from central.kube.feeder import CacheFeeder
-from central.kube.webhook import ClusterView, review
+from central.scheduler.feeder import CacheFeeder
+from central.admission.webhook import ClusterView, review
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
 from central.model.objects import READY_STATUSES

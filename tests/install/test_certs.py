@@ -10,7 +10,7 @@ import threading
 import pytest
 from cryptography import x509
 
-from central.certs import (CertError, KeyPair, ServingRequest, ca_problem, certificate_problem, issue_serving,
+from central.certs.issue import (CertError, KeyPair, ServingRequest, ca_problem, certificate_problem, issue_serving,
                            new_ca, renewal_due, service_dns_names, serving_problem)
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc)

@@ -80,7 +80,7 @@ def test_certs_job_and_cronjob_run_the_same_pod_with_a_role_limited_to_three_sec
 
 
 def test_certs_defaults_match_the_manifests():
-    from central.kube import certs
+    from central.certs import command as certs
 
     secrets = {v["secret"]["secretName"] for d in documents() if d["kind"] == "Deployment"
                for v in d["spec"]["template"]["spec"].get("volumes", []) if "secret" in v}

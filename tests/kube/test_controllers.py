@@ -13,12 +13,12 @@ from central.cli import main
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
-from central.kube.job_controller import JobController
-from central.kube.podgroup_controller import PodGroupController
-from central.kube.queue_controller import QueueController
-from central.kube.controllers_cli import run_controllers
+from central.controllers.loops.jobs import JobController
+from central.controllers.loops.podgroups import PodGroupController
+from central.controllers.loops.queues import QueueController
+from central.controllers.loops.command import run_controllers
 from central.kube.events import EventRecorder
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
 from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
@@ -281,7 +281,7 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(real, cluster):
 def test_workers_do_not_outlive_run_controllers():
     """On stop, each worker finishes the key it holds and takes no other; run_controllers
     returns only once every worker has ended (none acts after the process gave up its lease)."""
-    from central.kube.controllers import ControllerLoop
+    from central.controllers.loops.base import ControllerLoop
 
     class Held(ControllerLoop):
         name = "held"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from central.kube.client import ApiError
-from central.kube.hypernode_controller import HyperNodeController
+from central.controllers.loops.hypernodes import HyperNodeController
 from tests.controllers.test_hypernodes import hypernode, node, select
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from central.kube.client import CORE, path
-from central.kube.feeder import CacheFeeder
+from central.scheduler.feeder import CacheFeeder
 from central.kube.informer import Reflector
 from tests.waiting import eventually
 from tests.kube.fakes import RecordingCache, node, pod

@@ -8,7 +8,7 @@ from typing import Any
 
 from central.kube.client import ApiError
 from central.kube.leader import LeaderElector
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
 from tests.waiting import eventually
 from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod
 

@@ -19,7 +19,7 @@ import yaml
 
 from central.scheduler import load_config
 from central.kube.leader import LeaderElector
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
@@ -147,8 +147,8 @@ def test_scheduler_rbac_covers_what_the_scheduler_does(real, tmp_path):
     assert not real.proxy.forbidden, f"the scheduler's RBAC lacks {real.proxy.forbidden}"
 
 
-COMMANDS = {"caldera-scheduler": "central.kube.scheduler_cli", "caldera-controllers": "central.kube.controllers_cli",
-            "caldera-admission": "central.kube.webhook"}
+COMMANDS = {"caldera-scheduler": "central.scheduler.command", "caldera-controllers": "central.controllers.loops.command",
+            "caldera-admission": "central.admission.webhook"}
 
 
 def parsed_args(name: str, objects: list[dict[str, Any]] | None = None) -> argparse.Namespace:
@@ -256,7 +256,7 @@ def test_controllers_rbac_covers_what_the_controllers_do(real, tmp_path):
     from central.admission.jobs import mutate_job
     from central.cli import main
     from central.kube.client import VOLCANO_SCHEDULING, path
-    from central.kube.controllers_cli import build, run_controllers
+    from central.controllers.loops.command import build, run_controllers
 
     job = mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                       "metadata": {"name": "mpi", "namespace": real.namespace},

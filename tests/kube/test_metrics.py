@@ -8,8 +8,8 @@ import urllib.request
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
 from central.kube.client import VOLCANO_SCHEDULING, path
-from central.kube.metrics import SchedulerMetrics, serve
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.metrics import SchedulerMetrics, serve
+from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
@@ -74,7 +74,7 @@ def test_cycle_metrics_under_volcano_names(real):
 def test_queue_podgroup_counts_are_read_at_scrape_time():
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from central.kube.metrics import QueuePodGroupCounts
+    from central.scheduler.metrics import QueuePodGroupCounts
 
     queues = {"team": {"metadata": {"name": "team"}, "status": {"state": "Open", "running": 2, "inqueue": 1}}}
     registry = CollectorRegistry()

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.resources.vectors import EPSILON
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually

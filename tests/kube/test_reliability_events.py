@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.kube.feeder import CacheFeeder
+from central.scheduler.feeder import CacheFeeder
 from central.model.cache import ClusterCache
 
 NODES, GROUPS, PODS = ["n1", "n2"], ["g1", "g2"], ["p1", "p2", "p3"]

@@ -1,6 +1,6 @@
 """Reliability row T18: admission under a mixed concurrent load stays correct and its cost per
 request does not grow with the cluster (the view is updated per event, never rebuilt per
-request). The latency figures come from `python bench/webhook_load.py`, not from a test."""
+request). The latency figures come from `python -m central.bench.webhook_load`, not from a test."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-import central.kube.webhook as webhook_module
+import central.admission.webhook as webhook_module
 from central.admission import DEFAULT_CONFIG
 from central.admission.cluster import Cluster
-from central.kube.webhook import ClusterView, TLSContext, WebhookServer
+from central.admission.webhook import ClusterView, TLSContext, WebhookServer
 from tests.kube.test_webhook import self_signed
 
 BUILT = [0]

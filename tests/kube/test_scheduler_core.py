@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
@@ -129,7 +129,7 @@ tiers:
 
 
 def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
-    from central.kube.metrics import SchedulerMetrics
+    from central.scheduler.metrics import SchedulerMetrics
 
     real.put(node("n1"))
     bad = podgroup("bad", 1)
@@ -196,7 +196,7 @@ def fault_events(real, podgroup: str, message: str) -> list[tuple[str, int]]:
 def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(real, monkeypatch):
     """A bug in the middle of the first cycle (after a gang was committed): nothing of that
     cycle reaches the API or stays in the cache, and the next cycle binds each pod once."""
-    from central.kube.metrics import SchedulerMetrics
+    from central.scheduler.metrics import SchedulerMetrics
     from central.plugins.gang import Gang
 
     real.put(node("n1"))

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from central.kube.client import VOLCANO_SCHEDULING, path
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
 from tests.waiting import eventually
 from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod, result
 

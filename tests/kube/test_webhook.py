@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from central.admission import DEFAULT_CONFIG, admit
-from central.kube.webhook import ClusterView, TLSContext, WebhookServer, review
+from central.admission.webhook import ClusterView, TLSContext, WebhookServer, review
 from tests.waiting import eventually
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeagent.collect.gpu import NullGpuCollector, NvmlGpuCollector, open_gpu_collector
-from nodeagent.collect.paths import HostPaths
+from nodeagent.host.paths import HostPaths
 from nodeagent.health import Health
 from tests.nodeagent.fakes import FakeDevice, FakeNvml, write
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.collect.psi import parse_pressure, read_node_pressure
+from nodeagent.host.psi import parse_pressure, read_node_pressure
 from nodeagent.health import Health
 from tests.nodeagent.fakes import write
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
 from nodeagent.collect.node_usage import NodeUsageCollector
-from nodeagent.collect.paths import HostPaths
+from nodeagent.host.paths import HostPaths
 from nodeagent.collect.pod_usage import PodUsageCollector
 from nodeagent.collect.window import Window
 from nodeagent.health import Health

@@ -31,7 +31,7 @@ import yaml
 
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
-from central.api.quantity import parse_quantity
+from central.resources.quantity import parse_quantity
 from central.model.cache import ClusterCache
 from central.model.nodedata import GpuCard, NodeData, NumaCell
 from central.model.fields import parse_index_list, parse_time

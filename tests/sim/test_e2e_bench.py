@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from central.localcluster import build
-from central.sim import e2e
+from central.bench import e2e
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,7 @@
 import pytest
 
 from central.errors import InputError
-from central.sim import podlife
+from central.model import podlife
 
 
 def pod(**annotations):
