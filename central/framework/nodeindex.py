@@ -7,7 +7,7 @@ tasks (bound, allocated, pipelined or releasing) are indexed by row for the inte
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", None, "NoSchedul
 
 
 class NodeIndex:
-    def __init__(self, nodes: list[NodeInfo]):
+    def __init__(self, nodes: Sequence[NodeInfo]):
         self.nodes = nodes
         self.n = len(nodes)
         self._labels: dict[str, np.ndarray] = {}

@@ -10,14 +10,21 @@ are normalised over the candidate nodes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
 import numpy as np
 
 from central.api.resources import EPSILON
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import PodTemplate, TaskInfo
 from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
+
+if TYPE_CHECKING:
+    from central.framework.conf import PluginOption
+    from central.framework.handle import Handle
 
 MAX_SCORE = 100
 WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,
@@ -69,17 +76,17 @@ def normalise(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
     return MAX_SCORE - scaled if reverse else scaled
 
 
-class NodeOrder(Plugin):
+class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
     name = "nodeorder"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> dict[str, int]:
         return {k: args.get(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weights: dict[str, int] = self.settings
-        self.index = session.node_index
+        self.index = handle.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}
         self._batchable: dict[PodTemplate, bool] = {}
@@ -101,7 +108,7 @@ class NodeOrder(Plugin):
         w = self.weights
         score = np.zeros(len(rows))
         # cpu and memory come first in the balanced columns: one read of the table serves all
-        requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
+        requested, alloc = requested_fraction(self.handle, task, rows, self._balanced_cols(task))
         if w["leastrequested"]:
             score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2])
         if w["mostrequested"]:
@@ -129,7 +136,7 @@ class NodeOrder(Plugin):
     def _balanced_cols(self, task: TaskInfo) -> list[int]:
         cols = self._cols.get(id(task.resreq))
         if cols is None:
-            index = self.session.dims.index
+            index = self.handle.dims.index
             cols = [index[r] for r in BALANCED_RESOURCES if r in index and (r in ("cpu", "memory") or task.resreq[index[r]] > EPSILON)]
             self._cols[id(task.resreq)] = cols
         return cols
@@ -148,7 +155,7 @@ class NodeOrder(Plugin):
 
     def _pod_affinity(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
         raw = np.zeros(len(rows))
-        nodes, ns = self.session.nodes, template.namespace
+        nodes, ns = self.handle.nodes, template.namespace
         for sign, terms in ((1, template.preferred_pod_affinity), (-1, template.preferred_pod_anti_affinity)):
             for term in terms:
                 counts = domain_counts(self.index, term.topology_key, term_rows(nodes, term, ns))
@@ -159,7 +166,7 @@ class NodeOrder(Plugin):
 
     def _spread(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
         raw = np.zeros(len(rows))
-        nodes, ns = self.session.nodes, template.namespace
+        nodes, ns = self.handle.nodes, template.namespace
         for c in template.spread:
             if c.when_unsatisfiable != "ScheduleAnyway":
                 continue
