@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from central.actions.hypernodes import place_in_hypernodes
+from central.framework.action import Action, ActionHandle
 from central.framework.ordering import FixedLine
 from central.framework.placement import Plan
-from central.framework.action import Action, ActionHandle
 from central.framework.statement import Statement
 from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 

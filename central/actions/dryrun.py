@@ -18,11 +18,10 @@ not counted (Caldera has none to count).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cmp_to_key
 from typing import Any
 
-from central.actions.victims import VictimFilter, allowed_victims
-from central.framework.action import Action, ActionHandle
+from central.actions.victims import VictimFilter, allowed_victims, sort_key
+from central.framework.action import ActionHandle
 from central.framework.statement import Statement
 from central.model.objects import TaskInfo
 
@@ -34,7 +33,7 @@ def topology_aware_room(handle: ActionHandle, stmt: Statement, task: TaskInfo, e
     wanted = _candidate_count(len(rows), arguments)
     found: list[tuple[int, list[TaskInfo]]] = []
     less = handle.victim_less(task)
-    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+    order = sort_key(less)
     for row, allowed in allowed_victims(handle, task, eligible, "preemptable"):
         victims = _select_victims(handle, task, row, sorted(allowed, key=order), may_place)
         if victims:
@@ -84,7 +83,7 @@ def _fits_without(handle: ActionHandle, task: TaskInfo, row: int, gone: list[Tas
     return fits
 
 
-def _rank(victims: list[TaskInfo]) -> tuple:
+def _rank(victims: list[TaskInfo]) -> tuple[int, int, int, tuple[int, ...]]:
     top = max(v.priority for v in victims)
     return (top, sum(v.priority for v in victims), len(victims),
             _negated(min(v.creation for v in victims if v.priority == top)))

@@ -32,7 +32,7 @@ from central.framework.ordering import FixedLine
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.action import Action, ActionHandle
+    from central.framework.action import ActionHandle
     from central.framework.statement import Statement
     from central.model.topology import HyperNode
 

@@ -17,10 +17,10 @@ node, and the next cycle's allocate tries that node first. With the action argum
 
 from __future__ import annotations
 
-from central.actions.dryrun import topology_aware_room
 from collections.abc import Mapping
 from typing import Any
 
+from central.actions.dryrun import topology_aware_room
 from central.actions.victims import VictimFilter, make_room, pending_tasks, starving_jobs
 from central.framework.action import Action, ActionHandle
 from central.framework.statement import Statement
@@ -88,8 +88,7 @@ def _within_job(handle: ActionHandle, arguments: Mapping[str, Any], job: JobInfo
         stmt = handle.statement()
         placed = False
         with handle.job_boundary(job, "preempt", stmt):
-            placed = _make_room(handle, arguments, stmt, task,
-                                lambda v, task=task: _preemptable(v, task) and v.job_uid == job.uid)
+            placed = _make_room(handle, arguments, stmt, task, _own_job_victims(task, job))
             stmt.commit()
         if not placed:
             return
@@ -105,6 +104,12 @@ def _make_room(handle: ActionHandle, arguments: Mapping[str, Any], stmt: Stateme
     if arguments.get("enableTopologyAwarePreemption", False):
         return topology_aware_room(handle, stmt, task, eligible, arguments, REASON.format(task.uid), may_place)
     return make_room(handle, stmt, task, eligible, "preemptable", REASON.format(task.uid), may_place)
+
+
+def _own_job_victims(task: TaskInfo, job: JobInfo) -> VictimFilter:
+    def eligible(victim: TaskInfo) -> bool:
+        return _preemptable(victim, task) and victim.job_uid == job.uid
+    return eligible
 
 
 def _preemptable(victim: TaskInfo, preemptor: TaskInfo) -> bool:

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import cmp_to_key
+from typing import Any
 
 import numpy as np
 
+from central.framework.action import ActionHandle
 from central.framework.ordering import PriorityQueue
-from central.framework.action import Action, ActionHandle
 from central.framework.statement import Statement
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
 
@@ -61,7 +62,7 @@ def allowed_victims(handle: ActionHandle, task: TaskInfo, eligible: VictimFilter
     placement = handle.placement
     may_lose = handle.may_lose(point, task)
     less = handle.victim_less(task)
-    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+    order = sort_key(less)
     for row in placement.preemption_candidates(task):
         candidates = [t for t in handle.nodes[row].tasks.values() if eligible(t)]
         # Cheap bound before sorting and voting: even every candidate the guards could
@@ -71,6 +72,13 @@ def allowed_victims(handle: ActionHandle, task: TaskInfo, eligible: VictimFilter
         victims = handle.victims(point, task, sorted(candidates, key=order))
         if victims and placement.room_after(task, row, np.sum([v.resreq for v in victims], axis=0), len(victims)):
             yield int(row), victims
+
+
+def sort_key(less: Callable[[TaskInfo, TaskInfo], bool]) -> Callable[[TaskInfo], Any]:
+    """A sort key that puts tasks in the order `less` says (equals keep their order)."""
+    def compare(a: TaskInfo, b: TaskInfo) -> int:
+        return -1 if less(a, b) else (1 if less(b, a) else 0)
+    return cmp_to_key(compare)
 
 
 def _at_most(handle: ActionHandle, candidates: list[TaskInfo], may_lose: VictimFilter) -> tuple[np.ndarray, int]:

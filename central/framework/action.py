@@ -18,12 +18,13 @@ import numpy as np
 
 from central.api.resources import Dimensions
 from central.errors import InputError
+from central.framework.decisions import Decisions
 from central.framework.faults import Faults, JobBoundary
 from central.framework.notes import Notes
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
 from central.framework.points import Points, victims
-from central.framework.statement import Decisions, Statement
+from central.framework.statement import Statement
 from central.framework.status import Status
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.topology import HyperNode

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from central.api.resources import Dimensions, format_value
+from central.framework.decisions import Decisions
 from central.framework.faults import EVENT_REASON, Fault, Faults
 from central.framework.journal import Journal
 from central.framework.notes import Notes
 from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
-from central.framework.statement import Decisions
 from central.model.cache import ClusterCache
-from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskStatus
+from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 
 @dataclass
@@ -92,7 +92,7 @@ class Closing:
             statement.discard()
         for task in decisions.pipelines:
             if task.status == TaskStatus.PIPELINED:
-                self.journal.on_rollback(lambda task=task, was=task.nominated_node: setattr(task, "nominated_node", was))
+                self.journal.on_rollback(_renominate(task, task.nominated_node))
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = queue_statuses(self.dims, self.queues, self.jobs)
@@ -134,6 +134,13 @@ class Closing:
                 result.deserved = {queue: {n: float(v) for n, v in zip(self.dims.names, vec) if v > 0 and math.isfinite(v)}
                                    for queue, vec in shares.items()}
                 return
+
+
+def _renominate(task: TaskInfo, node: str | None) -> Callable[[], None]:
+    """Puts the task's nomination back (a rolled back close)."""
+    def undo() -> None:
+        task.nominated_node = node
+    return undo
 
 
 def podgroup_status(job: JobInfo, new: dict[str, Any] | None) -> dict[str, Any]:

@@ -24,11 +24,11 @@ from typing import Any
 
 from central.errors import InputError, shown
 from central.framework.action import Action
-from central.framework.plugin import Arguments, Plugin
+from central.framework.plugin import Arguments, Plugin, PluginOption
 from central.framework.points import check_plugin_class
 from central.model.fields import typed, yaml_documents
 
-# Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
+# Every per-plugin flag Volcano knows. Unset means enabled, except those OFF_BY_DEFAULT.
 PLUGIN_FLAGS = (
     "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined", "enableTaskOrder",
     "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder", "enabledClusterOrder",
@@ -37,7 +37,6 @@ PLUGIN_FLAGS = (
     "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined", "enabledSubJobOrder",
     "enabledHyperNodeGradient",
 )
-OFF_BY_DEFAULT = frozenset({"enableHierarchy", "enabledClusterOrder"})
 
 DEFAULT_CONF_YAML = """\
 actions: "enqueue, allocate, backfill"
@@ -53,17 +52,6 @@ tiers:
   - name: proportion
   - name: nodeorder
 """
-
-
-@dataclass(frozen=True)
-class PluginOption:
-    name: str
-    flags: Mapping[str, bool]
-    arguments: Mapping[str, Any]
-    settings: Any = None  # what the plugin class's `read_arguments` made of `arguments`
-
-    def enabled(self, flag: str) -> bool:
-        return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from central.errors import InputError
+from central.framework.decisions import Discardable
 from central.model.objects import TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.statement import Statement
     from central.model.objects import JobInfo, NodeInfo, TaskInfo
 
 EVENT_REASON = "InvalidSchedulingData"  # the Warning Event's reason on the faulted object
@@ -81,7 +81,7 @@ class Faults:
         """The HyperNode is left out of the topology this session."""
         self.by_object.setdefault(("HyperNode", name), Fault("HyperNode", name, source, reason))
 
-    def boundary(self, job: JobInfo, source: str, stmt: Statement | None = None) -> JobBoundary:
+    def boundary(self, job: JobInfo, source: str, stmt: Discardable | None = None) -> JobBoundary:
         """A `with` block in which bad data of `job` faults the job (discarding `stmt`)."""
         return JobBoundary(self, job, source, stmt)
 
@@ -92,7 +92,7 @@ class JobBoundary:
 
     __slots__ = ("faults", "job", "source", "stmt")
 
-    def __init__(self, faults: Faults, job: JobInfo, source: str, stmt: Statement | None):
+    def __init__(self, faults: Faults, job: JobInfo, source: str, stmt: Discardable | None):
         self.faults, self.job, self.source, self.stmt = faults, job, source, stmt
 
     def __enter__(self) -> JobBoundary:

@@ -15,17 +15,16 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.errors import InputError
 from central.framework.agentview import AgentView
+from central.framework.decisions import Decisions
 from central.framework.faults import Faults
 from central.framework.journal import Journal
 from central.framework.nodeindex import NodeIndex
 from central.framework.notes import Notes
-from central.framework.statement import Decisions
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.topology import Topology

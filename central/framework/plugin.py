@@ -24,6 +24,7 @@ Besides the points, a plugin class may say, for the framework and tools around i
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from central.errors import InputError, shown
@@ -32,11 +33,23 @@ from central.framework.extension import ABSTAIN, PERMIT, REJECT, AllocationEvent
 MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow waiting)
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
     from central.model.objects import TaskInfo
 
-__all__ = ["ABSTAIN", "PERMIT", "REJECT", "AccountingPlugin", "Arguments", "Plugin"]
+__all__ = ["ABSTAIN", "PERMIT", "REJECT", "AccountingPlugin", "Arguments", "Plugin", "PluginOption"]
+
+OFF_BY_DEFAULT = frozenset({"enableHierarchy", "enabledClusterOrder"})  # the flags unset means off
+
+
+@dataclass(frozen=True)
+class PluginOption:
+    name: str
+    flags: Mapping[str, bool]
+    arguments: Mapping[str, Any]
+    settings: Any = None  # what the plugin class's `read_arguments` made of `arguments`
+
+    def enabled(self, flag: str) -> bool:
+        return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
 
 
 class Arguments:

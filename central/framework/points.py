@@ -119,8 +119,9 @@ class Points:
         self.reclaimable = [[p.reclaimable for p in tier] for tier in reclaimable]
         guards = flat(ext.VictimGuard)
         # a guard holds at the votes its plugin takes part in
-        self.preemptable_guards = [g for g in guards if any(g is p for tier in preemptable for p in tier)]
-        self.reclaimable_guards = [g for g in guards if any(g is p for tier in reclaimable for p in tier)]
+        voting = ({id(p) for tier in preemptable for p in tier}, {id(p) for tier in reclaimable for p in tier})
+        self.preemptable_guards = [g for g in guards if id(g) in voting[0]]
+        self.reclaimable_guards = [g for g in guards if id(g) in voting[1]]
         self.can_give_up = [p.can_give_up for p in flat(ext.CanGiveUp)]
         self.victim_tasks = [[p.victim_tasks for p in tier] for tier in tiered(ext.VictimTasks)]
         self.static_predicate = [p.static_predicate for p in flat(ext.StaticPredicate)]
@@ -135,9 +136,10 @@ class Points:
         self.on_deallocate = [p.on_deallocate for p in listeners]  # index for index, the same plugins
         self.on_session_close = flat(ext.SessionClose)
         # the plugins whose answers decide a placement: asked whether a pod may be placed in a batch
-        self.placement_plugins: list[Plugin] = list({id(p): p for protocol in (
-            ext.Predicate, ext.RowPredicate, ext.NodeOrder, ext.BatchNodeOrder)
-            for p in flat(protocol)}.values())  # type: ignore[attr-defined]
+        deciding: dict[int, Plugin] = {}
+        for protocol in (ext.Predicate, ext.RowPredicate, ext.NodeOrder, ext.BatchNodeOrder):
+            deciding.update((id(p), p) for p in flat(protocol))  # type: ignore[misc]
+        self.placement_plugins = list(deciding.values())
 
     if TYPE_CHECKING:  # what the lists hold, for readers and the type checker
         job_order: list[Callable[[JobInfo, JobInfo], int]]

@@ -19,16 +19,17 @@ from typing import Any
 
 from central.framework import points as rules
 from central.framework.closing import Closing, CycleResult
-from central.framework.conf import PluginOption, SchedulerConf
+from central.framework.conf import SchedulerConf
+from central.framework.decisions import Decisions
 from central.framework.faults import Faults, JobBoundary
 from central.framework.handle import Handle
 from central.framework.journal import Journal
 from central.framework.notes import Notes
 from central.framework.ordering import PriorityQueue
 from central.framework.placement import Placement
-from central.framework.plugin import Plugin
+from central.framework.plugin import Plugin, PluginOption
 from central.framework.points import Points
-from central.framework.statement import Decisions, Statement
+from central.framework.statement import Statement
 from central.framework.status import Status
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, QueueInfo, TaskInfo

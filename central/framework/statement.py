@@ -7,30 +7,13 @@ into evictions; pipelines stay in the session only, as in Volcano.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from central.errors import InputError
+from central.framework.decisions import Decisions
 from central.framework.points import Points
 from central.model.cache import ClusterCache
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 
 ALLOCATE, PIPELINE, EVICT = "allocate", "pipeline", "evict"
-
-
-@dataclass
-class Decisions:
-    """What the statements of one session decided, and what they left open."""
-
-    binds: dict[str, str] = field(default_factory=dict)  # task uid -> node
-    evictions: dict[str, str] = field(default_factory=dict)  # task uid -> reason
-    pipelines: list[TaskInfo] = field(default_factory=list)  # committed pipelines: nominated at close
-    discarded: dict[str, str] = field(default_factory=dict)  # task uid -> the placement last discarded
-    open: list[Statement] = field(default_factory=list)  # discarded at close
-
-    def placed_then_discarded(self, task: TaskInfo) -> bool:
-        """Did a statement place the task this session and then discard it (it fits a node;
-        its gang did not)?"""
-        return bool(self.discarded.get(task.uid))
 
 
 class Statement:

@@ -9,7 +9,7 @@ a node where used + request exceeds allocatable scores 0. Score = sum(s) / sum(w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,8 +19,8 @@ from central.framework.plugin import Arguments, Plugin
 from central.model.objects import TaskInfo
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 MAX_SCORE = 100
 
@@ -51,7 +51,7 @@ class Binpack(Plugin, ext.NodeOrder):
         super().__init__(option, handle)
         self.weight, weights = self.settings
         self.weights = handle.dims.vector(weights)  # resources the cluster lacks weigh nothing
-        self._columns: dict[int, tuple] = {}  # id(request) -> (request, its columns, ... on them)
+        self._columns: dict[int, tuple[Any, ...]] = {}  # id(request) -> (request, its columns, ... on them)
 
     def batchable(self, task: TaskInfo) -> bool:
         return True  # used and allocatable, from the table

@@ -29,22 +29,22 @@ Reclaim, as Volcano's capacity does it:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.api.resources import EPSILON, dominant_share, less_equal_on
 from central.framework import extension as ext
-from central.framework.status import ALLOWED, Status, refused
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
+from central.framework.status import ALLOWED, Status, refused
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.proportion import job_min_resources, over_share
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
+    from central.api.resources import Dimensions
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 ROOT = "root"
 
@@ -63,7 +63,7 @@ class Quota:
     children: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, queue: QueueInfo | None, name: str, parent: str | None, dims) -> "Quota":
+    def of(cls, queue: QueueInfo | None, name: str, parent: str | None, dims: Dimensions) -> Quota:
         spec = queue or QueueInfo(name, 1, {}, {}, {}, True, 0, None, "Open")
         capability = dims.vector(spec.capability, missing=np.inf)
         return cls(name, parent, dims.vector(spec.deserved), dims.vector(spec.guarantee), capability,
@@ -76,7 +76,8 @@ class Quota:
         return dominant_share(self.allocated, self.deserved)
 
 
-class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEnqueueable, ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
+class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEnqueueable,
+               ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
     name = "capacity"
 
     @classmethod

@@ -13,4 +13,5 @@ class Conformance(Plugin, ext.Preemptable, ext.Reclaimable):
     def preemptable(self, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return [t for t in candidates if not t.critical]
 
-    reclaimable = preemptable
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.preemptable(reclaimer, candidates)

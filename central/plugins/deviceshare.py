@@ -39,6 +39,7 @@ from central.errors import InputError
 from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
+from central.model.fields import parse_index_list
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 from central.plugins.gpucards import (
     GPU_MEMORY,
@@ -46,11 +47,10 @@ from central.plugins.gpucards import (
     UNHEALTHY,
     GpuCards,
 )
-from central.model.fields import parse_index_list
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 GPU_INDEX = "volcano.sh/gpu-index"
 FIRST_FIT = ""  # Volcano gpushare's choice, the default

@@ -12,6 +12,7 @@ before the victim's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,8 +24,8 @@ from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.hdrf import HdrfTree
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 SHARE_TOLERANCE = 1e-6
 
@@ -40,7 +41,7 @@ class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.R
         self.allocated = {uid: job.allocated.copy() for uid, job in handle.jobs.items()}
         self.shares: dict[str, float] = {}  # computed when an ordering asks, dropped on change
         self.tree: HdrfTree | None = None
-        self.tree_state: dict | None = None  # the tree evaluated, dropped on change
+        self.tree_state: Mapping[tuple[str, ...] | str, tuple[float, bool]] | None = None  # the tree evaluated, dropped on change
         if option.enabled("enableHierarchy"):
             queues = handle.queues
             self.tree = HdrfTree(self.total, [

@@ -54,7 +54,8 @@ def job_ready(job: JobInfo) -> bool:
     return job.ready + best_effort >= job.min_available and roles_ready(job)
 
 
-class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady, ext.JobPipelined, ext.JobStarving, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.SessionClose):
+class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
+           ext.JobPipelined, ext.JobStarving, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.SessionClose):
     name = "gang"
 
     def job_valid(self, job: JobInfo) -> str | None:

@@ -52,8 +52,8 @@ from central.model.topology import HyperNode
 from central.plugins.binpack import resource_weights
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 MAX_SCORE = 100.0
 PLACED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}

@@ -10,21 +10,20 @@ are normalised over the candidate nodes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.api.resources import EPSILON
 from central.framework import extension as ext
+from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import PodTemplate, TaskInfo
-from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 MAX_SCORE = 100
 WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,
@@ -32,7 +31,7 @@ WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "node
 BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 
-def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def requested_fraction(ssn: Handle, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.table
     at = (rows[:, None], cols)  # one gather per array

@@ -24,9 +24,8 @@ restricted skip it (the reason names the silent agent); best-effort and other po
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,8 +38,8 @@ from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 POLICY = "volcano.sh/numa-topology-policy"
 CPUSET = "caldera.sh/cpuset"
@@ -143,17 +142,17 @@ class NumaAware(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.AllocationEvents)
         view = self.handle.agents
         if policy == "none":  # only nodes whose kubelet holds it to a policy check it
             ok = np.ones(len(rows), dtype=bool)
-            for i in np.flatnonzero(self.node_holds[rows]):
-                row = int(rows[i])
-                ok[i] = choose_cells(self._cells(row, view.data[row]), cpus, self.node_policy[row]) is not None
+            for i in np.flatnonzero(self.node_holds[rows]).tolist():
+                held = int(rows[i])
+                ok[i] = choose_cells(self._cells(held, view.data[held]), cpus, self.node_policy[held]) is not None
             return [Check(ok, f"node(s) didn't fit the node's NUMA policy for {cpus} CPUs")]
         ok = np.zeros(len(rows), dtype=bool)
-        for i, row in enumerate(rows):
-            data = view.data[row]
+        for i, at in enumerate(rows.tolist()):
+            data = view.data[at]
             if data is None:
                 ok[i] = policy not in STRICT
             elif _enforced(data, policy):
-                ok[i] = choose_cells(self._cells(int(row), data), cpus, policy) is not None
+                ok[i] = choose_cells(self._cells(at, data), cpus, policy) is not None
         silent = view.silent[rows] & ~ok
         # Unresolvable, as Volcano's numa-aware says: its view of free CPUs ignores evictions.
         return [Check(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),

@@ -17,8 +17,8 @@ from central.model.objects import JobInfo
 from central.plugins.proportion import job_min_resources
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 DEFAULT_FACTOR = 1.2
 

@@ -20,9 +20,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from central.framework import extension as ext
-from central.framework.plugin import Arguments, Plugin
-from central.framework.status import Check, Code
-from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
 from central.framework.nodeindex import (
     UNSCHEDULABLE_TAINT,
     NodeIndex,
@@ -31,10 +28,13 @@ from central.framework.nodeindex import (
     term_rows,
     untolerated,
 )
+from central.framework.plugin import Arguments, Plugin
+from central.framework.status import Check, Code
+from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 
 def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
@@ -179,6 +179,6 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
         return [Check(labelled, "node(s) didn't match pod topology spread constraints (missing required label)"),
                 Check(skew_ok, "node(s) didn't match pod topology spread constraints", Code.UNSCHEDULABLE)]
 
-def _in_domains(idx: NodeIndex, key: str, domains: set, rows: np.ndarray) -> np.ndarray:
+def _in_domains(idx: NodeIndex, key: str, domains: set[object], rows: np.ndarray) -> np.ndarray:
     values = idx.label(key)[rows]
     return np.fromiter((v in domains for v in values), bool, len(rows))

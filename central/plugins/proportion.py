@@ -10,21 +10,20 @@ minResources - elastic stays within its real capability.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.api.resources import EPSILON, dominant_share, format_value, less_equal, less_equal_on
 from central.framework import extension as ext
-from central.framework.status import ALLOWED, Status, refused
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
+from central.framework.status import ALLOWED, Status, refused
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 
 @dataclass
@@ -49,12 +48,12 @@ def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, lim
                      if request[i] > EPSILON and allocated[i] + request[i] > limit[i] + EPSILON)
 
 
-def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
+def job_min_resources(ssn: Handle, job: JobInfo) -> np.ndarray:
     """minResources over the session's dimensions (read-only: the cache's vector is shared)."""
     return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
 
 
-def queue_usage(ssn, queue_names: set[str]) -> dict[str, QueueAttr]:
+def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
     """Allocated, requested, inqueue and elastic resources of the queues that have jobs."""
     dims, total = ssn.dims, ssn.total
     total_guarantee = dims.zeros()
@@ -113,7 +112,8 @@ def water_fill(attrs: dict[str, QueueAttr], total: np.ndarray) -> None:
             return
 
 
-class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overused, ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
+class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overused,
+                 ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
     name = "proportion"
     divides_queues = "flat"
 

@@ -8,19 +8,18 @@ deadline has passed, its JobEnqueueable and JobPipelined votes are Permit; befor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from central.errors import InputError
 from central.framework import extension as ext
 from central.framework.plugin import ABSTAIN, PERMIT, Arguments, Plugin
-from central.model.objects import JobInfo
 from central.model.fields import parse_duration, parse_time
+from central.model.objects import JobInfo
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 ANNOTATION = "volcano.sh/sla-waiting-time"
 

@@ -21,8 +21,8 @@ from central.framework.plugin import Arguments, Plugin
 from central.model.objects import JobInfo, TaskInfo
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 AFFINITY = "volcano.sh/task-topology-affinity"
 ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"

@@ -31,11 +31,10 @@ gives up nothing either.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,13 +42,13 @@ from central.errors import InputError
 from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
-from central.model.objects import JobInfo, TaskInfo, TaskStatus
 from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
+from central.model.objects import JobInfo, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 ZONE = "volcano.sh/revocable-zone"
 PREEMPTABLE = "volcano.sh/preemptable"

@@ -26,8 +26,8 @@ from central.framework.status import Check
 from central.model.objects import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 
 class Usage(Plugin, ext.RowPredicate, ext.NodeOrder, ext.AllocationEvents):
