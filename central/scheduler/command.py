@@ -14,8 +14,8 @@ from typing import Any, Callable
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, exit_on_lost
-from central.scheduler.metrics import SchedulerMetrics, serve
 from central.scheduler.loop import ConfigFile, Scheduler
+from central.scheduler.metrics import SchedulerMetrics, serve
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +131,8 @@ def leader_label(client: KubeClient) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from central.framework.conf import DEFAULT_CONF_YAML
-    from central.scheduler import load_config
     from central.model.cache import ClusterCache
+    from central.scheduler import load_config
     from central.scheduler.cycle import run_cycle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

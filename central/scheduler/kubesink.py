@@ -49,8 +49,8 @@ from typing import Any
 from central.framework.faults import EVENT_REASON
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
-from central.scheduler.feeder import CacheFeeder
 from central.kube.workqueue import WorkQueue
+from central.scheduler.feeder import CacheFeeder
 
 log = logging.getLogger(__name__)
 

@@ -31,13 +31,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from central.resources.vectors import parse_resource_list
 from central.errors import InputError
 from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
-from central.scheduler.feeder import CacheFeeder
 from central.kube.informer import Reflector
 from central.kube.leader import LeaderElector
+from central.resources.vectors import parse_resource_list
+from central.scheduler.feeder import CacheFeeder
 from central.scheduler.kubesink import KubeSink
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.actions.allocate import allocate
+from central.actions.allocate import Allocate
+from central.framework.action import ActionHandle
 from central.errors import InputError
 from central.scheduler import load_config
 from central.framework.session import Session
@@ -62,7 +63,7 @@ def test_bad_budget_faults_the_podgroup_and_others_schedule():
             "pods": {"ns/j-0": {"group": "j", "cpu": 1}, "ns/k-0": {"group": "k", "cpu": 1}}}
     ssn = session_for(case, conf_with("{name: tdm}"))
     assert ssn.job_valid(ssn.jobs["ns/j"]).startswith("PodGroup ns/j: metadata.annotations[volcano.sh/jdb-min-available]")
-    allocate(ssn)
+    Allocate({}).execute(ActionHandle(ssn))
     result = ssn.close()
     assert result.binds == {"ns/k-0": "n1"}
     assert [(f.kind, f.key, f.source) for f in result.faults] == [("PodGroup", "ns/j", "tdm")]

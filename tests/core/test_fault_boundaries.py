@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from central.errors import InputError
 from central.framework.conf import Registry
+from central.framework.extension import Predicate
 from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
 from central.scheduler import REGISTRY, load_config
@@ -126,11 +127,11 @@ class NodeRefusingPlugin(Plugin):
 
     name = "node-refusing"
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
-        for node in session.nodes:
+    def __init__(self, option, handle):
+        super().__init__(option, handle)
+        for node in handle.nodes:
             if node.name == "a-odd":
-                session.fault_node(node, InputError("Node a-odd: metadata.annotations[example.com/x]", "unreadable"),
+                handle.fault_node(node, InputError("Node a-odd: metadata.annotations[example.com/x]", "unreadable"),
                                    self.name)
 
 
@@ -159,7 +160,7 @@ def test_bad_gpu_index_on_a_placed_pod_is_reported():
                                               "'0-9' is beyond the node's 2 ids (0-1)"}
 
 
-class RefusingPlugin(Plugin):
+class RefusingPlugin(Plugin, Predicate):
     """A plugin whose placement reads bad data of one job: the action's boundary catches it."""
 
     name = "refusing"
