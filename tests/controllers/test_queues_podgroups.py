@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from central.controllers.bus import command
 from central.controllers.podgroups import podgroup_for_pod
 from central.controllers.queues import CLOSED_BY_PARENT, reconcile_queue
-from tests.admission.helpers import podgroup, queue
+from tests.builders import podgroup, queue
 
 
 class Queues:
