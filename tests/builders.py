@@ -26,7 +26,8 @@ VOLCANO_TOPOLOGY = "topology.volcano.sh/v1alpha1"
 def container(name: str = "main", image: str = "busybox", *, requests: dict[str, Any] | None = None,
               limits: dict[str, Any] | None = None) -> dict[str, Any]:
     """A container; `resources` only when it asks for something."""
-    resources = {**({"requests": requests} if requests is not None else {}), **({"limits": limits} if limits else {})}
+    resources = {**({"requests": dict(requests)} if requests is not None else {}),
+                 **({"limits": dict(limits)} if limits else {})}
     return {"name": name, "image": image, **({"resources": resources} if resources else {})}
 
 
@@ -35,7 +36,7 @@ def pod(name: str = "p", namespace: str | None = "default", *, scheduler: str = 
         limits: dict[str, Any] | None = None, annotations: dict[str, str] | None = None, uid: str | None = None,
         owners: list[dict[str, Any]] | None = None, containers: list[dict[str, Any]] | None = None,
         **spec: Any) -> dict[str, Any]:
-    """A Pod of `scheduler` with one container asking `cpu` (or exactly `requests`; cpu=None
+    """A Pod of `scheduler` with one container `c` asking `cpu` (or exactly `requests`; cpu=None
     asks nothing), in PodGroup `group` when given, bound to `node` when given; `spec` adds
     fields to the pod's spec (priorityClassName=...)."""
     metadata: dict[str, Any] = {"name": name}
@@ -48,7 +49,7 @@ def pod(name: str = "p", namespace: str | None = "default", *, scheduler: str = 
         metadata["ownerReferences"] = owners
     if containers is None:
         asked = requests if requests is not None else None if cpu is None else {"cpu": cpu}
-        containers = [container(requests=asked, limits=limits)]
+        containers = [container("c", requests=asked, limits=limits)]
     out: dict[str, Any] = {
         "apiVersion": "v1", "kind": "Pod", "metadata": metadata,
         "spec": {"schedulerName": scheduler, **({"nodeName": node} if node else {}), "containers": containers, **spec}}

@@ -4,8 +4,6 @@ tree counts its own nodes), and a plain pod's PodGroup taking its network-topolo
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from central.controllers.hypernodes import node_counts

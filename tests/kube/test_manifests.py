@@ -23,7 +23,7 @@ from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
+from tests.builders import node, pod
 
 ROOT = Path(__file__).resolve().parents[2] / "daemonset"
 
@@ -112,7 +112,7 @@ def allowed(account: str) -> set[tuple[str, str, str]]:
 
 def test_scheduler_rbac_covers_what_the_scheduler_does(real, tmp_path):
     kube = real.as_account("caldera-scheduler", tmp_path)
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     for i in range(2):
         real.put(pod(f"p{i}"))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",

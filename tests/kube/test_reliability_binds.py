@@ -20,7 +20,7 @@ from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
+from tests.builders import node, pod
 
 
 class GatedBinds:

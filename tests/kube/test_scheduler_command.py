@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
+from tests.builders import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = ("coordination.k8s.io/v1", "Lease")
@@ -33,7 +33,7 @@ def answers(url: str) -> bool:
 
 
 def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(real, tmp_path):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("p0"))
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')
