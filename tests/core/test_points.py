@@ -2,14 +2,9 @@
 
 import pytest
 
-from central.framework.conf import PluginOption
-from central.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin
+from central.framework.plugin import ABSTAIN, PERMIT, REJECT
 from central.framework.points import Points
-
-
-def plugin(name, flags=None, **methods):
-    cls = type(name, (Plugin,), {k: staticmethod(v) for k, v in methods.items()})
-    return cls(PluginOption(name, flags or {}, {}), session=None)
+from tests.core.plugins import plugin
 
 
 def const(value):

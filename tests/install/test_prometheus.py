@@ -23,7 +23,7 @@ import yaml
 
 from tests.waiting import eventually
 from tests.builders import node, pod
-from tests.kube.test_scheduler_command import free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "daemonset" / "monitoring"

@@ -14,7 +14,7 @@ import central.kube.webhook as webhook_module
 from central.admission import DEFAULT_CONFIG
 from central.admission.cluster import Cluster
 from central.kube.webhook import ClusterView, TLSContext, WebhookServer
-from tests.kube.test_webhook import self_signed
+from tests.kube.certs import self_signed
 
 BUILT = [0]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -12,16 +11,11 @@ from pathlib import Path
 
 from tests.waiting import eventually
 from tests.builders import node, pod
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = ("coordination.k8s.io/v1", "Lease")
 PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answers(url: str) -> bool:

@@ -153,7 +153,7 @@ def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real):
     from central.errors import InputError
     from central.framework.conf import Registry
     from central.scheduler import REGISTRY
-    from tests.core.test_fault_boundaries import RefusingPlugin
+    from tests.core.plugins import RefusingPlugin
 
     class Refusing(RefusingPlugin):
         def predicate(self, task, rows):

@@ -13,7 +13,7 @@ import pytest
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.health import Health
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
-from tests.nodeagent.test_qos import OFFLINE, layout_with_offline_parent
+from tests.nodeagent.fakes import OFFLINE, layout_with_offline_parent
 
 CPU_FILE = {1: ("cpu/" + OFFLINE, "cpu.cfs_quota_us", "-1"), 2: (OFFLINE, "cpu.max", "max 100000")}
 MEMORY_FILE = {1: ("memory/" + OFFLINE, "memory.limit_in_bytes", "9223372036854771712"),

@@ -1,0 +1,24 @@
+"""Plugins made for the framework tests."""
+
+from __future__ import annotations
+
+from central.errors import InputError
+from central.framework.conf import PluginOption
+from central.framework.plugin import Plugin
+
+
+def plugin(name, flags=None, **methods):
+    """A plugin `name` whose extension points are `methods` (point name: function), with `flags`."""
+    cls = type(name, (Plugin,), {k: staticmethod(v) for k, v in methods.items()})
+    return cls(PluginOption(name, flags or {}, {}), session=None)
+
+
+class RefusingPlugin(Plugin):
+    """A plugin whose placement reads bad data of one job: the action's boundary catches it."""
+
+    name = "refusing"
+
+    def predicate(self, task, rows):
+        if task.job_uid == "ns/bad":
+            raise InputError(f"Pod {task.uid}: metadata.annotations[example.com/x]", "unreadable")
+        return []
