@@ -1,4 +1,4 @@
-"""The pods webhook guards what the scheduler and the agent read; queues say who may submit (T20)."""
+"""The pods webhook guards what the scheduler and the agent read; queues say who may submit."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_only_the_scheduler_pins_cpus(old, new, user, allowed):
         assert any("may be set only by the scheduler" in e for e in review.errors), review.errors
 
 
-# --- T20: queue tenancy ----------------------------------------------------------------------
+# --- queue tenancy: a queue takes Jobs and PodGroups only from the namespaces it names -------
 
 def tenant_queue(name: str, allowed: str, parent: str | None = None) -> dict[str, Any]:
     return queue(name, parent=parent, annotations={"caldera.sh/allowed-namespaces": allowed})

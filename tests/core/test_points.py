@@ -1,4 +1,5 @@
-"""How plugin answers combine, point by point (volcano-semantics.md section 1)."""
+"""How plugin answers combine, point by point, as Volcano's session combines them across
+tiers: votes, orderings, AND and OR points, and victim selection."""
 
 import pytest
 

@@ -1,8 +1,8 @@
-"""Reliability row T29: a session at scale keeps its promises and its memory budget.
+"""A session at scale keeps its promises and its memory budget.
 
-The default run is 1,000 nodes / 6,000 pods (the ratio of the 5,000 / 30,000 row);
-`CALDERA_SCALE=full` runs the row's own size. Speed is `caldera bench`'s to print (tests never
-assert on time); this checks what must hold whatever the speed: every placement within the
+The default run is 1,000 nodes / 6,000 pods; `CALDERA_SCALE=full` runs 5,000 nodes / 30,000
+pods, the same ratio. Speed is `caldera bench`'s to print (tests never assert on time); this
+checks what must hold whatever the speed: every placement within the
 node, every gang whole, no pod bound twice, as many pods placed as a plain first-fit places,
 and the cache's memory per pod within budget."""
 
@@ -27,7 +27,7 @@ NODES, PODS = (5000, 30000) if FULL else (1000, 6000)
 BYTES_PER_POD_BUDGET = 2048  # measured 523 B at 5,000 x 30,000 (2026-11-24)
 
 
-def test_t29_a_large_session_keeps_its_invariants_and_memory_budget():
+def test_a_large_session_keeps_its_invariants_and_memory_budget():
     objects = synthetic_cluster(NODES, PODS)
     assert bytes_per_pod(objects, sample=2000) <= BYTES_PER_POD_BUDGET
     cache = ClusterCache()

@@ -1,4 +1,4 @@
-"""Structured fuzzing of every entry point that reads user data (issue 10, item 7).
+"""Structured fuzzing of every entry point that reads user data.
 
 Whole manifests and configurations (strategies.py) go through `caldera simulate`, `caldera
 validate`, the webhook's `review` and the informer-to-cache path with scheduling cycles. What

@@ -186,7 +186,7 @@ def test_webhooks_point_at_the_admission_service():
                 assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
                 if any(g == "" for rule in hook["rules"] for g in rule["apiGroups"]):
                     # core objects only through matchConditions (an outage never blocks anyone
-                    # else's pods, as Volcano's pods webhook did, vo#3734): the agents' evictions,
+                    # else's pods, as Volcano's pods webhook did, Volcano #3734): the agents' evictions,
                     # and the pods of Caldera's scheduler or pinning CPUs
                     conditions = [c["expression"] for c in hook["matchConditions"]]
                     if service["path"] == "/pods/validate":

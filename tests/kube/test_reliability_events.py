@@ -1,7 +1,7 @@
-"""Reliability row T5: watch events arrive in any interleaving across objects (a pod before its
+"""Watch events arrive in any interleaving across objects (a pod before its
 node or PodGroup, a deletion before the re-creation of another object, resyncs repeating an
 update); each object's own events keep their order, as a watch guarantees. The cache must never
-raise and must end exactly as an in-order replay ends (vo#1957, vo#3445, vo#1857)."""
+raise and must end exactly as an in-order replay ends (Volcano #1957, #3445, #1857)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def state(cache: ClusterCache) -> Any:
 
 @settings(max_examples=100, deadline=None)
 @given(streams())
-def test_t5_any_interleaving_ends_as_the_ordered_replay(generated):
+def test_any_interleaving_of_watch_events_ends_as_the_ordered_replay(generated):
     per_object, order = generated
     in_order = [event for events in per_object for event in events]
     cursor = [0] * len(per_object)
