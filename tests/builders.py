@@ -4,8 +4,9 @@ test names only what it is about: `pod("p1", group="g", node="n1", phase="Runnin
 
 Defaults are the ones most tests were written against: a Pod `default/p` asking one CPU of the
 `volcano` scheduler, a Node with 8 CPUs, 16Gi and room for 110 pods, a Job `ml/train` with a
-`ps` and two `worker`s in queue `default`, a PodGroup `ml/pg` of one member. A keyword set to
-None leaves its field out, for tests about objects that lack it.
+`ps` and two `worker`s in queue `default`, a PodGroup `ml/pg` of one member. Where a keyword
+may be None (a namespace, a queue, a resource), None leaves its field out, for tests about
+objects that lack it.
 
 Builders whose output differs in what the code under test reads keep their own names:
 `listed_pod` (a pod as a node agent lists it, with the kubelet's status) and `simulated_job`
