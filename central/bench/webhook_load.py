@@ -1,4 +1,5 @@
-"""Admission latency under a mixed load (its p99 must stay far below the webhook's 10 s timeout).
+"""Admission latency under a mixed load (its p99 must stay far below the API server's 10 s
+webhook timeout).
 
 A real HTTPS webhook (`caldera webhook`'s server and handler) decides against a view holding
 --podgroups PodGroups in --queues queues; --rps requests a second (Jobs, PodGroups, Queues and

@@ -32,7 +32,7 @@ The state machine (Volcano's `job/state`): one step per call.
   -> Pending once replicas - terminating >= minAvailable.
 - Aborting / Completing / Terminating: -> Aborted / Completed / Terminated once no pod is
   pending, running or terminating. Aborting or Aborted + ResumeJob -> Restarting with a new
-  version. Unlike Volcano, resuming does not count as a retry (vo#5385: suspend/resume three
+  version. Unlike Volcano, resuming does not count as a retry (Volcano #5385: suspend/resume three
   times must not fail a job).
 - Completed / Terminated / Failed: finished; the job is deleted `ttlSecondsAfterFinished`
   after the transition.

@@ -3,10 +3,10 @@
 One lock serialises cache changes: the reflector threads hold it per event, the scheduling
 loop holds it for a whole cycle, so a session sees a consistent cache.
 
-Assume-then-bind (kube-scheduler, Volcano vo#1383): the cycle charges the node in the cache,
+Assume-then-bind (kube-scheduler, Volcano #1383): the cycle charges the node in the cache,
 the bind runs later on a worker. Until the API confirms it, the pod is *assumed*: a watch
 update that still shows the pod unbound (a label change, a stale event) must not put it back
-to Pending, or the next cycle would place it a second time (Volcano vo#1857). Such an update
+to Pending, or the next cycle would place it a second time (Volcano #1857). Such an update
 is applied with the assumed node filled in. The assumption ends when the API shows the pod
 bound, or when the bind fails: the binder then hands over the pod as the API has it now,
 which releases the node, and the pod is retried in a later cycle, after a backoff that

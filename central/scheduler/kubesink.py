@@ -113,7 +113,7 @@ class KubeSink:
 
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         # the Queue controller owns the state and the PodGroup counts; two writers of one field
-        # would fight every cycle (Volcano vo#3597), so the scheduler writes the rest (allocated)
+        # would fight every cycle (Volcano #3597), so the scheduler writes the rest (allocated)
         self._queues[queue_name] = {k: v for k, v in status.items() if k not in QUEUE_CONTROLLER_FIELDS}
 
     def pending(self, reasons: dict[str, str]) -> None:
@@ -199,7 +199,7 @@ class KubeSink:
             if current is not None and not current.get("spec", {}).get("nodeName"):
                 message = f"Binding rejected: {err.message or err}"
                 self.events.emit(current, "Warning", "FailedScheduling", message)
-                # as Volcano (vo#3547): the pod says why; a strategic merge keeps its other conditions
+                # as Volcano does (Volcano #3547): the pod says why; a strategic merge keeps its other conditions
                 self._patch(path(CORE, "pods", namespace, name, "status"), {"status": {"conditions": [
                     {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": message}]}},
                     STRATEGIC)

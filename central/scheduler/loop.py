@@ -2,8 +2,8 @@
 
 Order of start-up, each step a guard from Volcano's bug history:
 1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses and HyperNodes start and list;
-2. no cycle runs before every one of them has synced (vo#1417);
-3. the replica takes the Lease (vo#2825: two schedulers double-book nodes); a standby keeps
+2. no cycle runs before every one of them has synced (Volcano #1417);
+3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
 4. the leader creates the `root` and `default` queues while they are missing, retrying with
    backoff when refused (the admission webhook may not serve yet);
@@ -153,7 +153,7 @@ class Scheduler:
                 self._ensure_queues()
                 try:
                     self.run_once()
-                except Exception:  # one bad cycle must not stop scheduling (Volcano vo#5708)
+                except Exception:  # one bad cycle must not stop scheduling (Volcano #5708)
                     self.failed_cycles += 1
                     if self.metrics is not None:
                         self.metrics.rolled_back.inc()

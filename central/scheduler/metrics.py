@@ -2,7 +2,7 @@
 
 Names and units follow `pkg/scheduler/metrics` (milliseconds histograms, `volcano_` prefix).
 Series stay bounded: labels are actions, plugins, results and queue names only (never pods
-or jobs), and a queue's series are removed when the queue disappears (Volcano vo#4821 kept
+or jobs), and a queue's series are removed when the queue disappears (Volcano #4821 kept
 ~207k stale series). A private registry per scheduler keeps tests isolated.
 
 `/metrics`, `/healthz` and `/readyz` are served by `serve()` on one port, the way the

@@ -13,7 +13,7 @@ from central.admission.jobs import mutate_job
 from central.controllers.jobplugins import apply_plugins, deleted_objects, job_objects
 from central.errors import InputError
 from central.model.jobs import expand_job
-from tests.admission.helpers import job, task
+from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 

@@ -1,18 +1,11 @@
-"""How plugin answers combine, point by point (volcano-semantics.md section 1)."""
+"""How plugin answers combine, point by point, as Volcano's session combines them across
+tiers: votes, orderings, AND and OR points, and victim selection."""
 
 import pytest
 
-from central.framework.conf import PluginOption
-from central.framework.extension import POINTS
-from central.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin
+from central.framework.plugin import ABSTAIN, PERMIT, REJECT
 from central.framework.points import Points, all_true, any_true, first_opinion, first_tier_all, victims, vote
-
-
-def plugin(name, flags=None, **methods):
-    """A plugin declaring the points of `methods` (by their method names), which answer them."""
-    bases = (Plugin, *dict.fromkeys(POINTS[m].protocol for m in methods))
-    cls = type(name, bases, {k: staticmethod(v) for k, v in methods.items()})
-    return cls(PluginOption(name, flags or {}, {}), handle=None)
+from tests.core.plugins import plugin
 
 
 def const(value):

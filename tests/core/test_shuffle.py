@@ -7,7 +7,7 @@ from central.framework.points import Points, union_first_tier
 from central.model.cache import ClusterCache
 from central.model.fields import parse_time
 from central.scheduler.cycle import run_cycle
-from tests.core.test_points import plugin
+from tests.core.plugins import plugin
 from tests.scenarios.harness import objects_of
 
 A, B, C = "a", "b", "c"

@@ -164,7 +164,7 @@ def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path, capsys):
     import yaml
 
     from central.cli import main
-    from tests.kube.test_scheduler_command import free_port
+    from tests.ports import free_port
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({

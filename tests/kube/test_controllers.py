@@ -23,23 +23,19 @@ from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
-from tests.kube.fakes import node
-from tests.kube.fakes import pod as pod_spec
+from tests.builders import job, node, pod, queue, task
 
 
 def vcjob(name: str, replicas: int = 2) -> dict:
-    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-           "metadata": {"name": name},
-           "spec": {"minAvailable": replicas, "tasks": [{"name": "worker", "replicas": replicas, "template": {
-               "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
-                   "name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
-    return mutate_job(job)  # as the admission webhook would have defaulted it
+    """A one-task Job as the admission webhook would have defaulted it; its pods have no grace period."""
+    worker = task("worker", replicas, cpu="1", pod_spec={"terminationGracePeriodSeconds": 0})
+    return mutate_job(job(name, None, queue=None, minAvailable=replicas, tasks=[worker]))
 
 
 @pytest.fixture
 def cluster(real):
     """Controllers and scheduler running; yields a function reading a job's phase."""
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     kube = real.kube
     stop = threading.Event()
     controller = JobController(kube, EventRecorder(kube, "vc-controller-manager"), workers=2)
@@ -73,8 +69,8 @@ def pods_of(real, job: str) -> dict[str, dict]:
 
 def kubelet(real, job: str, phase: str) -> None:
     """What the kubelet would report: every bound pod of the job in `phase`."""
-    for name, pod in pods_of(real, job).items():
-        if pod["spec"].get("nodeName"):
+    for name, obj in pods_of(real, job).items():
+        if obj["spec"].get("nodeName"):
             real.kube.merge_patch(path(CORE, "pods", real.namespace, name, "status"), {"status": {"phase": phase}})
 
 
@@ -128,11 +124,6 @@ def test_api_failures_are_retried(real, cluster):
     assert real.proxy.count("create", "pods", real.namespace) == 4
 
 
-def queue(name: str, parent: str | None = None) -> dict:
-    spec = {"weight": 1, **({"parent": parent} if parent else {})}
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
-
-
 @pytest.fixture
 def queue_controller(real):
     kube = real.kube
@@ -149,8 +140,8 @@ def test_queue_close_through_the_cli_cascades_and_reopens(real, queue_controller
     def state(name: str) -> str:
         return ((real.get(*QUEUE, name) or {}).get("status") or {}).get("state", "")
 
-    real.put(queue("research"))
-    real.put(queue("vision", parent="research"))
+    real.put(queue("research", weight=1))
+    real.put(queue("vision", parent="research", weight=1))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
              "metadata": {"name": "pg"}, "spec": {"minMember": 1, "queue": "vision"},
              "status": {"phase": "Running"}})
@@ -173,12 +164,12 @@ def test_queue_close_through_the_cli_cascades_and_reopens(real, queue_controller
 
 
 def test_plain_pods_get_a_podgroup(real):
-    template = pod_spec("web")
+    template = pod("web")
     template["metadata"] = {"labels": {"app": "web"}}
     owner = real.put({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                       "metadata": {"name": "web", "annotations": {"scheduling.volcano.sh/group-min-member": "2"}},
                       "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template}})
-    real.put(pod_spec("other", scheduler="default-scheduler"))
+    real.put(pod("other", scheduler="default-scheduler"))
     stop = threading.Event()
     controller = PodGroupController(real.kube, EventRecorder(real.kube, "vc-controller-manager"))
     thread = threading.Thread(target=run_controllers, args=([controller], stop, None), daemon=True)

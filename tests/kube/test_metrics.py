@@ -13,7 +13,7 @@ from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
 from central.scheduler.cycle import run_cycle
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
+from tests.builders import node, pod
 
 
 def scrape(port: int, what: str = "/metrics") -> tuple[int, str]:
@@ -33,7 +33,7 @@ def sample(text: str, name: str) -> float | None:
 
 def test_cycle_metrics_under_volcano_names(real):
     kube = real.kube
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("p0"))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
               "spec": {"weight": 1, "capability": {"cpu": "4", "memory": "8Gi"}}})

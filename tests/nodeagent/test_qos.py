@@ -17,16 +17,7 @@ from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure, victims
 from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
-from tests.nodeagent.fakes import fake_pod_cgroup, write
-
-OFFLINE = "kubepods/besteffort"
-
-
-def layout_with_offline_parent(tmp_path: Path, version: int) -> CgroupLayout:
-    layout = CgroupLayout(tmp_path, version, "cgroupfs")
-    fake_pod_cgroup(layout, OFFLINE, cpu_ns=0, memory=0, inactive=0)
-    return layout
-
+from tests.nodeagent.fakes import OFFLINE, fake_pod_cgroup, layout_with_offline_parent, write
 
 @pytest.mark.parametrize("allocatable, threshold, online, floor, budget", [
     pytest.param(8.0, 65, 2.0, 1.0, 3.2, id="room-left"),
