@@ -19,19 +19,19 @@ from typing import Any
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
-from nodeagent.qos.cpuset import CpusetPinner
 from nodeagent.collect.gpu import NullGpuCollector, open_gpu_collector
 from nodeagent.collect.kubelet import KubeletCpuState, read_kubelet_cpu_state
 from nodeagent.collect.node_usage import NodeUsageCollector
-from nodeagent.host.paths import HostPaths
 from nodeagent.collect.pod_usage import PodUsageCollector
 from nodeagent.collect.topology import Topology, read_topology
 from nodeagent.config import AgentConfig
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths
 from nodeagent.kube import KubeApi
+from nodeagent.oversubscription import BatchEstimator
 from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
 from nodeagent.podwatch import WatchPodSource
-from nodeagent.oversubscription import BatchEstimator
+from nodeagent.qos.cpuset import CpusetPinner
 from nodeagent.qos.manager import QosManager, online_usage
 from nodeagent.report import NodeSnapshot, QosState, sections
 from nodeagent.stream import ReportStream, TlsFiles

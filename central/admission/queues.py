@@ -26,10 +26,10 @@ from decimal import Decimal
 from typing import Any
 
 from central.admission import fields
-from central.model.parse import parse_queue
 from central.admission.cluster import DEFAULT_QUEUE, ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
+from central.model.parse import parse_queue
 
 QUOTAS = (("capability", "spec.capability"), ("deserved", "spec.deserved"), ("guarantee", "spec.guarantee.resource"))
 MAX_WEIGHT = 65535

@@ -37,14 +37,14 @@ from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, a
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
 from central.admission.pods import concerns
+from central.admission.webhookconfig import CaBundleInjector
+from central.certs.command import WEBHOOK_CONFIGURATIONS
 from central.certs.issue import KeyPair, certificate_problem
 from central.errors import InputError
-from central.certs.command import WEBHOOK_CONFIGURATIONS
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
-from central.scheduler.metrics import serve
-from central.admission.webhookconfig import CaBundleInjector
 from central.model.fields import check_tree, is_object_name
+from central.scheduler.metrics import serve
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ import sys
 import time
 from typing import Any
 
-from central.scheduler import load_config
-from central.model.cache import ClusterCache
-from central.scheduler.cycle import run_cycle
 from central.bench.session import BENCH_CONF, cluster_size
 from central.bench.synthetic import synthetic_cluster
+from central.model.cache import ClusterCache
+from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
 
 DEVICESHARE = ("  - {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true,"
                " deviceshare.GPUNumberEnable: true, deviceshare.SchedulePolicy: fragmentation-aware,"

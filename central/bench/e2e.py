@@ -32,13 +32,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from central.bench.synthetic import synthetic_cluster
 from central.kube.client import KubeClient
 from central.kube.informer import Reflector, object_key
 from central.localcluster import build, controlplane
 from central.localcluster.processes import Supervisor
 from central.localcluster.simkubelet import NodeSpec, SimKubelet
 from central.localcluster.up import up
-from central.bench.synthetic import synthetic_cluster
 
 NAMESPACE = "bench"
 # No kubelet renews a Lease here: the node lifecycle controller would mark every node NotReady.

@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.model.cache import ClusterCache
-from central.progress import progress_bar
-from central.model.nodedata import NodeData, NumaCell
-from central.model.objects import TaskStatus
-from central.scheduler.cycle import run_cycle
 from central.bench import floor
 from central.bench.synthetic import synthetic_cluster
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.model.cache import ClusterCache
+from central.model.nodedata import NodeData, NumaCell
+from central.model.objects import TaskStatus
+from central.progress import progress_bar
+from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
 
 BENCH_CONF = DEFAULT_CONF_YAML + "  - name: binpack\n"
 AGENT_CONF = BENCH_CONF + "  - name: usage\n  - name: numa-aware\n"
@@ -225,10 +225,10 @@ def run_e2e(sizes: list[tuple[int, int]], backlog: bool) -> int:
     import os
     import sys
 
+    from central.bench import e2e
     from central.kube.client import ApiError
     from central.localcluster import build
     from central.localcluster.processes import StartError
-    from central.bench import e2e
 
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     why = build.unavailable([*build.CONTROL_PLANE, "kube-scheduler"])

@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 
 from central.admission.cluster import Cluster
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
 from central.model.fields import parse_duration
+from central.scheduler import load_config
 from central.sim.timed import RunOptions, Workload, admit_job, run_once
 from central.sim.trace import job_from_row
 from central.sim.tracegen import cluster, generate

@@ -23,8 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from central.certs.issue import (CA_CRT, CA_KEY, TLS_CRT, TLS_KEY, CertError, KeyPair, ServingRequest, ca_problem,
-                           certificate_problem, issue_serving, new_ca, serving_problem, service_dns_names)
+from central.certs.issue import (
+    CA_CRT,
+    CA_KEY,
+    TLS_CRT,
+    TLS_KEY,
+    CertError,
+    KeyPair,
+    ServingRequest,
+    ca_problem,
+    certificate_problem,
+    issue_serving,
+    new_ca,
+    service_dns_names,
+    serving_problem,
+)
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.command_errors import api_errors

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import time
-from importlib import resources
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 

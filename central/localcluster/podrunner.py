@@ -181,7 +181,8 @@ class PodRunner:
         (host_root / "kube-token").write_text(kube_token)
         identity = mounts["/var/run/secrets/caldera"]
         settings = {
-            "node.name": node.name, "stream.token_file": str(identity / "token"), "stream.ca_file": str(identity / "ca.crt"), **paths, "collect.gpu": "false", "pods.source": "apiserver",
+            "node.name": node.name, "stream.token_file": str(identity / "token"),
+            "stream.ca_file": str(identity / "ca.crt"), **paths, "collect.gpu": "false", "pods.source": "apiserver",
             "kube.api_url": self.cluster.server, "kube.token_file": str(host_root / "kube-token"),
             "kube.ca_file": str(self.cluster.dir / "pki" / "ca.crt"),
             "stream.server": f"127.0.0.1:{self.cluster.ports['caldera-scheduler:--agent-address']}",

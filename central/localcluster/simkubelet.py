@@ -21,9 +21,9 @@ import argparse
 import heapq
 import ipaddress
 import itertools
-import shutil
 import json
 import logging
+import shutil
 import sys
 import threading
 import time

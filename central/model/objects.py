@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+
 class TaskStatus(enum.IntEnum):
     PENDING = 1
     ALLOCATED = 2

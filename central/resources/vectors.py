@@ -17,8 +17,8 @@ from decimal import Decimal
 
 import numpy as np
 
-from central.resources.quantity import INT64_MAX, parse_quantity
 from central.errors import InputError
+from central.resources.quantity import INT64_MAX, parse_quantity
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -30,10 +30,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from central.framework.conf import SchedulerConf
+from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
-from central.model import podlife
 from central.sim.metrics import Recorder
 from central.sim.simulate import SimulationResult
 from central.sim.world import ENDED, World, key_of

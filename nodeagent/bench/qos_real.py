@@ -26,8 +26,7 @@ from pathlib import Path
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import CgroupLayout
 from nodeagent.health import Health
-from nodeagent.qos.strategies import (
-    CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection)
+from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 
 ROOT = Path("/sys/fs/cgroup")
 MB = 1 << 20

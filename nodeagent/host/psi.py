@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeagent.host.paths import read_text
 from nodeagent.health import Health
+from nodeagent.host.paths import read_text
 
 RESOURCES = ("cpu", "memory", "io")
 

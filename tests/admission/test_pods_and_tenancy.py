@@ -8,10 +8,10 @@ import pytest
 
 from central.admission import DEFAULT_CONFIG, Cluster, admit
 from central.admission.pods import validate_pod
-from central.model.cache import ClusterCache
-from central.scheduler.cycle import run_cycle
 from central.framework.conf import DEFAULT_CONF_YAML
+from central.model.cache import ClusterCache
 from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
 from tests.builders import job, node, pod, podgroup, queue
 
 SCHEDULER = DEFAULT_CONFIG.scheduler_user

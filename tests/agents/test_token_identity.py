@@ -14,8 +14,8 @@ import pytest
 
 from central.agents import NodeReportStore, ReceiverServer, ServerTls
 from central.agents.server import AgentIdentity, Unauthenticated
-from central.certs.issue import ServingRequest, issue_serving, new_ca
 from central.agents.tokenreview import NODE_NAME, TokenReviewer, identity_from_review
+from central.certs.issue import ServingRequest, issue_serving, new_ca
 from nodeagent.report import sections
 from nodeagent.stream import ReportStream, TlsFiles
 from tests.agents.reports import snapshot

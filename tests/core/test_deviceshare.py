@@ -1,17 +1,16 @@
 """deviceshare and tdm: argument errors, the per-card invariants, the agent health hook."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.actions.allocate import Allocate
-from central.framework.action import ActionHandle
 from central.errors import InputError
-from central.scheduler import load_config
+from central.framework.action import ActionHandle
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.plugins.gpucards import card_memory
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 

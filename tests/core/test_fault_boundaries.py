@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from central.errors import InputError
 from central.framework.conf import Registry
-from central.framework.extension import Predicate
 from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
 from central.scheduler import REGISTRY, load_config

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from tests.importgraph import MODULES, cycles, graph, unit_of
 
+
 def test_the_graph_covers_every_package():
     assert {m.split(".")[0] for m in MODULES} == {"caldera", "central", "nodeagent"}
     assert {"nodeagent.agent", "caldera.cli", "central.scheduler.loop"} <= set(MODULES)

@@ -11,9 +11,9 @@ from central.framework.conf import Registry
 from central.framework.extension import POINTS, Allocatable, JobEnqueueable, NodeOrder, SessionClose
 from central.framework.handle import Handle
 from central.framework.plugin import REJECT, Arguments, Plugin
+from central.framework.session import Session
 from central.framework.status import refused
 from central.model.cache import ClusterCache
-from central.framework.session import Session
 from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of

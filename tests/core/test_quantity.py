@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.utils.quantity import parse_quantity as kube_parse
 
+from central.errors import InputError
 from central.resources.quantity import parse_quantity
 from central.resources.vectors import Dimensions, format_value, less_equal, less_equal_on, parse_resource_list
-from central.errors import InputError
 
 
 @pytest.mark.parametrize("text, value", [

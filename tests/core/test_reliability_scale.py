@@ -13,13 +13,13 @@ from collections import Counter
 
 import numpy as np
 
-from central.resources.vectors import EPSILON
-from central.model.cache import ClusterCache
-from central.model.objects import READY_STATUSES
-from central.scheduler.cycle import run_cycle
 from central.bench.session import BENCH_CONF, bytes_per_pod, floor_baseline
 from central.bench.synthetic import synthetic_cluster
+from central.model.cache import ClusterCache
+from central.model.objects import READY_STATUSES
+from central.resources.vectors import EPSILON
 from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
 from central.testing import RecordingSink
 
 FULL = os.environ.get("CALDERA_SCALE") == "full"

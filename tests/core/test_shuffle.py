@@ -2,10 +2,10 @@
 
 import pytest
 
-from central.scheduler import load_config
 from central.framework.points import Points, union_first_tier
 from central.model.cache import ClusterCache
 from central.model.fields import parse_time
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.core.plugins import plugin
 from tests.scenarios.harness import objects_of

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from central.errors import InputError
-from central.scheduler.feeder import CacheFeeder
 from central.model.cache import ClusterCache
 from central.scheduler import load_config
+from central.scheduler.feeder import CacheFeeder
 from tests.builders import exact, hypernode, member, node
 
 

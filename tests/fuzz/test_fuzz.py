@@ -24,16 +24,16 @@ from hypothesis import strategies as st
 
 from caldera.cli import main
 from central.admission import DEFAULT_CONFIG
-from central.resources.vectors import EPSILON
+from central.admission.webhook import ClusterView, review
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.scheduler.feeder import CacheFeeder
-from central.admission.webhook import ClusterView, review
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
 from central.model.objects import READY_STATUSES
+from central.resources.vectors import EPSILON
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
+from central.scheduler.feeder import CacheFeeder
 from central.sim import simulate as simulation
 from tests.fuzz import strategies as s
 from tests.fuzz.conftest import FUZZ

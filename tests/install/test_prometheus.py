@@ -21,9 +21,9 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.waiting import eventually
 from tests.builders import node, pod
 from tests.ports import free_port
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "daemonset" / "monitoring"

@@ -10,20 +10,20 @@ import pytest
 
 from central.admission.jobs import mutate_job
 from central.cli import main
-from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
+from central.controllers.loops.command import run_controllers
 from central.controllers.loops.jobs import JobController
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
-from central.controllers.loops.command import run_controllers
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
 from central.kube.events import EventRecorder
-from central.scheduler.loop import ConfigFile, Scheduler
 from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from tests.waiting import eventually
+from central.scheduler.loop import ConfigFile, Scheduler
 from tests.builders import job, node, pod, queue, task
+from tests.waiting import eventually
 
 
 def vcjob(name: str, replicas: int = 2) -> dict:

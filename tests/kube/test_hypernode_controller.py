@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from central.kube.client import ApiError
 from central.controllers.loops.hypernodes import HyperNodeController
+from central.kube.client import ApiError
 from tests.builders import exact, hypernode, node
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 
 from central.kube.client import CORE, path
-from central.scheduler.feeder import CacheFeeder
 from central.kube.informer import Reflector
-from tests.waiting import eventually
+from central.scheduler.feeder import CacheFeeder
 from tests.builders import node, pod
 from tests.kube.fakes import RecordingCache
+from tests.waiting import eventually
 
 
 class Recorder:

@@ -9,9 +9,9 @@ from typing import Any
 from central.kube.client import ApiError
 from central.kube.leader import LeaderElector
 from central.scheduler.loop import ConfigFile, Scheduler
-from tests.waiting import eventually
 from tests.builders import node, pod
 from tests.kube.fakes import RecordingCache, first_fit_cycle
+from tests.waiting import eventually
 
 FAST = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.1}
 

@@ -13,14 +13,14 @@ import threading
 import pytest
 import yaml
 
-from central.scheduler import load_config
 from central.kube.leader import LeaderElector
-from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from tests.waiting import eventually
+from central.scheduler.loop import ConfigFile, Scheduler
 from tests.builders import node, pod
 from tests.manifests import COMMANDS, ROOT, by_kind, documents, parsed_args
+from tests.waiting import eventually
 
 PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 QUEUE = ("scheduling.volcano.sh/v1beta1", "Queue")
@@ -202,8 +202,8 @@ def test_webhooks_point_at_the_admission_service():
 def test_controllers_rbac_covers_what_the_controllers_do(real, tmp_path):
     from central.admission.jobs import mutate_job
     from central.cli import main
-    from central.kube.client import VOLCANO_SCHEDULING, path
     from central.controllers.loops.command import build, run_controllers
+    from central.kube.client import VOLCANO_SCHEDULING, path
 
     job = mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                       "metadata": {"name": "mpi", "namespace": real.namespace},

@@ -6,14 +6,14 @@ import threading
 import urllib.request
 
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
 from central.kube.client import VOLCANO_SCHEDULING, path
-from central.scheduler.metrics import SchedulerMetrics, serve
-from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from tests.waiting import eventually
+from central.scheduler.loop import ConfigFile, Scheduler
+from central.scheduler.metrics import SchedulerMetrics, serve
 from tests.builders import node, pod
+from tests.waiting import eventually
 
 
 def scrape(port: int, what: str = "/metrics") -> tuple[int, str]:

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from central.resources.vectors import EPSILON
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.resources.vectors import EPSILON
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from tests.waiting import eventually
+from central.scheduler.loop import ConfigFile, Scheduler
 from tests.builders import node, pod
+from tests.waiting import eventually
 
 
 class GatedBinds:

@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.scheduler.feeder import CacheFeeder
 from central.model.cache import ClusterCache
+from central.scheduler.feeder import CacheFeeder
 from tests.builders import node, pod, podgroup, queue
 
 NODES, GROUPS, PODS = ["n1", "n2"], ["g1", "g2"], ["p1", "p2", "p3"]

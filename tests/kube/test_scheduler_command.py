@@ -9,9 +9,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from tests.waiting import eventually
 from tests.builders import node, pod
 from tests.ports import free_port
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = ("coordination.k8s.io/v1", "Lease")

@@ -7,13 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.scheduler.loop import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from tests.waiting import eventually
+from central.scheduler.loop import ConfigFile, Scheduler
 from tests.builders import node, pod, podgroup
-
+from tests.waiting import eventually
 
 QUEUE = ("scheduling.volcano.sh/v1beta1", "Queue")
 PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
@@ -188,8 +187,8 @@ def fault_events(real, podgroup: str, message: str) -> list[tuple[str, int]]:
 def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(real, monkeypatch):
     """A bug in the middle of the first cycle (after a gang was committed): nothing of that
     cycle reaches the API or stays in the cache, and the next cycle binds each pod once."""
-    from central.scheduler.metrics import SchedulerMetrics
     from central.plugins.gang import Gang
+    from central.scheduler.metrics import SchedulerMetrics
 
     real.put(node("n1", pods=10))
     first, second = gang(real, "first", 2, "1"), gang(real, "second", 2, "1")

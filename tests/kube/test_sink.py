@@ -8,9 +8,9 @@ import pytest
 
 from central.kube.client import VOLCANO_SCHEDULING, path
 from central.scheduler.loop import ConfigFile, Scheduler
-from tests.waiting import eventually
 from tests.builders import node, pod, podgroup
 from tests.kube.fakes import RecordingCache, first_fit_cycle, result
+from tests.waiting import eventually
 
 
 def start(kube, cycle=first_fit_cycle, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:

@@ -9,7 +9,6 @@ import pytest
 
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, pods_from_pod_list
-from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
 from tests.nodeagent.realnode import agent_token, bound_pod
 
 

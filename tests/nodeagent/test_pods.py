@@ -15,7 +15,6 @@ import pytest
 from nodeagent.pods import kube_qos_class, pods_from_pod_list
 from nodeagent.podwatch import WatchPodSource
 from tests.builders import listed_pod
-from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
 from tests.nodeagent.realnode import agent_token, bound_pod
 from tests.waiting import eventually
 

@@ -4,7 +4,8 @@ import errno
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import CgroupLayout
@@ -13,11 +14,12 @@ from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
 from nodeagent.health import Health
 from nodeagent.pods import PodInfo
+from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
 from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure, victims
 from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
-from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
 from tests.nodeagent.fakes import OFFLINE, fake_pod_cgroup, layout_with_offline_parent, write
+
 
 @pytest.mark.parametrize("allocatable, threshold, online, floor, budget", [
     pytest.param(8.0, 65, 2.0, 1.0, 3.2, id="room-left"),

@@ -16,16 +16,16 @@ import threading
 from prometheus_client import CollectorRegistry
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
-from central.kube.client import KubeClient
 from central.controllers.loops.base import ControllerLoop
-from central.kube.events import EventRecorder
 from central.controllers.loops.hypernodes import HyperNodeController
 from central.controllers.loops.jobs import JobController
-from central.kube.leader import LeaderElector, exit_on_lost
-from central.scheduler.metrics import QueuePodGroupCounts, serve
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
+from central.kube.client import KubeClient
+from central.kube.events import EventRecorder
+from central.kube.leader import LeaderElector, exit_on_lost
 from central.model.jobs import DEFAULT_LIMITS, JobLimits
+from central.scheduler.metrics import QueuePodGroupCounts, serve
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 
 from central.controllers.hypernodes import node_counts
-from central.kube.client import CORE, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.controllers.loops.base import ControllerLoop
+from central.kube.client import CORE, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from typing import Any
 from central.controllers.bus import TERMINATE_JOB
 from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
-from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.controllers.loops.base import MAX_REQUEUE, ControllerLoop, url_for
+from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.informer import object_key
 from central.model.jobs import DEFAULT_LIMITS, JobLimits

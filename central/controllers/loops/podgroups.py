@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from central.kube.client import CORE, KubeClient, path
 from central.controllers.loops.base import ControllerLoop
+from central.kube.client import CORE, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.informer import object_key
 from central.model.parse import GROUP_NAME
-
 
 OWNER_URLS = {"ReplicaSet": ("/apis/apps/v1", "replicasets"), "StatefulSet": ("/apis/apps/v1", "statefulsets"),
               "Deployment": ("/apis/apps/v1", "deployments"), "Job": ("/apis/batch/v1", "jobs")}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, KubeClient, path
 from central.controllers.loops.base import ControllerLoop, url_for
+from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, KubeClient, path
 from central.kube.events import EventRecorder
 
 
