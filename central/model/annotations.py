@@ -167,6 +167,6 @@ def check(annotations: Mapping[str, Any], kind: str) -> list[InputError]:
         except InputError as err:
             problems.append(err)
     if JDB_MIN_AVAILABLE in annotations and JDB_MAX_UNAVAILABLE in annotations:
-        problems.append(InputError("metadata.annotations",
-                                   f"must not set both {JDB_MIN_AVAILABLE} and {JDB_MAX_UNAVAILABLE}"))
+        problems.append(InputError("metadata.annotations", "not allow configure multiple annotations at same time: "
+                                   f"{JDB_MIN_AVAILABLE} and {JDB_MAX_UNAVAILABLE}"))
     return problems

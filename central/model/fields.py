@@ -16,7 +16,8 @@ import yaml
 from central.errors import InputError, shown
 
 CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"})
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_DNS_SUBDOMAIN = re.compile(OBJECT_NAME_PATTERN)
 
 
 def is_object_name(name: object) -> bool:

@@ -3,6 +3,8 @@ lifecycle with the real job, PodGroup and queue controllers, and the simulated k
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from central.kube.client import ApiError
@@ -43,6 +45,34 @@ def test_malformed_job_is_refused_with_the_field_named(tenant: Tenant) -> None:
     with pytest.raises(ApiError) as schema:
         tenant.submit(wrong_type)
     assert schema.value.code == 422 and "minAvailable" in schema.value.message
+
+
+def test_webhook_denials_carry_volcanos_messages(tenant: Tenant) -> None:
+    """Through the API server's admission chain, each denial holds Volcano's text for the case."""
+    def job_with(**spec: Any) -> dict[str, Any]:
+        return volcano_job("denied", tenant.queue, extra_spec=spec)
+
+    pods = f"/api/v1/namespaces/{tenant.namespace}/pods"
+    budget = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "budget", "annotations": {
+        "volcano.sh/jdb-min-available": "2", "volcano.sh/jdb-max-unavailable": "50%"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "busybox"}]}}
+    guarantee_only = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                      "metadata": {"name": f"{tenant.queue}-g"},
+                      "spec": {"weight": 1, "guarantee": {"resource": {"cpu": "1"}}}}
+    cases = [
+        (tenant.jobs, job_with(minAvailable=5), "job 'minAvailable' should not be greater than total replicas in tasks"),
+        (tenant.jobs, job_with(policies=[{"event": "PodFailed", "action": "AbortJob"},
+                                         {"event": "PodFailed", "action": "RestartJob"}]),
+         "duplicate event PodFailed  across different policy"),
+        (tenant.jobs, job_with(policies=[{"action": "AbortJob"}]), "either event and exitCode should be specified"),
+        (tenant.jobs, job_with(volumes=[{"mountPath": "/var"}]), "either VolumeClaim or VolumeClaimName must be specified"),
+        (pods, budget, "not allow configure multiple annotations at same time"),
+        ("/apis/scheduling.volcano.sh/v1beta1/queues", guarantee_only, "must be >= guarantee"),
+    ]
+    for url, body, text in cases:
+        with pytest.raises(ApiError) as refused:
+            tenant.create(url, body)
+        assert text in refused.value.message, (text, refused.value.message)
 
 
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
