@@ -75,6 +75,15 @@ def test_webhook_denials_carry_volcanos_messages(tenant: Tenant) -> None:
         assert text in refused.value.message, (text, refused.value.message)
 
 
+def test_job_plugin_flags_volcano_ignores_are_admitted_and_run(tenant: Tenant) -> None:
+    """Volcano's suites pass `ssh --no-root` and `svc --enable-networking`; its plugins skip them."""
+    job = volcano_job("flags", tenant.queue, replicas=2, duration="60s",
+                      extra_spec={"plugins": {"ssh": ["--no-root"], "svc": ["--enable-networking"]}})
+    tenant.submit(job)
+    wait_for(lambda: len(tenant.pods()) == 2, "the Job's pods created")
+    assert all(p["spec"].get("subdomain") == "flags" for p in tenant.pods())  # svc still did its work
+
+
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
