@@ -20,6 +20,12 @@ OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z
 _DNS_SUBDOMAIN = re.compile(OBJECT_NAME_PATTERN)
 
 
+# The spellings Go's strconv.ParseBool reads: Volcano's argument getters and its job plugins'
+# boolean flags take these, and nothing else, for true and false.
+GO_BOOLS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+            **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
+
+
 def is_object_name(name: object) -> bool:
     """A name the API server accepts for most objects (a DNS-1123 subdomain)."""
     return isinstance(name, str) and len(name) <= 253 and _DNS_SUBDOMAIN.match(name) is not None

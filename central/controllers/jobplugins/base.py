@@ -23,14 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from central.errors import InputError
+from central.model.fields import GO_BOOLS
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
-# What Go's strconv.ParseBool reads, so a boolean flag takes every value Volcano's plugins take.
-GO_BOOLS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
-            **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
 
 
 class JobPlugin:
