@@ -7,7 +7,7 @@ object is refused the same way everywhere. Every problem comes back, each as
 
     review.admit(obj, cluster, config, old=None, user=None) -> Review(allowed, errors, object)
                                                        never raises: a malformed object is a denial
-    review.admit_delete(obj, cluster) -> Review
+    review.admit_delete(obj, cluster, config) -> Review
     review.json_patch(before, after) -> list[dict]     the mutating webhook's patch
     cluster.Cluster.from_objects(objects)              queues / PodGroups / namespaces to decide against
     config.AdmissionConfig                             operator limits (max tasks / replicas, queue depth),

@@ -15,7 +15,7 @@ PodGroups (Caldera's, stricter than Volcano) and, when it has no child yet, no a
 deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
 once read an unset parent guarantee as 0, Volcano #5634). The tree checks run on the cluster as it
 would be after the change, so an update that shrinks a parent below its children is refused
-too. root's quotas are immutable; root and default cannot be deleted.
+too. root's quotas are immutable. Deletion follows Volcano (validate_queue_delete).
 """
 
 from __future__ import annotations
@@ -246,12 +246,20 @@ def _descendants(cluster: Cluster, name: str) -> list[str]:
     return out
 
 
-def validate_queue_delete(name: str, cluster: Cluster) -> Problems:
+def validate_queue_delete(name: str, cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG) -> Problems:
+    """Volcano's rules: root and default stay; a queue with child queues stays; with
+    `queue_allocated_pods_check` (Volcano's --enable-queue-allocated-pods-check, off by
+    default) so does one with allocated pods. PodGroups left in the queue do not stop it: they
+    wait, unscheduled, until a queue of that name exists again."""
     problems: Problems = []
     if name in (ROOT, DEFAULT_QUEUE):
-        add(problems, "metadata.name", f"queue {quote(name)} can not be deleted")
-    if name in cluster.queues and cluster.children(name):
-        add(problems, "metadata.name", f"queue {quote(name)} has child queues {', '.join(cluster.children(name))}")
-    if cluster.podgroups_in(name):
-        add(problems, "metadata.name", f"queue {quote(name)} still has {cluster.podgroups_in(name)} PodGroup(s)")
+        add(problems, "metadata.name", f"`{name}` queue can not be deleted")
+        return problems
+    pods = _allocated_pods(cluster.queues[name]) if name in cluster.queues else 0
+    if config.queue_allocated_pods_check and pods:
+        add(problems, "metadata.name", f"queue {name} cannot be deleted because it has allocated Pods: {pods}")
+    children = cluster.children(name) if name in cluster.queues else []
+    if children:
+        add(problems, "metadata.name", f"queue {name} can not be deleted because it has {len(children)} child queues: "
+                                       f"{', '.join(children)}")
     return problems

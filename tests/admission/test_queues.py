@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.admission import Cluster, admit, admit_delete
+from central.admission import AdmissionConfig, Cluster, admit, admit_delete
 from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue
 from tests.builders import job, podgroup, queue
@@ -188,16 +188,25 @@ def test_mutate_defaults() -> None:
 @pytest.mark.parametrize(
     "name, expected",
     [
-        pytest.param("root", 'metadata.name: queue "root" can not be deleted', id="root"),
-        pytest.param("default", 'metadata.name: queue "default" can not be deleted', id="default"),
-        pytest.param("eng", 'metadata.name: queue "eng" has child queues ml', id="parent"),
-        pytest.param("busy", 'metadata.name: queue "busy" still has 1 PodGroup(s)', id="with-podgroups"),
+        pytest.param("root", "metadata.name: `root` queue can not be deleted", id="root"),
+        pytest.param("default", "metadata.name: `default` queue can not be deleted", id="default"),
+        pytest.param("eng", "metadata.name: queue eng can not be deleted because it has 1 child queues: ml", id="parent"),
+        pytest.param("busy", None, id="with-podgroups"),  # Volcano lets it go; its PodGroups wait
         pytest.param("closed", None, id="empty-leaf"),
     ],
 )
 def test_queue_delete(name: str, expected: str | None) -> None:
     review = admit_delete(queue(name), CLUSTER)
     assert (expected in review.errors) if expected else review.errors == []
+
+
+def test_queue_with_allocated_pods_is_kept_only_when_the_check_is_on() -> None:
+    busy = queue("running")
+    busy["status"] = {"allocated": {"pods": "2", "cpu": "2"}}
+    cluster = Cluster.from_objects([busy])
+    assert admit_delete(busy, cluster).allowed
+    review = admit_delete(busy, cluster, AdmissionConfig(queue_allocated_pods_check=True))
+    assert review.errors == ["metadata.name: queue running cannot be deleted because it has allocated Pods: 2"]
 
 
 PODGROUPS = [

@@ -84,6 +84,23 @@ def test_job_plugin_flags_volcano_ignores_are_admitted_and_run(tenant: Tenant) -
     assert all(p["spec"].get("subdomain") == "flags" for p in tenant.pods())  # svc still did its work
 
 
+def test_queue_holding_a_podgroup_can_be_deleted(tenant: Tenant) -> None:
+    """Volcano refuses deleting root, default and a parent queue, not a queue with PodGroups."""
+    queues = "/apis/scheduling.volcano.sh/v1beta1/queues"
+    name = f"{tenant.queue}-gone"
+    tenant.create(queues, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                           "metadata": {"name": name}, "spec": {"weight": 1}})
+    wait_for(lambda: (tenant.kube.get(f"{queues}/{name}").get("status") or {}).get("state") == "Open", "the queue Open")
+    tenant.create(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups", {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "waiting"},
+        "spec": {"minMember": 1, "queue": name}})
+    tenant.kube.delete(f"{queues}/{name}")
+    wait_for(lambda: tenant.kube.get_or_none(f"{queues}/{name}") is None, "the queue gone")
+    with pytest.raises(ApiError) as kept:
+        tenant.kube.delete(f"{queues}/default")
+    assert "`default` queue can not be deleted" in kept.value.message
+
+
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
