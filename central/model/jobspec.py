@@ -39,7 +39,7 @@ DEFAULT_MAX_RETRY = 3
 CARRIED_ANNOTATIONS = frozenset({
     "volcano.sh/preemptable", "volcano.sh/revocable-zone", "volcano.sh/jdb-min-available",
     "volcano.sh/jdb-max-unavailable", "volcano.sh/cooldown-time", "volcano.sh/numa-topology-policy",
-    "volcano.sh/sla-waiting-time", "volcano.sh/task-topology-affinity",
+    "volcano.sh/sla-waiting-time", "sla-waiting-time", "volcano.sh/task-topology-affinity",
     "volcano.sh/task-topology-anti-affinity", "volcano.sh/task-topology-task-order",
 })
 

@@ -101,6 +101,14 @@ def test_queue_holding_a_podgroup_can_be_deleted(tenant: Tenant) -> None:
     assert "`default` queue can not be deleted" in kept.value.message
 
 
+def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup(tenant: Tenant) -> None:
+    job = volcano_job("sla", tenant.queue, replicas=1, duration="60s")
+    job["metadata"]["annotations"] = {"sla-waiting-time": "5m"}
+    tenant.submit(job)
+    pg = wait_for(lambda: tenant.podgroup("sla"), "the Job's PodGroup")
+    assert pg["metadata"]["annotations"].get("sla-waiting-time") == "5m"
+
+
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
