@@ -174,7 +174,7 @@ class _Step:
             self._delete_after_ttl()
 
     def _due_policy_trigger(self) -> Trigger | None:
-        found = triggers(self.parsed, self.pods.values(), self.version)
+        found = triggers(self.parsed, self.pods.values(), self.version, self.podgroup)
         due = [t for t in found if t.due <= self.now]
         later = [t.due for t in found if t.due > self.now]
         if later:

@@ -109,6 +109,18 @@ def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup(tenant: Tenant)
     assert pg["metadata"]["annotations"].get("sla-waiting-time") == "5m"
 
 
+def test_a_podgroup_turning_unknown_raises_the_jobs_unknown_event(tenant: Tenant) -> None:
+    """The PodGroup's status is written Unknown as the scheduler writes it when part of a running
+    gang turns unschedulable; the job's `Unknown -> AbortJob` policy fires, as in Volcano."""
+    tenant.submit(volcano_job("gang", tenant.queue, replicas=1, duration="600s",
+                              policies=[{"event": "Unknown", "action": "AbortJob"}]))
+    wait_for(lambda: tenant.phase("gang") == "Running", "the Job Running")
+    name = tenant.podgroup("gang")["metadata"]["name"]
+    tenant.kube.merge_patch(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups/{name}",
+                            {"status": {"phase": "Unknown"}})
+    wait_for(lambda: tenant.phase("gang") in ("Aborting", "Aborted"), "the Job aborted on its Unknown event")
+
+
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
