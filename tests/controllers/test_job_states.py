@@ -411,6 +411,19 @@ def test_scaling_the_job_resizes_its_podgroup() -> None:
     assert sorted(p["metadata"]["name"] for p in d.create_pods) == ["train-worker-2", "train-worker-3"]
 
 
+def test_a_job_scaled_to_zero_keeps_its_phase_and_svc_objects() -> None:
+    c = cluster(plugins={"svc": []})
+    c.start()
+    assert c.phase == "Running"
+    c.job["spec"]["minAvailable"] = 0
+    for t in c.job["spec"]["tasks"]:
+        t.update(replicas=0, minAvailable=0)
+    c.settle()
+    assert c.phase == "Running" and c.pods == {}
+    d = c.step()
+    assert d.delete_objects == [] and ("ConfigMap", "train-svc") not in d.delete_objects
+
+
 def test_volumes_are_claimed_once_and_mounted() -> None:
     claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     c = cluster(

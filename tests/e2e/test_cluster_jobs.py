@@ -121,6 +121,19 @@ def test_a_podgroup_turning_unknown_raises_the_jobs_unknown_event(tenant: Tenant
     wait_for(lambda: tenant.phase("gang") in ("Aborting", "Aborted"), "the Job aborted on its Unknown event")
 
 
+def test_a_job_scaled_to_zero_keeps_its_phase_and_svc_configmap(tenant: Tenant) -> None:
+    tenant.submit(volcano_job("scaled", tenant.queue, replicas=2, duration="600s", extra_spec={"plugins": {"svc": []}}))
+    wait_for(lambda: tenant.phase("scaled") == "Running", "the Job Running")
+    job = tenant.job("scaled")
+    tasks = [dict(t, replicas=0, minAvailable=0) for t in job["spec"]["tasks"]]
+    tenant.kube.merge_patch(f"{tenant.jobs}/scaled", {"spec": {"minAvailable": 0, "tasks": tasks}})
+    wait_for(lambda: tenant.pods() == [], "the pods gone")
+    configmap = f"/api/v1/namespaces/{tenant.namespace}/configmaps/scaled-svc"
+    for _ in range(3):  # a few more syncs of the job: still Running, its ConfigMap kept
+        wait_for(lambda: tenant.kube.get_or_none(configmap) is not None, "the svc ConfigMap")
+        assert tenant.phase("scaled") == "Running"
+
+
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
