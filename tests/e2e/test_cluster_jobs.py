@@ -134,6 +134,22 @@ def test_a_job_scaled_to_zero_keeps_its_phase_and_svc_configmap(tenant: Tenant) 
         assert tenant.phase("scaled") == "Running"
 
 
+def test_a_replicaset_scaled_to_zero_loses_its_podgroup(tenant: Tenant) -> None:
+    """A Deployment's old ReplicaSet at 0 replicas: Volcano deletes its `podgroup-<rs uid>`."""
+    replicasets = f"/apis/apps/v1/namespaces/{tenant.namespace}/replicasets"
+    labels = {"app": "web"}
+    rs = tenant.create(replicasets, {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+                                     "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                                         "metadata": {"labels": labels, "annotations": {"sim.caldera.sh/duration": "600s"}},
+                                         "spec": {"schedulerName": "volcano", "containers": [
+                                             {"name": "c", "image": "busybox",
+                                              "resources": {"requests": {"cpu": "100m"}}}]}}}})
+    group = f"podgroup-{rs['metadata']['uid']}"
+    wait_for(lambda: tenant.podgroup(group) is not None, "the ReplicaSet's PodGroup")
+    tenant.kube.merge_patch(f"{replicasets}/web", {"spec": {"replicas": 0}})
+    wait_for(lambda: tenant.podgroup(group) is None, "the PodGroup deleted")
+
+
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
     job = volcano_job("flaky", tenant.queue, replicas=1, duration="1s", exit_code=3, max_retry=2,
                       policies=[{"event": "PodFailed", "action": "RestartJob"}])
