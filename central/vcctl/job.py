@@ -28,6 +28,7 @@ from central.vcctl.common import (
     resolve_namespace,
     show,
 )
+from central.vcctl.tables import job_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,9 +80,13 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("table", "wide") and not items:
             print("No resources found")
             return 0
+        items = sorted(items, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"]))
+        if args.output == "table":  # vcctl's PrintJobs, byte for byte
+            print(job_table(items, args.all_namespaces), end="")
+            return 0
         columns = ([("Namespace", lambda j: j["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
         columns += WIDE_COLUMNS if args.output == "wide" else []
-        show(sorted(items, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"])), args.output, columns)
+        show(items, args.output, columns)
     elif args.action == "view":
         job = client.get(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
         if args.output == "table":

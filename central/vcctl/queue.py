@@ -14,6 +14,7 @@ from central.errors import InputError
 from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, path
 from central.kube.command_errors import api_errors
 from central.vcctl.common import Column, add_connection, add_output, admitted, connect, show
+from central.vcctl.tables import queue_table
 
 COMMAND_NAMESPACE = "default"  # Commands are namespaced; a Queue is not
 
@@ -64,8 +65,11 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("table", "wide") and not items:
             print("No resources found")
             return 0
-        show(sorted(items, key=lambda q: q["metadata"]["name"]), args.output,
-             COLUMNS + (WIDE_COLUMNS if args.output == "wide" else []))
+        items = sorted(items, key=lambda q: q["metadata"]["name"])
+        if args.output == "table":  # vcctl's PrintQueues, byte for byte
+            print(queue_table(items), end="")
+            return 0
+        show(items, args.output, COLUMNS + (WIDE_COLUMNS if args.output == "wide" else []))
     elif args.action == "get":
         show([client.get(url)], args.output, COLUMNS, single=args.output != "table")
     elif args.action == "delete":
