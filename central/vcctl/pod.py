@@ -17,7 +17,7 @@ QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job co
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    lst = sub.add_parser("list", help="list the pods of Volcano Jobs")
+    lst = sub.add_parser("list", help="list pod information created by vcjob")
     lst.add_argument("-j", "--job", default="", help="only the pods of this job (default: any Volcano Job's)")
     lst.add_argument("-q", "--queue", default="", help="only the pods in this queue (default: any)")
     add_listing(lst, "pods")

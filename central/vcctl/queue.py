@@ -21,17 +21,17 @@ COMMAND_NAMESPACE = "default"  # Commands are namespaced; a Queue is not
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = sub.add_parser("create", help="create a queue")
+    create = sub.add_parser("create", help="creates queue")
     create.add_argument("-n", "--name", required=True, help="the name of the queue")
     create.add_argument("-w", "--weight", type=int, default=1, help="the weight of the queue")
     create.add_argument("-S", "--state", default="Open", choices=("Open", "Closed"), help="the state of the queue")
     create.add_argument("-p", "--parent", default="", help="the parent queue (hierarchical queues)")
-    operate = sub.add_parser("operate", help="open, close or update a queue")
+    operate = sub.add_parser("operate", help="operate queue")
     operate.add_argument("-n", "--name", required=True, help="the name of the queue")
     operate.add_argument("-a", "--action", dest="operation", required=True, choices=("open", "close", "update"),
                          help="open, close or update")
     operate.add_argument("-w", "--weight", type=int, default=0, help="the new weight (with -a update)")
-    for name, help_text in (("get", "show one queue"), ("delete", "delete a queue"), ("list", "list queues")):
+    for name, help_text in (("get", "get a queue"), ("delete", "delete queue"), ("list", "lists all the queue")):
         p = sub.add_parser(name, help=help_text)
         if name != "list":
             p.add_argument("-n", "--name", required=True, help="the name of the queue")

@@ -259,3 +259,25 @@ def test_version_flag(flag, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([flag])
     assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("caldera ")
+
+
+@pytest.mark.parametrize(("argv", "texts"), [
+    (["--help"], ["vcctl command line operation job", "Queue Operations", "vcctl command line operation pod"]),
+    (["job", "--help"], ["run job by parameters from the command line", "list job information", "show job information",
+                         "abort a job", "resume a job", "delete a job"]),
+    (["job", "list", "--help"], ["list job information", "list job with specified queue name",
+                                 "list job with specified scheduler name", "list jobs in all namespaces",
+                                 "(optional) absolute path to the kubeconfig file", "the address of apiserver"]),
+    (["job", "suspend", "--help"], ["abort a job", "the name of job"]),
+    (["job", "run", "--help"], ["the yaml file of job", "the container image of job", "the resource limit of the task",
+                                "the minimal available tasks of job", "the total tasks of job",
+                                "the resource request of the task", "the scheduler for this job"]),
+    (["queue", "--help"], ["creates queue", "delete queue", "operate queue", "lists all the queue", "get a queue"]),
+    (["pod", "--help"], ["list pod information created by vcjob"]),
+])
+def test_help_uses_vcctls_words_for_the_commands_it_shares(argv, texts, capsys):
+    with pytest.raises(SystemExit):
+        main(argv)
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for text in texts:
+        assert text in out, text
