@@ -152,7 +152,7 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     cluster = view.cluster(_named_queue(obj))
     user_info = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
     if request.get("operation") == "DELETE":
-        decision = admit_delete(old or {}, cluster)
+        decision = admit_delete(old or {}, cluster, config)
     else:
         decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None,
                          user=user_info.get("username"))
@@ -359,6 +359,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "written into the pods webhook's matchCondition)")
     add_job_limit_arguments(parser)  # the controllers take the same flags, and must get the same values
     parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
+    parser.add_argument("--enable-queue-allocated-pods-check", action="store_true",
+                        help="refuse deleting a queue that has allocated pods (Volcano's flag of that name)")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
 
@@ -367,7 +369,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
-                             scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user)
+                             scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user,
+                             queue_allocated_pods_check=args.enable_queue_allocated_pods_check)
     tls = TLSContext(args.tls_cert_file, args.tls_key_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()
