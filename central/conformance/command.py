@@ -1,0 +1,82 @@
+"""`caldera conformance`: build Volcano's e2e suites from a pinned commit and run them on a
+`caldera up` cluster against Caldera, against Volcano, or both with each failure classified."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from central.conformance import build, compare, ginkgo, harness, report
+from central.errors import InputError
+from central.kube.client import ApiError
+from central.localcluster import build as cpbuild
+from central.localcluster import versions
+from central.localcluster.processes import StartError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--suite", action="append", choices=[*build.SUITES, "all"],
+                        help="a suite to run (repeatable; default: all)")
+    parser.add_argument("--against", choices=["caldera", "volcano", "both"], default="caldera",
+                        help="the system under test; `both` classifies each failure as Caldera-only or both")
+    parser.add_argument("--volcano-repo", type=Path,
+                        help=f"a clone of {build.REPO_URL} holding commit {versions.VOLCANO[:12]} "
+                             f"(default: ${build.REPO_ENV}); needed only for the first build")
+    parser.add_argument("--dir", type=Path, help="folder for reports and logs (default: a new temporary one)")
+    parser.add_argument("--focus", help="run only the specs whose names match this regular expression")
+    parser.add_argument("--timeout", type=float, default=ginkgo.SUITE_TIMEOUT, help="seconds per suite (default 3600)")
+    parser.add_argument("--keep", action="store_true", help="keep each cluster's folder (etcd data, pod files)")
+    parser.add_argument("--build-only", action="store_true", help="build the suites, vcctl and Volcano, then exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    suites = build.SUITES if not args.suite or "all" in args.suite else tuple(dict.fromkeys(args.suite))
+    systems = harness.SYSTEMS if args.against == "both" else (args.against,)
+    if args.timeout <= 0:
+        raise InputError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
+    try:
+        built = build.ensure(args.volcano_repo, suites, progress=say)
+        if args.build_only:
+            print(f"built in {built.bin}")
+            return 0
+        why = cpbuild.unavailable()
+        if why:
+            raise cpbuild.BuildError(why)
+    except cpbuild.BuildError as err:
+        print(f"caldera conformance: {err}", file=sys.stderr)
+        return 2
+    out = (args.dir or Path(tempfile.mkdtemp(prefix="caldera-conformance-"))).resolve()
+    results: dict[tuple[str, str], report.SuiteResult] = {}
+    for suite in suites:
+        for system in systems:
+            try:
+                result = harness.run_suite(built, suite, system, out / system / suite, args.focus, args.timeout,
+                                           args.keep, say)
+            except (cpbuild.BuildError, StartError, ApiError, RuntimeError) as err:  # the next suite may still run
+                result = report.SuiteResult(suite, suite_failures=[f"the harness could not run it: {err}"])
+            results[(system, suite)] = result
+            print(report.table(result, system) + "\n", flush=True)
+    text = summary(results, suites, systems)
+    (out / "results.md").write_text(text + "\n")
+    print(text)
+    print(f"\nreports and logs: {out}", file=sys.stderr)
+    return 1 if failing(results, suites, systems) else 0
+
+
+def summary(results: dict[tuple[str, str], report.SuiteResult], suites, systems) -> str:
+    parts = [report.summary([(system, results[(system, suite)]) for suite in suites for system in systems])]
+    if set(systems) == set(harness.SYSTEMS):
+        parts += [compare.comparison(results[(harness.CALDERA, s)], results[(harness.VOLCANO, s)]) for s in suites]
+    return "\n\n".join(parts)
+
+
+def failing(results: dict[tuple[str, str], report.SuiteResult], suites, systems) -> bool:
+    """Against both: a failure Volcano does not share; against one system: any failure."""
+    if set(systems) == set(harness.SYSTEMS):
+        return any(d.kind in (compare.CALDERA_ONLY, compare.NOT_ON_VOLCANO)
+                   for s in suites
+                   for d in compare.classify(results[(harness.CALDERA, s)], results[(harness.VOLCANO, s)]))
+    return any(r.failures() or r.suite_failures for r in results.values())

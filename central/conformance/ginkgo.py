@@ -1,0 +1,64 @@
+"""One of Volcano's e2e suites run by the ginkgo CLI against a cluster, into a JSON report."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from central.conformance.build import Build
+from central.conformance.report import SuiteResult, load
+
+# The arguments Volcano CI gives each suite (hack/run-e2e-kind.sh): jobp runs on 4 processes;
+# the scheduling suites import Kubernetes' e2e framework, whose own [sig-*] specs are skipped.
+SUITE_ARGS = {
+    "jobp": ["--procs=4"],
+    "schedulingbase": ["--skip=\\[sig-.*\\]"],
+    "schedulingaction": ["--skip=\\[sig-.*\\]"],
+}
+SUITE_TIMEOUT = 3600.0
+
+
+def argv(built: Build, suite: str, report: Path, focus: str | None = None,
+         timeout: float = SUITE_TIMEOUT) -> list[str]:
+    args = [str(built.ginkgo), "run", "-v", "--no-color", f"--json-report={report}",
+            f"--timeout={int(timeout)}s", *SUITE_ARGS.get(suite, [])]
+    if focus:
+        args.append(f"--focus={focus}")
+    return args + [str(built.suite(suite))]
+
+
+def run(built: Build, suite: str, kubeconfig: Path, out: Path, focus: str | None = None,
+        timeout: float = SUITE_TIMEOUT, say=print) -> SuiteResult:
+    """Run `suite` with KUBECONFIG and VC_BIN (the folder holding vcctl) set as CI sets them;
+    its output goes to out/ginkgo.log, its report to out/report.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / "report.json"
+    report.unlink(missing_ok=True)
+    env = dict(os.environ, KUBECONFIG=str(kubeconfig), VC_BIN=str(built.bin))
+    started = time.monotonic()
+    say(f"running {suite} (log: {out / 'ginkgo.log'}) ...")
+    with open(out / "ginkgo.log", "wb") as log:
+        proc = subprocess.Popen(argv(built, suite, report, focus, timeout), env=env, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # ginkgo's own --timeout ends the suite first; this one only guards against a hang
+            proc.wait(timeout=timeout + 300)
+        except subprocess.TimeoutExpired:  # the report, if any, says what finished
+            _kill_group(proc)
+        except BaseException:  # Ctrl-C: the suite's processes go with ginkgo
+            _kill_group(proc)
+            raise
+    result = load(suite, report)
+    say(f"{suite} finished in {time.monotonic() - started:.0f} s")
+    return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
