@@ -4,6 +4,7 @@ per-suite table a person reads: pass/fail/skip counts and each failure's first l
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,8 +44,24 @@ class SuiteResult:
         return {s.name: s for s in self.specs}
 
 
+HEADLINE_CHARS = 400
+
+
 def first_line(message: str) -> str:
-    return next((line.strip() for line in message.splitlines() if line.strip()), "")
+    """A failure's first line, where Gomega's first line is only a header ("Expected",
+    "Unexpected error:") joined with the indented lines that complete it: the values compared
+    are what tells one failure from another. Go pointer values are dropped, the rest kept."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    words = [lines[0]]
+    if lines[0] in ("Expected", "Unexpected error:") or lines[0].endswith(":"):
+        for line in lines[1:]:
+            if line in ("{", "[") or line.startswith(("{", "[]")):  # a Go struct dump: detail, not headline
+                break
+            words.append(line)
+    text = re.sub(r" \| 0x[0-9a-f]+", "", " ".join(words))
+    return text if len(text) <= HEADLINE_CHARS else text[:HEADLINE_CHARS - 3] + "..."
 
 
 def parse(suite: str, data: Any) -> SuiteResult:

@@ -62,11 +62,10 @@ def localise_webhooks(docs: list[dict[str, Any]], port: int) -> list[dict[str, A
 
 def render_webhooks(src: Path, port: int, say) -> list[dict[str, Any]]:
     """templates/webhooks.yaml of Volcano's chart, rendered by helm with CI's values."""
-    values = src.parent / "conformance-values.yaml"
-    values.write_text(yaml.safe_dump({"custom": {"enabled_admissions": ENABLED_ADMISSIONS}}))
+    values = yaml.safe_dump({"custom": {"enabled_admissions": ENABLED_ADMISSIONS}})
     argv = [str(helm.helm_binary(progress=say)), "template", RELEASE, str(src / CHART), "--namespace", NAMESPACE,
-            "--show-only", "templates/webhooks.yaml", "--values", str(values)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            "--show-only", "templates/webhooks.yaml", "--values", "-"]
+    done = subprocess.run(argv, input=values, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"helm template failed: {done.stderr.strip()[-300:]}")
     return localise_webhooks(list(yaml.safe_load_all(done.stdout)), port)

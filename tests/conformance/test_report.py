@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from central.conformance.report import FAILED, PASSED, SKIPPED, load, parse, summary, table
+from central.conformance.report import FAILED, PASSED, SKIPPED, first_line, load, parse, summary, table
 
 
 def spec(texts, leaf, state, message="", kind="It", runtime=2_500_000_000):
@@ -43,9 +43,20 @@ def test_specs_are_named_by_their_containers_and_states_fold_into_three():
     assert result.specs[0].seconds == 2.5
 
 
-def test_a_failure_keeps_its_first_non_blank_line():
+def test_a_failure_keeps_its_first_line_completed_where_gomega_only_opens_it():
     failures = parse("admission", REPORT).failures()
-    assert [f.message for f in failures] == ["Expected", "A suite timeout occurred"]
+    assert [f.message for f in failures] == ["Expected <string>: job min available ... to contain substring",
+                                             "A suite timeout occurred"]
+
+
+def test_a_headline_drops_go_pointers_and_struct_dumps_and_is_bounded():
+    message = ('Unexpected error:\n    <*errors.StatusError | 0x1fed60eb5a40>: \n    admission webhook denied it\n'
+               '    {\n        ErrStatus: \n            code: 400\n')
+    assert first_line(message) == "Unexpected error: <*errors.StatusError>: admission webhook denied it"
+    assert first_line("Timed out after 60.001s.\nExpected\n  <bool>: false") == "Timed out after 60.001s."
+    long = first_line("Expected\n" + "x" * 1000)
+    assert len(long) == 400 and long.endswith("...")
+    assert first_line("\n \n") == ""
 
 
 def test_failures_outside_specs_fail_the_suite_not_a_spec():
@@ -67,7 +78,7 @@ def test_the_table_counts_and_lists_each_failure_with_its_first_line():
     text = table(parse("admission", REPORT), "caldera")
     assert text.splitlines()[0] == "admission on caldera: 2 passed, 2 failed, 2 skipped"
     assert "  SUITE FAILURE  AfterSuite: cleanup broke" in text
-    assert "  FAIL  Job E2E Test Reject job with negative replicas\n        Expected" in text
+    assert "  FAIL  Job E2E Test Reject job with negative replicas\n        Expected <string>" in text
 
 
 def test_the_summary_has_one_row_per_system_and_suite():
