@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=ginkgo.SUITE_TIMEOUT, help="seconds per suite (default 3600)")
     parser.add_argument("--keep", action="store_true", help="keep each cluster's folder (etcd data, pod files)")
     parser.add_argument("--build-only", action="store_true", help="build the suites, vcctl and Volcano, then exit")
+    parser.add_argument("--reports-only", action="store_true",
+                        help="run nothing: print the tables and comparison from the reports already in --dir")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
     systems = harness.SYSTEMS if args.against == "both" else (args.against,)
     if args.timeout <= 0:
         raise InputError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
+    if args.reports_only:
+        if args.dir is None:
+            raise InputError("--reports-only", "needs --dir, the folder of an earlier run")
+        return print_results({(system, suite): report.load(suite, args.dir / system / suite / "report.json")
+                              for suite in suites for system in systems}, suites, systems, args.dir.resolve())
     try:
         built = build.ensure(args.volcano_repo, suites, progress=say)
         if args.build_only:
@@ -59,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
                 result = report.SuiteResult(suite, suite_failures=[f"the harness could not run it: {err}"])
             results[(system, suite)] = result
             print(report.table(result, system) + "\n", flush=True)
+    return print_results(results, suites, systems, out)
+
+
+def print_results(results: dict[tuple[str, str], report.SuiteResult], suites, systems, out: Path) -> int:
     text = summary(results, suites, systems)
     (out / "results.md").write_text(text + "\n")
     print(text)
