@@ -10,6 +10,7 @@ WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY caldera caldera
 COPY central central
+COPY daemonset daemonset
 COPY nodeagent nodeagent
 RUN python3 -m venv /opt/caldera \
  && /opt/caldera/bin/pip install --no-cache-dir --upgrade pip wheel \

@@ -17,12 +17,13 @@ from central.errors import InputError
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("central.sim.command", "dry-run scheduling cycles on manifests, print what would happen"),
-    "bench": ("central.sim.bench", "scale benchmark of a scheduling session on a synthetic cluster"),
+    "bench": ("central.bench.session", "scale benchmark of a scheduling session on a synthetic cluster"),
     "validate": ("central.admission.command", "check manifests as the admission webhook would, against a cluster"),
-    "scheduler": ("central.kube.scheduler_cli", "run the scheduler on a cluster (leader-elected, watches the API)"),
-    "controllers": ("central.kube.controllers_cli", "run the Job, Queue, PodGroup and HyperNode controllers on a cluster (leader-elected)"),
-    "webhook": ("central.kube.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
-    "certs": ("central.kube.certs", "create or renew the webhook's and the scheduler's TLS certificates in Secrets"),
+    "scheduler": ("central.scheduler.command", "run the scheduler on a cluster (leader-elected, watches the API)"),
+    "controllers": ("central.controllers.loops.command",
+                    "run the Job, Queue, PodGroup and HyperNode controllers on a cluster (leader-elected)"),
+    "webhook": ("central.admission.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
+    "certs": ("central.certs.command", "create or renew the webhook's and the scheduler's TLS certificates in Secrets"),
     "job": ("central.vcctl.job", "vcctl job: run, list, view, suspend, resume, delete Volcano Jobs"),
     "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
     "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),

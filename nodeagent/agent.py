@@ -19,19 +19,19 @@ from typing import Any
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
-from nodeagent.qos.cpuset import CpusetPinner
 from nodeagent.collect.gpu import NullGpuCollector, open_gpu_collector
 from nodeagent.collect.kubelet import KubeletCpuState, read_kubelet_cpu_state
 from nodeagent.collect.node_usage import NodeUsageCollector
-from nodeagent.collect.paths import HostPaths
 from nodeagent.collect.pod_usage import PodUsageCollector
 from nodeagent.collect.topology import Topology, read_topology
 from nodeagent.config import AgentConfig
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths
 from nodeagent.kube import KubeApi
+from nodeagent.oversubscription import BatchEstimator
 from nodeagent.pods import HttpPodSource, PodInfo, PodSource, StaticPodSource
 from nodeagent.podwatch import WatchPodSource
-from nodeagent.oversubscription import BatchEstimator
+from nodeagent.qos.cpuset import CpusetPinner
 from nodeagent.qos.manager import QosManager, online_usage
 from nodeagent.report import NodeSnapshot, QosState, sections
 from nodeagent.stream import ReportStream, TlsFiles
@@ -156,14 +156,9 @@ class Agent:
         return True, "ready"
 
     def run(self, stop: threading.Event) -> None:
-        from nodeagent.exporter import MetricsServer
-
+        """The loop until `stop`; `caldera agent` serves the metrics around it (the exporter
+        reads the agent, so the agent does not start it)."""
         threads = []
-        server = None
-        if self.cfg.exporter.enabled:
-            server = MetricsServer(self, self.cfg.exporter.address, self.cfg.exporter.port,
-                                   self.cfg.exporter.max_pod_series)
-            log.info("metrics on %s:%d", self.cfg.exporter.address, server.start())
         if self.stream is not None:
             threads.append(threading.Thread(target=self.stream.run, args=(stop,), name="report-stream", daemon=True))
             threads[-1].start()
@@ -185,5 +180,3 @@ class Agent:
                 close()
             for thread in threads:
                 thread.join(timeout=5)
-            if server is not None:
-                server.stop()

@@ -25,6 +25,8 @@ from google.protobuf import json_format
 from nodeagent.config import ConfigError, leaves, load_config
 from nodeagent.report import full_report
 
+log = logging.getLogger("nodeagent")
+
 _UNSET = object()
 
 
@@ -86,5 +88,15 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    agent.run(stop)
+    server = None
+    if cfg.exporter.enabled:
+        from nodeagent.exporter import MetricsServer
+
+        server = MetricsServer(agent, cfg.exporter.address, cfg.exporter.port, cfg.exporter.max_pod_series)
+        log.info("metrics on %s:%d", cfg.exporter.address, server.start())
+    try:
+        agent.run(stop)
+    finally:
+        if server is not None:
+            server.stop()
     return 0

@@ -16,9 +16,9 @@ from nodeagent.collect.gpu import GpuReport
 from nodeagent.collect.kubelet import KubeletCpuState
 from nodeagent.collect.node_usage import NodeUsage
 from nodeagent.collect.pod_usage import PodUsage
-from nodeagent.collect.psi import Pressure
 from nodeagent.collect.topology import Topology
 from nodeagent.collect.window import Stat
+from nodeagent.host.psi import Pressure
 
 SECTIONS = ("resources", "topology", "gpus", "pods", "qos")
 

@@ -29,8 +29,8 @@ from typing import Iterator
 import grpc
 from google.protobuf.message import Message
 
-from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent import deadband
+from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
 from nodeagent.deadband import Bands
 from nodeagent.report import SECTIONS

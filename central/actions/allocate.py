@@ -27,72 +27,76 @@ from __future__ import annotations
 import numpy as np
 
 from central.actions.hypernodes import place_in_hypernodes
+from central.framework.action import Action, ActionHandle
 from central.framework.ordering import FixedLine
 from central.framework.placement import Plan
-from central.framework.session import Session
 from central.framework.statement import Statement
 from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
 
-def allocate(ssn: Session) -> None:
-    queues, jobs = ssn.queue_lines(_admitted_valid_jobs(ssn))
+class Allocate(Action):
+    name = "allocate"
+    # accepted with no effect: one template view caches predicate results
+    arguments = {"predicateErrorCacheEnable": bool}
 
-    pending: dict[str, FixedLine[TaskInfo]] = {}
-    while queues:
-        queue = queues.pop()
-        if ssn.overused(queue):
-            continue
-        waiting = jobs[queue.name]
-        if not waiting:
-            continue
-        job = waiting.pop()
-        tasks = pending.get(job.uid)
-        if tasks is None:
-            tasks = pending[job.uid] = FixedLine(ssn.task_less, (
-                t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
-        stmt = ssn.statement()
-        with ssn.job_boundary(job, "allocate", stmt):
-            if not place_in_hypernodes(ssn, stmt, tasks, job, queue, place_tasks):
-                place_tasks(ssn, stmt, tasks, job, queue)
-            if ssn.job_ready(job):
-                stmt.commit()
-                if tasks:
-                    waiting.push(job)
-            elif not ssn.job_pipelined(job):
-                stmt.discard()
-        queues.push(queue)
+    def execute(self, handle: ActionHandle) -> None:
+        queues, jobs = handle.queue_lines(_admitted_valid_jobs(handle))
+        pending: dict[str, FixedLine[TaskInfo]] = {}
+        while queues:
+            queue = queues.pop()
+            if handle.overused(queue):
+                continue
+            waiting = jobs[queue.name]
+            if not waiting:
+                continue
+            job = waiting.pop()
+            tasks = pending.get(job.uid)
+            if tasks is None:
+                tasks = pending[job.uid] = FixedLine(handle.task_less, (
+                    t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
+            stmt = handle.statement()
+            with handle.job_boundary(job, "allocate", stmt):
+                if not place_in_hypernodes(handle, stmt, tasks, job, queue, place_tasks):
+                    place_tasks(handle, stmt, tasks, job, queue)
+                if handle.job_ready(job):
+                    stmt.commit()
+                    if tasks:
+                        waiting.push(job)
+                elif not handle.job_pipelined(job):
+                    stmt.discard()
+            queues.push(queue)
 
 
-def _admitted_valid_jobs(ssn: Session) -> list[JobInfo]:
-    admit_pending = "enqueue" not in ssn.conf.actions
+def _admitted_valid_jobs(handle: ActionHandle) -> list[JobInfo]:
+    admit_pending = "enqueue" not in handle.actions
     out = []
-    for job in ssn.jobs.values():
+    for job in handle.jobs.values():
         if job.pending_phase:
             if not admit_pending:
                 continue
             job.phase = "Inqueue"
-        invalid = ssn.job_valid(job)
+        invalid = handle.job_valid(job)
         if invalid:
-            ssn.job_notes[job.uid] = invalid
+            handle.note_job(job, invalid)
             continue
         if job.count(TaskStatus.PENDING) > sum(job.best_effort_pending.values()):
             out.append(job)  # a job with nothing to place would only take a turn of its queue
     return out
 
 
-def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: JobInfo, queue: QueueInfo,
+def place_tasks(handle: ActionHandle, stmt: Statement, tasks: FixedLine[TaskInfo], job: JobInfo, queue: QueueInfo,
                 within: np.ndarray | None = None) -> None:
     """Place `tasks` in order onto `stmt`, on the nodes of `within` (a row mask) if given."""
     failed: dict[PodTemplate, FitErrors] = {}
-    placement = ssn.placement
+    placement = handle.placement
     plan: Plan | None = None  # where the next pods of one template go (identical pods, placed in a batch)
     unplanned: set[PodTemplate] = set()  # templates whose pods are not planned in this call
     while tasks:
         task = tasks.pop()
-        if not ssn.allocatable(queue, task):
-            numbers = ssn.queue_notes.pop(queue.name, "")
+        status = handle.allocatable(queue, task)
+        if not status.ok:
             job.fit_errors[task.uid] = (f"queue {queue.name} has no room for it: its allocation plus the request exceeds "
-                                        f"the queue's deserved share" + (f" ({numbers})" if numbers else ""))
+                                        f"the queue's deserved share" + (f" ({status.reason})" if status.reason else ""))
             continue
         if task.template in failed:
             job.fit_errors[task.uid] = failed[task.template]
@@ -109,7 +113,7 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: 
                 if row is None:
                     unplanned.add(task.template)
         if row is not None:
-            stmt.allocate(task, ssn.nodes[row])
+            stmt.allocate(task, handle.nodes[row])
         else:
             rows = placement.feasible(task)
             if within is not None:
@@ -120,8 +124,8 @@ def place_tasks(ssn: Session, stmt: Statement, tasks: FixedLine[TaskInfo], job: 
                     continue
                 break
             row, fits_idle = placement.select(task, rows)
-            (stmt.allocate if fits_idle else stmt.pipeline)(task, ssn.nodes[row])
-        if tasks and ssn.job_ready(job):
+            (stmt.allocate if fits_idle else stmt.pipeline)(task, handle.nodes[row])
+        if tasks and handle.job_ready(job):
             break
 
 

@@ -18,25 +18,24 @@ not counted (Caldera has none to count).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cmp_to_key
 from typing import Any
 
-from central.actions.victims import VictimFilter, allowed_victims
-from central.framework.session import Session
+from central.actions.victims import VictimFilter, allowed_victims, sort_key
+from central.framework.action import ActionHandle
 from central.framework.statement import Statement
 from central.model.objects import TaskInfo
 
 
-def topology_aware_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: VictimFilter,
+def topology_aware_room(handle: ActionHandle, stmt: Statement, task: TaskInfo, eligible: VictimFilter,
                         arguments: Mapping[str, Any], reason: str, may_place: Callable[[], bool]) -> bool:
     """Evict the chosen node's victims and pipeline the task there; True on success."""
-    rows = ssn.placement.preemption_candidates(task)
+    rows = handle.placement.preemption_candidates(task)
     wanted = _candidate_count(len(rows), arguments)
     found: list[tuple[int, list[TaskInfo]]] = []
-    less = ssn.victim_less(task)
-    order = cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
-    for row, allowed in allowed_victims(ssn, task, eligible, "preemptable"):
-        victims = _select_victims(ssn, task, row, sorted(allowed, key=order), may_place)
+    less = handle.victim_less(task)
+    order = sort_key(less)
+    for row, allowed in allowed_victims(handle, task, eligible, "preemptable"):
+        victims = _select_victims(handle, task, row, sorted(allowed, key=order), may_place)
         if victims:
             found.append((row, victims))
             if len(found) >= wanted:
@@ -44,47 +43,47 @@ def topology_aware_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible:
     if not found:
         return False
     row, victims = min(found, key=lambda c: _rank(c[1]))  # min() keeps the first of equals
-    sub = ssn.statement()
+    sub = handle.statement()
     for victim in victims:
         sub.evict(victim, reason)
-    sub.pipeline(task, ssn.nodes[row])
+    sub.pipeline(task, handle.nodes[row])
     stmt.merge(sub)
     return True
 
 
-def _select_victims(ssn: Session, task: TaskInfo, row: int, allowed: list[TaskInfo],
+def _select_victims(handle: ActionHandle, task: TaskInfo, row: int, allowed: list[TaskInfo],
                     may_place: Callable[[], bool]) -> list[TaskInfo]:
     """The fewest victims on the node, highest priority first; [] if the task cannot fit."""
     potential: list[TaskInfo] = []
     for victim in allowed:
         potential.append(victim)
-        if _fits_without(ssn, task, row, potential, may_place):
+        if _fits_without(handle, task, row, potential, may_place):
             break
     else:
-        if not potential or not _fits_without(ssn, task, row, potential, may_place):
+        if not potential or not _fits_without(handle, task, row, potential, may_place):
             return []
     victims: list[TaskInfo] = []
     reprieved: list[TaskInfo] = []
     for victim in reversed(potential):  # potential runs lowest priority first
         gone = [v for v in potential if v is not victim and v not in reprieved]
-        if _fits_without(ssn, task, row, gone, may_place):
+        if _fits_without(handle, task, row, gone, may_place):
             reprieved.append(victim)
         else:
             victims.append(victim)
     return victims
 
 
-def _fits_without(ssn: Session, task: TaskInfo, row: int, gone: list[TaskInfo], may_place: Callable[[], bool]) -> bool:
+def _fits_without(handle: ActionHandle, task: TaskInfo, row: int, gone: list[TaskInfo], may_place: Callable[[], bool]) -> bool:
     """Would the task fit the node with `gone` evicted? Tried in a statement, then undone."""
-    trial = ssn.statement()
+    trial = handle.statement()
     for victim in gone:
         trial.evict(victim, "dry run")
-    fits = may_place() and ssn.placement.fits(task, row)
+    fits = may_place() and handle.placement.fits(task, row)
     trial.discard()
     return fits
 
 
-def _rank(victims: list[TaskInfo]) -> tuple:
+def _rank(victims: list[TaskInfo]) -> tuple[int, int, int, tuple[int, ...]]:
     top = max(v.priority for v in victims)
     return (top, sum(v.priority for v in victims), len(victims),
             _negated(min(v.creation for v in victims if v.priority == top)))

@@ -7,19 +7,22 @@ admitted as is; others need every JobEnqueueable vote (proportion, overcommit, s
 
 from __future__ import annotations
 
-from central.framework.session import Session
+from central.framework.action import Action, ActionHandle
 
 
-def enqueue(ssn: Session) -> None:
-    queues, jobs = ssn.queue_lines(job for job in ssn.jobs.values() if job.pending_phase)
-    while queues:
-        queue = queues.pop()
-        waiting = jobs[queue.name]
-        if not waiting:
-            continue
-        job = waiting.pop()
-        with ssn.job_boundary(job, "enqueue"):
-            if job.uid not in ssn.faulted_jobs and (job.min_resources is None or ssn.job_enqueueable(job)):
-                ssn.job_enqueued(job)
-                job.phase = "Inqueue"
-        queues.push(queue)
+class Enqueue(Action):
+    name = "enqueue"
+
+    def execute(self, handle: ActionHandle) -> None:
+        queues, jobs = handle.queue_lines(job for job in handle.jobs.values() if job.pending_phase)
+        while queues:
+            queue = queues.pop()
+            waiting = jobs[queue.name]
+            if not waiting:
+                continue
+            job = waiting.pop()
+            with handle.job_boundary(job, "enqueue"):
+                if not handle.is_faulted(job) and (job.min_resources is None or handle.job_enqueueable(job)):
+                    handle.job_enqueued(job)
+                    job.phase = "Inqueue"
+            queues.push(queue)

@@ -27,70 +27,67 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.api.resources import format_value
 from central.framework.ordering import FixedLine
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.resources.vectors import format_value
 
 if TYPE_CHECKING:
-    from central.framework.session import Session
+    from central.framework.action import ActionHandle
     from central.framework.statement import Statement
     from central.model.topology import HyperNode
 
-PlaceTasks = Callable[..., None]  # allocate.place_tasks(ssn, stmt, tasks, job, queue, within=mask)
+PlaceTasks = Callable[..., None]  # allocate.place_tasks(handle, stmt, tasks, job, queue, within=mask)
 
 
-def place_in_hypernodes(ssn: "Session", stmt: "Statement", tasks: FixedLine[TaskInfo],
+def place_in_hypernodes(handle: ActionHandle, stmt: "Statement", tasks: FixedLine[TaskInfo],
                         job: JobInfo, queue: QueueInfo, place_tasks: PlaceTasks) -> bool:
     """Place the job by HyperNode onto `stmt` with allocate's `place_tasks`; False when no
     plugin searches HyperNodes for it."""
-    gradients = _gradients(ssn, job)
+    gradients = _gradients(handle, job)
     if gradients is None:
         return False
     last: HyperNode | None = None
     for gradient in gradients:
-        for hn in _search_order(ssn, job, gradient):
+        for hn in _search_order(handle, job, gradient):
             job.fit_errors = {}
-            trial, left = ssn.statement(), tasks.copy()
-            place_tasks(ssn, trial, left, job, queue, within=hn.mask)
-            if trial.ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
+            trial, left = handle.statement(), tasks.copy()
+            place_tasks(handle, trial, left, job, queue, within=hn.mask)
+            if trial.ops and (handle.job_ready(job) or handle.job_pipelined(job)):
                 stmt.merge(trial)
                 tasks.assign(left)  # what the trial left to place, in the same order
                 return True
             trial.discard()
             last = hn
-    _explain(ssn, job, last)
+    _explain(handle, job, last)
     tasks.clear()  # tried as a whole: nothing of the job is left to try this round
     return True
 
 
-def _search_order(ssn: "Session", job: JobInfo, gradient: list["HyperNode"]) -> list["HyperNode"]:
+def _search_order(handle: ActionHandle, job: JobInfo, gradient: list["HyperNode"]) -> list["HyperNode"]:
     """The gradient's HyperNodes best first: by each one's own score, then, among equals, by
     their scores as a group (where plugins break ties, e.g. by the job's tasks already inside)."""
-    own = np.array([_scores(ssn, job, [hn])[0] for hn in gradient])
+    own = np.array([_scores(handle, job, [hn])[0] for hn in gradient])
     order: list[HyperNode] = []
     for value in sorted(set(own.tolist()), reverse=True):
         group = [hn for hn, score in zip(gradient, own) if score == value]
         if len(group) > 1:
-            group = [group[i] for i in np.argsort(-_scores(ssn, job, group), kind="stable")]
+            group = [group[i] for i in np.argsort(-_scores(handle, job, group), kind="stable")]
         order.extend(group)
     return order
 
 
-def _gradients(ssn: "Session", job: JobInfo) -> list[list["HyperNode"]] | None:
+def _gradients(handle: ActionHandle, job: JobInfo) -> list[list["HyperNode"]] | None:
     if job.network_topology is None:
         return None
     # the first plugin that answers decides (Volcano's HyperNodeGradientForJobFn)
-    return ssn.points.first_failure("hypernode_gradients", job)
+    return handle.hypernode_gradients(job)
 
 
-def _scores(ssn: "Session", job: JobInfo, candidates: list["HyperNode"]) -> np.ndarray:
-    total = np.zeros(len(candidates))
-    for fn in ssn.points.flat["hypernode_order"]:
-        total += fn(job, candidates)
-    return total
+def _scores(handle: ActionHandle, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
+    return handle.hypernode_order(job, candidates)
 
 
-def _explain(ssn: "Session", job: JobInfo, last: "HyperNode | None") -> None:
+def _explain(handle: ActionHandle, job: JobInfo, last: "HyperNode | None") -> None:
     """Why-pending for a gang no allowed HyperNode holds."""
     spec = job.network_topology
     assert spec is not None
@@ -106,7 +103,7 @@ def _explain(ssn: "Session", job: JobInfo, last: "HyperNode | None") -> None:
     job.fit_errors = {}
     for task in job.tasks.values():
         if task.status == TaskStatus.PENDING:
-            ssn.last_transaction.pop(task.uid, None)  # the trials were discarded, not placements
+            handle.forget_placement(task)  # the trials were discarded, not placements
             detail = errors.get(task.uid)
             job.fit_errors[task.uid] = f"{why}; in HyperNode {last.name} (tier {last.tier}): {detail}" if (
                 detail and last is not None) else why

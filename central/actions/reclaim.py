@@ -12,47 +12,52 @@ nothing is evicted.
 from __future__ import annotations
 
 from central.actions.victims import make_room, pending_tasks, starving_jobs
-from central.framework.session import Session
+from central.framework.action import Action, ActionHandle
 from central.framework.statement import Statement
 from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
 
 REASON = "PreemptionByScheduler: reclaimed by queue {} for {}"
 
 
-def reclaim(ssn: Session) -> None:
-    queues, starving = ssn.queue_lines(starving_jobs(ssn))
-    while queues:
-        queue = queues.pop()
-        jobs = starving[queue.name]
-        if ssn.overused(queue) or not jobs:
-            continue
-        job = jobs.pop()
-        stmt = ssn.statement()
-        with ssn.job_boundary(job, "reclaim", stmt):
-            _reclaim_for(ssn, stmt, queue, job)
-        queues.push(queue)
+class Reclaim(Action):
+    name = "reclaim"
+    # accepted with no effect: one template view caches predicate results
+    arguments = {"predicateErrorCacheEnable": bool}
+
+    def execute(self, handle: ActionHandle) -> None:
+        queues, starving = handle.queue_lines(starving_jobs(handle))
+        while queues:
+            queue = queues.pop()
+            jobs = starving[queue.name]
+            if handle.overused(queue) or not jobs:
+                continue
+            job = jobs.pop()
+            stmt = handle.statement()
+            with handle.job_boundary(job, "reclaim", stmt):
+                _reclaim_for(handle, stmt, queue, job)
+            queues.push(queue)
 
 
-def _reclaim_for(ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
-    tasks = pending_tasks(ssn, job)
+def _reclaim_for(handle: ActionHandle, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
+    tasks = pending_tasks(handle, job)
     no_room: set[PodTemplate] = set()  # a template that found no room will not find it for a twin
-    while tasks and ssn.job_starving(job):
+    while tasks and handle.job_starving(job):
         task = tasks.pop()
-        if task.preempt_never or task.template in no_room or not ssn.preemptive(queue, task):
+        if task.preempt_never or task.template in no_room or not handle.preemptive(queue, task).ok:
             continue
-        if not make_room(ssn, stmt, task, lambda v: _reclaimable(ssn, v, queue), "reclaimable",
-                         REASON.format(queue.name, task.uid), lambda: True, ssn.can_give_up):
+        if not make_room(handle, stmt, task, lambda v: _reclaimable(handle, v, queue), "reclaimable",
+                         REASON.format(queue.name, task.uid), lambda: True, handle.can_give_up):
             no_room.add(task.template)
-    if ssn.job_pipelined(job):
+    if handle.job_pipelined(job):
         stmt.commit()
     else:
         stmt.discard()
 
 
-def _reclaimable(ssn: Session, victim: TaskInfo, queue: QueueInfo) -> bool:
+def _reclaimable(handle: ActionHandle, victim: TaskInfo, queue: QueueInfo) -> bool:
     if victim.status != TaskStatus.RUNNING or not victim.preemptable:
         return False
-    victim_job = ssn.jobs.get(victim.job_uid)
+    victim_job = handle.jobs.get(victim.job_uid)
     if victim_job is None or victim_job.queue == queue.name:
         return False
-    return ssn.queues[victim_job.queue].reclaimable
+    return handle.queues[victim_job.queue].reclaimable

@@ -8,19 +8,23 @@ limits (tdm's disruption budgets and evict period), as in Volcano.
 
 from __future__ import annotations
 
-from central.framework.session import Session
+from central.framework.action import Action, ActionHandle
 from central.model.objects import TaskStatus
 
 REASON = "Shuffle: evicted by the scheduler ({})"
 
 
-def shuffle(ssn: Session) -> None:
-    running = [t for job in ssn.jobs.values() for t in job.tasks.values() if t.status == TaskStatus.RUNNING]
-    victims = ssn.points.union_first_tier("victim_tasks", running)
-    if not victims:
-        return
-    stmt = ssn.statement()
-    for victim, why in victims:
-        if victim.status == TaskStatus.RUNNING:
-            stmt.evict(victim, REASON.format(why))
-    stmt.commit()
+class Shuffle(Action):
+    name = "shuffle"
+    acts_on_running = True
+
+    def execute(self, handle: ActionHandle) -> None:
+        running = [t for job in handle.jobs.values() for t in job.tasks.values() if t.status == TaskStatus.RUNNING]
+        victims = handle.victim_tasks(running)
+        if not victims:
+            return
+        stmt = handle.statement()
+        for victim, why in victims:
+            if victim.status == TaskStatus.RUNNING:
+                stmt.evict(victim, REASON.format(why))
+        stmt.commit()

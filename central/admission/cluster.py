@@ -53,7 +53,7 @@ def podgroup_queue(obj: Mapping[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Cluster:
     """What admission decides against. PodGroups are only counted per queue: no rule needs more,
-    and a count is cheap to keep current (central.kube.webhook.ClusterView)."""
+    and a count is cheap to keep current (central.admission.webhook.ClusterView)."""
 
     queues: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     podgroups: dict[str, int] = field(default_factory=dict)  # queue -> PodGroups in it

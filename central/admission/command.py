@@ -23,7 +23,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-
 from central.admission.cluster import Cluster
 from central.admission.config import AdmissionConfig, add_job_limit_arguments
 from central.admission.review import Review, admit

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from central.api.quantity import parse_quantity
 from central.errors import InputError, shown
 from central.model import annotations
+from central.resources.quantity import parse_quantity
 
 Problems = list[str]
 

@@ -29,7 +29,7 @@ from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
 from central.admission.policies import validate_policies
 from central.admission.templates import validate_template, validate_topology_policy
-from central.controllers.plugins import NEEDS, PLUGINS
+from central.controllers.jobplugins import NEEDS, PLUGINS
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES
 from central.model.parse import parse_pod

@@ -13,7 +13,7 @@ itself, the hierarchy has no cycle and is at most `max_queue_depth` deep; a pare
 PodGroups (Caldera's, stricter than Volcano) and, when it has no child yet, no allocated pods
 (`status.allocated.pods`, Volcano's); a queue's capability is within every ancestor's; the children's guarantee and
 deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
-once read an unset parent guarantee as 0, vo#5634). The tree checks run on the cluster as it
+once read an unset parent guarantee as 0, Volcano #5634). The tree checks run on the cluster as it
 would be after the change, so an update that shrinks a parent below its children is refused
 too. root's quotas are immutable; root and default cannot be deleted.
 """
@@ -26,10 +26,10 @@ from decimal import Decimal
 from typing import Any
 
 from central.admission import fields
-from central.model.parse import parse_queue
 from central.admission.cluster import DEFAULT_QUEUE, ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
+from central.model.parse import parse_queue
 
 QUOTAS = (("capability", "spec.capability"), ("deserved", "spec.deserved"), ("guarantee", "spec.guarantee.resource"))
 MAX_WEIGHT = 65535

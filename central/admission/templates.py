@@ -14,8 +14,8 @@ from typing import Any
 
 from central.admission import fields
 from central.admission.fields import Problems, add, fmt, quote
-from central.api.quantity import parse_quantity
 from central.errors import InputError
+from central.resources.quantity import parse_quantity
 
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 POD_LEVEL_RESOURCES = ("cpu", "memory")  # and hugepages-*

@@ -19,7 +19,7 @@ from typing import Any
 
 from central.controllers.job_policies import PodFacts, is_ready
 from central.controllers.job_volumes import mount_claims
-from central.controllers.plugins import edit_pods
+from central.controllers.jobplugins import edit_pods
 from central.model.jobs import build_pods, pod_name
 from central.model.jobspec import JobSpec, TaskSpec
 

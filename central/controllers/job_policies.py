@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from central.controllers import bus
-from central.controllers.plugins.base import TASK_INDEX, TASK_SPEC
+from central.controllers.jobplugins.base import TASK_INDEX, TASK_SPEC
 from central.model.jobspec import JobSpec, TaskSpec
 
 JOB_VERSION = "volcano.sh/job-version"

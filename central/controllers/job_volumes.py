@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from central.controllers.plugins.base import add_volume, object_meta
+from central.controllers.jobplugins.base import add_volume, object_meta
 from central.errors import InputError
 from central.model.jobspec import JobSpec, clone, job_spec
 

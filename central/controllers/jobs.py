@@ -32,7 +32,7 @@ The state machine (Volcano's `job/state`): one step per call.
   -> Pending once replicas - terminating >= minAvailable.
 - Aborting / Completing / Terminating: -> Aborted / Completed / Terminated once no pod is
   pending, running or terminating. Aborting or Aborted + ResumeJob -> Restarting with a new
-  version. Unlike Volcano, resuming does not count as a retry (vo#5385: suspend/resume three
+  version. Unlike Volcano, resuming does not count as a retry (Volcano #5385: suspend/resume three
   times must not fail a job).
 - Completed / Terminated / Failed: finished; the job is deleted `ttlSecondsAfterFinished`
   after the transition.
@@ -53,7 +53,7 @@ from central.controllers.job_podgroup import sync_podgroup
 from central.controllers.job_pods import Tally, build_job_pods, dependencies_met, missing_pods, surplus_pods, tally
 from central.controllers.job_policies import PodFacts, Trigger, format_time, parse_time, read_pod, triggers
 from central.controllers.job_volumes import claims_to_create
-from central.controllers.plugins import (
+from central.controllers.jobplugins import (
     build_plugins,
     deleted_objects,
     job_objects,

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from central.api.resources import format_value
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
 from central.model.podspec import pod_requests
+from central.resources.vectors import format_value
 
 TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
 TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"

@@ -18,19 +18,17 @@ hands in: the framework never imports actions or plugins, they import it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from central.errors import InputError, shown
-from central.framework.plugin import Arguments, Plugin
+from central.framework.action import Action
+from central.framework.plugin import Arguments, Plugin, PluginOption
 from central.framework.points import check_plugin_class
 from central.model.fields import typed, yaml_documents
 
-if TYPE_CHECKING:
-    from central.framework.session import Session
-
-# Every per-plugin flag Volcano knows. Unset means enabled, except the two defaulting to off.
+# Every per-plugin flag Volcano knows. Unset means enabled, except those OFF_BY_DEFAULT.
 PLUGIN_FLAGS = (
     "enableJobOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined", "enableTaskOrder",
     "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder", "enabledClusterOrder",
@@ -39,7 +37,6 @@ PLUGIN_FLAGS = (
     "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined", "enabledSubJobOrder",
     "enabledHyperNodeGradient",
 )
-OFF_BY_DEFAULT = frozenset({"enableHierarchy", "enabledClusterOrder"})
 
 DEFAULT_CONF_YAML = """\
 actions: "enqueue, allocate, backfill"
@@ -58,22 +55,11 @@ tiers:
 
 
 @dataclass(frozen=True)
-class PluginOption:
-    name: str
-    flags: Mapping[str, bool]
-    arguments: Mapping[str, Any]
-    settings: Any = None  # what the plugin class's `read_arguments` made of `arguments`
-
-    def enabled(self, flag: str) -> bool:
-        return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
-
-
-@dataclass(frozen=True)
 class Registry:
-    """What a configuration may name: actions (run on a session, in the configured order) and
-    plugin classes, by their configuration names."""
+    """What a configuration may name: action classes (run on a session, in the configured
+    order) and plugin classes, by their configuration names."""
 
-    actions: Mapping[str, Callable[["Session"], None]]
+    actions: Mapping[str, type[Action]]
     plugins: Mapping[str, type[Plugin]]
 
     def __post_init__(self) -> None:
@@ -88,12 +74,27 @@ class SchedulerConf:
     registry: Registry  # the one the names were checked against
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # action -> what its read_arguments made, at load
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         return self.configurations.get(action, {})
 
+    def action_settings(self, action: str) -> Any:
+        """What the action class's `read_arguments` made of the configured arguments."""
+        if action in self.settings:
+            return self.settings[action]
+        return self.registry.actions[action].read_arguments(self.action_arguments(action), action)
+
     def plugin(self, name: str) -> PluginOption | None:
         return next((p for tier in self.tiers for p in tier if p.name == name), None)
+
+    def time_sensitive(self) -> bool:
+        """Do some plugins' answers change with the clock alone (see `Plugin.time_sensitive`)?"""
+        return any(self.registry.plugins[p.name].time_sensitive for tier in self.tiers for p in tier)
+
+    def acts_on_running(self) -> bool:
+        """May an action decide something with no pod waiting (see `Action.acts_on_running`)?"""
+        return any(self.registry.actions[name].acts_on_running for name in self.actions)
 
 
 def load_config(text: str | bytes, source: str, registry: Registry) -> SchedulerConf:
@@ -123,8 +124,9 @@ def _build(raw: Any, registry: Registry) -> SchedulerConf:
         if name not in actions:
             raise InputError("actions", f"unknown action {name!r}; valid: {', '.join(sorted(actions))}")
     tiers = tuple(_tier(t, f"tiers[{i}]", registry) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
-    _check_hierarchy(tiers)
+    _check_queue_division(tiers, registry)
     configurations = {}
+    settings: dict[str, Any] = {}
     for i, item in enumerate(_list(raw.get("configurations") or [], "configurations")):
         where = f"configurations[{i}]"
         item = _mapping(item, where)
@@ -133,37 +135,13 @@ def _build(raw: Any, registry: Registry) -> SchedulerConf:
             raise InputError(f"{where}.name",
                              f"unknown action {shown(item.get('name'))}; valid: {', '.join(sorted(actions))}")
         configurations[item["name"]] = _mapping(item.get("arguments") or {}, f"{where}.arguments")
-        _check_action_arguments(item["name"], configurations[item["name"]], f"{where}.arguments")
+        settings[item["name"]] = registry.actions[item["name"]].read_arguments(
+            configurations[item["name"]], f"{where}.arguments")
+    for name in names:
+        if name not in settings:
+            settings[name] = registry.actions[name].read_arguments({}, "")
     metrics = _mapping(raw.get("metrics") or {}, "metrics")
-    return SchedulerConf(names, tiers, registry, configurations, metrics)
-
-
-# Per-action arguments Caldera reads (Volcano's names and defaults), by type; an action
-# listed here refuses other keys. `predicateErrorCacheEnable` and
-# `topologyAwarePreemptWorkerNum` are accepted and have no effect (one template view
-# caches predicate results; dry runs are sequential).
-ACTION_ARGUMENTS: dict[str, dict[str, type]] = {
-    "allocate": {"predicateErrorCacheEnable": bool},
-    "backfill": {"predicateErrorCacheEnable": bool},
-    "reclaim": {"predicateErrorCacheEnable": bool},
-    "preempt": {"predicateErrorCacheEnable": bool, "enableTopologyAwarePreemption": bool,
-                "topologyAwarePreemptWorkerNum": int, "minCandidateNodesPercentage": int,
-                "minCandidateNodesAbsolute": int, "maxCandidateNodesAbsolute": int},
-}
-
-
-def _check_action_arguments(action: str, arguments: Mapping[str, Any], where: str) -> None:
-    known = ACTION_ARGUMENTS.get(action)
-    if known is None:
-        return
-    for key, value in arguments.items():
-        kind = known.get(key)
-        if kind is None:
-            raise InputError(f"{where}.{key}", f"unknown argument of {action}; valid: {', '.join(sorted(known))}")
-        if kind is bool and not isinstance(value, bool):
-            raise InputError(f"{where}.{key}", f"expected true or false, got {value!r}")
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
+    return SchedulerConf(names, tiers, registry, configurations, metrics, settings)
 
 
 def _tier(raw: Any, where: str, registry: Registry) -> tuple[PluginOption, ...]:
@@ -190,11 +168,15 @@ def _plugin(raw: Any, where: str, registry: Registry) -> PluginOption:
     return PluginOption(name, flags, arguments.raw, settings)
 
 
-def _check_hierarchy(tiers: tuple[tuple[PluginOption, ...], ...]) -> None:
+def _check_queue_division(tiers: tuple[tuple[PluginOption, ...], ...], registry: Registry) -> None:
+    """A plugin dividing the cluster among queues flat and one dividing it by hierarchy
+    (`Plugin.divides_queues`) would answer the same questions two ways: not in one tier."""
     for i, tier in enumerate(tiers):
-        names = {p.name for p in tier}
-        if "proportion" in names and any(p.name == "drf" and p.enabled("enableHierarchy") for p in tier):
-            raise InputError(f"tiers[{i}]", "proportion and drf with enableHierarchy cannot share a tier")
+        flat = [p for p in tier if registry.plugins[p.name].divides_queues == "flat"]
+        nested = [p for p in tier if registry.plugins[p.name].divides_queues == "hierarchical"
+                  and p.enabled("enableHierarchy")]
+        if flat and nested:
+            raise InputError(f"tiers[{i}]", f"{flat[0].name} and {nested[0].name} with enableHierarchy cannot share a tier")
 
 
 def _known_keys(raw: Mapping[str, Any], known: set[str], where: str) -> None:

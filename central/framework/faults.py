@@ -22,15 +22,16 @@ boundaries are per job and per object, never per node row or per plugin call.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from central.errors import InputError
+from central.framework.decisions import Discardable
+from central.model.objects import TaskStatus
 
 if TYPE_CHECKING:
-    from central.framework.session import Session
-    from central.framework.statement import Statement
-    from central.model.objects import JobInfo
+    from central.model.objects import JobInfo, NodeInfo, TaskInfo
 
 EVENT_REASON = "InvalidSchedulingData"  # the Warning Event's reason on the faulted object
 
@@ -43,22 +44,64 @@ class Fault:
     reason: str  # the InputError's text, naming object and field
 
 
+class Faults:
+    """The faults of one session, by object, and the jobs they make invalid (job uid -> reason)."""
+
+    def __init__(self, jobs: Mapping[str, JobInfo], exclude_node: Callable[[int], None]):
+        self._jobs = jobs
+        self._exclude_node = exclude_node  # takes a node row out of placement
+        self.by_object: dict[tuple[str, str], Fault] = {}
+        self.jobs: dict[str, str] = {}
+
+    def job_reason(self, job: JobInfo) -> str | None:
+        """Why the job is faulted this session (None: it is not)."""
+        return self.jobs.get(job.uid)
+
+    def fault_job(self, job: JobInfo, err: InputError, source: str) -> None:
+        """The job cannot be scheduled this session: JobValid fails with the reason."""
+        reason = str(err)
+        self.jobs.setdefault(job.uid, reason)
+        self.by_object.setdefault(("PodGroup", job.uid), Fault("PodGroup", job.uid, source, reason))
+
+    def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
+        """No task is placed on the node this session; with `exclude=False` only reported (the
+        plugin has already confined the damage, e.g. to the node's GPUs)."""
+        self.by_object.setdefault(("Node", node.name), Fault("Node", node.name, source, str(err)))
+        if exclude:
+            self._exclude_node(node.index)
+
+    def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
+        """A pending task faults its job; a placed one is only reported."""
+        self.by_object.setdefault(("Pod", task.uid), Fault("Pod", task.uid, source, str(err)))
+        job = self._jobs.get(task.job_uid)
+        if task.status == TaskStatus.PENDING and job is not None:
+            self.jobs.setdefault(job.uid, str(err))
+
+    def fault_hypernode(self, name: str, reason: str, source: str) -> None:
+        """The HyperNode is left out of the topology this session."""
+        self.by_object.setdefault(("HyperNode", name), Fault("HyperNode", name, source, reason))
+
+    def boundary(self, job: JobInfo, source: str, stmt: Discardable | None = None) -> JobBoundary:
+        """A `with` block in which bad data of `job` faults the job (discarding `stmt`)."""
+        return JobBoundary(self, job, source, stmt)
+
+
 class JobBoundary:
-    """`with ssn.job_boundary(job, "allocate", stmt):` an InputError inside discards `stmt`,
-    faults the job, and is swallowed; any other exception passes through."""
+    """`with handle.job_boundary(job, "allocate", stmt):` an InputError inside discards
+    `stmt`, faults the job, and is swallowed; any other exception passes through."""
 
-    __slots__ = ("ssn", "job", "source", "stmt")
+    __slots__ = ("faults", "job", "source", "stmt")
 
-    def __init__(self, ssn: "Session", job: "JobInfo", source: str, stmt: "Statement | None"):
-        self.ssn, self.job, self.source, self.stmt = ssn, job, source, stmt
+    def __init__(self, faults: Faults, job: JobInfo, source: str, stmt: Discardable | None):
+        self.faults, self.job, self.source, self.stmt = faults, job, source, stmt
 
-    def __enter__(self) -> "JobBoundary":
+    def __enter__(self) -> JobBoundary:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: object) -> bool:
-        if kind is None or not issubclass(kind, InputError):
+        if kind is None or not issubclass(kind, InputError) or not isinstance(err, InputError):
             return False
         if self.stmt is not None:
             self.stmt.discard()
-        self.ssn.fault_job(self.job, err, self.source)  # type: ignore[arg-type]
+        self.faults.fault_job(self.job, err, self.source)
         return True

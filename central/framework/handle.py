@@ -2,7 +2,7 @@
 
 A plugin reads the cycle's snapshot (node rows and the node table, jobs, queues, the clock)
 and the views the plugins of a session share (node index, agent reports), and records what
-it decides through calls: why a job or a queue was held back (notes, which become the
+it decides through calls: why a job was held back (notes, which become the
 why-pending text), PodGroup conditions, pod annotations, the objects whose data it could not
 use (faults), and what it keeps beyond the session. It never reaches the session's own
 bookkeeping (statements, binds, evictions, the rollback log): what a plugin may change is
@@ -11,114 +11,85 @@ what this class lists. One handle serves every plugin of a session.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.errors import InputError
 from central.framework.agentview import AgentView
+from central.framework.decisions import Decisions
+from central.framework.faults import Faults
+from central.framework.journal import Journal
 from central.framework.nodeindex import NodeIndex
-from central.framework.faults import Fault
+from central.framework.notes import Notes
+from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.topology import Topology
 
 if TYPE_CHECKING:
-    from central.api.resources import Dimensions
-    from central.framework.session import Session
     from central.model.nodetable import NodeTable
+    from central.resources.vectors import Dimensions
 
 
 class Handle:
-    def __init__(self, ssn: "Session"):
-        self._ssn = ssn
-        cache = ssn.cache
-        self.now: datetime = ssn.now  # the cycle's clock
-        self.dims: Dimensions = ssn.dims
-        self.nodes: list[NodeInfo] = ssn.nodes  # by row
-        self.total: np.ndarray = ssn.total  # allocatable of all nodes
+    def __init__(self, cache: ClusterCache, now: datetime, jobs: Mapping[str, JobInfo],
+                 queues: Mapping[str, QueueInfo], total: np.ndarray, notes: Notes, faults: Faults,
+                 journal: Journal, decisions: Decisions):
+        self._cache, self._notes, self._faults = cache, notes, faults
+        self._journal, self._decisions = journal, decisions
+        self.now: datetime = now  # the cycle's clock
+        self.dims: Dimensions = cache.dims
+        self.nodes: Sequence[NodeInfo] = cache.node_list  # by row
+        self.total: np.ndarray = total  # allocatable of all nodes
         self.table: NodeTable = cache.table  # per-row resource columns, kept current by statements
-        self.nodes_by_name: dict[str, NodeInfo] = cache.nodes
-        self.jobs: dict[str, JobInfo] = ssn.jobs  # the session's jobs, by uid
-        self.queues: dict[str, QueueInfo] = ssn.queues
-        self.tasks: dict[str, TaskInfo] = cache.tasks  # every pod the scheduler knows, by uid
-        self.starting: dict[str, TaskInfo] = cache.starting  # placed, not running yet
-        self.anti_affine: dict[str, TaskInfo] = cache.anti_affine  # pods with required pod anti-affinity
+        self.jobs: Mapping[str, JobInfo] = jobs  # the session's jobs, by uid
+        self.queues: Mapping[str, QueueInfo] = queues
+        # the cache's own maps, read-only here
+        self.nodes_by_name: Mapping[str, NodeInfo] = MappingProxyType(cache.nodes)
+        self.tasks: Mapping[str, TaskInfo] = MappingProxyType(cache.tasks)  # every pod the scheduler knows
+        self.starting: Mapping[str, TaskInfo] = MappingProxyType(cache.starting)  # placed, not running yet
+        self.anti_affine: Mapping[str, TaskInfo] = MappingProxyType(cache.anti_affine)  # pods with required anti-affinity
+        # recorded through these calls only
+        self.note_job = notes.note_job  # why a gate held the job back (the latest note counts)
+        self.job_note = notes.job_note
+        self.set_condition = notes.set_condition  # the PodGroup condition the job ends the session with
+        self.placed_then_discarded = decisions.placed_then_discarded
+        self.fault_job = faults.fault_job
+        self.fault_task = faults.fault_task
+        self.fault_node = faults.fault_node  # exclude=False: only reported, the plugin confined the damage
+        self.fault_hypernode = faults.fault_hypernode  # left out of the topology this session
+        self.recall = journal.recall
+        self.remember = journal.remember  # kept for later sessions; a rolled back session takes it back
 
     @cached_property
     def node_index(self) -> NodeIndex:
         """Label and taint lookups over node rows (kept across sessions while no Node changes:
         it depends on nothing else)."""
-        return self._ssn.cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
+        return self._cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
 
     @cached_property
     def topology(self) -> Topology:
         """The HyperNode tree over node rows (network-topology-aware scheduling)."""
-        return self._ssn.cache.topology()
+        return self._cache.topology()
 
     @cached_property
     def agents(self) -> AgentView:
         """The agents' latest reports over node rows (fresh ones only)."""
-        return AgentView(self.nodes, self._ssn.cache.node_data, self.now)
-
-    # --- notes and conditions (for people: why-pending text, PodGroup status) ----------------
-
-    def note_job(self, job: JobInfo, text: str) -> None:
-        """Why a gate held the job back (the latest note counts)."""
-        self._ssn.job_notes[job.uid] = text
-
-    def job_note(self, job: JobInfo) -> str | None:
-        return self._ssn.job_notes.get(job.uid)
-
-    def note_queue(self, queue: QueueInfo, text: str) -> None:
-        """Why the queue's last allocatable check said no, with numbers."""
-        self._ssn.queue_notes[queue.name] = text
-
-    def set_condition(self, job: JobInfo, kind: str, reason: str, message: str) -> None:
-        """The PodGroup condition the job ends the session with (one per session and job)."""
-        self._ssn.job_conditions[job.uid] = self._ssn.condition(kind, reason, message)
-
-    def placed_then_discarded(self, task: TaskInfo) -> bool:
-        """Did a statement place the task this session and then discard it (it fits a node;
-        its gang did not)?"""
-        return bool(self._ssn.last_transaction.get(task.uid))
+        return AgentView(self.nodes, self._cache.node_data, self.now)
 
     # --- pod annotations, written before the bind ------------------------------------------
 
     def annotate(self, task: TaskInfo, key: str, value: str | None) -> None:
         """Record (None: withdraw) an annotation for the pod. Call it from on_allocate /
         on_deallocate, so a discarded statement takes it back."""
-        self._ssn.annotate(task, key, value)
+        self._notes.annotate(task, key, value)
 
     def annotation(self, task: TaskInfo, key: str) -> str | None:
         """What a plugin annotated on the pod this session."""
-        return self._ssn.pod_annotations.get(task.uid, {}).get(key)
-
-    # --- faults (see central.framework.faults) ------------------------------------------------
-
-    def fault_job(self, job: JobInfo, err: InputError, source: str) -> None:
-        self._ssn.fault_job(job, err, source)
-
-    def fault_task(self, task: TaskInfo, err: InputError, source: str) -> None:
-        self._ssn.fault_task(task, err, source)
-
-    def fault_node(self, node: NodeInfo, err: InputError, source: str, exclude: bool = True) -> None:
-        """With `exclude=False` only reported: the plugin has confined the damage itself."""
-        self._ssn.fault_node(node, err, source, exclude)
-
-    def fault_hypernode(self, name: str, reason: str, source: str) -> None:
-        """The HyperNode is left out of the topology this session (the tree is built without it)."""
-        self._ssn.faults.setdefault(("HyperNode", name), Fault("HyperNode", name, source, reason))
+        return self._notes.annotation(task, key)
 
     def is_faulted(self, job: JobInfo) -> bool:
-        return job.uid in self._ssn.faulted_jobs
-
-    # --- beyond the session -------------------------------------------------------------------
-
-    def recall(self, plugin: str, key: str) -> Any:
-        return self._ssn.recall(plugin, key)
-
-    def remember(self, plugin: str, key: str, value: Any) -> None:
-        """Keep `value` for later sessions; a rolled back session takes it back."""
-        self._ssn.remember(plugin, key, value)
+        return self._faults.job_reason(job) is not None

@@ -7,17 +7,17 @@ tasks (bound, allocated, pipelined or releasing) are indexed by row for the inte
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 import numpy as np
 
-from central.model.objects import NodeInfo, PodAffinityTerm, Selector, TaskInfo, Taint, Toleration
+from central.model.objects import NodeInfo, PodAffinityTerm, Selector, Taint, TaskInfo, Toleration
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", None, "NoSchedule")
 
 
 class NodeIndex:
-    def __init__(self, nodes: list[NodeInfo]):
+    def __init__(self, nodes: Sequence[NodeInfo]):
         self.nodes = nodes
         self.n = len(nodes)
         self._labels: dict[str, np.ndarray] = {}
@@ -49,7 +49,7 @@ class NodeIndex:
             ok &= np.fromiter((v in good for v in values), bool, self.n)
         return ok
 
-    def per_taint_group(self, fn) -> np.ndarray:
+    def per_taint_group(self, fn: Callable[[tuple[Taint, ...]], float]) -> np.ndarray:
         """Evaluate fn(taints) once per distinct taint set, spread over rows."""
         per_group = np.array([fn(taints) for taints in self.taint_sets] or [0])
         return per_group[self.taint_group] if self.n else per_group[:0]
@@ -59,7 +59,7 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], 
     return sum(1 for t in taints if t.effect in effects and not any(tol.tolerates(t) for tol in tolerations))
 
 
-def placed_tasks(nodes: list[NodeInfo], gone: Collection[str] = ()) -> Iterator[tuple[int, TaskInfo]]:
+def placed_tasks(nodes: Sequence[NodeInfo], gone: Collection[str] = ()) -> Iterator[tuple[int, TaskInfo]]:
     """(row, task) for every task on a node, except the uids in `gone`."""
     for node in nodes:
         for task in node.tasks.values():
@@ -78,7 +78,7 @@ def domain_counts(index: NodeIndex, term_key: str, matching_rows: list[int]) -> 
     return counts
 
 
-def term_rows(nodes: list[NodeInfo], term: PodAffinityTerm, own_namespace: str, gone: Collection[str] = ()) -> list[int]:
+def term_rows(nodes: Sequence[NodeInfo], term: PodAffinityTerm, own_namespace: str, gone: Collection[str] = ()) -> list[int]:
     """Rows of the placed pods that `term` selects (one entry per pod), except the uids in `gone`."""
     return [row for row, task in placed_tasks(nodes, gone)
             if term.selects(task.namespace, task.template.label_map, own_namespace)]

@@ -70,7 +70,10 @@ class FixedLine(Generic[T]):
     __slots__ = ("_items",)
 
     def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()):
-        key = cmp_to_key(lambda left, right: -1 if less(left, right) else 1)  # no two items tie
+        def compare(left: T, right: T) -> int:
+            return -1 if less(left, right) else 1  # no two items tie
+
+        key = cmp_to_key(compare)
         self._items = sorted(items, key=key, reverse=True)  # first to come out last in the list
 
     def pop(self) -> T:

@@ -43,17 +43,15 @@ else and the next pod goes one by one again.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.framework.points import Points
 from central.framework.status import Check, Code, fold, sliced
-from central.model.objects import FitErrors, PodTemplate, TaskInfo
-
-if TYPE_CHECKING:
-    from central.framework.session import Session
+from central.model.nodetable import NodeTable
+from central.model.objects import FitErrors, NodeInfo, PodTemplate, TaskInfo
+from central.resources.vectors import EPSILON
 
 _UNSCHEDULABLE, _UNRESOLVABLE = np.int8(Code.UNSCHEDULABLE), np.int8(Code.UNRESOLVABLE)
 EXCLUDED = "node(s) had data the scheduler could not read (see the Node's events)"
@@ -104,16 +102,26 @@ class Plan:
 
 
 class Placement:
-    def __init__(self, ssn: "Session"):
-        self.ssn = ssn
-        self.table = ssn.cache.table
+    """The filter chain and the scores over the session's node rows, for the actions."""
+
+    def __init__(self, table: NodeTable, nodes: Sequence[NodeInfo], nodes_by_name: Mapping[str, NodeInfo],
+                 dimension_names: Sequence[str]):
+        self.table = table
         self.table.changes.clear()  # positions in the change log are per session
-        self.n = len(ssn.nodes)
+        self.n = len(nodes)
+        self._nodes_by_name = nodes_by_name
+        self._names = dimension_names
+        self.points: Points  # the session's, set by `use` once its plugins are open
         self._cols: dict[int, np.ndarray] = {}
         self._views: dict[PodTemplate, TemplateView] = {}
         self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
-        self._batch_judges: tuple[list, bool] | None = None  # see _judges
+        self._batch_judges: tuple[list[Callable[[TaskInfo], bool]], bool] | None = None  # see _judges
         self.excluding = False
+
+    def use(self, points: Points) -> None:
+        """The plugins' answers to filter and score with (they open after the placement: a
+        plugin may fault a node while it opens, which takes the node out of placement)."""
+        self.points = points
 
     def exclude(self, row: int) -> None:
         """Take a node out of placement for the rest of the session (a fault boundary):
@@ -141,7 +149,7 @@ class Placement:
         view = self._views.get(task.template)
         changes = self.table.changes
         if view is None:
-            static = [check for fn in self.ssn.points.flat["static_predicate"] for check in fn(task.template)]
+            static = [check for fn in self.points.static_predicate for check in fn(task.template)]
             if self.excluding:
                 static.append(Check(self.usable, EXCLUDED))
             view = self._views[task.template] = TemplateView(self.n, static)
@@ -161,7 +169,7 @@ class Placement:
         if static:
             yield [sliced(check, rows) for check in view.static]
         yield self._resource_checks(task, rows)
-        for fn in self.ssn.points.flat["row_predicate"]:
+        for fn in self.points.row_predicate:
             yield fn(task, rows)
 
     def _resource_checks(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
@@ -173,7 +181,7 @@ class Placement:
         checks = []
         if short.any():
             never = table.alloc[at] - table.pipelined[at] + EPSILON <= need
-            names = self.ssn.dims.names
+            names = self._names
             for j in np.flatnonzero(short.any(axis=0)):
                 checks.append(Check(~short[:, j], f"Insufficient {names[cols[j]]}",
                                     np.where(never[:, j], _UNRESOLVABLE, _UNSCHEDULABLE)))
@@ -198,13 +206,13 @@ class Placement:
         fits_idle = ((table.idle[rows[:, None], cols] + EPSILON > req[cols]).all(axis=1)
                      & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
-        for fn in self.ssn.points.flat["node_order"]:
+        for fn in self.points.node_order:
             score += fn(task, rows)
         return codes, fits_idle, score
 
     def _predicates(self, task: TaskInfo, rows: np.ndarray, codes: np.ndarray, limit: Code) -> np.ndarray:
         """Step 4 on `rows` (their codes so far): the rows whose status stays within `limit`."""
-        for fn in self.ssn.points.flat["predicate"]:
+        for fn in self.points.predicate:
             if not len(rows):
                 break
             checks = fn(task, rows)  # every mask is over the same `rows`
@@ -238,7 +246,7 @@ class Placement:
         rows = np.flatnonzero(view.code <= Code.UNSCHEDULABLE)
         rows = self._predicates(task, rows, view.code[rows].copy(), Code.UNSCHEDULABLE)
         scores = view.score[rows]
-        for fn in self.ssn.points.flat["batch_node_order"]:
+        for fn in self.points.batch_node_order:
             extra = fn(task, rows)
             if extra is not None:
                 scores = scores + extra
@@ -267,7 +275,7 @@ class Placement:
                 failed |= ~check.ok
             alive &= ~failed
         rows = np.flatnonzero(alive)
-        for fn in self.ssn.points.flat["predicate"]:
+        for fn in self.points.predicate:
             if not len(rows):
                 break
             passed = np.ones(len(rows), dtype=bool)
@@ -281,7 +289,7 @@ class Placement:
         """(best row, True if the task fits the node's idle now) among feasible `rows`."""
         view = self.view(task)
         idle_ok = view.fits_idle[rows]
-        nominated = self.ssn.cache.nodes.get(task.nominated_node) if task.nominated_node else None
+        nominated = self._nodes_by_name.get(task.nominated_node) if task.nominated_node else None
         if nominated is not None:
             hit = np.flatnonzero(rows == nominated.index)
             if len(hit):
@@ -291,7 +299,7 @@ class Placement:
         if len(gradient) == 1:
             return int(gradient[0]), fits_idle
         scores = view.score[gradient]
-        for fn in self.ssn.points.flat["batch_node_order"]:
+        for fn in self.points.batch_node_order:
             extra = fn(task, gradient)
             if extra is not None:
                 scores = scores + extra
@@ -311,7 +319,7 @@ class Placement:
         rows = np.flatnonzero((view.code == Code.FITS) & view.fits_idle if within is None
                               else (view.code == Code.FITS) & view.fits_idle & within)
         rows = self._predicates(task, rows, np.zeros(len(rows), dtype=np.int8), Code.FITS)
-        if not len(rows) or any(fn(task, rows) is not None for fn in self.ssn.points.flat["batch_node_order"]):
+        if not len(rows) or any(fn(task, rows) is not None for fn in self.points.batch_node_order):
             return None
         rows = _best(rows, view.score[rows], count)
         levels = _Levels(self, task, view, rows)
@@ -332,11 +340,8 @@ class Placement:
         """The `batchable` of every plugin whose placement answers a batch depends on; None
         when one of them has none (it cannot say)."""
         if self._batch_judges is None:
-            points = self.ssn.points.flat
-            plugins = {fn.__self__: None for point in ("predicate", "row_predicate", "node_order", "batch_node_order")
-                       for fn in points[point]}
-            judges = [getattr(plugin, "batchable", None) for plugin in plugins]
-            self._batch_judges = (judges, None in judges)
+            judges = [getattr(plugin, "batchable", None) for plugin in self.points.placement_plugins]
+            self._batch_judges = ([judge for judge in judges if judge is not None], None in judges)
         judges, mute = self._batch_judges
         return None if mute else judges
 

@@ -3,88 +3,53 @@
 A plugin is a class with a `name`, built once per session from its `PluginOption` (whose
 `settings` its class method `read_arguments` made of the configured arguments at load) and
 the session's `Handle` (`central.framework.handle`: what it may read, and the calls through
-which it records notes, conditions, annotations and faults). It takes part in an extension
-point by defining the method of that name; the session finds those methods at open, keeps
-the ones whose `enable*` flag is on, and combines their answers the way Volcano does (see
-`central.framework.points`). A public method that is no extension point is refused when the
-plugin is registered: helpers are private. Every extension point is optional:
+which it records notes, conditions, annotations and faults), kept as `self.handle`. It takes
+part in extension points by inheriting their Protocols (`central.framework.extension`,
+where each point's signature, flag and combination rule are) and defining their methods;
+a public method that belongs to no declared point is refused when the plugin is registered
+(`central.framework.points.check_plugin_class`): helpers are private.
 
-Orderings, each returning -1 (left first), 0 (no opinion) or 1:
-    job_order(l, r), queue_order(l, r), task_order(l, r),
-        (task_order may read only the two tasks and their jobs' fixed settings: a job's
-        pending tasks are sorted once per allocate, `central.framework.ordering.FixedLine`)
-    victim_queue_order(l, r, preemptor_queue)   which victim queue gives up resources first
-Votes and checks:
-    job_valid(job) -> str | None            a reason the job cannot be scheduled at all
-    job_ready(job) -> bool                  AND
-    job_pipelined(job) -> int               Permit 1 / Abstain 0 / Reject -1
-    job_starving(job) -> bool               AND within the first tier that answers
-    job_enqueueable(job) -> int             Permit / Abstain / Reject
-    job_enqueued(job) -> None               every plugin is told
-    overused(queue) -> bool                 OR
-    allocatable(queue, task) -> bool        AND
-    preemptive(queue, task) -> bool         AND
-    preemptable(preemptor, victims) -> list | None   per-tier intersection (None abstains)
-    reclaimable(reclaimer, victims) -> list | None
-    can_give_up(victim) -> bool             AND, always on: may the victim's queue lose it to
-                                            reclaim now (above its deserved share)? Checked
-                                            before each eviction, whatever the tiers voted
-    victim_tasks(running) -> list[(task, reason)]   Running tasks to evict now, and why (the
-                                            shuffle action); gated by `enabledVictim`; union
-                                            within the first tier that yields any
-Placement, vectorised over node rows (numpy int arrays of candidate rows):
-    static_predicate(template) -> list[(ok_mask, reason)]  filters that depend only on the pod
-                                                       template and the nodes (selectors, taints):
-                                                       masks over all rows, computed once per
-                                                       template per session
-    row_predicate(task, rows) -> list[(ok_mask, reason)]  filters where a row's answer depends only
-                                                       on that node's state and the pod's template
-                                                       (usage thresholds): cached like node_order
-    predicate(task, rows) -> list[(ok_mask, reason)]   all must pass; first failing reason is reported
-    node_order(task, rows) -> float array              a row's score may depend only on that node's
-                                                       state and the pod's template: the session
-                                                       caches it per template and re-scores only
-                                                       the rows that changed (Volcano's NodeOrderFn)
-    batch_node_order(task, rows) -> float array | None scores that depend on the candidate set
-                                                       (normalised ones); None adds nothing
-    Both are summed over plugins and tiers.
-    batchable(task) -> bool                            may the session place the task and its
-                                                       template's twins in one batch
-                                                       (`central.framework.placement`)? Say True
-                                                       only if, while pods of that template are
-                                                       placed, this plugin's row_predicate and
-                                                       node_order answers for a row read that
-                                                       node's state only from the node table
-                                                       (`central.model.nodetable`), its predicate
-                                                       answers do not change, and its
-                                                       batch_node_order answers None. Default False;
-                                                       asked of the plugins taking part in those
-                                                       points only.
-Network topology (jobs with spec.networkTopology; see central.actions.hypernodes):
-    hypernode_gradients(job) -> list[list[HyperNode]] | None   the HyperNodes the gang may land
-                                                       in, lowest tier first; the first plugin
-                                                       that answers decides (None: no search)
-    hypernode_order(job, hypernodes) -> float array    scores of HyperNodes the gang fits, summed
-Events and lifecycle:
-    on_allocate(task), on_deallocate(task)   fired by every statement operation and its undo
-    on_session_close()
+Besides the points, a plugin class may say, for the framework and tools around it:
+- `batchable(task)`: may the session place the task and its template's twins in one batch
+  (`central.framework.placement`)? Say True only if, while pods of that template are placed,
+  this plugin's row_predicate and node_order answers for a row read that node's state only
+  from the node table (`central.model.nodetable`), its predicate answers do not change, and
+  its batch_node_order answers None. Asked of the plugins taking part in placement points.
+- `divides_queues`: how it shares the cluster among queues, "flat" or "hierarchical" (the
+  latter when its enableHierarchy flag is on); the two cannot share a tier.
+- `time_sensitive`: its answers change with the clock alone (windows, deadlines), so a
+  simulation re-runs cycles while pods wait or run even when nothing else changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from central.errors import InputError, shown
+from central.framework.extension import ABSTAIN, PERMIT, REJECT, AllocationEvents
 
 MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow waiting)
 
 if TYPE_CHECKING:
-    from central.framework.conf import PluginOption
     from central.framework.handle import Handle
     from central.model.objects import TaskInfo
 
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
+__all__ = ["ABSTAIN", "PERMIT", "REJECT", "AccountingPlugin", "Arguments", "Plugin", "PluginOption"]
+
+OFF_BY_DEFAULT = frozenset({"enableHierarchy", "enabledClusterOrder"})  # the flags unset means off
+
+
+@dataclass(frozen=True)
+class PluginOption:
+    name: str
+    flags: Mapping[str, bool]
+    arguments: Mapping[str, Any]
+    settings: Any = None  # what the plugin class's `read_arguments` made of `arguments`
+
+    def enabled(self, flag: str) -> bool:
+        return self.flags.get(flag, flag not in OFF_BY_DEFAULT)
 
 
 class Arguments:
@@ -131,14 +96,16 @@ class Arguments:
 
 
 class Plugin:
-    name = ""
+    name: ClassVar[str] = ""
+    divides_queues: ClassVar[Literal["flat", "hierarchical"] | None] = None
+    time_sensitive: ClassVar[bool] = False
 
-    def __init__(self, option: "PluginOption", session: "Handle"):
+    def __init__(self, option: PluginOption, handle: Handle):
         self.option = option
         self.settings = option.settings  # what `read_arguments` made of the arguments, at load
-        self.session = session  # the plugin's narrow view of its session
+        self.handle = handle  # the plugin's narrow view of its session
 
-    def batchable(self, task: "TaskInfo") -> bool:
+    def batchable(self, task: TaskInfo) -> bool:
         """See the module's docstring (batch placement)."""
         return False
 
@@ -151,17 +118,17 @@ class Plugin:
         return None
 
 
-class AccountingPlugin(Plugin):
+class AccountingPlugin(Plugin, AllocationEvents):
     """A plugin that keeps its own tally of what is allocated (drf, proportion, capacity):
     every statement operation and its undo reach `charge` with +1 or -1."""
 
-    def on_allocate(self, task: "TaskInfo") -> None:
+    def on_allocate(self, task: TaskInfo) -> None:
         self.charge(task, +1)
 
-    def on_deallocate(self, task: "TaskInfo") -> None:
+    def on_deallocate(self, task: TaskInfo) -> None:
         self.charge(task, -1)
 
-    def charge(self, task: "TaskInfo", sign: int) -> None:
+    def charge(self, task: TaskInfo, sign: int) -> None:
         raise NotImplementedError
 
     def deserved_shares(self) -> dict[str, Any] | None:

@@ -7,25 +7,23 @@ into evictions; pipelines stay in the session only, as in Volcano.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from central.errors import InputError
+from central.framework.decisions import Decisions
+from central.framework.points import Points
+from central.model.cache import ClusterCache
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
-
-if TYPE_CHECKING:
-    from central.framework.session import Session
 
 ALLOCATE, PIPELINE, EVICT = "allocate", "pipeline", "evict"
 
 
 class Statement:
-    __slots__ = ("ssn", "ops", "closed")
+    __slots__ = ("cache", "points", "decisions", "ops", "closed")
 
-    def __init__(self, ssn: "Session"):
-        self.ssn = ssn
+    def __init__(self, cache: ClusterCache, points: Points, decisions: Decisions):
+        self.cache, self.points, self.decisions = cache, points, decisions
         self.ops: list[tuple[str, TaskInfo, TaskStatus, str | None, str]] = []
         self.closed = False
-        ssn.open_statements.append(self)
+        decisions.open.append(self)
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         self._apply(ALLOCATE, task, TaskStatus.ALLOCATED, node.name, "")
@@ -36,57 +34,58 @@ class Statement:
     def evict(self, task: TaskInfo, reason: str) -> None:
         self._apply(EVICT, task, TaskStatus.RELEASING, task.node, reason)
 
-    def merge(self, other: "Statement") -> None:
+    def merge(self, other: Statement) -> None:
         """Take over `other`'s operations (a sub-statement that succeeded)."""
         self.ops.extend(other.ops)
         other.ops = []
         other._close()
 
     def discard(self) -> None:
-        ssn = self.ssn
+        points, decisions = self.points, self.decisions
         while self.ops:  # popped one by one: a discard cut short resumes where it stopped
             kind, task, status, node, _ = self.ops.pop()
-            ssn.cache.set_status(task, status, node)
-            ssn.points.notify("on_allocate" if kind == EVICT else "on_deallocate", task)
+            self.cache.set_status(task, status, node)
+            for fn in points.on_allocate if kind == EVICT else points.on_deallocate:
+                fn(task)
             if kind != EVICT:
-                ssn.last_transaction[task.uid] = kind
+                decisions.discarded[task.uid] = kind
         self._close()
 
     def commit(self) -> None:
-        ssn = self.ssn
+        decisions = self.decisions
         for kind, task, _, _, reason in self.ops:
             if kind == EVICT:
-                ssn.evictions[task.uid] = reason
+                decisions.evictions[task.uid] = reason
             elif kind == ALLOCATE:
-                ssn.cache.set_status(task, TaskStatus.BINDING, task.node)
-                ssn.binds[task.uid] = task.node
+                self.cache.set_status(task, TaskStatus.BINDING, task.node)
+                decisions.binds[task.uid] = task.node or ""
             else:
-                ssn.committed_pipelines.append(task)
+                decisions.pipelines.append(task)
         self.ops = []
         self._close()
 
     def _apply(self, kind: str, task: TaskInfo, status: TaskStatus, node: str | None, reason: str) -> None:
         """Apply one operation whole or not at all: if a plugin refuses it (bad data of the
         task), the plugins already told are told the undo, and the task is put back."""
-        ssn = self.ssn
         was = (task.status, task.node)
-        ssn.cache.set_status(task, status, node)
-        point, undo = ("on_deallocate", "on_allocate") if kind == EVICT else ("on_allocate", "on_deallocate")
+        self.cache.set_status(task, status, node)
+        points = self.points
+        # the same plugins, index for index: what `told` reached is undone from `undo`
+        tell, undo = (points.on_deallocate, points.on_allocate) if kind == EVICT else (
+            points.on_allocate, points.on_deallocate)
         told = 0
         try:
-            for fn in ssn.points.flat[point]:
+            for fn in tell:
                 fn(task)
                 told += 1
         except InputError:
-            for fn in reversed(ssn.points.flat[point][:told]):
-                undone = getattr(fn.__self__, undo, None)
-                if undone is not None:
-                    undone(task)
-            ssn.cache.set_status(task, *was)
+            for fn in reversed(undo[:told]):
+                fn(task)
+            self.cache.set_status(task, *was)
             raise
         self.ops.append((kind, task, was[0], was[1], reason))
 
     def _close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.ssn.open_statements.remove(self)
+            self.decisions.open.remove(self)

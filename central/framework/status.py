@@ -48,3 +48,24 @@ def sliced(check: Check, rows: np.ndarray) -> Check:
     """A check over all rows, narrowed to `rows`."""
     code = check.code[rows] if isinstance(check.code, np.ndarray) else check.code
     return Check(check.ok[rows], check.reason, code)
+
+
+class Status(NamedTuple):
+    """A gate's answer for one task (Allocatable, Preemptive): `ok` lets it through; otherwise
+    `reason` says why not, with numbers, for the task's why-pending text ("" if the gate
+    gives none). A refusal is UNSCHEDULABLE: what stands in the way is the queue's
+    allocation, which evicting could change."""
+
+    code: Code
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code == Code.FITS
+
+
+ALLOWED = Status(Code.FITS)  # one shared instance: gates answer it on the hot path
+
+
+def refused(reason: str = "") -> Status:
+    return Status(Code.UNSCHEDULABLE, reason)

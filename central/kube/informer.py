@@ -6,7 +6,7 @@ watches from the list's resourceVersion. When a stream ends (server timeout, net
 server answers 410 Gone (the version was compacted away) it lists again and turns the
 difference into events: objects that vanished meanwhile become DELETED, so the handler never
 keeps a ghost. `synced` is set after the first complete list: the scheduler runs no session
-before every reflector it depends on has synced (Volcano vo#1417: nodes synced after pods ->
+before every reflector it depends on has synced (Volcano #1417: nodes synced after pods ->
 over-commit).
 
 The reflector also keeps the latest object of every key (`objects`), which the binder, the

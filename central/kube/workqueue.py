@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import deque
 import threading
 import time
+from collections import deque
 
 
 class WorkQueue:

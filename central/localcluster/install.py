@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,10 @@ TOKEN_SECONDS = 7 * 24 * 3600
 
 
 def repo_manifests() -> Path:
-    """daemonset/ of this checkout (the install is what the docs say, from the source tree)."""
-    return Path(__file__).resolve().parents[2] / "daemonset"
+    """The repository's daemonset/, as the package carries it (`central/daemonset` links to it
+    in a checkout, and the wheel ships the files there), so `caldera up` installs what the docs
+    say from a checkout and from an installed wheel alike."""
+    return Path(str(resources.files("central") / "daemonset"))  # pip installs packages unzipped
 
 
 def kustomization_objects(directory: Path) -> Iterator[dict[str, Any]]:

@@ -15,25 +15,32 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from central.kube.client import KubeClient
 from central.localcluster import controlplane, install, synthhost
-from central.localcluster.processes import StartError, free_port
+from central.localcluster.processes import StartError, Supervisor, free_port
 from central.localcluster.simkubelet import NodeSpec
-
-if TYPE_CHECKING:
-    from central.localcluster.up import Cluster
 
 NAMESPACE = "caldera-system"
 REPO = Path(__file__).resolve().parents[2]
 CALDERA = [sys.executable, "-m", "caldera"]
 
 
+class RunningCluster(Protocol):
+    """What the runner needs of `up.Cluster` (which holds the runner): where the cluster lives,
+    its API server, the ports its pods were given, the supervisor of its processes."""
+
+    dir: Path
+    server: str
+    ports: dict[str, int]
+    sup: Supervisor
+
+
 class PodRunner:
     """Runs a workload's pod template as a local process, as a kubelet would run the pod."""
 
-    def __init__(self, cluster: "Cluster", admin: KubeClient, workloads: list[dict[str, Any]]):
+    def __init__(self, cluster: RunningCluster, admin: KubeClient, workloads: list[dict[str, Any]]):
         self.cluster, self.admin = cluster, admin
         self.workloads = {w["metadata"]["name"]: w for w in workloads}
 
@@ -174,7 +181,8 @@ class PodRunner:
         (host_root / "kube-token").write_text(kube_token)
         identity = mounts["/var/run/secrets/caldera"]
         settings = {
-            "node.name": node.name, "stream.token_file": str(identity / "token"), "stream.ca_file": str(identity / "ca.crt"), **paths, "collect.gpu": "false", "pods.source": "apiserver",
+            "node.name": node.name, "stream.token_file": str(identity / "token"),
+            "stream.ca_file": str(identity / "ca.crt"), **paths, "collect.gpu": "false", "pods.source": "apiserver",
             "kube.api_url": self.cluster.server, "kube.token_file": str(host_root / "kube-token"),
             "kube.ca_file": str(self.cluster.dir / "pki" / "ca.crt"),
             "stream.server": f"127.0.0.1:{self.cluster.ports['caldera-scheduler:--agent-address']}",

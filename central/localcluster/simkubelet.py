@@ -21,9 +21,9 @@ import argparse
 import heapq
 import ipaddress
 import itertools
-import shutil
 import json
 import logging
+import shutil
 import sys
 import threading
 import time
@@ -37,7 +37,7 @@ from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.kube.informer import Reflector, object_key
 from central.localcluster import versions
-from central.sim import podlife
+from central.model import podlife
 
 log = logging.getLogger("simkubelet")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from central.api.quantity import parse_quantity
+from central.resources.quantity import parse_quantity
 
 
 def _write(path: Path, text: str) -> None:

@@ -189,7 +189,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int) -> list[NodeSpec]:
-    from central.api.quantity import parse_quantity
+    from central.resources.quantity import parse_quantity
     if not 1 <= count <= 5000:
         raise InputError("--nodes", f"expected 1..5000 simulated nodes, got {count}")
     for flag, value in (("--node-cpu", cpu), ("--node-memory", memory)):

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from central.api.resources import Dimensions, canonical
 from central.errors import InputError
 from central.model import parse
 from central.model.fields import object_ref
@@ -29,15 +28,16 @@ from central.model.objects import (
     ALLOCATED_STATUSES,
     READY_STATUSES,
     STARTING_STATUSES,
+    TERMINATED_STATUSES,
     JobInfo,
     NodeInfo,
     PodTemplate,
     QueueInfo,
     TaskInfo,
     TaskStatus,
-    TERMINATED_STATUSES,
 )
 from central.model.topology import Topology
+from central.resources.vectors import Dimensions, canonical
 
 T = TypeVar("T")
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")

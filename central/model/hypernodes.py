@@ -29,23 +29,12 @@ from typing import Any
 
 from central.errors import InputError, shown
 from central.model.fields import integer, is_object_name, metadata, typed
-from central.model.objects import Selector
+from central.model.objects import NetworkTopology, Selector
 from central.model.podspec import selector
 
 MODES = ("hard", "soft")
 MEMBER_TYPES = ("Node", "HyperNode")
 SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkTopology:
-    mode: str  # hard | soft
-    highest_tier: int | None  # highestTierAllowed
-    highest_tier_name: str = ""  # highestTierName: resolved against the HyperNodes' tierName
-
-    @property
-    def hard(self) -> bool:
-        return self.mode == "hard"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from central.api.resources import add_lists, format_value
 from central.errors import InputError
 from central.model.jobspec import (
     DEFAULT_LIMITS,
@@ -31,6 +30,7 @@ from central.model.jobspec import (
 )
 from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC
 from central.model.podspec import pod_requests
+from central.resources.vectors import add_lists, format_value
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"

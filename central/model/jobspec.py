@@ -95,7 +95,7 @@ class JobSpec:
     min_success: int | None
     max_retry: int
     ttl_after_finished: int | None
-    plugins: Mapping[str, Any]  # `spec.plugins`: name -> argument list, parsed by central.controllers.plugins
+    plugins: Mapping[str, Any]  # `spec.plugins`: name -> argument list, parsed by central.controllers.jobplugins
     claims: tuple[Claim, ...]
     network_topology: Mapping[str, Any] | None  # passed through, unread by the controller
 

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from central.model.hypernodes import NetworkTopology
 
 
 class TaskStatus(enum.IntEnum):
@@ -104,6 +101,20 @@ class LabelRequirement:
         except ValueError:
             return False
         return left > right if op == "Gt" else left < right
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkTopology:
+    """A PodGroup's spec.networkTopology (parsed in `hypernodes`, with the HyperNodes it is
+    resolved against)."""
+
+    mode: str  # hard | soft
+    highest_tier: int | None  # highestTierAllowed
+    highest_tier_name: str = ""  # highestTierName: resolved against the HyperNodes' tierName
+
+    @property
+    def hard(self) -> bool:
+        return self.mode == "hard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +243,7 @@ class JobInfo:
     pending_request: np.ndarray | None = None  # sum of resreq over pending tasks
     min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
-    network_topology: "NetworkTopology | None" = None  # spec.networkTopology
+    network_topology: NetworkTopology | None = None  # spec.networkTopology
 
     def count(self, *statuses: TaskStatus) -> int:
         get, n = self.counts.get, 0

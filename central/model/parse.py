@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from central.api.resources import parse_resource_list
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.hypernodes import parse_network_topology
 from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Taint, TaskInfo, task_status
 from central.model.podspec import pod_template
+from central.resources.vectors import parse_resource_list
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from central.api.resources import add_lists, max_lists, parse_resource_list
 from central.errors import InputError
 from central.model.fields import integer, listed, str_map, typed
 from central.model.objects import (
@@ -18,6 +17,7 @@ from central.model.objects import (
     SpreadConstraint,
     Toleration,
 )
+from central.resources.vectors import add_lists, max_lists, parse_resource_list
 
 # --- selectors, affinity, tolerations -------------------------------------------------------
 

@@ -7,9 +7,9 @@ never exceeds its parent's (dimension by dimension).
 
 from __future__ import annotations
 
-from central.api.resources import EPSILON, format_value
 from central.errors import InputError
 from central.model.objects import QueueInfo
+from central.resources.vectors import EPSILON, format_value
 
 
 def check_queues(queues: dict[str, QueueInfo], sources: dict[str, str] | None = None) -> None:

@@ -13,11 +13,11 @@ from central.plugins.numaaware import NumaAware
 from central.plugins.overcommit import Overcommit
 from central.plugins.predicates import Predicates
 from central.plugins.priority import Priority
+from central.plugins.proportion import Proportion
 from central.plugins.sla import Sla
 from central.plugins.tasktopology import TaskTopology
 from central.plugins.tdm import Tdm
 from central.plugins.usage import Usage
-from central.plugins.proportion import Proportion
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls

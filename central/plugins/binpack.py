@@ -9,11 +9,18 @@ a node where used + request exceeds allocatable scores 0. Score = sum(s) / sum(w
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import TaskInfo
+from central.resources.vectors import EPSILON
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 MAX_SCORE = 100
 
@@ -32,7 +39,7 @@ def resource_weights(args: Arguments, prefix: str) -> dict[str, int]:
             raise args.error(keys[name], f"must not be negative, got {w}")
     return weights
 
-class Binpack(Plugin):
+class Binpack(Plugin, ext.NodeOrder):
     name = "binpack"
 
     @classmethod
@@ -40,11 +47,11 @@ class Binpack(Plugin):
         """binpack.weight, and the weight of each resource by name."""
         return args.get("binpack.weight", 1, int), resource_weights(args, "binpack")
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weight, weights = self.settings
-        self.weights = session.dims.vector(weights)  # resources the cluster lacks weigh nothing
-        self._columns: dict[int, tuple] = {}  # id(request) -> (request, its columns, ... on them)
+        self.weights = handle.dims.vector(weights)  # resources the cluster lacks weigh nothing
+        self._columns: dict[int, tuple[Any, ...]] = {}  # id(request) -> (request, its columns, ... on them)
 
     def batchable(self, task: TaskInfo) -> bool:
         return True  # used and allocatable, from the table
@@ -60,7 +67,7 @@ class Binpack(Plugin):
         _, cols, need, w, total = found
         if not len(cols):
             return np.zeros(len(rows))
-        table = self.session.table
+        table = self.handle.table
         at = (rows[:, None], cols)
         alloc = table.alloc[at]
         after = table.used[at] + need

@@ -30,13 +30,21 @@ Reclaim, as Volcano's capacity does it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.api.resources import EPSILON, dominant_share, less_equal_on
+from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
+from central.framework.status import ALLOWED, Status, refused
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.proportion import job_min_resources, over_share
+from central.resources.vectors import EPSILON, dominant_share, less_equal_on
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
+    from central.resources.vectors import Dimensions
 
 ROOT = "root"
 
@@ -55,7 +63,7 @@ class Quota:
     children: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, queue: QueueInfo | None, name: str, parent: str | None, dims) -> "Quota":
+    def of(cls, queue: QueueInfo | None, name: str, parent: str | None, dims: Dimensions) -> Quota:
         spec = queue or QueueInfo(name, 1, {}, {}, {}, True, 0, None, "Open")
         capability = dims.vector(spec.capability, missing=np.inf)
         return cls(name, parent, dims.vector(spec.deserved), dims.vector(spec.guarantee), capability,
@@ -68,21 +76,22 @@ class Quota:
         return dominant_share(self.allocated, self.deserved)
 
 
-class Capacity(AccountingPlugin):
+class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEnqueueable,
+               ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
     name = "capacity"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> int:
         return args.get("ancestorReclaimLevel", 0, int)
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.hierarchy = option.enabled("enableHierarchy")
         self.reclaim_levels: int = self.settings
         self.quotas: dict[str, Quota] = {}
-        for queue in session.queues.values():
+        for queue in handle.queues.values():
             parent = (queue.parent or ROOT) if self.hierarchy and queue.name != ROOT else None
-            self.quotas[queue.name] = Quota.of(queue, queue.name, parent, session.dims)
+            self.quotas[queue.name] = Quota.of(queue, queue.name, parent, handle.dims)
         for quota in self.quotas.values():
             if quota.parent in self.quotas:
                 self.quotas[quota.parent].children.append(quota.name)
@@ -90,7 +99,7 @@ class Capacity(AccountingPlugin):
             self._lay_out_tree()
         else:
             self._lay_out_flat()
-        for job in session.jobs.values():
+        for job in handle.jobs.values():
             self._account_job(job)
 
     def deserved_shares(self) -> dict[str, np.ndarray]:
@@ -100,8 +109,8 @@ class Capacity(AccountingPlugin):
     # --- setup ------------------------------------------------------------------------------
 
     def _lay_out_flat(self) -> None:
-        total = self.session.total
-        guarantees = sum((q.guarantee for q in self.quotas.values()), self.session.dims.zeros())
+        total = self.handle.total
+        guarantees = sum((q.guarantee for q in self.quotas.values()), self.handle.dims.zeros())
         for quota in self.quotas.values():
             quota.real_capability = np.minimum(np.maximum(total - guarantees, 0) + quota.guarantee, quota.capability)
             quota.deserved = np.maximum(np.minimum(quota.deserved, quota.real_capability), quota.guarantee)
@@ -131,8 +140,8 @@ class Capacity(AccountingPlugin):
             self._descend(child)
 
     def _account_job(self, job: JobInfo) -> None:
-        min_res = job_min_resources(self.session, job)
-        inqueue = self.session.dims.zeros()
+        min_res = job_min_resources(self.handle, job)
+        inqueue = self.handle.dims.zeros()
         if job.phase == "Inqueue":
             inqueue = min_res
         elif job.phase == "Running" and job.min_resources is not None and job.ready_num >= job.min_available:
@@ -178,34 +187,34 @@ class Capacity(AccountingPlugin):
         ld, rd = self._common_depth(left.name, preemptor.name), self._common_depth(right.name, preemptor.name)
         return -1 if ld > rd else (1 if ld < rd else 0)
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         if not queue.is_open or not self._is_leaf(queue.name):
-            return False
+            return refused()
         for q in self._lineage(queue.name):
             if not less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq):
-                self.session.note_queue(queue, f"queue {q.name}: " + over_share(
-                    self.session.dims.names, q.allocated, task.resreq, q.real_capability, "capability"))
-                return False
-        return True
+                return refused(f"queue {q.name}: " + over_share(
+                    self.handle.dims.names, q.allocated, task.resreq, q.real_capability, "capability"))
+        return ALLOWED
 
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         if not queue.is_open:
-            return False
+            return refused()
         req = task.resreq
         lineage = self._lineage(queue.name)
         leaf = lineage[0]
         if not less_equal_on(leaf.allocated + req, leaf.real_capability, req):
-            return False
+            return refused()
         levels = lineage[1:1 + self.reclaim_levels] if self.hierarchy else []
-        return any(_within_on_some(q.allocated + req, q.deserved, req)
-                   for q in [leaf, *levels] if q is leaf or q.name != ROOT)
+        within = any(_within_on_some(q.allocated + req, q.deserved, req)
+                     for q in [leaf, *levels] if q is leaf or q.name != ROOT)
+        return ALLOWED if within else refused()
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        mine = self._lineage(self.session.jobs[reclaimer.job_uid].queue)
+        mine = self._lineage(self.handle.jobs[reclaimer.job_uid].queue)
         victims = []
         left: dict[str, np.ndarray] = {}
         for task in candidates:
-            quota = self.quotas.get(self.session.jobs[task.job_uid].queue)
+            quota = self.quotas.get(self.handle.jobs[task.job_uid].queue)
             if quota is None or not np.any((task.resreq > EPSILON) & (reclaimer.resreq > EPSILON)):
                 continue
             allocated = left.setdefault(quota.name, quota.allocated.copy())
@@ -230,7 +239,7 @@ class Capacity(AccountingPlugin):
         """Caldera's guard, asked before each eviction: the victim's queue is above its
         deserved on a dimension the victim uses (or shares none with it) and keeps its
         guarantee, as things stand after the evictions already made."""
-        quota = self.quotas.get(self.session.jobs[victim.job_uid].queue)
+        quota = self.quotas.get(self.handle.jobs[victim.job_uid].queue)
         if quota is None:
             return True
         keeps = bool(np.all(quota.guarantee < quota.allocated - victim.resreq + EPSILON))
@@ -238,20 +247,20 @@ class Capacity(AccountingPlugin):
                           or _above_on_some(quota.allocated, quota.deserved, victim.resreq))
 
     def job_enqueueable(self, job: JobInfo) -> int:
-        queue = self.session.queues[job.queue]
+        queue = self.handle.queues[job.queue]
         if not queue.is_open:
-            self.session.note_job(job, f"queue {queue.name} is {queue.state}")
+            self.handle.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
         if not self._is_leaf(queue.name):
-            self.session.note_job(job, f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues")
+            self.handle.note_job(job, f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues")
             return REJECT
         if job.min_resources is None:
             return PERMIT
-        min_res = job_min_resources(self.session, job)
+        min_res = job_min_resources(self.handle, job)
         for quota in self._lineage(queue.name):
             future = min_res + quota.allocated + quota.inqueue - quota.elastic
             if not less_equal_on(future, quota.real_capability, min_res):
-                self.session.note_job(job, f"queue {quota.name} capacity insufficient")
+                self.handle.note_job(job, f"queue {quota.name} capacity insufficient")
                 return REJECT
         for quota in self._lineage(queue.name):
             quota.inqueue += min_res
@@ -260,7 +269,7 @@ class Capacity(AccountingPlugin):
     # --- helpers ----------------------------------------------------------------------------
 
     def charge(self, task: TaskInfo, sign: int) -> None:
-        job = self.session.jobs.get(task.job_uid)
+        job = self.handle.jobs.get(task.job_uid)
         if job is not None:
             for quota in self._lineage(job.queue):
                 quota.allocated += sign * task.resreq
@@ -295,7 +304,7 @@ class Capacity(AccountingPlugin):
             i += 1
         if i >= len(lpath) or i >= len(rpath):
             return left, right
-        queues = self.session.queues
+        queues = self.handle.queues
         return queues.get(lpath[i], left), queues.get(rpath[i], right)
 
     def _common_depth(self, a: str, b: str) -> int:

@@ -30,12 +30,15 @@ node and scores the node (x `deviceshare.ScheduleWeight`, default 0: the card ch
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from central.api.resources import EPSILON
 from central.errors import InputError
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
+from central.model.fields import parse_index_list
 from central.model.objects import NodeInfo, TaskInfo, TaskStatus
 from central.plugins.gpucards import (
     GPU_MEMORY,
@@ -43,7 +46,11 @@ from central.plugins.gpucards import (
     UNHEALTHY,
     GpuCards,
 )
-from central.model.fields import parse_index_list
+from central.resources.vectors import EPSILON
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 GPU_INDEX = "volcano.sh/gpu-index"
 FIRST_FIT = ""  # Volcano gpushare's choice, the default
@@ -60,7 +67,7 @@ def _largest_power_of_two(count: np.ndarray) -> np.ndarray:
     return np.where(count > 0, 2 ** np.floor(np.log2(safe)), 0)
 
 
-class DeviceShare(Plugin):
+class DeviceShare(Plugin, ext.Predicate, ext.NodeOrder, ext.AllocationEvents):
     name = "deviceshare"
 
     @classmethod
@@ -85,15 +92,15 @@ class DeviceShare(Plugin):
             raise args.error("deviceshare.ScheduleWeight", f"must not be negative, got {weight:g}")
         return sharing, whole, policy, weight
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.sharing, self.whole, self.policy, self.weight = self.settings
-        index = session.dims.index
+        index = handle.dims.index
         self.memory_col, self.number_col = index.get(GPU_MEMORY), index.get(GPU_NUMBER)
         self._requests: dict[int, tuple[np.ndarray, tuple[float, int]]] = {}
         self.charged: dict[str, tuple[int, list[int], list[float]]] = {}  # task uid -> (row, cards, amounts)
-        self.cards = GpuCards(session.nodes)
-        for node in session.nodes:
+        self.cards = GpuCards(handle.nodes)
+        for node in handle.nodes:
             if self.cards.has_cards(node.index):
                 unhealthy = self._listed_unhealthy(node) | self._reported_unhealthy(node)
                 if unhealthy:
@@ -112,14 +119,14 @@ class DeviceShare(Plugin):
         try:
             return set(parse_index_list(text, where, cards))
         except InputError as err:
-            self.session.fault_node(node, InputError(where, f"{err.message}; all {cards} GPUs held unhealthy"),
+            self.handle.fault_node(node, InputError(where, f"{err.message}; all {cards} GPUs held unhealthy"),
                                     self.name, exclude=False)
             return set(range(cards))
 
     def _reported_unhealthy(self, node: NodeInfo) -> set[int]:
         """The failing cards of a fresh agent report; a card id the node does not have is held
         as the annotation's bad list is (all cards unhealthy, reported)."""
-        report = self.session.agents.data[node.index]
+        report = self.handle.agents.data[node.index]
         if report is None:
             return set()
         cards = self.cards.count(node.index)
@@ -127,7 +134,7 @@ class DeviceShare(Plugin):
         stray = sorted(i for i in failing if not 0 <= i < cards)
         if not stray:
             return failing
-        self.session.fault_node(node, InputError(
+        self.handle.fault_node(node, InputError(
             f"Node {node.name}: agent report gpus[].index",
             f"unhealthy GPU {stray[0]} is beyond the node's {cards} GPUs (0-{cards - 1}); all {cards} GPUs held "
             "unhealthy"), self.name, exclude=False)
@@ -220,7 +227,7 @@ class DeviceShare(Plugin):
         memory, number = self._request(task)
         if not (memory or number) or task.node is None:
             return
-        row = self.session.nodes_by_name[task.node].index
+        row = self.handle.nodes_by_name[task.node].index
         if number:
             chosen = self.cards.idle_cards(row, number)
             if len(chosen) < number:
@@ -232,27 +239,27 @@ class DeviceShare(Plugin):
                 return
             chosen, amounts = [int(choice[0])], [memory]
         self._charge(task, row, chosen, amounts)
-        self.session.annotate(task, GPU_INDEX, ",".join(map(str, chosen)))
+        self.handle.annotate(task, GPU_INDEX, ",".join(map(str, chosen)))
 
     def on_deallocate(self, task: TaskInfo) -> None:
         charged = self.charged.pop(task.uid, None)
         if charged is not None:
             self.cards.charge(*charged, sign=-1)
             if task.status == TaskStatus.PENDING:
-                self.session.annotate(task, GPU_INDEX, None)
+                self.handle.annotate(task, GPU_INDEX, None)
 
     def _charge_placed(self, task: TaskInfo) -> None:
         """A pod already on its cards (annotation `volcano.sh/gpu-index`) takes them again."""
         memory, number = self._request(task)
-        index = task.annotations.get(GPU_INDEX) or self.session.annotation(task, GPU_INDEX)
+        index = task.annotations.get(GPU_INDEX) or self.handle.annotation(task, GPU_INDEX)
         if not (memory or number) or not index or task.node is None or task.uid in self.charged:
             return
-        row = self.session.nodes_by_name[task.node].index
+        row = self.handle.nodes_by_name[task.node].index
         where = f"Pod {task.uid}: metadata.annotations[{GPU_INDEX}]"
         try:
             chosen = parse_index_list(index, where, self.cards.count(row))
         except InputError as err:  # a placed pod: reported; which cards it holds is unknown
-            self.session.fault_task(task, err, self.name)
+            self.handle.fault_task(task, err, self.name)
             return
         if chosen:
             amounts = self.cards.whole_amounts(row, chosen) if number else [memory] * len(chosen)

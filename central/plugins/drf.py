@@ -12,33 +12,42 @@ before the victim's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from central.api.resources import dominant_share
+from central.framework import extension as ext
 from central.framework.plugin import AccountingPlugin
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.hdrf import HdrfTree
+from central.resources.vectors import dominant_share
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 SHARE_TOLERANCE = 1e-6
 
 
-class Drf(AccountingPlugin):
+class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.Reclaimable):
     name = "drf"
+    divides_queues = "hierarchical"  # with enableHierarchy
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
-        self.total = session.total
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
+        self.total = handle.total
         # Volcano's drf counts every task charged in the session, pipelined ones included.
-        self.allocated = {uid: job.allocated.copy() for uid, job in session.jobs.items()}
+        self.allocated = {uid: job.allocated.copy() for uid, job in handle.jobs.items()}
         self.shares: dict[str, float] = {}  # computed when an ordering asks, dropped on change
         self.tree: HdrfTree | None = None
-        self.tree_state: dict | None = None  # the tree evaluated, dropped on change
+        self.tree_state: Mapping[tuple[str, ...] | str, tuple[float, bool]] | None = None  # the tree evaluated, dropped on change
         if option.enabled("enableHierarchy"):
-            queues = session.queues
+            queues = handle.queues
             self.tree = HdrfTree(self.total, [
                 (uid, queues[job.queue].hierarchy, queues[job.queue].hierarchy_weights,
-                 sum((t.resreq for t in job.tasks.values()), session.dims.zeros()))
-                for uid, job in session.jobs.items() if job.queue in queues])
+                 sum((t.resreq for t in job.tasks.values()), handle.dims.zeros()))
+                for uid, job in handle.jobs.items() if job.queue in queues])
 
     def _share(self, job_uid: str) -> float:
         share = self.shares.get(job_uid)
@@ -79,7 +88,7 @@ class Drf(AccountingPlugin):
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         if self.tree is None:
             return None
-        jobs, queues = self.session.jobs, self.session.queues
+        jobs, queues = self.handle.jobs, self.handle.queues
         mine = queues[jobs[reclaimer.job_uid].queue].hierarchy
         allocated = dict(self.allocated)
         allocated[reclaimer.job_uid] = allocated[reclaimer.job_uid] + reclaimer.resreq

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Plugin
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
 
@@ -31,7 +33,7 @@ def roles_ready(job: JobInfo, pipelined: bool = False) -> bool:
     return True
 
 
-def keep_gangs(jobs: dict[str, JobInfo], candidates: list[TaskInfo]) -> list[TaskInfo]:
+def keep_gangs(jobs: Mapping[str, JobInfo], candidates: list[TaskInfo]) -> list[TaskInfo]:
     """The candidates whose eviction leaves every job at or above minAvailable ready tasks,
     taken in the order given (so put the least important first)."""
     spare: dict[str, int] = {}
@@ -52,7 +54,8 @@ def job_ready(job: JobInfo) -> bool:
     return job.ready + best_effort >= job.min_available and roles_ready(job)
 
 
-class Gang(Plugin):
+class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
+           ext.JobPipelined, ext.JobStarving, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.SessionClose):
     name = "gang"
 
     def job_valid(self, job: JobInfo) -> str | None:
@@ -81,38 +84,51 @@ class Gang(Plugin):
         return 1 if left_ready else -1
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return keep_gangs(self.session.jobs, candidates)
+        return keep_gangs(self.handle.jobs, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        return keep_gangs(self.session.jobs, candidates)
+        return keep_gangs(self.handle.jobs, candidates)
+
+    # Where gang votes (Preemptable or Reclaimable, as Volcano's defaults have it), victims from
+    # other jobs never take a job below its minAvailable, whatever the tiers decided: a later
+    # tier (drf) could otherwise strand a partial gang after gang's veto ended the first tier.
+    # Caldera's, deliberately; a configuration that turns gang's vote off gets Volcano's rules.
+
+    def guard_victims(self, preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+        return [v for v in victims if v.job_uid == preemptor.job_uid] + keep_gangs(
+            self.handle.jobs, [v for v in victims if v.job_uid != preemptor.job_uid])
+
+    def may_lose(self, preemptor: TaskInfo, victim: TaskInfo) -> bool:
+        job = self.handle.jobs[victim.job_uid]
+        return victim.job_uid == preemptor.job_uid or job.ready_num > job.min_available
 
     def on_session_close(self) -> None:
-        ssn = self.session
-        for job in ssn.jobs.values():
+        handle = self.handle
+        for job in handle.jobs.values():
             if not job.tasks:
                 continue
             if job_ready(job):
-                ssn.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
+                handle.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
                 continue
             schedulable = job.ready_num + sum(
-                1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and ssn.placed_then_discarded(t))
-            message = f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(ssn, job)}"
-            ssn.set_condition(job, "Unschedulable", "NotEnoughResources", message)
+                1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and handle.placed_then_discarded(t))
+            message = f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(handle, job)}"
+            handle.set_condition(job, "Unschedulable", "NotEnoughResources", message)
 
 
-def fit_error(ssn: Handle, job: JobInfo) -> str:
+def fit_error(handle: Handle, job: JobInfo) -> str:
     """Volcano's JobInfo.FitError, followed by the distinct node-level reasons."""
     histogram = {status.name.capitalize(): n for status, n in job.counts.items() if n}
     histogram["minAvailable"] = job.min_available
     text = "pod group is not ready, " + _histogram(histogram)
-    note = ssn.job_note(job)
+    note = handle.job_note(job)
     if note is not None:
         text += f"; {note}"
     pending: dict[str, int] = {}
     for task in job.tasks.values():
         if task.status == TaskStatus.PENDING:
             reason = "Unschedulable" if task.uid in job.fit_errors else (
-                "Schedulable" if ssn.placed_then_discarded(task) else "Undetermined")
+                "Schedulable" if handle.placed_then_discarded(task) else "Undetermined")
             pending[reason] = pending.get(reason, 0) + 1
     if pending:
         text += "; Pending: " + _histogram(pending)

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from central.api.resources import EPSILON
 from central.model.objects import NodeInfo
+from central.resources.vectors import EPSILON
 
 GPU_MEMORY = "volcano.sh/gpu-memory"
 GPU_NUMBER = "volcano.sh/gpu-number"
@@ -59,8 +59,8 @@ class GpuCards:
         self.largest_free = np.zeros(n)
         self.idle = np.zeros(n, dtype=np.int64)
         self.cards = self.healthy.sum(axis=1)
-        for row in np.flatnonzero(self.cards):
-            self.refresh(int(row))
+        for filled in np.flatnonzero(self.cards).tolist():
+            self.refresh(filled)
 
     def has_cards(self, row: int) -> bool:
         return bool(self.cap[row].any())

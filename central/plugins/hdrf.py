@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from central.api.resources import dominant_share
+from central.resources.vectors import dominant_share
 
 Key = tuple[str, ...]  # an inner node's path below root; () is root
 
@@ -53,8 +53,8 @@ class HdrfTree:
         def visit(node: Key | str) -> tuple[np.ndarray, float, bool]:
             if isinstance(node, str):
                 alloc, request = allocated[node], self.request[node]
-                full = np.any((alloc != 0) & (request != 0) & (alloc >= request)) or np.any(~demanding & (request != 0))
-                result = (alloc, dominant_share(alloc, self.total), bool(full))
+                saturated = np.any((alloc != 0) & (request != 0) & (alloc >= request)) or np.any(~demanding & (request != 0))
+                result = (alloc, dominant_share(alloc, self.total), bool(saturated))
             else:
                 kids = [visit(child) for child in self.children[node]]
                 smallest = min([1.0] + [share for _, share, full in kids if share != 0 and not full])

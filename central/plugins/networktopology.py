@@ -39,20 +39,27 @@ and reclaim here do not search by HyperNode.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from central.api.resources import EPSILON
 from central.errors import InputError
+from central.framework import extension as ext
 from central.framework.plugin import AccountingPlugin, Arguments
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
 from central.model.topology import HyperNode
 from central.plugins.binpack import resource_weights
+from central.resources.vectors import EPSILON
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 MAX_SCORE = 100.0
 PLACED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
 
 
-class NetworkTopologyAware(AccountingPlugin):
+class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGradients, ext.HyperNodeOrder):
     name = "network-topology-aware"
 
     @classmethod
@@ -67,16 +74,16 @@ class NetworkTopologyAware(AccountingPlugin):
         args.accept("hypernode.gradient.evict.max-hypernodes")
         return weight, weights, args.get("hypernode.binpack.normal-pod.enable", True, bool), fading
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weight, weights, self.normal_pods, self.fading = self.settings
-        self.weights = session.dims.vector(weights)
-        self.topo = topo = session.topology
+        self.weights = handle.dims.vector(weights)
+        self.topo = topo = handle.topology
         for name, reason in topo.faults.items():
-            session.fault_hypernode(name, reason, self.name)
+            handle.fault_hypernode(name, reason, self.name)
         self.names = list(topo.hypernodes)
         self.position = {name: i for i, name in enumerate(self.names)}
-        n, table = len(session.nodes), session.table
+        n, table = len(handle.nodes), handle.table
         self.members = np.array([topo.hypernodes[name].mask[:n] for name in self.names]).reshape(len(self.names), n)
         self.alloc = self.members @ table.alloc[:n]
         self.used = self.members @ (table.used[:n] + table.pipelined[:n])  # kept current by charge()
@@ -95,7 +102,7 @@ class NetworkTopologyAware(AccountingPlugin):
     # --- tallies --------------------------------------------------------------------------
 
     def charge(self, task: TaskInfo, sign: int) -> None:
-        node = self.session.nodes_by_name.get(task.node) if task.node else None
+        node = self.handle.nodes_by_name.get(task.node) if task.node else None
         row = node.index if node is not None else self._rows.get(task.uid)
         if row is None or row >= self.members.shape[1]:
             return
@@ -114,7 +121,7 @@ class NetworkTopologyAware(AccountingPlugin):
         where = self._where.get(job.uid)
         if where is None:
             where = ""
-            nodes = self.session.nodes_by_name
+            nodes = self.handle.nodes_by_name
             for task in job.tasks.values():
                 if task.status in PLACED and task.node in nodes:
                     where = self.topo.lca(where, self.topo.leaf(nodes[task.node].index))
@@ -153,8 +160,8 @@ class NetworkTopologyAware(AccountingPlugin):
             if not allowed:
                 return []
             root = hypernodes[allowed[-1]]
-        need = self.session.dims.vector(job.min_resources or {})
-        table = self.session.table
+        need = self.handle.dims.vector(job.min_resources or {})
+        table = self.handle.table
         by_tier: dict[int, list[HyperNode]] = {}
         line = [root]
         for hn in line:  # breadth first; `line` grows as children are reached
@@ -170,7 +177,7 @@ class NetworkTopologyAware(AccountingPlugin):
         return [by_tier[tier] for tier in sorted(by_tier)]
 
     def hypernode_order(self, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
-        request = sum((t.resreq for t in job.tasks.values() if t.status == TaskStatus.PENDING), self.session.dims.zeros())
+        request = sum((t.resreq for t in job.tasks.values() if t.status == TaskStatus.PENDING), self.handle.dims.zeros())
         scores = self._binpack(request)[[self.position[hn.name] for hn in candidates]]
         if len(scores) > 1 and np.count_nonzero(scores == scores.max()) > 1:
             for i in np.flatnonzero(scores == scores.max()):
@@ -190,7 +197,7 @@ class NetworkTopologyAware(AccountingPlugin):
         return np.where(np.any(wanted > alloc + EPSILON, axis=1), 0.0, score)
 
     def _task_share(self, job: JobInfo, hn: HyperNode) -> float:
-        nodes = self.session.nodes_by_name
+        nodes = self.handle.nodes_by_name
         inside = sum(1 for t in job.tasks.values()
                      if t.node and t.node in nodes and nodes[t.node].index < len(hn.mask) and hn.mask[nodes[t.node].index])
         return inside / len(job.tasks) if job.tasks else 1.0
@@ -198,7 +205,7 @@ class NetworkTopologyAware(AccountingPlugin):
     # --- node scores ------------------------------------------------------------------------
 
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        job = self.session.jobs.get(task.job_uid)
+        job = self.handle.jobs.get(task.job_uid)
         if job is None:
             return None
         if job.network_topology is not None:

@@ -11,13 +11,19 @@ are normalised over the candidate nodes.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.api.resources import EPSILON
+from central.framework import extension as ext
+from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import PodTemplate, TaskInfo
-from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
+from central.resources.vectors import EPSILON
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 MAX_SCORE = 100
 WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "nodeaffinity": 2,
@@ -25,7 +31,7 @@ WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "node
 BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 
-def requested_fraction(ssn, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def requested_fraction(ssn: Handle, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.table
     at = (rows[:, None], cols)  # one gather per array
@@ -69,17 +75,17 @@ def normalise(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
     return MAX_SCORE - scaled if reverse else scaled
 
 
-class NodeOrder(Plugin):
+class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
     name = "nodeorder"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> dict[str, int]:
         return {k: args.get(f"{k}.weight", v, int) for k, v in WEIGHTS.items()}
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weights: dict[str, int] = self.settings
-        self.index = session.node_index
+        self.index = handle.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
         self._cols: dict[int, list[int]] = {}
         self._batchable: dict[PodTemplate, bool] = {}
@@ -101,7 +107,7 @@ class NodeOrder(Plugin):
         w = self.weights
         score = np.zeros(len(rows))
         # cpu and memory come first in the balanced columns: one read of the table serves all
-        requested, alloc = requested_fraction(self.session, task, rows, self._balanced_cols(task))
+        requested, alloc = requested_fraction(self.handle, task, rows, self._balanced_cols(task))
         if w["leastrequested"]:
             score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2])
         if w["mostrequested"]:
@@ -129,7 +135,7 @@ class NodeOrder(Plugin):
     def _balanced_cols(self, task: TaskInfo) -> list[int]:
         cols = self._cols.get(id(task.resreq))
         if cols is None:
-            index = self.session.dims.index
+            index = self.handle.dims.index
             cols = [index[r] for r in BALANCED_RESOURCES if r in index and (r in ("cpu", "memory") or task.resreq[index[r]] > EPSILON)]
             self._cols[id(task.resreq)] = cols
         return cols
@@ -148,7 +154,7 @@ class NodeOrder(Plugin):
 
     def _pod_affinity(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
         raw = np.zeros(len(rows))
-        nodes, ns = self.session.nodes, template.namespace
+        nodes, ns = self.handle.nodes, template.namespace
         for sign, terms in ((1, template.preferred_pod_affinity), (-1, template.preferred_pod_anti_affinity)):
             for term in terms:
                 counts = domain_counts(self.index, term.topology_key, term_rows(nodes, term, ns))
@@ -159,7 +165,7 @@ class NodeOrder(Plugin):
 
     def _spread(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
         raw = np.zeros(len(rows))
-        nodes, ns = self.session.nodes, template.namespace
+        nodes, ns = self.handle.nodes, template.namespace
         for c in template.spread:
             if c.when_unsatisfiable != "ScheduleAnyway":
                 continue

@@ -25,15 +25,21 @@ restricted skip it (the reason names the silent agent); best-effort and other po
 from __future__ import annotations
 
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.errors import InputError
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.fields import parse_index_list
 from central.model.nodedata import NodeData, NumaCell
 from central.model.objects import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 POLICY = "volcano.sh/numa-topology-policy"
 CPUSET = "caldera.sh/cpuset"
@@ -72,37 +78,37 @@ def choose_cells(cells: list[tuple[NumaCell, set[int]]], want: int, policy: str)
     return None
 
 
-class NumaAware(Plugin):
+class NumaAware(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.AllocationEvents):
     name = "numa-aware"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> int:
         return args.get("weight", 1, int)
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weight: int = self.settings
         # Per row: the policy its kubelet holds every Guaranteed whole-CPU pod to (None: none).
-        self.node_policy = [self._row_policy("none", data) for data in session.agents.data]
+        self.node_policy = [self._row_policy("none", data) for data in handle.agents.data]
         self.node_holds = np.array([p is not None for p in self.node_policy], dtype=bool)
         self.taken: dict[int, set[int]] = {}  # row -> CPUs given out since the node's report
         self.choice: dict[str, tuple[int, list[int], set[int]]] = {}  # task uid -> (row, cells, cpus)
         # Pods not running yet are in no report; on nodes where our agent pins, the kubelet's
         # state does not show the running ones either.
-        counted = list(session.starting.values())
-        for node in session.nodes:
-            data = session.agents.data[node.index]
+        counted = list(handle.starting.values())
+        for node in handle.nodes:
+            data = handle.agents.data[node.index]
             if data is not None and data.cpu_manager_policy == "none":
                 counted += [t for t in node.tasks.values() if t.status == TaskStatus.RUNNING]
         for task in counted:
-            node = session.nodes_by_name.get(task.node or "")
-            data = session.agents.data[node.index] if node is not None and CPUSET in task.annotations else None
+            node = handle.nodes_by_name.get(task.node or "")
+            data = handle.agents.data[node.index] if node is not None and CPUSET in task.annotations else None
             if data is not None and data.numa:  # without a report, nothing here reads the node's CPUs
                 where = f"Pod {task.uid}: metadata.annotations[{CPUSET}]"
                 try:
                     cpus = parse_index_list(task.annotations[CPUSET], where, cpu_count(data))
                 except InputError as err:  # a placed pod: reported; the CPUs it claims are unknown
-                    session.fault_task(task, err, self.name)
+                    handle.fault_task(task, err, self.name)
                     continue
                 self.taken.setdefault(node.index, set()).update(cpus)
 
@@ -133,20 +139,20 @@ class NumaAware(Plugin):
         if wants is None:
             return []
         policy, cpus = wants
-        view = self.session.agents
+        view = self.handle.agents
         if policy == "none":  # only nodes whose kubelet holds it to a policy check it
             ok = np.ones(len(rows), dtype=bool)
-            for i in np.flatnonzero(self.node_holds[rows]):
-                row = int(rows[i])
-                ok[i] = choose_cells(self._cells(row, view.data[row]), cpus, self.node_policy[row]) is not None
+            for i in np.flatnonzero(self.node_holds[rows]).tolist():
+                held = int(rows[i])
+                ok[i] = choose_cells(self._cells(held, view.data[held]), cpus, self.node_policy[held]) is not None
             return [Check(ok, f"node(s) didn't fit the node's NUMA policy for {cpus} CPUs")]
         ok = np.zeros(len(rows), dtype=bool)
-        for i, row in enumerate(rows):
-            data = view.data[row]
+        for i, at in enumerate(rows.tolist()):
+            data = view.data[at]
             if data is None:
                 ok[i] = policy not in STRICT
             elif _enforced(data, policy):
-                ok[i] = choose_cells(self._cells(int(row), data), cpus, policy) is not None
+                ok[i] = choose_cells(self._cells(at, data), cpus, policy) is not None
         silent = view.silent[rows] & ~ok
         # Unresolvable, as Volcano's numa-aware says: its view of free CPUs ignores evictions.
         return [Check(ok | silent, f"node(s) didn't fit the {policy} NUMA policy for {cpus} CPUs"),
@@ -162,7 +168,7 @@ class NumaAware(Plugin):
         policy, cpus = wants
         used = np.zeros(len(rows), dtype=np.int64)  # NUMA nodes the pod would use, 0 if unknown
         for i, row in enumerate(rows):
-            data = self.session.agents.data[row]
+            data = self.handle.agents.data[row]
             if data is not None and data.numa:
                 cells = choose_cells(self._cells(int(row), data), cpus, policy)
                 used[i] = len(cells) if cells is not None else 0
@@ -172,8 +178,8 @@ class NumaAware(Plugin):
 
     def on_allocate(self, task: TaskInfo) -> None:
         wants = self._wants(task)
-        node = self.session.nodes_by_name.get(task.node or "")
-        data = self.session.agents.data[node.index] if node is not None else None
+        node = self.handle.nodes_by_name.get(task.node or "")
+        data = self.handle.agents.data[node.index] if node is not None else None
         if wants is None or data is None or not data.numa:
             return
         policy, want = wants
@@ -189,16 +195,16 @@ class NumaAware(Plugin):
             cpus.update(sorted(cells[i][1])[: want - len(cpus)])
         self.taken.setdefault(node.index, set()).update(cpus)
         self.choice[task.uid] = (node.index, chosen, cpus)
-        self.session.annotate(task, CPUSET, cpu_list(cpus))
-        self.session.annotate(task, NUMA_NODES, ",".join(str(cells[i][0].id) for i in chosen))
+        self.handle.annotate(task, CPUSET, cpu_list(cpus))
+        self.handle.annotate(task, NUMA_NODES, ",".join(str(cells[i][0].id) for i in chosen))
 
     def on_deallocate(self, task: TaskInfo) -> None:
         choice = self.choice.pop(task.uid, None)
         if choice is not None:
             row, _, cpus = choice
             self.taken[row] -= cpus
-            self.session.annotate(task, CPUSET, None)
-            self.session.annotate(task, NUMA_NODES, None)
+            self.handle.annotate(task, CPUSET, None)
+            self.handle.annotate(task, NUMA_NODES, None)
 
 
 def _enforced(data: NodeData, policy: str) -> bool:

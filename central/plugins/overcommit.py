@@ -6,17 +6,24 @@ admitted-but-not-running job plus its own fit that idle on the dimensions it ask
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from central.api.resources import EPSILON, format_value, less_equal_on
+from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
 from central.plugins.proportion import job_min_resources
+from central.resources.vectors import EPSILON, format_value, less_equal_on
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 DEFAULT_FACTOR = 1.2
 
 
-class Overcommit(Plugin):
+class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
     name = "overcommit"
 
     @classmethod
@@ -24,36 +31,36 @@ class Overcommit(Plugin):
         factor = args.get("overcommit-factor", DEFAULT_FACTOR)
         return factor if factor >= 1.0 else DEFAULT_FACTOR  # as Volcano: below 1 falls back to the default
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         factor = self.settings
-        used = session.table.used[: len(session.nodes)].sum(axis=0)
-        self.idle = session.total * factor - used
-        self.inqueue = session.dims.zeros()
-        admitted = [job for job in session.jobs.values() if job.min_resources is not None and job.phase == "Inqueue"]
-        running = [job for job in session.jobs.values() if job.min_resources is not None and job.phase == "Running"
+        used = handle.table.used[: len(handle.nodes)].sum(axis=0)
+        self.idle = handle.total * factor - used
+        self.inqueue = handle.dims.zeros()
+        admitted = [job for job in handle.jobs.values() if job.min_resources is not None and job.phase == "Inqueue"]
+        running = [job for job in handle.jobs.values() if job.min_resources is not None and job.phase == "Running"
                    and job.ready_num >= job.min_available]
         if admitted:
-            self.inqueue += np.array([job_min_resources(session, job) for job in admitted]).sum(axis=0)
+            self.inqueue += np.array([job_min_resources(handle, job) for job in admitted]).sum(axis=0)
         if running:  # what their minResources still hold beyond their allocation
-            min_res = np.array([job_min_resources(session, job) for job in running])
+            min_res = np.array([job_min_resources(handle, job) for job in running])
             self.inqueue += np.maximum(min_res - np.array([job.allocated for job in running]), 0).sum(axis=0)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         if job.min_resources is None:
             return PERMIT
-        min_res = job_min_resources(self.session, job)
+        min_res = job_min_resources(self.handle, job)
         if less_equal_on(self.inqueue + min_res, self.idle, min_res):
             return PERMIT
-        names = self.session.dims.names
+        names = self.handle.dims.names
         short = [i for i in range(len(names))
                  if min_res[i] > EPSILON and self.inqueue[i] + min_res[i] > self.idle[i] + EPSILON]
         detail = "; ".join(f"{names[i]}: the job needs {format_value(names[i], min_res[i])}, "
                            f"{format_value(names[i], self.inqueue[i])} of {format_value(names[i], max(self.idle[i], 0.0))}"
                            f" idle are admitted already" for i in short)
-        self.session.note_job(job, f"resource in cluster is overused ({detail})")
+        self.handle.note_job(job, f"resource in cluster is overused ({detail})")
         return REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:
         if job.min_resources is not None:
-            self.inqueue += job_min_resources(self.session, job)
+            self.inqueue += job_min_resources(self.handle, job)

@@ -15,11 +15,11 @@ PodAffinity, PodTopologySpread (all true).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from central.framework.plugin import Arguments, Plugin
-from central.framework.status import Check, Code
-from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
+from central.framework import extension as ext
 from central.framework.nodeindex import (
     UNSCHEDULABLE_TAINT,
     NodeIndex,
@@ -28,6 +28,13 @@ from central.framework.nodeindex import (
     term_rows,
     untolerated,
 )
+from central.framework.plugin import Arguments, Plugin
+from central.framework.status import Check, Code
+from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 
 def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
@@ -43,7 +50,7 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
     return ok
 
 
-class Predicates(Plugin):
+class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents):
     name = "predicates"
 
     @classmethod
@@ -54,12 +61,12 @@ class Predicates(Plugin):
         return {name: args.get(f"predicate.{name}Enable", True, bool)
                 for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
-        self.index = session.node_index
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
+        self.index = handle.node_index
         self.enabled: dict[str, bool] = self.settings
         # Placed pods with required anti-affinity: every incoming pod is checked against them.
-        self.anti_holders = {t.uid: t for t in session.anti_affine.values()
+        self.anti_holders = {t.uid: t for t in handle.anti_affine.values()
                              if t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
         self._batchable: dict[PodTemplate, bool] = {}
@@ -116,14 +123,14 @@ class Predicates(Plugin):
     def _ports_free(self, template: PodTemplate, rows: np.ndarray) -> np.ndarray:
         wanted = template.host_ports
         busy = set()
-        for row, task in placed_tasks(self.session.nodes, self.evicted):
+        for row, task in placed_tasks(self.handle.nodes, self.evicted):
             for proto, port, ip in task.template.host_ports:
                 if any(p == proto and q == port and (i == ip or "0.0.0.0" in (i, ip)) for p, q, i in wanted):
                     busy.add(row)
         return np.fromiter((r not in busy for r in rows), bool, len(rows))
 
     def _inter_pod(self, template: PodTemplate, rows: np.ndarray) -> list[Check]:
-        idx, nodes, ns = self.index, self.session.nodes, template.namespace
+        idx, nodes, ns = self.index, self.handle.nodes, template.namespace
         checks = []
         labels = template.label_map
         for term in template.pod_affinity:
@@ -139,7 +146,7 @@ class Predicates(Plugin):
         # Existing pods' anti-affinity toward this pod (symmetry).
         blocked = np.zeros(len(rows), dtype=bool)
         for task in self.anti_holders.values():  # evicted ones have left it
-            row = self.session.nodes_by_name[task.node].index
+            row = self.handle.nodes_by_name[task.node].index
             for term in task.template.pod_anti_affinity:
                 if term.selects(ns, labels, task.namespace):
                     value = idx.label(term.topology_key)[row]
@@ -150,7 +157,7 @@ class Predicates(Plugin):
         return checks
 
     def _spread(self, template: PodTemplate, rows: np.ndarray) -> list[Check]:
-        idx, nodes, ns = self.index, self.session.nodes, template.namespace
+        idx, nodes, ns = self.index, self.handle.nodes, template.namespace
         labelled = np.ones(len(rows), dtype=bool)
         skew_ok = np.ones(len(rows), dtype=bool)
         eligible = node_affinity_mask(idx, template)
@@ -172,6 +179,6 @@ class Predicates(Plugin):
         return [Check(labelled, "node(s) didn't match pod topology spread constraints (missing required label)"),
                 Check(skew_ok, "node(s) didn't match pod topology spread constraints", Code.UNSCHEDULABLE)]
 
-def _in_domains(idx: NodeIndex, key: str, domains: set, rows: np.ndarray) -> np.ndarray:
+def _in_domains(idx: NodeIndex, key: str, domains: set[object], rows: np.ndarray) -> np.ndarray:
     values = idx.label(key)[rows]
     return np.fromiter((v in domains for v in values), bool, len(rows))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from central.framework import extension as ext
 from central.framework.plugin import Plugin
 from central.model.objects import JobInfo, TaskInfo, TaskStatus
 
 
-class Priority(Plugin):
+class Priority(Plugin, ext.JobOrder, ext.TaskOrder, ext.JobStarving, ext.Preemptable):
     name = "priority"
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
@@ -16,7 +17,7 @@ class Priority(Plugin):
         return _higher_first(left.priority, right.priority)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        jobs = self.session.jobs
+        jobs = self.handle.jobs
         preemptor_job = jobs[preemptor.job_uid]
         victims = []
         for task in candidates:

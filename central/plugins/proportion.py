@@ -11,12 +11,19 @@ minResources - elastic stays within its real capability.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from central.api.resources import EPSILON, dominant_share, format_value, less_equal, less_equal_on
+from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
+from central.framework.status import ALLOWED, Status, refused
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 
 @dataclass
@@ -41,12 +48,12 @@ def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, lim
                      if request[i] > EPSILON and allocated[i] + request[i] > limit[i] + EPSILON)
 
 
-def job_min_resources(ssn, job: JobInfo) -> np.ndarray:
+def job_min_resources(ssn: Handle, job: JobInfo) -> np.ndarray:
     """minResources over the session's dimensions (read-only: the cache's vector is shared)."""
     return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
 
 
-def queue_usage(ssn, queue_names: set[str]) -> dict[str, QueueAttr]:
+def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
     """Allocated, requested, inqueue and elastic resources of the queues that have jobs."""
     dims, total = ssn.dims, ssn.total
     total_guarantee = dims.zeros()
@@ -105,13 +112,15 @@ def water_fill(attrs: dict[str, QueueAttr], total: np.ndarray) -> None:
             return
 
 
-class Proportion(AccountingPlugin):
+class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overused,
+                 ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
     name = "proportion"
+    divides_queues = "flat"
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
-        self.attrs = queue_usage(session, {job.queue for job in session.jobs.values()})
-        water_fill(self.attrs, session.total)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
+        self.attrs = queue_usage(handle, {job.queue for job in handle.jobs.values()})
+        water_fill(self.attrs, handle.total)
 
     def deserved_shares(self) -> dict[str, np.ndarray]:
         """What each queue with jobs deserves this session (water-filled by weight)."""
@@ -127,17 +136,15 @@ class Proportion(AccountingPlugin):
         attr = self.attrs.get(queue.name)
         return attr is not None and less_equal(attr.deserved, attr.allocated)
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         attr = self.attrs.get(queue.name)
         if not queue.is_open or attr is None:
-            return False
+            return refused()
         if less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
-            return True
-        self.session.note_queue(queue, over_share(self.session.dims.names, attr.allocated, task.resreq,
-                                                  attr.deserved, "deserved"))
-        return False
+            return ALLOWED
+        return refused(over_share(self.handle.dims.names, attr.allocated, task.resreq, attr.deserved, "deserved"))
 
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         """As Allocatable: a queue that is not Open never reclaims."""
         return self.allocatable(queue, task)
 
@@ -146,7 +153,7 @@ class Proportion(AccountingPlugin):
         victims = []
         allocations: dict[str, np.ndarray] = {}
         for task in candidates:
-            queue = self.session.jobs[task.job_uid].queue
+            queue = self.handle.jobs[task.job_uid].queue
             attr = self.attrs.get(queue)
             if attr is None:
                 continue
@@ -157,30 +164,30 @@ class Proportion(AccountingPlugin):
         return victims
 
     def can_give_up(self, victim: TaskInfo) -> bool:
-        attr = self.attrs.get(self.session.jobs[victim.job_uid].queue)
+        attr = self.attrs.get(self.handle.jobs[victim.job_uid].queue)
         return attr is None or not less_equal(attr.allocated, attr.deserved)
 
     def job_enqueueable(self, job: JobInfo) -> int:
-        queue = self.session.queues[job.queue]
+        queue = self.handle.queues[job.queue]
         attr = self.attrs[job.queue]
         if not queue.is_open:
-            self.session.note_job(job, f"queue {queue.name} is {queue.state}")
+            self.handle.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
         if job.min_resources is None:
             return PERMIT
-        min_res = job_min_resources(self.session, job)
+        min_res = job_min_resources(self.handle, job)
         future = min_res + attr.allocated + attr.inqueue - attr.elastic
         if less_equal_on(future, attr.real_capability, future):
             attr.inqueue += min_res
             return PERMIT
-        self.session.note_job(job, self._why_not_admitted(queue, attr, min_res, future))
+        self.handle.note_job(job, self._why_not_admitted(queue, attr, min_res, future))
         return REJECT
 
     def _why_not_admitted(self, queue: QueueInfo, attr: QueueAttr, min_res: np.ndarray,
                           future: np.ndarray) -> str:
         """Which resources do not fit, with the numbers; "quota" only when the queue's own
         capability is what the job exceeds, else the cluster (less others' guarantees) is full."""
-        names = self.session.dims.names
+        names = self.handle.dims.names
         short = [i for i in range(len(names)) if min_res[i] > EPSILON and future[i] > attr.real_capability[i] + EPSILON]
         quota = [i for i in short if attr.capability[i] <= attr.real_capability[i] + EPSILON]
 
@@ -197,7 +204,7 @@ class Proportion(AccountingPlugin):
         return f"cluster full for queue {queue.name}, which sets no quota on it ({detail})"
 
     def charge(self, task: TaskInfo, sign: int) -> None:
-        job = self.session.jobs.get(task.job_uid)
+        job = self.handle.jobs.get(task.job_uid)
         attr = self.attrs.get(job.queue) if job is not None else None
         if attr is not None:
             attr.allocated += sign * task.resreq

@@ -9,32 +9,39 @@ deadline has passed, its JobEnqueueable and JobPipelined votes are Permit; befor
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from central.errors import InputError
+from central.framework import extension as ext
 from central.framework.plugin import ABSTAIN, PERMIT, Arguments, Plugin
-from central.model.objects import JobInfo
 from central.model.fields import parse_duration, parse_time
+from central.model.objects import JobInfo
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 ANNOTATION = "volcano.sh/sla-waiting-time"
 
 
-class Sla(Plugin):
+class Sla(Plugin, ext.JobOrder, ext.JobPipelined, ext.JobEnqueueable):
     name = "sla"
+    time_sensitive = True  # a job's waiting time passes its deadline
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> timedelta | None:
         default = args.get("sla-waiting-time", "", str)
         return parse_duration(default, "plugin sla: arguments.sla-waiting-time") if default else None
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.default: timedelta | None = self.settings
         self.deadlines: dict[str, datetime | None] = {}
-        for job in session.jobs.values():
+        for job in handle.jobs.values():
             try:
                 self.deadlines[job.uid] = self._deadline(job)
             except InputError as err:  # the job's problem, not the cycle's
-                session.fault_job(job, err, self.name)
+                handle.fault_job(job, err, self.name)
                 self.deadlines[job.uid] = None
 
     def _deadline(self, job: JobInfo) -> datetime | None:
@@ -45,7 +52,7 @@ class Sla(Plugin):
             wait = parse_duration(job.annotations[ANNOTATION], where)
         if wait is None:
             return None
-        start = self.session.now  # not created yet as far as we know: the wait starts now
+        start = self.handle.now  # not created yet as far as we know: the wait starts now
         if job.creation:
             start = parse_time(job.creation, f"PodGroup {job.uid}: metadata.creationTimestamp")
         try:
@@ -61,6 +68,6 @@ class Sla(Plugin):
 
     def job_enqueueable(self, job: JobInfo) -> int:
         deadline = self.deadlines.get(job.uid)
-        return PERMIT if deadline is not None and self.session.now >= deadline else ABSTAIN
+        return PERMIT if deadline is not None and self.handle.now >= deadline else ABSTAIN
 
     job_pipelined = job_enqueueable

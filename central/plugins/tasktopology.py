@@ -12,10 +12,17 @@ those anti-affine to it, scaled over the candidates to 0..100 and multiplied by
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.model.objects import JobInfo, TaskInfo
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 AFFINITY = "volcano.sh/task-topology-affinity"
 ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
@@ -49,17 +56,17 @@ class JobTopology:
         return bool(self.affinity or self.anti)
 
 
-class TaskTopology(Plugin):
+class TaskTopology(Plugin, ext.TaskOrder, ext.BatchNodeOrder):
     name = "task-topology"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> int:
         return args.get("task-topology.weight", 1, int)
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weight: int = self.settings
-        self.jobs = {uid: JobTopology(job) for uid, job in session.jobs.items()
+        self.jobs = {uid: JobTopology(job) for uid, job in handle.jobs.items()
                      if any(k in job.annotations for k in (AFFINITY, ANTI_AFFINITY, TASK_ORDER))}
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
@@ -77,9 +84,9 @@ class TaskTopology(Plugin):
         topology = self.jobs.get(task.job_uid)
         if topology is None or not topology.shapes_placement or not self.weight:
             return None
-        nodes = self.session.nodes_by_name
+        nodes = self.handle.nodes_by_name
         pull_by_row: dict[int, int] = {}
-        for other in self.session.jobs[task.job_uid].tasks.values():
+        for other in self.handle.jobs[task.job_uid].tasks.values():
             if other is task or other.node is None or other.node not in nodes:
                 continue
             pull = topology.pull(task.role, other.role)

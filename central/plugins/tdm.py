@@ -34,15 +34,21 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.errors import InputError
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
-from central.model.objects import JobInfo, TaskInfo, TaskStatus
 from central.model.annotations import count_or_percent
 from central.model.fields import parse_duration
+from central.model.objects import JobInfo, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
 ZONE = "volcano.sh/revocable-zone"
 PREEMPTABLE = "volcano.sh/preemptable"
@@ -106,8 +112,9 @@ def marked_preemptable(task: TaskInfo) -> bool:
     return value is not None and value.strip().lower() == "true"
 
 
-class Tdm(Plugin):
+class Tdm(Plugin, ext.JobOrder, ext.JobStarving, ext.Preemptable, ext.VictimTasks, ext.Predicate, ext.BatchNodeOrder):
     name = "tdm"
+    time_sensitive = True  # revocable zones open and close
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> tuple[dict[str, tuple[str, tuple[int, int]]], timedelta]:
@@ -122,25 +129,25 @@ class Tdm(Plugin):
         period = args.get(PERIOD_ARGUMENT, "1m", str)
         return windows, parse_duration(period, f"plugin tdm: arguments.{PERIOD_ARGUMENT}")
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.windows: dict[str, tuple[str, tuple[int, int]]]  # zone -> (text, window)
         self.period: timedelta
         self.windows, self.period = self.settings
-        now = session.now
+        now = handle.now
         self.open_zones = {zone for zone, (_, window) in self.windows.items() if inside(window, now)}
-        zones = [node.labels.get(ZONE) for node in session.nodes]
+        zones = [node.labels.get(ZONE) for node in handle.nodes]
         self.zone_of_row = zones
         self.revocable_rows = np.array([z is not None for z in zones], dtype=bool)
         self.open_rows = np.array([z in self.open_zones for z in zones], dtype=bool)
         self.any_revocable = bool(self.revocable_rows.any())
-        for job in session.jobs.values():  # a malformed budget faults its job now, not mid-cycle
+        for job in handle.jobs.values():  # a malformed budget faults its job now, not mid-cycle
             try:
                 for key in (MAX_UNAVAILABLE, MIN_AVAILABLE):
                     if key in job.annotations:
                         budget_value(job, key, len(job.tasks))
             except InputError as err:
-                session.fault_job(job, err, self.name)
+                handle.fault_job(job, err, self.name)
 
     # --- placement ------------------------------------------------------------------------
 
@@ -165,23 +172,23 @@ class Tdm(Plugin):
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         if revocable(preemptor):
             return []
-        nodes = self.session.nodes_by_name
+        nodes = self.handle.nodes_by_name
         ordinary = [t for t in candidates if t.status == TaskStatus.RUNNING and marked_preemptable(t)
                     and t.node in nodes and not self.revocable_rows[nodes[t.node].index]]
         return self._within_budgets(ordinary)
 
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
-        now = self.session.now
-        last: datetime | None = self.session.recall(self.name, "last_evict")  # the period outlives a session
+        now = self.handle.now
+        last: datetime | None = self.handle.recall(self.name, "last_evict")  # the period outlives a session
         if last is not None and now < last + self.period:
             return []
         closed = {zone for zone in self.windows if zone not in self.open_zones}
-        nodes = self.session.nodes_by_name
+        nodes = self.handle.nodes_by_name
         leaving = [t for t in running if t.status == TaskStatus.RUNNING and t.node in nodes and revocable(t)
                    and self.zone_of_row[nodes[t.node].index] in closed]
         victims = self._within_budgets(leaving)
         if victims:
-            self.session.remember(self.name, "last_evict", now)
+            self.handle.remember(self.name, "last_evict", now)
         reasons = []
         for task in victims:
             zone = self.zone_of_row[nodes[task.node].index]
@@ -194,8 +201,8 @@ class Tdm(Plugin):
         left: dict[str, int] = {}
         chosen = []
         for task in tasks:
-            job = self.session.jobs.get(task.job_uid)
-            if job is None or self.session.is_faulted(job):
+            job = self.handle.jobs.get(task.job_uid)
+            if job is None or self.handle.is_faulted(job):
                 continue
             if job.uid not in left:
                 left[job.uid] = evictable(job)

@@ -16,14 +16,21 @@ nor filtered for being unknown.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check
 from central.model.objects import TaskInfo, TaskStatus
 
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
 
-class Usage(Plugin):
+
+class Usage(Plugin, ext.RowPredicate, ext.NodeOrder, ext.AllocationEvents):
     name = "usage"
 
     @classmethod
@@ -39,26 +46,26 @@ class Usage(Plugin):
         return (args.get("usage.weight", 5, float), args.get("cpu.weight", 1, float),
                 args.get("memory.weight", 1, float), *limits)
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
         self.weight, self.cpu_weight, self.memory_weight, self.cpu_limit, self.memory_limit, self.ratio = self.settings
-        self.view = session.agents
+        self.view = handle.agents
         # Per row: usage not yet in the report (pods not running yet, or every pod of a node
         # without a fresh report), kept current by the allocate/deallocate events.
-        n = len(session.nodes)
-        table = session.table
+        n = len(handle.nodes)
+        table = handle.table
         unknown = ~self.view.has_usage
         self.estimate = np.zeros((n, 2))
         self.estimate[unknown] = table.used[:n, :2][unknown] + table.pipelined[:n, :2][unknown]  # requests stand in
         self.added: dict[str, tuple[int, np.ndarray]] = {}
-        nodes = session.nodes_by_name
-        for task in session.starting.values():  # their usage is not in the reports yet
+        nodes = handle.nodes_by_name
+        for task in handle.starting.values():  # their usage is not in the reports yet
             node = nodes.get(task.node or "")
             if node is not None and self.view.has_usage[node.index]:
                 self.estimate[node.index] += self.ratio * task.resreq[:2]
 
     def on_allocate(self, task: TaskInfo) -> None:
-        node = self.session.nodes_by_name.get(task.node or "")
+        node = self.handle.nodes_by_name.get(task.node or "")
         if node is not None and task.uid not in self.added:
             amount = (self.ratio if self.view.has_usage[node.index] else 1.0) * task.resreq[:2]
             self.estimate[node.index] += amount
@@ -72,7 +79,7 @@ class Usage(Plugin):
     def _load(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(cpu load, memory load) as fractions of allocatable, measured plus estimated."""
         measured = np.stack([self.view.cpu_usage[rows], self.view.memory_usage[rows]], axis=1)
-        alloc = self.session.table.alloc[rows][:, :2]
+        alloc = self.handle.table.alloc[rows][:, :2]
         load = np.divide(measured + self.estimate[rows], alloc, out=np.ones_like(measured), where=alloc > 0)
         return np.minimum(load[:, 0], 1.0), np.minimum(load[:, 1], 1.0)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from central.framework.action import ActionHandle
+from central.framework.closing import CycleResult
 from central.framework.conf import SchedulerConf
-from central.framework.session import CycleResult, Session
+from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.sink import ClusterSink
 
@@ -25,9 +27,10 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
     ssn = Session(cache, conf, now)
     timings["open"] = time.perf_counter() - started
     try:
+        handle = ActionHandle(ssn)
         for name in conf.actions:
             step = time.perf_counter()
-            conf.registry.actions[name](ssn)
+            conf.registry.actions[name](conf.action_settings(name)).execute(handle)
             timings[name] = time.perf_counter() - step
         step = time.perf_counter()
         result = ssn.close()

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
-from central.scheduler import load_config
 from central.manifests import read_file
 from central.model.cache import ClusterCache
 from central.model.fields import parse_duration, parse_time
 from central.model.queuetree import check_queues
-from central.sim.manifests import load_into, read_manifests, sources_of
 from central.progress import progress_bar
+from central.scheduler import load_config
+from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import DETAIL_ROWS, print_report
 from central.sim.simulate import simulate
 

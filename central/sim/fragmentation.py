@@ -20,12 +20,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from central.errors import InputError
-from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.plugins.deviceshare import POLICIES
 from central.plugins.gpucards import GPU_MEMORY, GPU_NUMBER
 from central.progress import progress_bar
+from central.scheduler import load_config
 from central.sim.simulate import simulate
 
 CARD_MIB = 16000

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from central.errors import InputError
-from central.model.cache import ClusterCache
-from central.model.jobs import expand_job
 from central.manifests import read_objects
+from central.model.cache import ClusterCache
 from central.model.fields import object_ref
+from central.model.jobs import expand_job
 
 # The order objects enter the cache: what others refer to comes first.
 APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod")

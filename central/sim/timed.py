@@ -19,18 +19,17 @@ from typing import Any
 
 from central.admission.cluster import Cluster
 from central.admission.jobs import mutate_job, validate_job
+from central.controllers import bus
 from central.errors import InputError
 from central.framework.conf import SchedulerConf
 from central.manifests import read_objects
+from central.model import parse, podlife
 from central.model.cache import ClusterCache
 from central.model.fields import object_ref
-from central.model.queuetree import check_queues
-from central.sim.trace import read_trace
-from central.sim.timeline import Timeline, TimedResult
-from central.controllers import bus
-from central.model import parse
 from central.model.hypernodes import parse_hypernode
-from central.sim import podlife
+from central.model.queuetree import check_queues
+from central.sim.timeline import TimedResult, Timeline
+from central.sim.trace import read_trace
 
 STATIC = ("PriorityClass", "Node", "HyperNode")
 SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")

@@ -30,16 +30,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from central.framework.conf import SchedulerConf
+from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.scheduler.cycle import run_cycle
-from central.sim import podlife
 from central.sim.metrics import Recorder
 from central.sim.simulate import SimulationResult
 from central.sim.world import ENDED, World, key_of
 
 IDLE_RECHECK = 60.0
-TIME_SENSITIVE = frozenset({"tdm", "sla"})
 SUBMIT_ORDER = {"Queue": 0, "Command": 1, "Job": 2, "PodGroup": 3, "Pod": 4}
 
 
@@ -75,8 +74,8 @@ class Timeline:
         self.submitted: dict[str, float] = {}
         self.last = SimulationResult()
         self.events = 0
-        self.time_sensitive = any(p.name in TIME_SENSITIVE for tier in conf.tiers for p in tier)
-        self.shuffles = "shuffle" in conf.actions
+        self.time_sensitive = conf.time_sensitive()  # plugins whose answers change with the clock alone
+        self.acts_on_running = conf.acts_on_running()  # actions that may decide with no pod waiting
 
     def submit(self, obj: dict[str, Any]) -> None:
         """Schedule `obj` (Job, PodGroup, Pod, Queue or Command) for its submit-at time."""
@@ -154,9 +153,10 @@ class Timeline:
 
     def _wanted(self, idle_too: bool = True) -> bool:
         """Whether a cycle could decide something new: the world changed and something waits to
-        be admitted or placed (with nothing waiting, enqueue, allocate, backfill, preempt and
-        reclaim have nothing to do; shuffle may still evict), or, with tdm or sla, `idle_too`."""
-        if self.world.changed and (self.shuffles or self._waiting()):
+        be admitted or placed (with nothing waiting, the actions that admit, place or preempt
+        have nothing to do; one that acts on running pods may still evict), or, with
+        time-sensitive plugins, `idle_too`."""
+        if self.world.changed and (self.acts_on_running or self._waiting()):
             return True
         return idle_too and self.time_sensitive and self._active()
 
@@ -166,7 +166,8 @@ class Timeline:
                    for job in self.cache.jobs.values())
 
     def _active(self) -> bool:
-        """Pods wait or run: a tdm window or an sla deadline may change what the scheduler does."""
+        """Pods wait or run: a time-sensitive plugin (a window, a deadline) may change what the
+        scheduler does."""
         return bool(self.world.kubelets.gang_of) or self._waiting()
 
     def _unfinished(self) -> bool:

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from central.api.resources import parse_resource_list
 from central.errors import InputError
-from central.sim import podlife
+from central.model import podlife
+from central.resources.vectors import parse_resource_list
 
 ROW_FIELDS = frozenset({"name", "namespace", "submit", "queue", "priority", "minAvailable", "tasks"})
 TASK_FIELDS = frozenset({"name", "replicas", "requests", "duration", "exitCode"})

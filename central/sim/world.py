@@ -22,10 +22,10 @@ from central.controllers.job_policies import format_time
 from central.controllers.jobs import FINISHED, reconcile
 from central.controllers.podgroups import podgroup_for_pod
 from central.controllers.queues import reconcile_queue
+from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
-from central.sim import podlife
 from central.sim.kubelet import Kubelets
 
 ENDED = FINISHED | {"Aborted"}

@@ -7,9 +7,7 @@ and `-o json` print the objects as the API returned them.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -63,32 +61,6 @@ def resolve_namespace(args: argparse.Namespace) -> None:
         args.namespace = KubeClient.default_namespace(args.kubeconfig, args.context)
 
 
-def api_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Turn API and connection failures into one line on stderr and exit 1 (never a traceback);
-    a 404 is the user's mistake and becomes an InputError (exit 2)."""
-    def wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(fn)
-        def run(args: argparse.Namespace) -> int:
-            from urllib3.exceptions import HTTPError
-
-            from central.kube.client import ApiError
-
-            try:
-                return fn(args)
-            except ApiError as err:
-                if err.code == 404:
-                    raise InputError("", err.message or "not found") from None
-                if err.code == 0:
-                    print(f"caldera {command}: error: cannot reach the API server: {err.message}", file=sys.stderr)
-                else:
-                    print(f"caldera {command}: error: {err}", file=sys.stderr)
-            except (HTTPError, OSError) as err:
-                print(f"caldera {command}: error: cannot reach the API server: {err}", file=sys.stderr)
-            return 1
-        return run
-    return wrap
-
-
 def age(obj: dict[str, Any]) -> str:
     stamp = obj.get("metadata", {}).get("creationTimestamp")
     if not stamp:
@@ -117,7 +89,7 @@ def show(objects: Sequence[dict[str, Any]], output: str, columns: Sequence[Colum
 
 def parse_resources(text: str, where: str) -> dict[str, str]:
     """vcctl's "cpu=1000m,memory=100Mi" resource lists."""
-    from central.api.quantity import parse_quantity
+    from central.resources.quantity import parse_quantity
 
     result = {}
     for item in filter(None, (part.strip() for part in text.split(","))):

@@ -10,14 +10,24 @@ import argparse
 from typing import Any
 
 from central.errors import InputError
+from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
+from central.kube.command_errors import api_errors
 from central.manifests import read_file
 from central.model.fields import yaml_documents
-from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.jobs import JOB_NAMESPACE as JOB_NAMESPACE_LABEL
-from central.vcctl.common import (Column, add_connection, add_listing, add_output, admitted, age, api_errors, connect,
-                                  parse_resources, resolve_namespace, show)
-
+from central.vcctl.common import (
+    Column,
+    add_connection,
+    add_listing,
+    add_output,
+    admitted,
+    age,
+    connect,
+    parse_resources,
+    resolve_namespace,
+    show,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

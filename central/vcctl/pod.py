@@ -6,9 +6,10 @@ import argparse
 from typing import Any
 
 from central.kube.client import CORE, path
+from central.kube.command_errors import api_errors
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.parse import QUEUE_NAME
-from central.vcctl.common import Column, add_connection, add_listing, add_output, age, api_errors, connect, show
+from central.vcctl.common import Column, add_connection, add_listing, add_output, age, connect, show
 
 QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job controller's
 

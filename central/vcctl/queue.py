@@ -12,7 +12,8 @@ from typing import Any
 
 from central.errors import InputError
 from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, path
-from central.vcctl.common import Column, add_connection, add_output, admitted, api_errors, connect, show
+from central.kube.command_errors import api_errors
+from central.vcctl.common import Column, add_connection, add_output, admitted, connect, show
 
 COMMAND_NAMESPACE = "default"  # Commands are namespaced; a Queue is not
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Protocol
 
 from nodeagent.cgroup.layout import CgroupLayout
-from nodeagent.collect.paths import read_text
-from nodeagent.collect.psi import Pressure, parse_pressure
 from nodeagent.health import Health
+from nodeagent.host.paths import read_text
+from nodeagent.host.psi import Pressure, parse_pressure
 
 NAME = "cgroup"
 MIN_QUOTA_US = 1000  # the kernel refuses CFS quotas below 1 ms

@@ -19,8 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodeagent.collect.paths import HostPaths, read_int
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths, read_int
 
 NAME = "gpu"
 IGNORED_XIDS = frozenset({13, 31, 43, 45, 68, 109})

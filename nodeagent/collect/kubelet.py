@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from nodeagent.collect.paths import parse_cpu_list, read_text
 from nodeagent.health import Health
+from nodeagent.host.paths import parse_cpu_list, read_text
 
 NAME = "kubelet"
 

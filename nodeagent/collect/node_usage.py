@@ -19,10 +19,10 @@ from typing import Iterator
 
 import psutil
 
-from nodeagent.collect.paths import HostPaths
-from nodeagent.collect.psi import Pressure, read_node_pressure
 from nodeagent.collect.window import Stat, Window
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths
+from nodeagent.host.psi import Pressure, read_node_pressure
 
 NAME = "node_usage"
 _BUSY = ("user", "nice", "system", "irq", "softirq", "steal")

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 
 from nodeagent.cgroup.driver import CgroupDriver
-from nodeagent.collect.psi import RESOURCES, Pressure
 from nodeagent.collect.window import Stat, Window
+from nodeagent.host.psi import RESOURCES, Pressure
 from nodeagent.pods import PodInfo
 
 NAME = "pod_usage"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from nodeagent.collect.paths import HostPaths, parse_cpu_list, read_int, read_text
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths, parse_cpu_list, read_int, read_text
 
 NAME = "topology"
 _MEMINFO = re.compile(r"^Node\s+\d+\s+(\w+):\s+(\d+)\s*kB", re.MULTILINE)

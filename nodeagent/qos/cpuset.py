@@ -18,7 +18,7 @@ from pathlib import Path
 from nodeagent.cgroup.driver import CgroupWriter
 from nodeagent.cgroup.layout import CgroupLayout
 from nodeagent.collect.kubelet import KubeletCpuState
-from nodeagent.collect.paths import parse_cpu_list
+from nodeagent.host.paths import parse_cpu_list
 from nodeagent.pods import PodInfo
 
 CPUSET_FILE = "cpuset.cpus"

@@ -165,7 +165,7 @@ class MemoryProtection:
 
     def _lower(self, rel: str, target: int) -> None:
         if rel in self.limits and self._drifted(rel, self.limits[rel]):
-            del self.limits[rel]  # the kubelet's QoS sync rewrote it (T23, ko#1734): write ours again
+            del self.limits[rel]  # the kubelet's QoS sync rewrote it (Koordinator #1734): write ours again
             self.pinned.discard(rel)
         usage = self._driver.memory_usage(rel)
         if self._driver.layout.version == 2 or usage is None or usage <= target:

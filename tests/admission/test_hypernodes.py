@@ -8,20 +8,9 @@ import pytest
 
 from central.admission import Cluster, admit
 from central.model.jobs import expand_job
-from tests.admission.helpers import job
+from tests.builders import hypernode, job, member
 
 CLUSTER = Cluster.from_objects([])
-
-
-def hypernode(tier: Any = 1, members: Any = None, name: str = "rack-1") -> dict[str, Any]:
-    if members is None:
-        members = [{"type": "Node", "selector": {"exactMatch": {"name": "node-1"}}}]
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": members}}
-
-
-def member(kind: str = "Node", **selector: Any) -> dict[str, Any]:
-    return {"type": kind, "selector": selector}
 
 
 @pytest.mark.parametrize("obj, expected", [

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from central.admission import AdmissionConfig, Cluster, admit
 from central.admission.jobs import mutate_job
-from tests.admission.helpers import container, job, queue, task
+from tests.builders import container, job, queue, task
 
 CLUSTER = Cluster.from_objects(
     [

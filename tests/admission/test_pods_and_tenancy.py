@@ -1,4 +1,4 @@
-"""The pods webhook guards what the scheduler and the agent read; queues say who may submit (T20)."""
+"""The pods webhook guards what the scheduler and the agent read; queues say who may submit."""
 
 from __future__ import annotations
 
@@ -8,21 +8,14 @@ import pytest
 
 from central.admission import DEFAULT_CONFIG, Cluster, admit
 from central.admission.pods import validate_pod
-from central.model.cache import ClusterCache
-from central.scheduler.cycle import run_cycle
 from central.framework.conf import DEFAULT_CONF_YAML
+from central.model.cache import ClusterCache
 from central.scheduler import load_config
-from tests.admission.helpers import job, queue
+from central.scheduler.cycle import run_cycle
+from tests.builders import job, node, pod, podgroup, queue
 
 SCHEDULER = DEFAULT_CONFIG.scheduler_user
 OWNER = "alice"
-
-
-def pod(annotations: dict[str, str] | None = None, cpu: Any = "1", scheduler: str = "volcano") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "ml", "annotations": annotations or {}},
-            "spec": {"schedulerName": scheduler,
-                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
 
 
 @pytest.mark.parametrize("annotations, cpu, expected", [
@@ -38,12 +31,13 @@ def pod(annotations: dict[str, str] | None = None, cpu: Any = "1", scheduler: st
                  id="jdb-zero"),
 ])
 def test_scheduler_pods_with_unreadable_fields_are_refused(annotations, cpu, expected):
-    review = admit(pod(annotations, cpu), Cluster(), user=OWNER)
+    review = admit(pod(namespace="ml", annotations=annotations, cpu=cpu), Cluster(), user=OWNER)
     assert not review.allowed and any(e.startswith(expected) for e in review.errors), review.errors
 
 
 def test_other_schedulers_pods_pass_untouched():
-    assert validate_pod(pod({"volcano.sh/qos-level": "gold"}, scheduler="default-scheduler"), user=OWNER) == []
+    other = pod(namespace="ml", annotations={"volcano.sh/qos-level": "gold"}, scheduler="default-scheduler")
+    assert validate_pod(other, user=OWNER) == []
 
 
 @pytest.mark.parametrize("old, new, user, allowed", [
@@ -59,25 +53,18 @@ def test_other_schedulers_pods_pass_untouched():
 ])
 def test_only_the_scheduler_pins_cpus(old, new, user, allowed):
     # any scheduler name: a pod of another scheduler must not pin either (the agent would obey)
-    before = None if old is None else pod(old, scheduler="default-scheduler")
-    review = admit(pod(new, scheduler="default-scheduler"), Cluster(), old=before, user=user)
+    before = None if old is None else pod(namespace="ml", annotations=old, scheduler="default-scheduler")
+    after = pod(namespace="ml", annotations=new, scheduler="default-scheduler")
+    review = admit(after, Cluster(), old=before, user=user)
     assert review.allowed == allowed, review.errors
     if not allowed and user != SCHEDULER:
         assert any("may be set only by the scheduler" in e for e in review.errors), review.errors
 
 
-# --- T20: queue tenancy ----------------------------------------------------------------------
+# --- queue tenancy: a queue takes Jobs and PodGroups only from the namespaces it names -------
 
 def tenant_queue(name: str, allowed: str, parent: str | None = None) -> dict[str, Any]:
-    q = queue(name, parent)
-    q["metadata"]["annotations"] = {"caldera.sh/allowed-namespaces": allowed}
-    return q
-
-
-def podgroup(namespace: str, queue_name: str | None) -> dict[str, Any]:
-    spec = {"minMember": 1, **({"queue": queue_name} if queue_name else {})}
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": "pg", "namespace": namespace}, "spec": spec}
+    return queue(name, parent=parent, annotations={"caldera.sh/allowed-namespaces": allowed})
 
 
 CLUSTER = Cluster.from_objects([
@@ -97,9 +84,9 @@ CLUSTER = Cluster.from_objects([
     pytest.param(job(queue="leaf") | {"metadata": {"name": "j", "namespace": "intruder"}}, False,
                  id="ancestor-restricts"),
     pytest.param(job(queue="leaf") | {"metadata": {"name": "j", "namespace": "team-b"}}, True, id="ancestor-admits"),
-    pytest.param(podgroup("intruder", "team-a"), False, id="podgroup-other-ns"),
-    pytest.param(podgroup("intruder", None), False, id="namespace-annotation-names-a-foreign-queue"),
-    pytest.param(podgroup("team-a", "team-a"), True, id="podgroup-own-ns"),
+    pytest.param(podgroup("pg", "intruder", queue="team-a"), False, id="podgroup-other-ns"),
+    pytest.param(podgroup("pg", "intruder", queue=None), False, id="namespace-annotation-names-a-foreign-queue"),
+    pytest.param(podgroup("pg", "team-a", queue="team-a"), True, id="podgroup-own-ns"),
 ])
 def test_queues_take_jobs_only_from_their_namespaces(obj, allowed):
     review = admit(obj, CLUSTER)
@@ -118,14 +105,10 @@ def test_the_scheduler_also_refuses_a_job_in_a_foreign_queue():
     """A PodGroup that got past admission (created before the annotation was set) is not scheduled."""
     cache = ClusterCache()
     for obj in [
-        {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}},
+        node("n1", cpu="8", memory="8Gi", pods=None),
         tenant_queue("team-a", "team-a"),
-        *(podgroup(ns, "team-a") | {"metadata": {"name": f"pg-{ns}", "namespace": ns}}
-          for ns in ("team-a", "intruder")),
-        *({"kind": "Pod", "metadata": {"name": f"p-{ns}", "namespace": ns,
-                                       "annotations": {"scheduling.k8s.io/group-name": f"pg-{ns}"}},
-           "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
-          for ns in ("team-a", "intruder")),
+        *(podgroup(f"pg-{ns}", ns, queue="team-a") for ns in ("team-a", "intruder")),
+        *(pod(f"p-{ns}", ns, group=f"pg-{ns}") for ns in ("team-a", "intruder")),
     ]:
         cache.apply(obj)
     result = run_cycle(cache, load_config(DEFAULT_CONF_YAML))
@@ -133,12 +116,10 @@ def test_the_scheduler_also_refuses_a_job_in_a_foreign_queue():
 
 
 def test_a_podgroup_in_a_closed_queue_may_still_be_resized():
-    closed = queue("shut")
-    closed["status"] = {"state": "Closed"}
-    cluster = Cluster.from_objects([closed])
-    before = podgroup("ns", "shut")
+    cluster = Cluster.from_objects([queue("shut", state="Closed")])
+    before = podgroup("pg", "ns", queue="shut")
     assert not admit(before, cluster).allowed  # no new PodGroups in a closed queue...
-    resized = podgroup("ns", "shut") | {"spec": {"minMember": 3, "queue": "shut"}}
+    resized = podgroup("pg", "ns", queue="shut") | {"spec": {"minMember": 3, "queue": "shut"}}
     assert admit(resized, cluster, old=before).allowed  # ...but the ones there may change
-    moved = podgroup("ns", "shut") | {"spec": {"minMember": 1, "queue": "nosuch"}}
+    moved = podgroup("pg", "ns", queue="shut") | {"spec": {"minMember": 1, "queue": "nosuch"}}
     assert not admit(moved, cluster, old=before).allowed

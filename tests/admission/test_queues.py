@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from central.admission import Cluster, admit, admit_delete
 from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue
-from tests.admission.helpers import job, podgroup, queue
+from tests.builders import job, podgroup, queue
 
 
 def tree(*queues: dict[str, Any], podgroups: tuple[dict[str, Any], ...] = ()) -> Cluster:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from central.cli import main
-from tests.admission.helpers import job, podgroup, queue, task
+from tests.builders import job, podgroup, queue, task
 
 
 def write(path: Path, *objects: dict[str, Any]) -> Path:

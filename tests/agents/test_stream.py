@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import random
-import socket
-import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -15,29 +12,12 @@ from prometheus_client import CollectorRegistry
 from central.agents import NodeReportStore, ReceiverServer, ServerTls
 from central.agents.server import ReceiverCollector
 from nodeagent.api.v1 import agent_pb2 as pb
-from nodeagent.collect.gpu import GpuReport
-from nodeagent.collect.node_usage import NodeUsage
-from nodeagent.collect.topology import NumaNode, Topology
-from nodeagent.collect.window import Stat
-from nodeagent.report import NodeSnapshot, sections
+from nodeagent.report import sections
 from nodeagent.stream import ReportStream, TlsFiles
 from tests.agents.certs import CertAuthority
+from tests.agents.reports import snapshot
+from tests.ports import free_port
 from tests.waiting import eventually
-
-
-def snapshot(cpu: float) -> NodeSnapshot:
-    return NodeSnapshot(
-        cpu_capacity_cores=8, cpu_allocatable_cores=7.5, memory_allocatable_bytes=30 << 30,
-        usage=NodeUsage(Stat(cpu, cpu, cpu), Stat(1 << 30, 1 << 30, 1 << 30), 32 << 30),
-        topology=Topology(1, 4, 8, list(range(8)), [], [NumaNode(0, list(range(8)), 32 << 30, 16 << 30, [10])]),
-        gpus=GpuReport("none"),
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Clock:
@@ -46,24 +26,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def agent_runner() -> Iterator[Callable[[ReportStream], threading.Thread]]:
-    stops: list[tuple[threading.Event, threading.Thread]] = []
-
-    def start(stream: ReportStream) -> threading.Thread:
-        stop = threading.Event()
-        thread = threading.Thread(target=stream.run, args=(stop,), daemon=True)
-        thread.start()
-        stops.append((stop, thread))
-        return thread
-
-    yield start
-    for stop, thread in stops:
-        stop.set()
-        thread.join(timeout=5)
-        assert not thread.is_alive(), "agent stream did not stop"
 
 
 def test_full_then_deltas_then_heartbeat(agent_runner) -> None:

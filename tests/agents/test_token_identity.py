@@ -14,11 +14,11 @@ import pytest
 
 from central.agents import NodeReportStore, ReceiverServer, ServerTls
 from central.agents.server import AgentIdentity, Unauthenticated
-from central.certs import ServingRequest, issue_serving, new_ca
-from central.kube.tokenreview import NODE_NAME, TokenReviewer, identity_from_review
+from central.agents.tokenreview import NODE_NAME, TokenReviewer, identity_from_review
+from central.certs.issue import ServingRequest, issue_serving, new_ca
 from nodeagent.report import sections
 from nodeagent.stream import ReportStream, TlsFiles
-from tests.agents.test_stream import agent_runner, snapshot  # noqa: F401  (fixture)
+from tests.agents.reports import snapshot
 from tests.waiting import eventually
 
 
@@ -44,7 +44,7 @@ def _server_tls(tmp_path: Path) -> tuple[ServerTls, TlsFiles]:
     return ServerTls(tmp_path / "tls.crt", tmp_path / "tls.key"), TlsFiles(tmp_path / "ca.crt", server_name="localhost")
 
 
-def _run(tmp_path, agent_runner, tokens: Tokens, node: str, token: str):  # noqa: F811
+def _run(tmp_path, agent_runner, tokens: Tokens, node: str, token: str):
     server_tls, client_tls = _server_tls(tmp_path)
     store = NodeReportStore()
     server = ReceiverServer(store, "127.0.0.1:0", tls=server_tls, authenticate=tokens)
@@ -58,7 +58,7 @@ def _run(tmp_path, agent_runner, tokens: Tokens, node: str, token: str):  # noqa
     return server, store, stream, token_file
 
 
-def test_a_token_for_the_node_streams_its_reports(tmp_path, agent_runner):  # noqa: F811
+def test_a_token_for_the_node_streams_its_reports(tmp_path, agent_runner):
     server, store, stream, _ = _run(tmp_path, agent_runner, Tokens({"t-a": AgentIdentity("node-a")}), "node-a", "t-a")
     try:
         eventually(lambda: store.latest("node-a") is not None)
@@ -67,7 +67,7 @@ def test_a_token_for_the_node_streams_its_reports(tmp_path, agent_runner):  # no
         server.stop()
 
 
-def test_a_token_for_another_node_is_denied_logged_once_and_said_by_the_agent(tmp_path, agent_runner,  # noqa: F811
+def test_a_token_for_another_node_is_denied_logged_once_and_said_by_the_agent(tmp_path, agent_runner,
                                                                                caplog):
     server, store, stream, _ = _run(tmp_path, agent_runner, Tokens({"t-b": AgentIdentity("node-b")}), "node-a", "t-b")
     try:
@@ -80,7 +80,7 @@ def test_a_token_for_another_node_is_denied_logged_once_and_said_by_the_agent(tm
         server.stop()
 
 
-def test_an_unknown_token_is_unauthenticated_and_a_fresh_one_is_read_at_reconnect(tmp_path, agent_runner):  # noqa: F811
+def test_an_unknown_token_is_unauthenticated_and_a_fresh_one_is_read_at_reconnect(tmp_path, agent_runner):
     tokens = Tokens({"fresh": AgentIdentity("node-a")})
     server, store, stream, token_file = _run(tmp_path, agent_runner, tokens, "node-a", "stale")
     try:
@@ -92,7 +92,7 @@ def test_an_unknown_token_is_unauthenticated_and_a_fresh_one_is_read_at_reconnec
         server.stop()
 
 
-def test_a_stream_ends_when_its_token_expires(tmp_path, agent_runner):  # noqa: F811
+def test_a_stream_ends_when_its_token_expires(tmp_path, agent_runner):
     expires = time.time() + 0.5
     tokens = Tokens({"short": AgentIdentity("node-a", expires_unix_s=expires)})
     server, store, stream, token_file = _run(tmp_path, agent_runner, tokens, "node-a", "short")
@@ -105,7 +105,7 @@ def test_a_stream_ends_when_its_token_expires(tmp_path, agent_runner):  # noqa: 
         server.stop()
 
 
-def test_no_token_at_all_is_unauthenticated(tmp_path, agent_runner):  # noqa: F811
+def test_no_token_at_all_is_unauthenticated(tmp_path, agent_runner):
     server_tls, client_tls = _server_tls(tmp_path)
     store = NodeReportStore()
     server = ReceiverServer(store, "127.0.0.1:0", tls=server_tls, authenticate=Tokens({}))

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from central.controllers.bus import command
 from central.controllers.jobs import ABORTED, COMPLETED, FAILED, TERMINATED
-from tests.admission.helpers import job, task
+from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 PHASES = {

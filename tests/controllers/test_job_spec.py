@@ -13,7 +13,7 @@ from central.controllers.jobs import reconcile
 from central.errors import InputError
 from central.model.jobs import expand_job
 from central.model.jobspec import job_spec, parse_job
-from tests.admission.helpers import job, task
+from tests.builders import job, task
 
 
 def admitted(**spec: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from central.controllers.bus import command
 from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
 from central.controllers.jobs import reconcile
-from tests.admission.helpers import job, task
+from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 PS, W0, W1 = "train-ps-0", "train-worker-0", "train-worker-1"

@@ -10,10 +10,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from central.admission.jobs import mutate_job
-from central.controllers.plugins import apply_plugins, deleted_objects, job_objects
+from central.controllers.jobplugins import apply_plugins, deleted_objects, job_objects
 from central.errors import InputError
 from central.model.jobs import expand_job
-from tests.admission.helpers import job, task
+from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from central.controllers.bus import command
 from central.controllers.podgroups import podgroup_for_pod
 from central.controllers.queues import CLOSED_BY_PARENT, reconcile_queue
-from tests.admission.helpers import podgroup, queue
+from tests.builders import pod, podgroup, queue
 
 
 class Queues:
@@ -126,36 +126,24 @@ def test_counts_and_parent_default() -> None:
     assert not reconcile_queue(qs.queues["a"], qs.queues, qs.podgroups).status_changed
 
 
-def pod(**extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "web-1",
-            "namespace": "shop",
-            "uid": "pod-uid",
-            "annotations": {
-                "scheduling.volcano.sh/queue-name": "team",
-                "volcano.sh/preemptable": "true",
-                "unrelated": "x",
-            },
-        },
-        "spec": {
-            "schedulerName": "volcano",
-            "priorityClassName": "high",
-            "containers": [
-                {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
-            ],
-        },
-    }
-    base["metadata"].update(extra)
-    return base
+# A web pod of queue `team` asking half a CPU and 1Gi, with one annotation its PodGroup copies
+# and one it must not.
+WEB_POD: dict[str, Any] = {
+    "uid": "pod-uid",
+    "annotations": {
+        "scheduling.volcano.sh/queue-name": "team",
+        "volcano.sh/preemptable": "true",
+        "unrelated": "x",
+    },
+    "requests": {"cpu": "500m", "memory": "1Gi"},
+    "priorityClassName": "high",
+}
 
 
 def test_podgroup_for_a_replicaset_pod() -> None:
     owner_ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs-uid", "controller": True}
     owner = {"metadata": {"name": "web", "annotations": {"scheduling.volcano.sh/group-min-member": "3"}}}
-    d = podgroup_for_pod(pod(ownerReferences=[owner_ref]), owner)
+    d = podgroup_for_pod(pod("web-1", "shop", owners=[owner_ref], **WEB_POD), owner)
     assert d is not None
     assert d.pod_annotations == {"scheduling.k8s.io/group-name": "podgroup-rs-uid"}
     pg = d.podgroup
@@ -171,7 +159,7 @@ def test_podgroup_for_a_replicaset_pod() -> None:
 
 
 def test_podgroup_for_a_bare_pod() -> None:
-    d = podgroup_for_pod(pod())
+    d = podgroup_for_pod(pod("web-1", "shop", **WEB_POD))
     assert d is not None and d.podgroup["metadata"]["name"] == "podgroup-pod-uid"
     assert d.podgroup["spec"]["minMember"] == 1 and d.podgroup["metadata"]["ownerReferences"][0]["kind"] == "Pod"
 
@@ -186,7 +174,7 @@ def test_podgroup_for_a_bare_pod() -> None:
     ],
 )
 def test_pods_left_alone(edit: Any) -> None:
-    p = pod()
+    p = pod("web-1", "shop", **WEB_POD)
     edit(p)
     assert podgroup_for_pod(p) is None
 

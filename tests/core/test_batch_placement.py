@@ -17,12 +17,12 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from central.bench.synthetic import synthetic_cluster
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.framework.placement import Placement
 from central.model.cache import ClusterCache
 from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from central.sim.synthetic import synthetic_cluster
 
 CONFS = {
     "default": DEFAULT_CONF_YAML,

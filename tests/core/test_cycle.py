@@ -2,8 +2,8 @@
 
 import yaml
 
-from central.scheduler import load_config
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from central.sim.manifests import Manifests, load_into
 from central.testing import RecordingSink

@@ -1,16 +1,16 @@
 """deviceshare and tdm: argument errors, the per-card invariants, the agent health hook."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.actions.allocate import allocate
+from central.actions.allocate import Allocate
 from central.errors import InputError
-from central.scheduler import load_config
+from central.framework.action import ActionHandle
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.plugins.gpucards import card_memory
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 
@@ -62,7 +62,7 @@ def test_bad_budget_faults_the_podgroup_and_others_schedule():
             "pods": {"ns/j-0": {"group": "j", "cpu": 1}, "ns/k-0": {"group": "k", "cpu": 1}}}
     ssn = session_for(case, conf_with("{name: tdm}"))
     assert ssn.job_valid(ssn.jobs["ns/j"]).startswith("PodGroup ns/j: metadata.annotations[volcano.sh/jdb-min-available]")
-    allocate(ssn)
+    Allocate({}).execute(ActionHandle(ssn))
     result = ssn.close()
     assert result.binds == {"ns/k-0": "n1"}
     assert [(f.kind, f.key, f.source) for f in result.faults] == [("PodGroup", "ns/j", "tdm")]

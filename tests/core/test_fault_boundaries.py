@@ -16,6 +16,7 @@ from central.framework.plugin import Plugin
 from central.model.cache import ClusterCache
 from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
+from tests.core.plugins import RefusingPlugin
 from tests.scenarios.harness import objects_of, run_case
 
 NODE = {"cpu": 16, "memory": "64Gi"}
@@ -126,11 +127,11 @@ class NodeRefusingPlugin(Plugin):
 
     name = "node-refusing"
 
-    def __init__(self, option, session):
-        super().__init__(option, session)
-        for node in session.nodes:
+    def __init__(self, option, handle):
+        super().__init__(option, handle)
+        for node in handle.nodes:
             if node.name == "a-odd":
-                session.fault_node(node, InputError("Node a-odd: metadata.annotations[example.com/x]", "unreadable"),
+                handle.fault_node(node, InputError("Node a-odd: metadata.annotations[example.com/x]", "unreadable"),
                                    self.name)
 
 
@@ -157,17 +158,6 @@ def test_bad_gpu_index_on_a_placed_pod_is_reported():
     assert result.binds == {"ns/gpu": "n1"}
     assert result.faults == {"Pod ns/placed": "Pod ns/placed: metadata.annotations[volcano.sh/gpu-index]: "
                                               "'0-9' is beyond the node's 2 ids (0-1)"}
-
-
-class RefusingPlugin(Plugin):
-    """A plugin whose placement reads bad data of one job: the action's boundary catches it."""
-
-    name = "refusing"
-
-    def predicate(self, task, rows):
-        if task.job_uid == "ns/bad":
-            raise InputError(f"Pod {task.uid}: metadata.annotations[example.com/x]", "unreadable")
-        return []
 
 
 def test_bad_data_met_mid_allocate_faults_the_job_and_discards_its_statement():

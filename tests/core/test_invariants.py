@@ -4,13 +4,13 @@ import numpy as np
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from central.api.quantity import parse_quantity
-from central.api.resources import EPSILON
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, TaskStatus
+from central.resources.quantity import parse_quantity
+from central.resources.vectors import EPSILON
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.model.jobs import expand_job
+from central.scheduler import load_config
 from central.sim.manifests import load_into, read_manifests
 from central.sim.simulate import simulate
 

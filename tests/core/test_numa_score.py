@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
-from central.sim.manifests import Manifests, load_into
 from central.model.fields import parse_time
+from central.scheduler import load_config
+from central.sim.manifests import Manifests, load_into
 from tests.scenarios.harness import node_data_of, objects_of
 
 CONF = 'actions: "allocate"\ntiers:\n- plugins: [{name: predicates}, {name: numa-aware, arguments: {weight: 2}}]\n'

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.utils.quantity import parse_quantity as kube_parse
 
-from central.api.quantity import parse_quantity
-from central.api.resources import Dimensions, format_value, less_equal, less_equal_on, parse_resource_list
 from central.errors import InputError
+from central.resources.quantity import parse_quantity
+from central.resources.vectors import Dimensions, format_value, less_equal, less_equal_on, parse_resource_list
 
 
 @pytest.mark.parametrize("text, value", [
@@ -76,7 +76,7 @@ def test_missing_dimension_is_zero_and_tolerance_applies():
 
 
 def test_large_values_print_without_an_exponent() -> None:
-    from central.api.resources import format_value
+    from central.resources.vectors import format_value
 
     assert (format_value("cpu", 8221750.0), format_value("memory", 2**40 + 1)) == ("8221750m", "1099511627777")
 

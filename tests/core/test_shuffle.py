@@ -2,12 +2,12 @@
 
 import pytest
 
-from central.scheduler import load_config
-from central.framework.points import Points
+from central.framework.points import Points, union_first_tier
 from central.model.cache import ClusterCache
 from central.model.fields import parse_time
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
-from tests.core.test_points import plugin
+from tests.core.plugins import plugin
 from tests.scenarios.harness import objects_of
 
 A, B, C = "a", "b", "c"
@@ -27,7 +27,7 @@ def victims(*pairs):
 def test_victim_tasks_union_within_the_first_tier(tiers, flags, expected):
     points = Points([[plugin(f"p{i}{j}", flags, victim_tasks=fn) for j, fn in enumerate(tier)]
                      for i, tier in enumerate(tiers)])
-    assert points.union_first_tier("victim_tasks", []) == expected
+    assert union_first_tier(points.victim_tasks, []) == expected
 
 
 def test_shuffle_eviction_carries_the_plugins_reason():

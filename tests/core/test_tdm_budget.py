@@ -5,9 +5,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.scheduler import load_config
 from central.model.cache import ClusterCache
 from central.model.fields import parse_time
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 

@@ -10,23 +10,10 @@ import numpy as np
 import pytest
 
 from central.errors import InputError
-from central.kube.feeder import CacheFeeder
 from central.model.cache import ClusterCache
 from central.scheduler import load_config
-
-
-def node(name: str, **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
-
-
-def hypernode(name: str, tier: int, *members: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": list(members)}}
-
-
-def exact(name: str, kind: str = "Node") -> dict[str, Any]:
-    return {"type": kind, "selector": {"exactMatch": {"name": name}}}
+from central.scheduler.feeder import CacheFeeder
+from tests.builders import exact, hypernode, member, node
 
 
 def cache_of(*objs: dict[str, Any]) -> ClusterCache:
@@ -42,10 +29,10 @@ def members(cache: ClusterCache, name: str) -> set[str]:
 
 
 def test_members_by_name_pattern_and_labels_and_the_tree_above_them():
-    cache = cache_of(node("a-1"), node("a-2"), node("b-1", rack="b"), node("x"),
-                     hypernode("ra", 1, {"type": "Node", "selector": {"regexMatch": {"pattern": "^a-"}}}),
-                     hypernode("rb", 1, {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "b"}}}}),
-                     hypernode("spine", 2, exact("ra", "HyperNode"), exact("rb", "HyperNode")))
+    cache = cache_of(node("a-1"), node("a-2"), node("b-1", labels={"rack": "b"}), node("x"),
+                     hypernode("ra", 1, [member(regexMatch={"pattern": "^a-"})]),
+                     hypernode("rb", 1, [member(labelMatch={"matchLabels": {"rack": "b"}})]),
+                     hypernode("spine", 2, [exact("ra", "HyperNode"), exact("rb", "HyperNode")]))
     topo = cache.topology()
     assert members(cache, "ra") == {"a-1", "a-2"} and members(cache, "rb") == {"b-1"}
     assert members(cache, "spine") == {"a-1", "a-2", "b-1"}
@@ -56,19 +43,19 @@ def test_members_by_name_pattern_and_labels_and_the_tree_above_them():
 
 
 def test_a_label_change_moves_a_node_between_hypernodes():
-    cache = cache_of(node("n1", rack="a"),
-                     hypernode("ra", 1, {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "a"}}}}))
+    cache = cache_of(node("n1", labels={"rack": "a"}),
+                     hypernode("ra", 1, [member(labelMatch={"matchLabels": {"rack": "a"}})]))
     assert members(cache, "ra") == {"n1"}
-    cache.apply(node("n1", rack="b"))
+    cache.apply(node("n1", labels={"rack": "b"}))
     assert members(cache, "ra") == set()
 
 
 @pytest.mark.parametrize("objs, faulted, reason", [
-    pytest.param([hypernode("s1", 2, exact("leaf", "HyperNode")), hypernode("s2", 2, exact("leaf", "HyperNode")),
-                  hypernode("leaf", 1, exact("n1"))],
+    pytest.param([hypernode("s1", 2, [exact("leaf", "HyperNode")]), hypernode("s2", 2, [exact("leaf", "HyperNode")]),
+                  hypernode("leaf", 1, [exact("n1")])],
                  "s2", "spec.members: HyperNode leaf is already a member of HyperNode s1; a HyperNode has one parent",
                  id="two-parents"),
-    pytest.param([hypernode("a", 1, exact("b", "HyperNode")), hypernode("b", 2, exact("a", "HyperNode"))],
+    pytest.param([hypernode("a", 1, [exact("b", "HyperNode")]), hypernode("b", 2, [exact("a", "HyperNode")])],
                  "a", "spec.members: HyperNode members form a cycle: a -> b -> a", id="cycle"),
 ])
 def test_a_malformed_tree_faults_the_hypernode_and_keeps_the_rest(objs, faulted, reason):
@@ -84,9 +71,9 @@ def test_the_cache_refuses_an_unreadable_hypernode_and_the_feeder_reports_it():
     cache = ClusterCache()
     feeder = CacheFeeder(cache, on_refused=lambda obj, why: refused.append((obj["metadata"]["name"], why)))
     feeder.handler("Node")("ADDED", node("n1"))
-    bad = hypernode("bad", 1, {"type": "Node", "selector": {"regexMatch": {"pattern": "n(["}}})
+    bad = hypernode("bad", 1, [member(regexMatch={"pattern": "n(["})])
     feeder.handler("HyperNode")("ADDED", bad)
-    feeder.handler("HyperNode")("ADDED", hypernode("good", 1, exact("n1")))
+    feeder.handler("HyperNode")("ADDED", hypernode("good", 1, [exact("n1")]))
     assert refused and refused[0][0] == "bad"
     assert refused[0][1].startswith("spec.members[0].selector.regexMatch.pattern: invalid regular expression")
     assert set(cache.hypernodes) == {"good"}

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from caldera.cli import main
-from central.api.quantity import INT64_MAX, parse_quantity
-from central.api.resources import parse_resource_list
 from central.errors import InputError
 from central.model import annotations
 from central.model.fields import check_tree, parse_duration, yaml_documents
+from central.resources.quantity import INT64_MAX, parse_quantity
+from central.resources.vectors import parse_resource_list
 
 REGRESSIONS = Path(__file__).resolve().parent.parent / "data" / "regressions"
 

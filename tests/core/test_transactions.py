@@ -13,9 +13,9 @@ import inspect
 import numpy as np
 import pytest
 
-from central.scheduler import load_config
 from central.framework.session import Session
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from central.kube.client import ApiError, KubeClient
-from central.localcluster import build
+from central.localcluster import build, controlplane
 from central.localcluster.simkubelet import NodeSpec
 from central.localcluster.up import Cluster, down, up
 from tests.waiting import eventually
@@ -154,3 +154,11 @@ def volcano_job(name: str, queue: str, replicas: int = 2, min_available: int | N
         spec["maxRetry"] = max_retry
     spec.update(extra_spec or {})
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+
+
+def as_token(tenant: Tenant, token_file: Path) -> KubeClient:
+    """A client of the cluster that authenticates with the token in `token_file`."""
+    path = controlplane.write_kubeconfig(tenant.cluster.dir / "kubeconfigs" / f"test-{token_file.parent.name}",
+                                         tenant.cluster.server, tenant.cluster.dir / "pki" / "ca.crt",
+                                         token=token_file.read_text())
+    return KubeClient.connect(str(path))

@@ -6,21 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import container, pod
 from tests.e2e.conftest import Tenant, wait_for
 
 pytestmark = pytest.mark.e2e
 
 CPUSET = "caldera.sh/cpuset"
 GPU_INDEX = "volcano.sh/gpu-index"
-
-
-def pod(name: str, requests: dict[str, str], limits: dict[str, str] | None = None,
-        annotations: dict[str, str] | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "annotations": annotations or {}},
-            "spec": {"schedulerName": "volcano", "containers": [{
-                "name": "main", "image": "busybox",
-                "resources": {"requests": requests, **({"limits": limits} if limits else {})}}]}}
 
 
 def cpus(text: str) -> set[int]:
@@ -41,8 +33,9 @@ def test_agents_publish_batch_resources_on_their_nodes(tenant: Tenant) -> None:
 def test_numa_aware_placement_then_the_agent_pins_the_cpus(tenant: Tenant) -> None:
     ns = tenant.namespace
     whole = {"cpu": "6", "memory": "1Gi"}
-    tenant.create(f"/api/v1/namespaces/{ns}/pods",
-                  pod("db", whole, whole, {"volcano.sh/numa-topology-policy": "single-numa-node"}))
+    db = pod("db", None, containers=[container(requests=whole, limits=whole)],
+             annotations={"volcano.sh/numa-topology-policy": "single-numa-node"})
+    tenant.create(f"/api/v1/namespaces/{ns}/pods", db)
     placed = wait_for(lambda: (p := tenant.kube.get(f"/api/v1/namespaces/{ns}/pods/db"))["spec"].get("nodeName")
                       and p["status"].get("phase") == "Running" and p, "db bound and running", timeout=60)
     chosen = cpus(placed["metadata"]["annotations"][CPUSET])
@@ -55,15 +48,16 @@ def test_numa_aware_placement_then_the_agent_pins_the_cpus(tenant: Tenant) -> No
 def test_gpu_share_packs_by_memory_and_whole_cards_stay_whole(tenant: Tenant) -> None:
     ns = tenant.namespace
     for name, extra in (("share-a", {"volcano.sh/gpu-memory": "4000"}), ("share-b", {"volcano.sh/gpu-memory": "4000"})):
-        tenant.create(f"/api/v1/namespaces/{ns}/pods", pod(name, {"cpu": "1", "memory": "1Gi", **extra},
-                                                         {"volcano.sh/gpu-memory": extra["volcano.sh/gpu-memory"]}))
+        main = container(requests={"cpu": "1", "memory": "1Gi", **extra}, limits=extra)
+        tenant.create(f"/api/v1/namespaces/{ns}/pods", pod(name, None, containers=[main]))
     bound = wait_for(lambda: all(p["spec"].get("nodeName") for p in tenant.pods()) and len(tenant.pods()) == 2
                      and tenant.pods(), "both GPU-share pods bound")
     assert {p["spec"]["nodeName"] for p in bound} == {"gpu-1"}
     cards = {p["metadata"]["annotations"][GPU_INDEX] for p in bound}
     assert len(cards) == 1, cards  # packed onto one card by memory
-    tenant.create(f"/api/v1/namespaces/{ns}/pods", pod("whole", {"cpu": "1", "memory": "1Gi", "volcano.sh/gpu-number": "1"},
-                                                     {"volcano.sh/gpu-number": "1"}))
+    card = {"volcano.sh/gpu-number": "1"}
+    main = container(requests={"cpu": "1", "memory": "1Gi", **card}, limits=card)
+    tenant.create(f"/api/v1/namespaces/{ns}/pods", pod("whole", None, containers=[main]))
     whole = wait_for(lambda: (p := tenant.kube.get(f"/api/v1/namespaces/{ns}/pods/whole"))["spec"].get("nodeName") and p,
                      "the whole-card pod bound")
     assert whole["spec"]["nodeName"] == "gpu-1"

@@ -55,8 +55,9 @@ def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:
 
 
 def test_objects_from_volcanos_documentation_are_accepted_and_run(tenant: Tenant) -> None:
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     from central.localcluster.install import Discovery, apply
 

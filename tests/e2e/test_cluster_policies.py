@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from central.kube.client import ApiError, KubeClient
-from tests.e2e.conftest import Tenant, volcano_job, wait_for
-from tests.e2e.test_cluster_rbac import as_token
+from tests.e2e.conftest import Tenant, as_token, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -64,7 +63,7 @@ def test_the_scheduler_takes_reports_only_for_the_node_a_token_names(tenant: Ten
 
     from nodeagent.report import sections
     from nodeagent.stream import ReportStream, TlsFiles
-    from tests.agents.test_stream import snapshot
+    from tests.agents.reports import snapshot
 
     identity = tenant.cluster.dir / "pods" / "caldera-nodeagent-node-1" / "scheduler-identity"
     node_1 = tenant.cluster.dir / "nodes" / "node-1"

@@ -6,17 +6,9 @@ from __future__ import annotations
 import pytest
 
 from central.kube.client import ApiError, KubeClient
-from central.localcluster import controlplane
-from tests.e2e.conftest import Tenant, volcano_job, wait_for
+from tests.e2e.conftest import Tenant, as_token, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-def as_token(tenant: Tenant, token_file) -> KubeClient:
-    path = controlplane.write_kubeconfig(tenant.cluster.dir / "kubeconfigs" / f"test-{token_file.parent.name}",
-                                         tenant.cluster.server, tenant.cluster.dir / "pki" / "ca.crt",
-                                         token=token_file.read_text())
-    return KubeClient.connect(str(path))
 
 
 def test_an_agent_may_patch_only_its_own_node(tenant: Tenant) -> None:

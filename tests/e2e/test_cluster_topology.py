@@ -6,25 +6,16 @@ the tier named."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from central.kube.client import ApiError
+from tests.builders import exact, hypernode, member
 from tests.e2e.conftest import Tenant, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
 HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
-
-
-def hypernode(name: str, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": members}}
-
-
-def nodes(*names: str) -> list[dict[str, Any]]:
-    return [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in names]
 
 
 @pytest.fixture
@@ -35,9 +26,9 @@ def fabric(tenant: Tenant) -> Iterator[dict[str, set[str]]]:
     made = []
     try:
         for name, members in racks.items():
-            made.append(tenant.create(HYPERNODES, hypernode(name, 1, nodes(*sorted(members))))["metadata"]["name"])
-        spine = hypernode(f"spine-{prefix}", 2, [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}}
-                                                 for n in racks])
+            rack = hypernode(name, 1, [exact(n) for n in sorted(members)])
+            made.append(tenant.create(HYPERNODES, rack)["metadata"]["name"])
+        spine = hypernode(f"spine-{prefix}", 2, [exact(n, "HyperNode") for n in racks])
         made.append(tenant.create(HYPERNODES, spine)["metadata"]["name"])
         yield racks
     finally:
@@ -52,7 +43,7 @@ def test_hypernode_crd_is_structural_and_bad_hypernodes_are_refused(tenant: Tena
     crd = tenant.kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hypernodes.topology.volcano.sh")
     conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
     assert conditions.get("Established") == "True" and conditions.get("NonStructuralSchema") != "True"
-    bad = hypernode(f"bad-{tenant.namespace[-4:]}", 1, [{"type": "Node", "selector": {"regexMatch": {"pattern": "node-(["}}}])
+    bad = hypernode(f"bad-{tenant.namespace[-4:]}", 1, [member(regexMatch={"pattern": "node-(["})])
     with pytest.raises(ApiError) as refused:
         tenant.create(HYPERNODES, bad)
     assert refused.value.code == 400 and "spec.members[0].selector.regexMatch.pattern" in refused.value.message

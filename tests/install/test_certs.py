@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
-import ssl
 import socket
+import ssl
 import threading
 
 import pytest
 from cryptography import x509
 
-from central.certs import (CertError, KeyPair, ServingRequest, ca_problem, certificate_problem, issue_serving,
-                           new_ca, renewal_due, service_dns_names, serving_problem)
+from central.certs.issue import (
+    CertError,
+    KeyPair,
+    ServingRequest,
+    ca_problem,
+    certificate_problem,
+    issue_serving,
+    new_ca,
+    renewal_due,
+    service_dns_names,
+    serving_problem,
+)
 
 NOW = dt.datetime(2026, 11, 24, tzinfo=dt.timezone.utc)
 REQUEST = ServingRequest("svc.ns.svc", service_dns_names("svc", "ns"), ("127.0.0.1",))

@@ -8,10 +8,17 @@ import datetime as dt
 
 import pytest
 
-from central.certs import CA_CRT, TLS_CRT, KeyPair, new_ca, issue_serving
+from central.certs.command import (
+    CA_SECRET,
+    SCHEDULER_SECRET,
+    WEBHOOK_SECRET,
+    default_targets,
+    ensure_certificates,
+    inject_ca_bundle,
+    write_files,
+)
+from central.certs.issue import CA_CRT, TLS_CRT, KeyPair, issue_serving, new_ca
 from central.errors import InputError
-from central.kube.certs import (CA_SECRET, SCHEDULER_SECRET, WEBHOOK_SECRET, default_targets, ensure_certificates,
-                                inject_ca_bundle, write_files)
 from central.kube.client import CORE, path
 
 ADMISSION_NAMESPACE = "caldera-system"  # where the webhook configurations point
@@ -126,15 +133,15 @@ def test_command_prints_one_line_per_secret_and_writes_files(real, tmp_path, cap
 
 def test_write_files_is_private(tmp_path):
     ca = new_ca("c", NOW)
-    from central.kube.certs import Outcome
+    from central.certs.command import Outcome
     folder = write_files(tmp_path, Outcome("s", "created", "", issue_serving(ca, default_targets("c")[0].request, NOW),
                                            ca.cert_pem))
     assert oct((folder / "tls.key").stat().st_mode & 0o777) == "0o600"
 
 
 def test_the_webhook_fills_in_its_own_ca_bundle_and_follows_a_new_ca(real, tmp_path):
-    from central.kube.certs import WEBHOOK_CONFIGURATIONS
-    from central.kube.webhookconfig import CaBundleInjector
+    from central.admission.webhookconfig import CaBundleInjector
+    from central.certs.command import WEBHOOK_CONFIGURATIONS
 
     ca_file = tmp_path / "ca.crt"
     injector = CaBundleInjector(real.kube, str(ca_file), WEBHOOK_CONFIGURATIONS)
@@ -164,7 +171,7 @@ def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path, capsys):
     import yaml
 
     from central.cli import main
-    from tests.kube.test_scheduler_command import free_port
+    from tests.ports import free_port
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
@@ -180,8 +187,8 @@ def test_the_webhook_writes_its_scheduler_name_into_the_shipped_pods_match_condi
     """daemonset/'s own configuration says 'volcano'; a webhook run with --scheduler-name
     batch-x makes the apiserver send batch-x's pods instead (the CEL still compiles), and an
     apply of the manifests writing 'volcano' back is undone on the next pass."""
-    from central.kube.certs import WEBHOOK_CONFIGURATIONS
-    from central.kube.webhookconfig import POD_WEBHOOK, CaBundleInjector
+    from central.admission.webhookconfig import POD_WEBHOOK, CaBundleInjector
+    from central.certs.command import WEBHOOK_CONFIGURATIONS
     from central.localcluster.install import kustomization_objects, repo_manifests
 
     [shipped] = [o for o in kustomization_objects(repo_manifests()) if o["kind"] == "ValidatingWebhookConfiguration"]

@@ -14,7 +14,7 @@ import yaml
 from central.localcluster import versions
 from central.localcluster.build import BuildError
 from central.localcluster.helm import helm_binary
-from tests.kube.test_manifests import documents
+from tests.manifests import documents
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "caldera"
@@ -133,7 +133,7 @@ def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
 
 
 def test_scheduler_name_and_job_limits_are_one_value_each_for_every_component(helm):
-    from tests.kube.test_manifests import COMMANDS, parsed_args
+    from tests.manifests import COMMANDS, parsed_args
 
     objects = render(helm, "schedulerName=batch-x", "jobLimits.maxReplicasPerJob=500")
     settings = by_key(objects)[("ConfigMap", "caldera-system", "caldera-settings")]["data"]

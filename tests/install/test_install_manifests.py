@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.kube.test_manifests import by_kind, documents
+from tests.manifests import by_kind, documents
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -80,7 +80,7 @@ def test_certs_job_and_cronjob_run_the_same_pod_with_a_role_limited_to_three_sec
 
 
 def test_certs_defaults_match_the_manifests():
-    from central.kube import certs
+    from central.certs import command as certs
 
     secrets = {v["secret"]["secretName"] for d in documents() if d["kind"] == "Deployment"
                for v in d["spec"]["template"]["spec"].get("volumes", []) if "secret" in v}
@@ -115,5 +115,5 @@ def test_every_admission_policy_is_bound_and_names_an_account_that_exists():
     pytest.param("caldera-nodeagent", {("", "secrets", "get"), ("", "nodes", "update")}, id="agent"),
 ])
 def test_least_privilege(account, forbidden):
-    from tests.kube.test_manifests import allowed
+    from tests.manifests import allowed
     assert not allowed(account) & forbidden

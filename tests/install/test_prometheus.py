@@ -21,9 +21,9 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
+from tests.builders import node, pod
+from tests.ports import free_port
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
-from tests.kube.test_scheduler_command import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "daemonset" / "monitoring"
@@ -61,7 +61,7 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen:
 def caldera(real, tmp_path) -> Iterator[dict[str, int]]:
     """Scheduler (with the agents' endpoint), controllers and one agent, on a real kube-apiserver."""
     kubeconfig = real.kubeconfig
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "research"},
               "spec": {"weight": 1, "deserved": {"cpu": "2", "memory": "1Gi"}}})
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",

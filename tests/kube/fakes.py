@@ -58,16 +58,3 @@ def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamesp
         else:
             pending[key] = f"0/{len(nodes)} nodes are available: {len(nodes)} Too many pods."
     return result(binds, pending)
-
-
-def node(name: str, pods: int = 10) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": str(pods)}}}
-
-
-def pod(name: str, namespace: str = "default", scheduler: str = "volcano", group: str | None = None) -> dict[str, Any]:
-    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-            "spec": {"schedulerName": scheduler,
-                     "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}

@@ -15,13 +15,11 @@ import pytest
 
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane
-from central.localcluster.install import (Discovery, apply, kustomization_objects, repo_manifests,
-                                          service_account_token)
+from central.localcluster.install import Discovery, apply, kustomization_objects, repo_manifests, service_account_token
 from central.localcluster.pki import Pair
 from central.localcluster.processes import Supervisor
 from tests.kube.faultproxy import FaultProxy
 from tests.waiting import eventually
-
 
 _RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 

@@ -8,7 +8,7 @@ import pytest
 
 from central.errors import InputError
 from central.scheduler import load_config
-from central.kube.scheduler import ConfigFile
+from central.scheduler.loop import ConfigFile
 
 GOOD = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
 BETTER = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n  - name: priority\n'

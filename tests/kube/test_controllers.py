@@ -10,36 +10,32 @@ import pytest
 
 from central.admission.jobs import mutate_job
 from central.cli import main
+from central.controllers.loops.command import run_controllers
+from central.controllers.loops.jobs import JobController
+from central.controllers.loops.podgroups import PodGroupController
+from central.controllers.loops.queues import QueueController
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, path
-from central.kube.job_controller import JobController
-from central.kube.podgroup_controller import PodGroupController
-from central.kube.queue_controller import QueueController
-from central.kube.controllers_cli import run_controllers
 from central.kube.events import EventRecorder
-from central.kube.scheduler import ConfigFile, Scheduler
 from central.kube.workqueue import WorkQueue
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
+from central.scheduler.loop import ConfigFile, Scheduler
+from tests.builders import job, node, pod, queue, task
 from tests.waiting import eventually
-from tests.kube.fakes import node
-from tests.kube.fakes import pod as pod_spec
 
 
 def vcjob(name: str, replicas: int = 2) -> dict:
-    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-           "metadata": {"name": name},
-           "spec": {"minAvailable": replicas, "tasks": [{"name": "worker", "replicas": replicas, "template": {
-               "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
-                   "name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
-    return mutate_job(job)  # as the admission webhook would have defaulted it
+    """A one-task Job as the admission webhook would have defaulted it; its pods have no grace period."""
+    worker = task("worker", replicas, cpu="1", pod_spec={"terminationGracePeriodSeconds": 0})
+    return mutate_job(job(name, None, queue=None, minAvailable=replicas, tasks=[worker]))
 
 
 @pytest.fixture
 def cluster(real):
     """Controllers and scheduler running; yields a function reading a job's phase."""
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     kube = real.kube
     stop = threading.Event()
     controller = JobController(kube, EventRecorder(kube, "vc-controller-manager"), workers=2)
@@ -73,8 +69,8 @@ def pods_of(real, job: str) -> dict[str, dict]:
 
 def kubelet(real, job: str, phase: str) -> None:
     """What the kubelet would report: every bound pod of the job in `phase`."""
-    for name, pod in pods_of(real, job).items():
-        if pod["spec"].get("nodeName"):
+    for name, obj in pods_of(real, job).items():
+        if obj["spec"].get("nodeName"):
             real.kube.merge_patch(path(CORE, "pods", real.namespace, name, "status"), {"status": {"phase": phase}})
 
 
@@ -128,11 +124,6 @@ def test_api_failures_are_retried(real, cluster):
     assert real.proxy.count("create", "pods", real.namespace) == 4
 
 
-def queue(name: str, parent: str | None = None) -> dict:
-    spec = {"weight": 1, **({"parent": parent} if parent else {})}
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
-
-
 @pytest.fixture
 def queue_controller(real):
     kube = real.kube
@@ -149,8 +140,8 @@ def test_queue_close_through_the_cli_cascades_and_reopens(real, queue_controller
     def state(name: str) -> str:
         return ((real.get(*QUEUE, name) or {}).get("status") or {}).get("state", "")
 
-    real.put(queue("research"))
-    real.put(queue("vision", parent="research"))
+    real.put(queue("research", weight=1))
+    real.put(queue("vision", parent="research", weight=1))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
              "metadata": {"name": "pg"}, "spec": {"minMember": 1, "queue": "vision"},
              "status": {"phase": "Running"}})
@@ -173,12 +164,12 @@ def test_queue_close_through_the_cli_cascades_and_reopens(real, queue_controller
 
 
 def test_plain_pods_get_a_podgroup(real):
-    template = pod_spec("web")
+    template = pod("web")
     template["metadata"] = {"labels": {"app": "web"}}
     owner = real.put({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                       "metadata": {"name": "web", "annotations": {"scheduling.volcano.sh/group-min-member": "2"}},
                       "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template}})
-    real.put(pod_spec("other", scheduler="default-scheduler"))
+    real.put(pod("other", scheduler="default-scheduler"))
     stop = threading.Event()
     controller = PodGroupController(real.kube, EventRecorder(real.kube, "vc-controller-manager"))
     thread = threading.Thread(target=run_controllers, args=([controller], stop, None), daemon=True)
@@ -281,7 +272,7 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(real, cluster):
 def test_workers_do_not_outlive_run_controllers():
     """On stop, each worker finishes the key it holds and takes no other; run_controllers
     returns only once every worker has ended (none acts after the process gave up its lease)."""
-    from central.kube.controllers import ControllerLoop
+    from central.controllers.loops.base import ControllerLoop
 
     class Held(ControllerLoop):
         name = "held"

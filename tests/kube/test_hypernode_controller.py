@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from central.controllers.loops.hypernodes import HyperNodeController
 from central.kube.client import ApiError
-from central.kube.hypernode_controller import HyperNodeController
-from tests.controllers.test_hypernodes import hypernode, node, select
+from tests.builders import exact, hypernode, node
 
 
 class FailingFor:
@@ -29,10 +29,10 @@ class FailingFor:
 def test_a_refused_status_write_stops_no_other_hypernode():
     client = FailingFor("leaf-a")
     controller = HyperNodeController(client, events=None)  # type: ignore[arg-type]
-    for obj in (hypernode("leaf-a", 1, select(exactMatch={"name": "a-1"})),
-                hypernode("leaf-b", 1, select(exactMatch={"name": "b-1"})),
-                hypernode("spine", 2, select("HyperNode", exactMatch={"name": "leaf-a"}),
-                          select("HyperNode", exactMatch={"name": "leaf-b"}))):
+    for obj in (hypernode("leaf-a", 1, [exact("a-1")]),
+                hypernode("leaf-b", 1, [exact("b-1")]),
+                hypernode("spine", 2, [exact("leaf-a", "HyperNode"),
+                          exact("leaf-b", "HyperNode")])):
         controller.hypernodes.objects[obj["metadata"]["name"]] = obj
     for obj in (node("a-1"), node("b-1")):
         controller.nodes.objects[obj["metadata"]["name"]] = obj

@@ -6,10 +6,11 @@ from __future__ import annotations
 import threading
 
 from central.kube.client import CORE, path
-from central.kube.feeder import CacheFeeder
 from central.kube.informer import Reflector
+from central.scheduler.feeder import CacheFeeder
+from tests.builders import node, pod
+from tests.kube.fakes import RecordingCache
 from tests.waiting import eventually
-from tests.kube.fakes import RecordingCache, node, pod
 
 
 class Recorder:
@@ -111,7 +112,7 @@ def test_feeder_ignores_pending_pods_of_other_schedulers_but_counts_bound_ones()
     bound = pod("bound", scheduler="default-scheduler")
     bound["spec"]["nodeName"] = "n1"
     on_pod("ADDED", bound)
-    feeder.handler("Node")("ADDED", node("n1"))
+    feeder.handler("Node")("ADDED", node("n1", pods=10))
     assert set(cache.of("Pod")) == {"default/mine", "default/bound"}
     assert set(cache.of("Node")) == {"n1"}
 

@@ -8,9 +8,10 @@ from typing import Any
 
 from central.kube.client import ApiError
 from central.kube.leader import LeaderElector
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
+from tests.builders import node, pod
+from tests.kube.fakes import RecordingCache, first_fit_cycle
 from tests.waiting import eventually
-from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod
 
 FAST = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.1}
 

@@ -8,40 +8,22 @@ refused none of it.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import threading
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from central.scheduler import load_config
 from central.kube.leader import LeaderElector
-from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
+from central.scheduler.loop import ConfigFile, Scheduler
+from tests.builders import node, pod
+from tests.manifests import COMMANDS, ROOT, by_kind, documents, parsed_args
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
-
-ROOT = Path(__file__).resolve().parents[2] / "daemonset"
-
-
-def documents() -> list[dict[str, Any]]:
-    kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
-    docs = []
-    for name in kustomization["resources"]:
-        docs += [d for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
-    return docs
-
 
 PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 QUEUE = ("scheduling.volcano.sh/v1beta1", "Queue")
-
-
-def by_kind(kind: str) -> dict[str, dict[str, Any]]:
-    return {d["metadata"]["name"]: d for d in documents() if d["kind"] == kind}
 
 
 def test_kustomization_lists_every_manifest():
@@ -98,21 +80,9 @@ def test_no_wildcards_and_no_secrets_for_the_scheduler():
     assert not {v for rule in scheduler["rules"] for v in rule["verbs"]} & {"delete", "deletecollection"}
 
 
-def allowed(account: str) -> set[tuple[str, str, str]]:
-    """(group, resource, verb) granted to the service account by every role bound to it."""
-    roles = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d["kind"] in ("Role", "ClusterRole")}
-    grants = set()
-    for binding in documents():
-        if binding["kind"] in ("RoleBinding", "ClusterRoleBinding") and any(
-                s["name"] == account for s in binding["subjects"]):
-            for rule in roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]["rules"]:
-                grants |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
-    return grants
-
-
 def test_scheduler_rbac_covers_what_the_scheduler_does(real, tmp_path):
     kube = real.as_account("caldera-scheduler", tmp_path)
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     for i in range(2):
         real.put(pod(f"p{i}"))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
@@ -145,29 +115,6 @@ def test_scheduler_rbac_covers_what_the_scheduler_does(real, tmp_path):
                            ("patch", "nodes/status"), ("create", "queues"), ("watch", "pods")):
         assert real.proxy.count(verb, resource), (verb, resource)  # the run above really exercised it
     assert not real.proxy.forbidden, f"the scheduler's RBAC lacks {real.proxy.forbidden}"
-
-
-COMMANDS = {"caldera-scheduler": "central.kube.scheduler_cli", "caldera-controllers": "central.kube.controllers_cli",
-            "caldera-admission": "central.kube.webhook"}
-
-
-def parsed_args(name: str, objects: list[dict[str, Any]] | None = None) -> argparse.Namespace:
-    """The Deployment's args as its command reads them, each $(VAR) filled in from its env as
-    a kubelet does, from the ConfigMaps among `objects` (default: daemonset/'s)."""
-    from central.localcluster.podrunner import expand
-
-    objects = documents() if objects is None else objects
-    [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name]
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
-    configmaps = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ConfigMap"}
-    env = {}
-    for var in container.get("env") or []:
-        ref = (var.get("valueFrom") or {}).get("configMapKeyRef")
-        if ref:
-            env[var["name"]] = configmaps[ref["name"]]["data"][ref["key"]]
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    importlib.import_module(COMMANDS[name]).add_arguments(parser)
-    return parser.parse_args([expand(arg, env) for arg in container.get("args") or []])
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -239,7 +186,7 @@ def test_webhooks_point_at_the_admission_service():
                 assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10
                 if any(g == "" for rule in hook["rules"] for g in rule["apiGroups"]):
                     # core objects only through matchConditions (an outage never blocks anyone
-                    # else's pods, as Volcano's pods webhook did, vo#3734): the agents' evictions,
+                    # else's pods, as Volcano's pods webhook did, Volcano #3734): the agents' evictions,
                     # and the pods of Caldera's scheduler or pinning CPUs
                     conditions = [c["expression"] for c in hook["matchConditions"]]
                     if service["path"] == "/pods/validate":
@@ -255,8 +202,8 @@ def test_webhooks_point_at_the_admission_service():
 def test_controllers_rbac_covers_what_the_controllers_do(real, tmp_path):
     from central.admission.jobs import mutate_job
     from central.cli import main
+    from central.controllers.loops.command import build, run_controllers
     from central.kube.client import VOLCANO_SCHEDULING, path
-    from central.kube.controllers_cli import build, run_controllers
 
     job = mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                       "metadata": {"name": "mpi", "namespace": real.namespace},

@@ -6,14 +6,14 @@ import threading
 import urllib.request
 
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
 from central.kube.client import VOLCANO_SCHEDULING, path
-from central.kube.metrics import SchedulerMetrics, serve
-from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
+from central.scheduler.loop import ConfigFile, Scheduler
+from central.scheduler.metrics import SchedulerMetrics, serve
+from tests.builders import node, pod
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
 
 
 def scrape(port: int, what: str = "/metrics") -> tuple[int, str]:
@@ -33,7 +33,7 @@ def sample(text: str, name: str) -> float | None:
 
 def test_cycle_metrics_under_volcano_names(real):
     kube = real.kube
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("p0"))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
               "spec": {"weight": 1, "capability": {"cpu": "4", "memory": "8Gi"}}})
@@ -74,7 +74,7 @@ def test_cycle_metrics_under_volcano_names(real):
 def test_queue_podgroup_counts_are_read_at_scrape_time():
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from central.kube.metrics import QueuePodGroupCounts
+    from central.scheduler.metrics import QueuePodGroupCounts
 
     queues = {"team": {"metadata": {"name": "team"}, "status": {"state": "Open", "running": 2, "inqueue": 1}}}
     registry = CollectorRegistry()

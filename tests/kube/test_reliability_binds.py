@@ -1,9 +1,11 @@
-"""Reliability rows T3 (slow binds) and T6 (restart mid-bind), on a real kube-apiserver.
+"""Binds slower than the scheduling period, and a scheduler restart mid-bind, on a real
+kube-apiserver: neither over-commits a node nor binds a pod twice.
 
 Binds are held at a gate, not slept on: the scheduler runs as many cycles as the test wants
 while they are in flight, so "a bind slower than the period" is a fact of the run, not a
-timing guess (vo#1383: the next session saw stale usage and over-committed; vo#1417: a
-session before every cache synced; k8s#106361: expiring assumptions double-counted).
+timing guess (Volcano #1383: the next session saw stale usage and over-committed; Volcano #1417:
+a session before every cache synced; Kubernetes #106361: expiring assumptions
+double-counted).
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from central.api.resources import EPSILON
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.resources.vectors import EPSILON
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
+from central.scheduler.loop import ConfigFile, Scheduler
+from tests.builders import node, pod
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
 
 
 class GatedBinds:
@@ -76,7 +78,7 @@ def bound(real: Any, names: list[str]) -> dict[str, str]:
     return {n: p["spec"]["nodeName"] for n, p in pods.items() if p and p["spec"].get("nodeName")}
 
 
-def test_t3_binds_slower_than_the_period_never_over_commit(real):
+def test_binds_slower_than_the_period_never_over_commit(real):
     kube = real.kube
     real.put(node("n1", pods=6))  # 8 CPUs, 6 pods
     names = [f"p{i}" for i in range(20)]
@@ -103,7 +105,7 @@ def test_t3_binds_slower_than_the_period_never_over_commit(real):
     assert len(bound(real, names)) == 6 and real.proxy.count("create", "pods/binding", real.namespace) == 6
 
 
-def test_t6_a_restart_mid_bind_binds_nothing_twice_and_waits_for_sync(real):
+def test_a_restart_mid_bind_binds_nothing_twice_and_waits_for_sync(real):
     kube = real.kube
     for n in ("n1", "n2"):
         real.put(node(n, pods=4))

@@ -1,7 +1,7 @@
-"""Reliability row T5: watch events arrive in any interleaving across objects (a pod before its
+"""Watch events arrive in any interleaving across objects (a pod before its
 node or PodGroup, a deletion before the re-creation of another object, resyncs repeating an
 update); each object's own events keep their order, as a watch guarantees. The cache must never
-raise and must end exactly as an in-order replay ends (vo#1957, vo#3445, vo#1857)."""
+raise and must end exactly as an in-order replay ends (Volcano #1957, #3445, #1857)."""
 
 from __future__ import annotations
 
@@ -11,31 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.kube.feeder import CacheFeeder
 from central.model.cache import ClusterCache
+from central.scheduler.feeder import CacheFeeder
+from tests.builders import node, pod, podgroup, queue
 
 NODES, GROUPS, PODS = ["n1", "n2"], ["g1", "g2"], ["p1", "p2", "p3"]
-
-
-def node(name: str, cpu: int) -> dict[str, Any]:
-    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": str(cpu), "memory": "8Gi"}}}
-
-
-def podgroup(name: str, min_member: int, queue: str) -> dict[str, Any]:
-    return {"kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"},
-            "spec": {"minMember": min_member, "queue": queue}}
-
-
-def queue(name: str, weight: int) -> dict[str, Any]:
-    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}}
-
-
-def pod(name: str, group: str, node_name: str | None, phase: str, cpu: int) -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns",
-                                        "annotations": {"scheduling.k8s.io/group-name": group}},
-            "spec": {"schedulerName": "volcano", **({"nodeName": node_name} if node_name else {}),
-                     "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]},
-            "status": {"phase": phase}}
 
 
 def history(draw: Any, versions: st.SearchStrategy, deletable: bool = True) -> list[tuple[str, dict[str, Any]]]:
@@ -51,12 +31,14 @@ def history(draw: Any, versions: st.SearchStrategy, deletable: bool = True) -> l
 
 @st.composite
 def streams(draw: Any) -> tuple[list[list[tuple[str, dict[str, Any]]]], list[int]]:
-    per_object = [history(draw, st.builds(node, st.just(n), st.integers(1, 8))) for n in NODES]
-    per_object += [history(draw, st.builds(queue, st.just(q), st.integers(1, 3))) for q in ("q1",)]
-    per_object += [history(draw, st.builds(podgroup, st.just(g), st.integers(0, 3), st.sampled_from(["default", "q1"])))
-                   for g in GROUPS]
-    per_object += [history(draw, st.builds(pod, st.just(p), st.sampled_from(GROUPS), st.sampled_from([None, *NODES]),
-                                           st.sampled_from(["Pending", "Running", "Succeeded"]), st.integers(1, 3)))
+    per_object = [history(draw, st.builds(node, st.just(n), cpu=st.integers(1, 8).map(str), memory=st.just("8Gi"),
+                                          pods=st.none())) for n in NODES]
+    per_object += [history(draw, st.builds(queue, st.just(q), weight=st.integers(1, 3))) for q in ("q1",)]
+    per_object += [history(draw, st.builds(podgroup, st.just(g), st.just("ns"), min_member=st.integers(0, 3),
+                                           queue=st.sampled_from(["default", "q1"]))) for g in GROUPS]
+    per_object += [history(draw, st.builds(pod, st.just(p), st.just("ns"), group=st.sampled_from(GROUPS),
+                                           node=st.sampled_from([None, *NODES]), cpu=st.integers(1, 3).map(str),
+                                           phase=st.sampled_from(["Pending", "Running", "Succeeded"])))
                    for p in PODS]
     slots = [i for i, events in enumerate(per_object) for _ in events]
     order = draw(st.permutations(slots))  # the k-th slot of object i is its k-th event: per-object order kept
@@ -84,7 +66,7 @@ def state(cache: ClusterCache) -> Any:
 
 @settings(max_examples=100, deadline=None)
 @given(streams())
-def test_t5_any_interleaving_ends_as_the_ordered_replay(generated):
+def test_any_interleaving_of_watch_events_ends_as_the_ordered_replay(generated):
     per_object, order = generated
     in_order = [event for events in per_object for event in events]
     cursor = [0] * len(per_object)

@@ -1,6 +1,6 @@
-"""Reliability row T18: admission under a mixed concurrent load stays correct and its cost per
+"""Admission under a mixed concurrent load stays correct and its cost per
 request does not grow with the cluster (the view is updated per event, never rebuilt per
-request). The latency figures come from `python bench/webhook_load.py`, not from a test."""
+request). The latency figures come from `python -m central.bench.webhook_load`, not from a test."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-import central.kube.webhook as webhook_module
+import central.admission.webhook as webhook_module
 from central.admission import DEFAULT_CONFIG
 from central.admission.cluster import Cluster
-from central.kube.webhook import ClusterView, TLSContext, WebhookServer
-from tests.kube.test_webhook import self_signed
+from central.admission.webhook import ClusterView, TLSContext, WebhookServer
+from tests.kube.certs import self_signed
 
 BUILT = [0]
 
@@ -42,7 +42,7 @@ def mix(i: int) -> tuple[str, dict, bool]:
     return route, {"request": {"uid": str(i), "operation": "CREATE", "object": obj}}, not bad
 
 
-def test_t18_concurrent_mixed_load_is_decided_right_without_rebuilding_the_view(tmp_path, monkeypatch):
+def test_concurrent_mixed_load_is_decided_right_without_rebuilding_the_view(tmp_path, monkeypatch):
     monkeypatch.setattr(webhook_module, "Cluster", CountingCluster)
     view = ClusterView(None)
     view.apply("Queue", "ADDED", {"metadata": {"name": "q1"}, "spec": {"weight": 1}})

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
+from tests.builders import node, pod
+from tests.ports import free_port
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = ("coordination.k8s.io/v1", "Lease")
 PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answers(url: str) -> bool:
@@ -33,7 +27,7 @@ def answers(url: str) -> bool:
 
 
 def test_scheduler_process_binds_and_releases_its_lease_on_sigterm(real, tmp_path):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("p0"))
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')

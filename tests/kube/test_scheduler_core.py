@@ -7,31 +7,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.kube.scheduler import ConfigFile, Scheduler
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
+from central.scheduler.loop import ConfigFile, Scheduler
+from tests.builders import node, pod, podgroup
 from tests.waiting import eventually
-from tests.kube.fakes import node, pod
-
 
 QUEUE = ("scheduling.volcano.sh/v1beta1", "Queue")
 PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 
 
-def podgroup(name: str, min_member: int) -> dict:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"minMember": min_member, "queue": "default"}}
-
-
 def gang(real, name: str, size: int, cpu: str) -> list[str]:
-    real.put(podgroup(name, size))
+    real.put(podgroup(name, "default", min_member=size))
     names = []
     for i in range(size):
-        p = pod(f"{name}-{i}", group=name)
-        p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
-        real.put(p)
+        real.put(pod(f"{name}-{i}", group=name, cpu=cpu))
         names.append(f"{name}-{i}")
     return names
 
@@ -59,7 +50,7 @@ def running(scheduler: Scheduler) -> Iterator[None]:
 
 def test_gangs_are_bound_whole_or_reported_pending(real):
     for name in ("n1", "n2"):
-        real.put(node(name))
+        real.put(node(name, pods=10))
     fits = gang(real, "small", 3, "2")
     too_big = gang(real, "big", 5, "4")
     real.proxy.fail("create", "pods/binding", times=1, code=500)  # one refused bind on the way
@@ -92,7 +83,7 @@ def test_agent_reports_reach_the_cache_and_batch_resources_the_node(real):
     from nodeagent.api.v1 import agent_pb2 as pb
     from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
 
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     store = NodeReportStore()
     receiver = ReceiverServer(store, "127.0.0.1:0", tls=None)
     port = receiver.start()
@@ -129,10 +120,10 @@ tiers:
 
 
 def test_a_poison_pill_gets_an_event_and_a_count_while_others_bind(real):
-    from central.kube.metrics import SchedulerMetrics
+    from central.scheduler.metrics import SchedulerMetrics
 
-    real.put(node("n1"))
-    bad = podgroup("bad", 1)
+    real.put(node("n1", pods=10))
+    bad = podgroup("bad", "default")
     bad["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": "87600000h"}
     real.put(bad)
     real.put(pod("bad-0", group="bad"))
@@ -161,7 +152,7 @@ def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real):
     from central.errors import InputError
     from central.framework.conf import Registry
     from central.scheduler import REGISTRY
-    from tests.core.test_fault_boundaries import RefusingPlugin
+    from tests.core.plugins import RefusingPlugin
 
     class Refusing(RefusingPlugin):
         def predicate(self, task, rows):
@@ -170,8 +161,8 @@ def test_a_fault_met_mid_allocate_is_one_event_on_the_podgroup(real):
             return []
 
     registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "refusing": Refusing})
-    real.put(node("n1"))
-    real.put(podgroup("bad", 1))
+    real.put(node("n1", pods=10))
+    real.put(podgroup("bad", "default"))
     real.put(pod("bad-0", group="bad"))
     conf = ConfigFile(None, load_config, load_config(
         'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: refusing}]',
@@ -196,10 +187,10 @@ def fault_events(real, podgroup: str, message: str) -> list[tuple[str, int]]:
 def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(real, monkeypatch):
     """A bug in the middle of the first cycle (after a gang was committed): nothing of that
     cycle reaches the API or stays in the cache, and the next cycle binds each pod once."""
-    from central.kube.metrics import SchedulerMetrics
     from central.plugins.gang import Gang
+    from central.scheduler.metrics import SchedulerMetrics
 
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     first, second = gang(real, "first", 2, "1"), gang(real, "second", 2, "1")
     original, calls = Gang.job_ready, []
 

@@ -7,9 +7,10 @@ import threading
 import pytest
 
 from central.kube.client import VOLCANO_SCHEDULING, path
-from central.kube.scheduler import ConfigFile, Scheduler
+from central.scheduler.loop import ConfigFile, Scheduler
+from tests.builders import node, pod, podgroup
+from tests.kube.fakes import RecordingCache, first_fit_cycle, result
 from tests.waiting import eventually
-from tests.kube.fakes import RecordingCache, first_fit_cycle, node, pod, result
 
 
 def start(kube, cycle=first_fit_cycle, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:
@@ -39,7 +40,7 @@ def queues(real) -> dict[str, dict]:
     pytest.param("fail_after", id="bind-done-but-reply-lost"),
 ])
 def test_failed_bind_is_retried_and_never_doubled(real, fault):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("a"))
     real.proxy.fail("create", "pods/binding", times=1, code=503, after=fault == "fail_after")
     scheduler, stop, thread = start(real.kube)
@@ -76,7 +77,7 @@ def test_failed_bind_releases_the_node_for_the_next_pod(real):
 
 
 def test_only_our_pods_are_bound(real):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("ours"))
     real.put(pod("theirs", scheduler="default-scheduler"))
     scheduler, stop, thread = start(real.kube)
@@ -119,18 +120,13 @@ def team(real) -> dict:
     return real.get("scheduling.volcano.sh/v1beta1", "Queue", "team")
 
 
-def podgroup(name: str) -> dict:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 2, "queue": "default"}}
-
-
 UNSCHEDULABLE = {"phase": "Pending", "conditions": [
     {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
      "message": "2/2 tasks in gang unschedulable: 2 Insufficient cpu"}]}
 
 
 def test_status_write_conflict_rereads_and_retries(real):
-    real.put(podgroup("pg"))
+    real.put(podgroup("pg", "default", min_member=2))
     real.put(pod("p1", group="pg"))
     scheduler = Scheduler(real.kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None))
     for reflector in scheduler.reflectors.values():
@@ -163,10 +159,10 @@ def test_status_writes_hold_up_neither_binds_nor_the_loop(real):
     """PodGroup status writes held at the proxy (a slow apiserver): cycles go on, a new pod
     binds meanwhile, and once they go through each PodGroup holds the newest status, written
     a few times, not once per cycle."""
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     groups = [f"pg{i}" for i in range(3)]
     for name in groups:
-        real.put(podgroup(name))
+        real.put(podgroup(name, "default", min_member=2))
     handed: dict[str, dict] = {}
     count = iter(range(1, 1_000_000))
 
@@ -217,7 +213,7 @@ def test_pending_pods_get_one_event_not_one_per_cycle(real):
 
 
 def test_unchanged_status_is_not_written_again(real):
-    real.put(podgroup("pg"))
+    real.put(podgroup("pg", "default", min_member=2))
 
     def cycle(cache, conf, sink):
         sink.update_podgroup_status(f"{real.namespace}/pg", {"phase": "Inqueue"})
@@ -238,7 +234,7 @@ def test_unchanged_status_is_not_written_again(real):
     pytest.param(1, id="disruption-budget-429-then-evicted"),
 ])
 def test_evict_goes_through_the_eviction_api(real, refusals):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     victim = pod("victim")
     victim["spec"]["nodeName"] = "n1"
     victim["spec"]["terminationGracePeriodSeconds"] = 0  # no kubelet here to end it gracefully
@@ -303,7 +299,7 @@ def test_a_failing_cycle_does_not_stop_scheduling(real):
 
 
 def test_annotations_nomination_and_node_resources(real):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("a"))
     real.put(pod("preemptor"))
     done = []
@@ -337,7 +333,7 @@ def test_annotations_nomination_and_node_resources(real):
 
 
 def test_bind_is_fenced_by_the_pod_uid(real):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     real.put(pod("a"))
     scheduler = Scheduler(real.kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None))
     for reflector in scheduler.reflectors.values():
@@ -359,7 +355,7 @@ def test_bind_is_fenced_by_the_pod_uid(real):
 
 
 def test_the_scheduler_error_condition_keeps_the_pods_other_conditions(real):
-    real.put(node("n1"))
+    real.put(node("n1", pods=10))
     gated = pod("a")
     gated["status"] = {"conditions": [{"type": "example.com/gate", "status": "False"}]}  # a readiness gate's
     real.put(gated)

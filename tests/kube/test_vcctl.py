@@ -9,7 +9,7 @@ import yaml
 
 from central.cli import main
 from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
-from tests.kube.fakes import pod
+from tests.builders import pod
 
 
 @pytest.fixture

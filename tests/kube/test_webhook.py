@@ -12,31 +12,12 @@ import urllib.error
 import urllib.request
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from central.admission import DEFAULT_CONFIG, admit
-from central.kube.webhook import ClusterView, TLSContext, WebhookServer, review
+from central.admission.webhook import ClusterView, TLSContext, WebhookServer, review
+from tests.builders import job, pod, task
+from tests.kube.certs import self_signed
 from tests.waiting import eventually
-
-
-def self_signed(tmp_path) -> tuple[str, str]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return str(cert_file), str(key_file)
 
 
 @pytest.fixture
@@ -69,26 +50,13 @@ def webhook(real, tmp_path):
     view.stop()
 
 
-def job(tasks: list[dict], queue: str | None = None) -> dict:
-    spec = {"minAvailable": 1, "tasks": tasks}
-    if queue:
-        spec["queue"] = queue
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-            "metadata": {"name": "train", "namespace": "default"}, "spec": spec}
-
-
-def task(name: str, replicas: int = 1) -> dict:
-    return {"name": name, "replicas": replicas,
-            "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
-
-
 def admission(obj: dict, operation: str = "CREATE", old: dict | None = None) -> dict:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {"uid": "u-1", "operation": operation, "object": obj, "oldObject": old}}
 
 
 def test_mutate_returns_the_defaults_as_a_json_patch(webhook):
-    code, body = webhook("/jobs/mutate", admission(job([task("worker")])))
+    code, body = webhook("/jobs/mutate", admission(job(queue=None, tasks=[task("worker")])))
     response = body["response"]
     assert (code, response["uid"], response["allowed"], response["patchType"]) == (200, "u-1", True, "JSONPatch")
     patch = json.loads(base64.b64decode(response["patch"]))
@@ -97,9 +65,10 @@ def test_mutate_returns_the_defaults_as_a_json_patch(webhook):
 
 
 @pytest.mark.parametrize("route, request_body, field", [
-    pytest.param("/jobs/validate", admission(job([task("w"), task("w")])), "spec.tasks[1].name", id="duplicate-task"),
-    pytest.param("/jobs/validate", admission(job([task("w")], queue="closed")), "spec.queue", id="closed-queue"),
-    pytest.param("/jobs/validate", admission(job([task("w")], queue="nosuch")), "spec.queue", id="missing-queue"),
+    pytest.param("/jobs/validate", admission(job(tasks=[task("w"), task("w")])), "spec.tasks[1].name",
+                 id="duplicate-task"),
+    pytest.param("/jobs/validate", admission(job(tasks=[task("w")], queue="closed")), "spec.queue", id="closed-queue"),
+    pytest.param("/jobs/validate", admission(job(tasks=[task("w")], queue="nosuch")), "spec.queue", id="missing-queue"),
     pytest.param("/queues/validate", admission(None, "DELETE", {"apiVersion": "scheduling.volcano.sh/v1beta1",
                                                                 "kind": "Queue", "metadata": {"name": "default"}}),
                  "", id="delete-default-queue"),
@@ -112,7 +81,7 @@ def test_validate_denies_with_the_field_path(webhook, route, request_body, field
 
 
 def test_a_good_job_is_allowed(webhook):
-    code, body = webhook("/jobs/validate", admission(job([task("ps"), task("worker", 2)])))
+    code, body = webhook("/jobs/validate", admission(job()))
     assert body["response"] == {"uid": "u-1", "allowed": True}
 
 
@@ -120,7 +89,7 @@ def test_calls_share_one_kept_alive_connection_until_a_body_is_left_unread(webho
     conn = http.client.HTTPSConnection("localhost", webhook.port, context=webhook.context, timeout=10)
     sockets = []
     for route in ("/jobs/validate", "/jobs/validate", "/nowhere"):
-        conn.request("POST", route, json.dumps(admission(job([task("w")]))), {"Content-Type": "application/json"})
+        conn.request("POST", route, json.dumps(admission(job(tasks=[task("w")]))), {"Content-Type": "application/json"})
         answer = conn.getresponse()
         answer.read()
         sockets.append(conn.sock)
@@ -140,7 +109,7 @@ def test_malformed_requests_get_http_errors(webhook, route, body, code):
 def test_health_and_refusal_before_sync(webhook, real):
     assert webhook("/healthz")[0] == 200
     cold = ClusterView(real.kube)  # never started: not synced
-    response = review("/jobs/validate", admission(job([task("w")]))["request"], cold, DEFAULT_CONFIG)
+    response = review("/jobs/validate", admission(job(tasks=[task("w")]))["request"], cold, DEFAULT_CONFIG)
     assert response["allowed"] is False and response["status"]["code"] == 503
 
 
@@ -152,7 +121,7 @@ def test_a_queue_the_watch_has_not_delivered_is_read_not_refused(real, tmp_path)
               "spec": {"weight": 1}})
     assert "fresh" in view.cluster("fresh").queues
     assert "absent" not in view.cluster("absent").queues
-    assert admit(job([task("w")], queue="fresh"), view.cluster("fresh"), DEFAULT_CONFIG).allowed
+    assert admit(job(tasks=[task("w")], queue="fresh"), view.cluster("fresh"), DEFAULT_CONFIG).allowed
 
 
 class RecordingClient:
@@ -194,16 +163,9 @@ def test_missing_then_expired_certificate_is_a_problem_not_a_crash(tmp_path, cap
 
 
 def test_admission_rbac_covers_what_the_webhook_reads(real, webhook):
-    assert webhook("/jobs/validate", admission(job([task("w")])))[1]["response"]["allowed"]
+    assert webhook("/jobs/validate", admission(job(tasks=[task("w")])))[1]["response"]["allowed"]
     assert real.proxy.count("list", "queues") and real.proxy.count("watch", "queues")  # it did read, as itself
     assert not real.proxy.forbidden, f"the webhook's RBAC lacks {real.proxy.forbidden}"
-
-
-def scheduler_pod(annotations: dict | None = None, cpu: object = "1") -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
-                                                           "annotations": annotations or {}},
-            "spec": {"schedulerName": "volcano",
-                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
 
 
 def as_user(review_body: dict, username: str) -> dict:
@@ -212,9 +174,9 @@ def as_user(review_body: dict, username: str) -> dict:
 
 
 @pytest.mark.parametrize("route, obj, field", [
-    pytest.param("/jobs/validate", job([{"name": {"a": 1}, "replicas": 1, "template": {"metadata": [1]}}]),
+    pytest.param("/jobs/validate", job(tasks=[{"name": {"a": 1}, "replicas": 1, "template": {"metadata": [1]}}]),
                  "spec.tasks[0].name", id="task-name-map"),
-    pytest.param("/jobs/validate", {**job([task("w")]), "spec": [1, 2]}, "spec", id="spec-list"),
+    pytest.param("/jobs/validate", {**job(tasks=[task("w")]), "spec": [1, 2]}, "spec", id="spec-list"),
     pytest.param("/podgroups/validate", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                                          "metadata": {"name": "pg", "namespace": "default"},
                                          "spec": {"minResources": {"cpu": "1e999999999"}}},
@@ -222,9 +184,9 @@ def as_user(review_body: dict, username: str) -> dict:
     pytest.param("/queues/validate", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                                       "metadata": {"name": "q"}, "spec": {"parent": {"a": 1}}},
                  "spec.parent", id="queue-parent-map"),
-    pytest.param("/pods/validate", scheduler_pod(cpu=float("inf")), "spec.containers[0].resources.requests.cpu",
+    pytest.param("/pods/validate", pod(cpu=float("inf")), "spec.containers[0].resources.requests.cpu",
                  id="pod-infinite-cpu"),
-    pytest.param("/pods/validate", scheduler_pod({"caldera.sh/cpuset": "0-3"}), "caldera.sh/cpuset",
+    pytest.param("/pods/validate", pod(annotations={"caldera.sh/cpuset": "0-3"}), "caldera.sh/cpuset",
                  id="pod-pinned-by-its-owner"),
     pytest.param("/jobs/validate", {"kind": "Job", "apiVersion": "batch.volcano.sh/v1alpha1", "metadata": {"name": "j"},
                                     "spec": {"x": json.loads("[" * 150 + "]" * 150)}}, "nested deeper", id="deep"),
@@ -239,10 +201,10 @@ def test_a_malformed_object_is_a_denial_naming_the_field_never_a_500(webhook, ro
 
 
 def test_the_scheduler_may_pin_and_other_schedulers_pods_pass(webhook):
-    pinned = scheduler_pod({"caldera.sh/cpuset": "0-3"})
+    pinned = pod(annotations={"caldera.sh/cpuset": "0-3"})
     scheduler = as_user(admission(pinned), DEFAULT_CONFIG.scheduler_user)
     assert webhook("/pods/validate", scheduler)[1]["response"]["allowed"]
-    other = dict(scheduler_pod(cpu="lots"), spec={"schedulerName": "default-scheduler", "containers": []})
+    other = dict(pod(cpu="lots"), spec={"schedulerName": "default-scheduler", "containers": []})
     assert webhook("/pods/validate", as_user(admission(other), "alice"))[1]["response"]["allowed"]
 
 
@@ -279,9 +241,8 @@ def eviction(namespace: str, pod: str, node_claim: list[str] | None) -> dict:
     pytest.param("gone", ["n2"], True, None, id="pod-already-gone"),
 ])
 def test_an_agent_evicts_only_pods_on_its_node(real, webhook, target, claim, allowed, message):
-    from tests.kube.fakes import pod
 
-    real.put(dict(pod("on-n1"), spec=dict(pod("on-n1")["spec"], nodeName="n1")))
+    real.put(pod("on-n1", node="n1"))
     code, body = webhook("/pods/eviction/validate", eviction(real.namespace, target, claim))
     assert code == 200 and body["response"]["allowed"] is allowed
     if message:

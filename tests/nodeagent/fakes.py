@@ -169,3 +169,13 @@ class FakeNvml:
         if slot >= 2:
             raise NVMLError("Not Found")
         return FakeDevice(f"MIG-{dev.uuid}-{slot}", dev.bus_id)
+
+
+OFFLINE = "kubepods/besteffort"  # the offline pods' parent cgroup
+
+
+def layout_with_offline_parent(tmp_path: Path, version: int) -> CgroupLayout:
+    """A cgroup tree of `version` under tmp_path holding the offline (BestEffort) parent."""
+    layout = CgroupLayout(tmp_path, version, "cgroupfs")
+    fake_pod_cgroup(layout, OFFLINE, cpu_ns=0, memory=0, inactive=0)
+    return layout

@@ -23,12 +23,12 @@ import pytest
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import CgroupLayout
-from nodeagent.health import Health
-from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
+from nodeagent.health import Health
 from nodeagent.pods import PodInfo
 from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure
+from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
 
 pytestmark = pytest.mark.realcgroup

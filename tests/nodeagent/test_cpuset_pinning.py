@@ -109,7 +109,7 @@ def _expand(text: str) -> list[int]:
 def test_cpu_lists_are_bounded_before_they_are_expanded():
     import tracemalloc
 
-    from nodeagent.collect.paths import parse_cpu_list
+    from nodeagent.host.paths import parse_cpu_list
     assert parse_cpu_list("0-3,8", limit=9) == [0, 1, 2, 3, 8]
     tracemalloc.start()
     with pytest.raises(ValueError, match="CPUs 0-7"):

@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeagent.collect.gpu import NullGpuCollector, NvmlGpuCollector, open_gpu_collector
-from nodeagent.collect.paths import HostPaths
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths
 from tests.nodeagent.fakes import FakeDevice, FakeNvml, write
 
 UID = "0b3c5f1e-1234-4abc-9def-0123456789ab"

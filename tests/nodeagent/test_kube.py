@@ -7,20 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from central.localcluster import controlplane
-from central.localcluster.install import service_account_token
 from nodeagent.kube import KubeApi
 from nodeagent.pods import HttpPodSource, PodInfo, pods_from_pod_list
-from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
-
-
-def agent_token(real, node: str, path: Path) -> Path:
-    """The agent's projected token as daemonset/nodeagent.yaml mounts it: caldera-nodeagent,
-    bound to its Node (so it carries the node's name)."""
-    real.real.apply_rbac()
-    path.write_text(service_account_token(real.admin, "caldera-system", "caldera-nodeagent", controlplane.ISSUER,
-                                          bound_node=node) + "\n")
-    return path
+from tests.nodeagent.realnode import agent_token, bound_pod
 
 
 @pytest.fixture
@@ -31,13 +20,6 @@ def agent(real, tmp_path: Path) -> KubeApi:
               "spec": {"taints": [{"key": "other", "effect": "PreferNoSchedule"}]}})
     token = agent_token(real, node, tmp_path / "token")
     return KubeApi(real.proxy.url, node, token_file=token, ca_file=real.real.ca)
-
-
-def bound_pod(real, name: str, node: str, **extra: object) -> dict:
-    return real.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, **extra.pop("metadata", {})},
-                     "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
-                              "containers": [{"name": "c", "image": "busybox"}], **extra.pop("spec", {})},
-                     **extra})
 
 
 def test_evict_posts_a_policy_v1_eviction(real, agent: KubeApi) -> None:

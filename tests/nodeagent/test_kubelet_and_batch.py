@@ -1,4 +1,5 @@
-"""Kubelet CPU state and batch-resource estimation (issue 6's agent side)."""
+"""Kubelet CPU state and batch-resource estimation: what the agent reads of the kubelet's CPU
+manager, and the batch CPU and memory it publishes for offline pods."""
 
 import json
 

@@ -1,8 +1,8 @@
-"""Reliability row T23: the kubelet (or systemd) rewrites the QoS slice under the agent.
+"""The kubelet (or systemd) rewrites the QoS slice under the agent.
 
 The agent must converge back to its own value, with at most one write per file per period,
-and must not write while nothing drifted (ko#1734: a fight with the kubelet; ko#2047: a
-quota that kept growing every minute)."""
+and must not write while nothing drifted (Koordinator #1734: a fight with the kubelet;
+Koordinator #2047: a quota that kept growing every minute)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.health import Health
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
-from tests.nodeagent.test_qos import OFFLINE, layout_with_offline_parent
+from tests.nodeagent.fakes import OFFLINE, layout_with_offline_parent
 
 CPU_FILE = {1: ("cpu/" + OFFLINE, "cpu.cfs_quota_us", "-1"), 2: (OFFLINE, "cpu.max", "max 100000")}
 MEMORY_FILE = {1: ("memory/" + OFFLINE, "memory.limit_in_bytes", "9223372036854771712"),
@@ -25,7 +25,7 @@ def writes(writer: CgroupWriter, file: str) -> int:
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_t23_cpu_quota_converges_after_the_kubelet_resets_it(tmp_path: Path, version: int) -> None:
+def test_cpu_quota_converges_after_the_kubelet_resets_it(tmp_path: Path, version: int) -> None:
     writer = CgroupWriter(Health())
     strategy = CpuSuppression(CpuSuppressConfig(), open_driver(layout_with_offline_parent(tmp_path, version), writer),
                               OFFLINE)
@@ -43,7 +43,7 @@ def test_t23_cpu_quota_converges_after_the_kubelet_resets_it(tmp_path: Path, ver
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_t23_memory_cap_converges_after_the_kubelet_resets_it(tmp_path: Path, version: int) -> None:
+def test_memory_cap_converges_after_the_kubelet_resets_it(tmp_path: Path, version: int) -> None:
     writer = CgroupWriter(Health())
     driver = open_driver(layout_with_offline_parent(tmp_path, version), writer)
     strategy = MemoryProtection(MemoryProtectConfig(online_threshold_percent=80, limit_percent=90,

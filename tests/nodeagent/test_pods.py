@@ -14,17 +14,9 @@ import pytest
 
 from nodeagent.pods import kube_qos_class, pods_from_pod_list
 from nodeagent.podwatch import WatchPodSource
-from tests.kube.realapi import real, real_api  # noqa: F401  (fixtures)
-from tests.nodeagent.test_kube import agent_token, bound_pod
+from tests.builders import listed_pod
+from tests.nodeagent.realnode import agent_token, bound_pod
 from tests.waiting import eventually
-
-
-def pod(name: str, qos_class: str | None = "BestEffort", level: str | None = None, phase: str = "Running",
-        **spec) -> dict:
-    annotations = {} if level is None else {"volcano.sh/qos-level": level}
-    status = {"phase": phase, **({"qosClass": qos_class} if qos_class else {})}
-    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "annotations": annotations,
-                         "resourceVersion": "1"}, "spec": spec, "status": status}
 
 
 @pytest.mark.parametrize("qos_class, annotation, default, level", [
@@ -37,7 +29,7 @@ def pod(name: str, qos_class: str | None = "BestEffort", level: str | None = Non
     pytest.param("BestEffort", None, "LS", "LS", id="configured-default-for-all-unannotated"),
 ])
 def test_qos_level(qos_class: str, annotation: str | None, default: str, level: str) -> None:
-    [info] = pods_from_pod_list({"items": [pod("p", qos_class, annotation)]}, default)
+    [info] = pods_from_pod_list({"items": [listed_pod("p", qos_class=qos_class, level=annotation)]}, default)
     assert (info.qos_level, info.online) == (level, level != "BE")
 
 
@@ -50,14 +42,14 @@ def test_qos_level(qos_class: str, annotation: str | None, default: str, level: 
 ])
 def test_qos_class_when_status_lacks_it(containers: list, qos_class: str) -> None:
     assert kube_qos_class({"containers": containers}) == qos_class
-    [info] = pods_from_pod_list({"items": [pod("p", None, containers=containers)]})
+    [info] = pods_from_pod_list({"items": [listed_pod("p", qos_class=None, containers=containers)]})
     assert info.qos_class == qos_class
 
 
 def test_one_malformed_pod_does_not_hide_the_others() -> None:
-    items = [pod("ok"), pod("bad-priority", priority="high"), {"metadata": "nonsense"}, "junk",
-             pod("huge-cpuset"), pod("done", phase="Succeeded"),
-             pod("bad-request", containers=[{"resources": {"requests": {"cpu": "lots", "memory": "1Gi"}}}])]
+    items = [listed_pod("ok"), listed_pod("bad-priority", priority="high"), {"metadata": "nonsense"}, "junk",
+             listed_pod("huge-cpuset"), listed_pod("done", phase="Succeeded"),
+             listed_pod("bad-request", containers=[{"resources": {"requests": {"cpu": "lots", "memory": "1Gi"}}}])]
     items[4]["metadata"]["annotations"]["caldera.sh/cpuset"] = "0-3," * 1000
     pods = {p.name: p for p in pods_from_pod_list({"items": items})}
     assert set(pods) == {"ok", "bad-priority", "huge-cpuset", "bad-request"}
@@ -160,6 +152,6 @@ def test_unreachable_api_server_is_not_in_sync() -> None:
                  id="batch-requests"),
 ])
 def test_limits_and_batch_requests(containers, cpu_limit, memory_limit, cpu_request) -> None:
-    [info] = pods_from_pod_list({"items": [pod("p", "Burstable", containers=containers)]})
+    [info] = pods_from_pod_list({"items": [listed_pod("p", qos_class="Burstable", containers=containers)]})
     assert (info.cpu_limit_cores, info.memory_limit_bytes, info.cpu_request_cores) == (cpu_limit, memory_limit,
                                                                                        cpu_request)

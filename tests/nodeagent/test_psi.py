@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.collect.psi import parse_pressure, read_node_pressure
 from nodeagent.health import Health
+from nodeagent.host.psi import parse_pressure, read_node_pressure
 from tests.nodeagent.fakes import write
 
 CPU = "some avg10=1.50 avg60=2.00 avg300=3.00 total=123\n"

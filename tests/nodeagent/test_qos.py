@@ -4,7 +4,8 @@ import errno
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import CgroupLayout
@@ -13,19 +14,11 @@ from nodeagent.collect.pod_usage import PodUsage
 from nodeagent.collect.window import Stat
 from nodeagent.health import Health
 from nodeagent.pods import PodInfo
+from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
 from nodeagent.qos.eviction import Eviction, EvictionConfig, Pressure, victims
 from nodeagent.qos.manager import QosConfig, QosManager
 from nodeagent.qos.strategies import CpuSuppressConfig, CpuSuppression, MemoryProtectConfig, MemoryProtection
-from nodeagent.qos.burst import CpuBurst, CpuBurstConfig, MemoryLow, MemoryLowConfig
-from tests.nodeagent.fakes import fake_pod_cgroup, write
-
-OFFLINE = "kubepods/besteffort"
-
-
-def layout_with_offline_parent(tmp_path: Path, version: int) -> CgroupLayout:
-    layout = CgroupLayout(tmp_path, version, "cgroupfs")
-    fake_pod_cgroup(layout, OFFLINE, cpu_ns=0, memory=0, inactive=0)
-    return layout
+from tests.nodeagent.fakes import OFFLINE, fake_pod_cgroup, layout_with_offline_parent, write
 
 
 @pytest.mark.parametrize("allocatable, threshold, online, floor, budget", [

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.collect.paths import HostPaths, parse_cpu_list
 from nodeagent.collect.topology import read_topology
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths, parse_cpu_list
 from tests.nodeagent.fakes import fake_sys, write
 
 

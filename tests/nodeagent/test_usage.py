@@ -4,15 +4,16 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodeagent.cgroup.driver import CgroupWriter, open_driver
 from nodeagent.cgroup.layout import detect_layout
 from nodeagent.collect.node_usage import NodeUsageCollector
-from nodeagent.collect.paths import HostPaths
 from nodeagent.collect.pod_usage import PodUsageCollector
 from nodeagent.collect.window import Window
 from nodeagent.health import Health
+from nodeagent.host.paths import HostPaths
 from nodeagent.pods import PodInfo
 from tests.nodeagent.fakes import fake_pod_cgroup, fake_proc, write
 

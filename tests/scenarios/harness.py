@@ -30,11 +30,11 @@ from typing import Any
 import yaml
 
 from central.framework.conf import DEFAULT_CONF_YAML
-from central.scheduler import load_config
-from central.api.quantity import parse_quantity
 from central.model.cache import ClusterCache
-from central.model.nodedata import GpuCard, NodeData, NumaCell
 from central.model.fields import parse_index_list, parse_time
+from central.model.nodedata import GpuCard, NodeData, NumaCell
+from central.resources.quantity import parse_quantity
+from central.scheduler import load_config
 from central.sim.manifests import Manifests, load_into
 from central.sim.simulate import SimulationResult, simulate
 

@@ -69,7 +69,7 @@ def test_a_bad_pod_stops_the_run_before_it_starts(tmp_path, capsys):
     pytest.param(["--size", "10x"], "argument --size: expected NODESxPODS", id="half"),
 ])
 def test_bench_refuses_bad_sizes_before_running(capsys, monkeypatch, args, message):
-    from central.sim import bench
+    from central.bench import session as bench
 
     monkeypatch.setattr(bench, "run_size", lambda *a: pytest.fail("a run started before the flags were checked"))
     with pytest.raises(SystemExit) as exit_info:

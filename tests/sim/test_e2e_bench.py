@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from central.bench import e2e
 from central.localcluster import build
-from central.sim import e2e
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""The seed's experiments (examples/experiments/), each outcome checked."""
+"""The experiments Volcano reports (examples/experiments/), each outcome checked."""
 
 from pathlib import Path
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from central.sim import floor
+from central.bench import floor
 
 
 def reference(idle, alloc, slots, requests):

@@ -1,11 +1,8 @@
 import pytest
 
 from central.errors import InputError
-from central.sim import podlife
-
-
-def pod(**annotations):
-    return {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "annotations": annotations}}
+from central.model import podlife
+from tests.builders import pod
 
 
 def test_defaults_when_not_annotated():
@@ -26,7 +23,7 @@ def test_defaults_when_not_annotated():
     pytest.param(podlife.cross_node_slowdown, podlife.CROSS_NODE_SLOWDOWN, "1.3", 1.3, id="slowdown"),
 ])
 def test_reads(read, key, value, expected):
-    assert read(pod(**{key: value})) == expected
+    assert read(pod(namespace="ns", annotations={key: value})) == expected
 
 
 @pytest.mark.parametrize("read, key, value", [
@@ -42,5 +39,5 @@ def test_reads(read, key, value, expected):
 ])
 def test_malformed_names_object_and_annotation(read, key, value):
     with pytest.raises(InputError) as err:
-        read(pod(**{key: value}))
+        read(pod(namespace="ns", annotations={key: value}))
     assert str(err.value).startswith(f"Pod ns/p: metadata.annotations[{key}]: ")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from central.scheduler import load_config
 from central.model.cache import ClusterCache
+from central.scheduler import load_config
 from central.sim.command import EXAMPLES
 from central.sim.manifests import load_into, read_manifests
 from central.sim.simulate import simulate

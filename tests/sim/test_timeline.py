@@ -8,37 +8,19 @@ import pytest
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
 from central.sim.timed import RunOptions, Workload, run_once
+from tests.builders import node, simulated_job
 
 START = datetime(2026, 1, 5, tzinfo=timezone.utc)
 CONF = load_config(DEFAULT_CONF_YAML, "default")
 
 
-def node(name, cpu="4"):
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}}}
-
-
-def job(name, replicas=1, min_available=None, duration="10m", exit_code=None, cpu="1", policies=(), **annotations):
-    pod_annotations = {"sim.caldera.sh/duration": duration} if duration else {}
-    if exit_code is not None:
-        pod_annotations["sim.caldera.sh/exit-code"] = str(exit_code)
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-            "metadata": {"name": name, "namespace": "default", "uid": name, "annotations": annotations},
-            "spec": {"minAvailable": replicas if min_available is None else min_available, "queue": "default",
-                     "maxRetry": 2, "policies": list(policies),
-                     "tasks": [{"name": "main", "replicas": replicas, "template": {
-                         "metadata": {"annotations": pod_annotations},
-                         "spec": {"containers": [{"name": "c", "image": "x",
-                                                  "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}]}}
-
-
-def run(objects, nodes=(node("n1"),), until=3600.0, period=1.0):
+def run(objects, nodes=(node("n1", cpu="4"),), until=3600.0, period=1.0):
     workload = Workload(static=[("test", n) for n in nodes], submitted=[("test", o) for o in objects])
     return run_once(workload, CONF, RunOptions(until=until, period=period, stuck_after=600.0, start=START))
 
 
 def test_a_job_runs_for_its_duration_and_completes():
-    result = run([job("a", replicas=2)])
+    result = run([simulated_job("a", replicas=2)])
     a = result.jobs["default/a"]
     assert a["phase"] == "Completed"
     assert a["submitted"] == 0.0
@@ -49,13 +31,13 @@ def test_a_job_runs_for_its_duration_and_completes():
 
 
 def test_empty_stretches_are_skipped():
-    result = run([job("long", duration="168h")], until=8 * 86400.0)
+    result = run([simulated_job("long", duration="168h")], until=8 * 86400.0)
     assert result.jobs["default/long"]["phase"] == "Completed"
     assert result.instants < 20  # a week of waiting is one jump, not 604,800 cycles
 
 
 def test_submit_at_delays_a_job():
-    late = job("late", **{"sim.caldera.sh/submit-at": "5m"})
+    late = simulated_job("late", **{"sim.caldera.sh/submit-at": "5m"})
     result = run([late])
     assert result.jobs["default/late"]["submitted"] == 300.0
     assert result.jobs["default/late"]["started"] >= 300.0
@@ -63,7 +45,7 @@ def test_submit_at_delays_a_job():
 
 def test_a_failing_pod_fails_the_job_after_its_retries():
     restart = {"event": "PodFailed", "action": "RestartJob"}
-    result = run([job("bad", exit_code=3, policies=[restart])])
+    result = run([simulated_job("bad", exit_code=3, policies=[restart])])
     bad = result.jobs["default/bad"]
     assert bad["phase"] == "Failed"
     # Volcano fails the job at the restart that reaches maxRetry (2): two runs of 600s each
@@ -71,7 +53,8 @@ def test_a_failing_pod_fails_the_job_after_its_retries():
 
 
 def test_jobs_wait_for_room_and_run_one_after_another():
-    result = run([job("first", cpu="4"), job("second", cpu="4", **{"sim.caldera.sh/submit-at": "1s"})])
+    second = simulated_job("second", cpu="4", **{"sim.caldera.sh/submit-at": "1s"})
+    result = run([simulated_job("first", cpu="4"), second])
     first, second = result.jobs["default/first"], result.jobs["default/second"]
     assert second["started"] >= first["finished"]
     assert result.metrics["mean_wait_s"] == pytest.approx((first["started"] + second["started"] - 1) / 2)
@@ -79,7 +62,7 @@ def test_jobs_wait_for_room_and_run_one_after_another():
 
 
 def test_until_stops_the_run_and_names_what_still_runs():
-    result = run([job("forever", duration=None)], until=7200.0)
+    result = run([simulated_job("forever", duration=None)], until=7200.0)
     assert result.time == 7200.0
     assert result.still_running == ["default/forever"]
     assert result.jobs["default/forever"]["finished"] is None
@@ -87,7 +70,7 @@ def test_until_stops_the_run_and_names_what_still_runs():
 
 def test_a_job_without_enough_peers_is_stuck():
     # min-peers 3 but only 2 pods fit: they hold the node and never progress
-    starved = job("starved", replicas=3, min_available=1, cpu="2", **{"sim.caldera.sh/min-peers": "3"})
+    starved = simulated_job("starved", replicas=3, min_available=1, cpu="2", **{"sim.caldera.sh/min-peers": "3"})
     result = run([starved], until=3600.0)
     stuck = result.metrics["stuck"]["default/starved"]
     assert (stuck["running"], stuck["needs"]) == (2, 3)
@@ -105,12 +88,13 @@ tiers:
 
 def test_preemption_acts_in_time():
     # low: two 2-CPU pods (minAvailable 1, so gang lets one go); high arrives at 10m and needs 2 CPUs
-    low = job("low", replicas=2, min_available=1, cpu="2", duration="1h")
-    high = job("high", cpu="2", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
+    low = simulated_job("low", replicas=2, min_available=1, cpu="2", duration="1h")
+    high = simulated_job("high", cpu="2", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
     high["spec"]["priorityClassName"] = "high"
     urgent = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
               "value": 1000}
-    workload = Workload(static=[("test", urgent), ("test", node("n1"))], submitted=[("test", low), ("test", high)])
+    workload = Workload(static=[("test", urgent), ("test", node("n1", cpu="4"))],
+                        submitted=[("test", low), ("test", high)])
     result = run_once(workload, PREEMPT, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=600.0, start=START))
     assert len(result.last.evictions) == 1 and result.last.evictions[0].startswith("default/low-main-")
     low_, high_ = result.jobs["default/low"], result.jobs["default/high"]
@@ -130,9 +114,9 @@ def command(action, kind, name, at):
 def test_commands_act_in_time():
     queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
              "spec": {"weight": 1}}
-    late = job("late", **{"sim.caldera.sh/submit-at": "10m"})
+    late = simulated_job("late", **{"sim.caldera.sh/submit-at": "10m"})
     late["spec"]["queue"] = "q"
-    aborted = job("aborted", duration="1h")
+    aborted = simulated_job("aborted", duration="1h")
     result = run([queue, command("CloseQueue", "Queue", "q", "5m"), late, aborted,
                   command("AbortJob", "Job", "aborted", "20m")], until=7200.0)
     assert result.jobs["default/late"]["started"] is None  # its queue closed before it came
@@ -153,9 +137,9 @@ tiers:
 
 
 def test_tdm_windows_open_and_close_in_time():
-    revocable = node("rev")
+    revocable = node("rev", cpu="4")
     revocable["metadata"]["labels"] = {"volcano.sh/revocable-zone": "night"}
-    short, long_ = job("short", duration="30m"), job("long", duration="3h")
+    short, long_ = simulated_job("short", duration="30m"), simulated_job("long", duration="3h")
     for j in (short, long_):
         j["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["volcano.sh/preemptable"] = "true"
     workload = Workload(static=[("test", revocable)], submitted=[("test", short), ("test", long_)])
@@ -179,11 +163,11 @@ tiers:
 def test_reclaim_acts_in_time():
     queues = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
                "spec": {"weight": 1, "reclaimable": True}} for name in ("a", "b")]
-    greedy = job("greedy", replicas=4, min_available=1, cpu="1", duration="1h")
+    greedy = simulated_job("greedy", replicas=4, min_available=1, cpu="1", duration="1h")
     greedy["spec"]["queue"] = "a"
-    later = job("later", replicas=2, cpu="1", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
+    later = simulated_job("later", replicas=2, cpu="1", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
     later["spec"]["queue"] = "b"
-    workload = Workload(static=[("test", node("n1"))], submitted=[("test", q) for q in queues]
+    workload = Workload(static=[("test", node("n1", cpu="4"))], submitted=[("test", q) for q in queues]
                         + [("test", greedy), ("test", later)])
     result = run_once(workload, RECLAIM, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=600.0, start=START))
     # queue b takes back its deserved half of the node from a, at once

@@ -1,0 +1,397 @@
+"""`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
+
+Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
+`/hypernodes/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
+pinning CPUs); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
+as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
+`caldera validate` runs, so a bad object is refused with the same field-path messages
+everywhere. Queue DELETE requests go through `admit_delete`.
+
+The existing objects a decision needs (queues, PodGroups, namespaces) come from reflectors;
+until they have synced the webhook refuses (and `/healthz` says not ready), which with
+`failurePolicy: Fail` is the safe side. TLS: 1.2 or newer, the certificate re-read when its
+files change (a renewed Secret), handshakes in the request threads so a slow client cannot
+stall the accept loop. Its own webhook configurations are kept current by
+`central.admission.webhookconfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import json
+import logging
+import os
+import signal
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry
+
+from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
+from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
+from central.admission.config import add_job_limit_arguments
+from central.admission.pods import concerns
+from central.admission.webhookconfig import CaBundleInjector
+from central.certs.command import WEBHOOK_CONFIGURATIONS
+from central.certs.issue import KeyPair, certificate_problem
+from central.errors import InputError
+from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.informer import Reflector
+from central.model.fields import check_tree, is_object_name
+from central.scheduler.metrics import serve
+
+log = logging.getLogger(__name__)
+
+ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
+ROUTES.update(("/pods/validate", "/hypernodes/validate"))
+EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
+NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
+MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
+
+
+class ClusterView:
+    """The objects admission decides against, kept current by reflectors.
+
+    Each event updates the view in place (a queue, a namespace, one PodGroup's place in its
+    queue's count); a request copies only the queues, so its cost does not grow with the
+    number of PodGroups in the cluster."""
+
+    def __init__(self, client: KubeClient | None):
+        self._lock = threading.Lock()
+        self.queues: dict[str, dict[str, Any]] = {}
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self._podgroup_queue: dict[str, str] = {}  # PodGroup key -> its queue
+        self._counts: dict[str, int] = {}  # queue -> PodGroups
+        self._cluster: Cluster | None = None
+        self._client = client
+        self.reflectors = [] if client is None else [  # None: events come through `apply` (tests)
+            Reflector(client, path(VOLCANO_SCHEDULING, "queues"), self._on("Queue")),
+            Reflector(client, path(VOLCANO_SCHEDULING, "podgroups"), self._on("PodGroup")),
+            Reflector(client, path(CORE, "namespaces"), self._on("Namespace"))]
+
+    def _on(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        def handle(event: str, obj: dict[str, Any]) -> None:
+            with self._lock:
+                self.apply(kind, event, obj)
+        return handle
+
+    def apply(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        self._cluster = None
+        if kind in ("Queue", "Namespace"):
+            table = self.queues if kind == "Queue" else self.namespaces
+            table.pop(name, None)
+            if event != "DELETED":
+                table[name] = dict(obj, kind=kind)
+        else:
+            key = f"{meta.get('namespace')}/{name}"
+            before = self._podgroup_queue.pop(key, None)
+            if before is not None:
+                self._counts[before] -= 1
+            if event != "DELETED":
+                queue = podgroup_queue(dict(obj, kind=kind)) or DEFAULT_QUEUE
+                self._podgroup_queue[key] = queue
+                self._counts[queue] = self._counts.get(queue, 0) + 1
+
+    def start(self) -> "ClusterView":
+        for reflector in self.reflectors:
+            reflector.start()
+        return self
+
+    def stop(self) -> None:
+        for reflector in self.reflectors:
+            reflector.stop()
+
+    def synced(self) -> bool:
+        return all(r.synced.is_set() for r in self.reflectors)
+
+    def cluster(self, queue: Any = None) -> Cluster:
+        """The view as a Cluster, rebuilt only after something changed (O(queues)). A `queue`
+        the request names that the watch has not delivered yet is read from the apiserver once:
+        a queue created just before its first job must not refuse that job."""
+        # only a valid name goes into the URL: a tenant's `../..` must not read other objects
+        if is_object_name(queue) and self._client is not None and queue not in self.queues:
+            try:
+                found = self._client.get_or_none(path(VOLCANO_SCHEDULING, "queues", name=queue))
+            except ApiError as err:  # the view decides alone, as before
+                log.warning("could not read queue %s the watch has not delivered: %s", queue, err)
+                found = None
+            if found is not None:
+                with self._lock:
+                    if queue not in self.queues:  # the watch may have caught up meanwhile
+                        self.apply("Queue", "ADDED", found)
+        with self._lock:
+            if self._cluster is None:
+                self._cluster = Cluster(dict(self.queues), dict(self._counts), dict(self.namespaces))
+            return self._cluster
+
+
+def review(route: str, request: dict[str, Any], view: ClusterView, config: AdmissionConfig) -> dict[str, Any]:
+    """The AdmissionReview response for one request. A malformed object is a denial naming the
+    field (admission is total); only a bug in Caldera reaches the handler's 500."""
+    uid = request.get("uid", "")
+    if not view.synced():
+        return _deny(uid, 503, "admission is starting: its caches have not synced yet")
+    obj = request.get("object") or {}
+    old = request.get("oldObject") or None
+    if not isinstance(obj, dict) or old is not None and not isinstance(old, dict):
+        return _deny(uid, 400, "object: expected a Kubernetes object")
+    try:
+        check_tree(request, "request")
+    except InputError as err:
+        return _deny(uid, 400, err.message)
+    if route.startswith("/pods/") and not concerns(obj, config, old):
+        return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
+    cluster = view.cluster(_named_queue(obj))
+    user_info = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
+    if request.get("operation") == "DELETE":
+        decision = admit_delete(old or {}, cluster)
+    else:
+        decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None,
+                         user=user_info.get("username"))
+    if route.endswith("/mutate"):
+        patch = json_patch(obj, decision.object) if request.get("operation") == "CREATE" else []
+        response: dict[str, Any] = {"uid": uid, "allowed": True}
+        if patch:
+            response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps(patch).encode()).decode())
+        return response
+    if decision.allowed:
+        return {"uid": uid, "allowed": True}
+    return _deny(uid, 400, "; ".join(decision.errors))
+
+
+def _named_queue(obj: dict[str, Any]) -> Any:
+    """The queue a Job or PodGroup goes to, or a Queue's parent: what admission looks up."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    return spec.get("parent") if obj.get("kind") == "Queue" else spec.get("queue")
+
+
+def review_agent_eviction(request: dict[str, Any], pod: dict[str, Any] | None) -> dict[str, Any]:
+    """An agent may evict only pods on its own node: the node its token is bound to (a
+    ValidatingAdmissionPolicy cannot decide this, it sees the Eviction and not the pod)."""
+    uid = request.get("uid", "")
+    nodes = ((request.get("userInfo") or {}).get("extra") or {}).get(NODE_NAME_CLAIM) or []
+    target = f"{request.get('namespace')}/{request.get('name')}"
+    if len(nodes) != 1:
+        return _deny(uid, 403, f"an eviction of {target} by a token bound to no node")
+    if pod is None:
+        return {"uid": uid, "allowed": True}  # gone already: the eviction answers 404 itself
+    on = (pod.get("spec") or {}).get("nodeName") or ""
+    if on != nodes[0]:
+        return _deny(uid, 403, f"the agent of node {nodes[0]} may not evict {target}, which runs on {on or 'no node'}")
+    return {"uid": uid, "allowed": True}
+
+
+def _deny(uid: str, code: int, message: str) -> dict[str, Any]:
+    reason = {400: "Invalid", 403: "Forbidden"}.get(code, "ServiceUnavailable")
+    return {"uid": uid, "allowed": False, "status": {"code": code, "message": message, "reason": reason}}
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class TLSContext:
+    """An SSL context for the certificate files, rebuilt when they change.
+
+    Never fatal: a missing, unreadable or expired certificate is `problem` (logged once per
+    new problem, shown by /readyz) and the last good context keeps serving until it expires;
+    `caldera certs` or cert-manager renewing the Secret mends it without a restart."""
+
+    def __init__(self, cert: str, key: str, clock: Callable[[], dt.datetime] = _utcnow):
+        self.cert, self.key, self.clock = cert, key, clock
+        self.problem: str | None = None
+        self._stamp: tuple[float, float] | None = None
+        self._context: ssl.SSLContext | None = None
+        self._expires: dt.datetime | None = None
+        self._lock = threading.Lock()
+        self.current()
+
+    def current(self) -> ssl.SSLContext | None:
+        """The context to serve with (None until a usable certificate has been read)."""
+        with self._lock:
+            try:
+                stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+                if stamp != self._stamp:
+                    self._stamp = stamp
+                    self._load()
+            except OSError as err:
+                self._report(f"cannot read {err.filename}: {err.strerror}")
+            if self._expires is not None and self.clock() >= self._expires:
+                self._report(f"{self.cert} expired {self._expires:%Y-%m-%d %H:%M} UTC")
+                self._context = None
+            return self._context
+
+    def _load(self) -> None:
+        with open(self.cert, "rb") as c, open(self.key, "rb") as k:
+            pair = KeyPair(c.read(), k.read())
+        problem = certificate_problem(pair, self.clock())
+        if problem:
+            return self._report(f"{self.cert}: {problem}")  # a half-written renewal: keep the old one
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(self.cert, self.key)
+        except ssl.SSLError as err:
+            return self._report(f"{self.cert}: {err}")
+        self._context, self._expires = context, pair.cert.not_valid_after_utc
+        if self.problem:
+            log.info("serving certificate %s loaded, valid until %s", self.cert, f"{self._expires:%Y-%m-%d}")
+        self.problem = None
+
+    def _report(self, problem: str) -> None:
+        if problem != self.problem:
+            log.error("cannot serve TLS: %s", problem)
+        self.problem = problem
+
+
+class WebhookServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
+                 client: KubeClient | None = None):
+        self.tls, self.view, self.config, self.client = tls, view, config, client
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.info("connection from %s failed", client_address[0], exc_info=True)  # e.g. a bad TLS handshake
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = self.socket.accept()
+        context = self.tls.current()
+        if context is None:  # no usable certificate: refuse the connection, /readyz says why
+            sock.close()
+            raise OSError("no usable serving certificate")
+        return context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: WebhookServer
+    timeout = 15  # seconds a client may take per read, the handshake included; an idle kept-alive
+    # connection is closed after it, and the API server opens another
+    protocol_version = "HTTP/1.1"  # kept alive: a TLS handshake per admission call cost more than the call
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.do_handshake()
+
+    def do_GET(self) -> None:
+        if urlsplit(self.path).path == "/healthz":
+            ready = self.server.view.synced()
+            self._send(200 if ready else 503, {"status": "ok" if ready else "caches not synced"})
+        else:
+            self._send(404, {"message": "not found"})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
+        if route not in ROUTES and route != EVICTION_ROUTE or not 0 < length <= MAX_BODY:
+            self.close_connection = True  # the body stays unread: the connection cannot carry another request
+            if route not in ROUTES and route != EVICTION_ROUTE:
+                return self._send(404, {"message": f"no admission route {route}"})
+            return self._send(413, {"message": "request body missing or too large"})
+        try:
+            body = json.loads(self.rfile.read(length))
+            request = body["request"]
+            if not isinstance(request, dict):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
+            return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
+        try:
+            if route == EVICTION_ROUTE:
+                response = review_agent_eviction(request, self._pod(request))
+            else:
+                response = review(route, request, self.server.view, self.server.config)
+        except ApiError as err:
+            response = _deny(request.get("uid", ""), 503, f"cannot read the pod to evict: {err}")
+        except Exception:  # a bug must answer (and be logged), not hang the API server's call
+            log.exception("admission %s failed", route)
+            response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
+        self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def _pod(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if self.server.client is None:
+            raise ApiError(503, "ServiceUnavailable", "no API client")
+        return self.server.client.get_or_none(path(CORE, "pods", request.get("namespace"), request.get("name")))
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--bind-address", default="0.0.0.0", help="address the HTTPS and health ports listen on")
+    parser.add_argument("--port", type=int, default=8443, help="HTTPS port of the webhook")
+    parser.add_argument("--health-port", type=int, default=0,
+                        help="plain HTTP /healthz (alive) and /readyz (certificate usable, caches synced, "
+                             "caBundle filled in); off when 0")
+    parser.add_argument("--tls-cert-file", required=True, help="the serving certificate (PEM)")
+    parser.add_argument("--tls-key-file", required=True, help="its private key (PEM)")
+    parser.add_argument("--ca-bundle-file", default="",
+                        help="fill this CA into the webhook configurations' caBundle at start and when it changes")
+    parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"],
+                        help="MutatingWebhookConfiguration whose caBundle is kept filled in")
+    parser.add_argument("--validating-configuration",
+                        default=WEBHOOK_CONFIGURATIONS["validatingwebhookconfigurations"],
+                        help="ValidatingWebhookConfiguration whose caBundle is kept filled in")
+    parser.add_argument("--webhook-url", default="",
+                        help="with --ca-bundle-file: point clientConfig at this URL (plus each route) instead of "
+                             "the Service, for a webhook running outside the cluster, e.g. https://127.0.0.1:8443")
+    parser.add_argument("--scheduler-name", default=DEFAULT_CONFIG.scheduler_name,
+                        help="the schedulerName Jobs get by default, whose pods are checked (with --ca-bundle-file, "
+                             "written into the pods webhook's matchCondition)")
+    add_job_limit_arguments(parser)  # the controllers take the same flags, and must get the same values
+    parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
+    parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
+                        help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
+                             max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
+                             scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user)
+    tls = TLSContext(args.tls_cert_file, args.tls_key_file)
+    client = KubeClient.connect(args.kubeconfig)
+    view = ClusterView(client).start()
+    injector = None
+    if args.ca_bundle_file:
+        injector = CaBundleInjector(client, args.ca_bundle_file, {
+            "mutatingwebhookconfigurations": args.mutating_configuration,
+            "validatingwebhookconfigurations": args.validating_configuration}, args.webhook_url,
+            scheduler_name=args.scheduler_name).start()
+    health = None
+    if args.health_port:
+        def ready() -> bool:
+            tls.current()
+            return tls.problem is None and view.synced() and (injector is None or injector.problem is None)
+        health = serve(CollectorRegistry(), args.health_port, ready, host=args.bind_address)
+    server = WebhookServer((args.bind_address, args.port), tls, view, config, client)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    try:
+        server.serve_forever()
+    finally:
+        view.stop()
+        if injector:
+            injector.stop()
+        if health:
+            health.shutdown()
+        server.server_close()
+    return 0

@@ -1,0 +1,98 @@
+"""`caldera controllers`: the Job, Queue, PodGroup and HyperNode controllers (flags as vc-controller-manager).
+
+Reflectors start at once (a standby keeps warm caches); workers start only on the replica
+that holds the Lease, after every cache has synced. Losing the Lease stops the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+
+from prometheus_client import CollectorRegistry
+
+from central.admission.config import add_job_limit_arguments, job_limits_of
+from central.controllers.loops.base import ControllerLoop
+from central.controllers.loops.hypernodes import HyperNodeController
+from central.controllers.loops.jobs import JobController
+from central.controllers.loops.podgroups import PodGroupController
+from central.controllers.loops.queues import QueueController
+from central.kube.client import KubeClient
+from central.kube.events import EventRecorder
+from central.kube.leader import LeaderElector, exit_on_lost
+from central.model.jobs import DEFAULT_LIMITS, JobLimits
+from central.scheduler.metrics import QueuePodGroupCounts, serve
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--workers", type=int, default=3, help="Job controller workers")
+    parser.add_argument("--scheduler-name", action="append", default=None,
+                        help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
+    add_job_limit_arguments(parser)  # the webhook's: give both the same values
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                        help="elect a leader on a Lease before reconciling")
+    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
+    parser.add_argument("--lock-object-name", default="vc-controller-manager", help="name of the Lease")
+    parser.add_argument("--kube-api-qps", type=float, default=50.0, help="API requests per second")
+    parser.add_argument("--kube-api-burst", type=int, default=100, help="API requests allowed in a burst")
+    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
+    parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
+
+
+def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
+          limits: JobLimits = DEFAULT_LIMITS) -> list[ControllerLoop]:
+    events = EventRecorder(client, "vc-controller-manager")
+    return [JobController(client, events, workers, limits=limits), QueueController(client, events),
+            PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
+
+
+def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None) -> int:
+    for loop in loops:
+        loop.start_watching()
+    try:
+        while not all(loop.synced() for loop in loops):
+            if stop.wait(0.05):
+                return 0
+        if elector is not None and not elector.acquire(stop):
+            return 0
+        for loop in loops:
+            loop.start_workers()
+        while not stop.wait(0.5):
+            if elector is not None and not elector.leading.is_set():
+                log.error("leadership lost: stopping")
+                return 1
+        return 0
+    finally:
+        for loop in loops:
+            loop.stop()
+        if elector is not None:
+            elector.release()
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
+    loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args))
+    elector = None
+    if args.leader_elect:
+        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name,
+                                f"{socket.gethostname()}_{os.getpid()}", on_lost=exit_on_lost)
+    registry = CollectorRegistry()
+    queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
+    registry.register(QueuePodGroupCounts(queues))
+    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops),
+                   host=args.listen_address)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        return run_controllers(loops, stop, elector)
+    finally:
+        server.shutdown()

@@ -1,0 +1,166 @@
+"""The action contract, and what an action sees of its session.
+
+An action is a class with a `name` (its configuration name), a class method
+`read_arguments` that checks its configured `arguments` once, when the configuration loads
+(what it returns is the action's `settings` in every session), and `execute`, run once per
+session in the configured order over an `ActionHandle`: the session's jobs, queues and
+nodes, its placement, statements, queue lines, orderings, votes and gates, and the few
+calls through which an action records what it found (notes, faults). An action never
+writes the session's own bookkeeping: statements decide, closing reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from central.errors import InputError
+from central.framework.decisions import Decisions
+from central.framework.faults import Faults, JobBoundary
+from central.framework.notes import Notes
+from central.framework.ordering import PriorityQueue
+from central.framework.placement import Placement
+from central.framework.points import Points, victims
+from central.framework.statement import Statement
+from central.framework.status import Status
+from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from central.model.topology import HyperNode
+from central.resources.vectors import Dimensions
+
+
+class Action:
+    name: ClassVar[str] = ""
+    # argument -> type (bool or int, non-negative), Volcano's names; None: every key is taken as is
+    arguments: ClassVar[Mapping[str, type] | None] = None
+    # may it decide something with no pod waiting (evict running ones)? A simulation then
+    # runs cycles after any change, not only while pods wait
+    acts_on_running: ClassVar[bool] = False
+
+    def __init__(self, settings: Any):
+        self.settings = settings  # what `read_arguments` made of the configured arguments, at load
+
+    @classmethod
+    def read_arguments(cls, raw: Mapping[str, Any], where: str) -> Any:
+        """Check the configured arguments (`where` names them in errors) against `arguments`;
+        InputError names the key. What it returns is `settings`."""
+        known = cls.arguments
+        if known is None:
+            return raw
+        for key, value in raw.items():
+            kind = known.get(key)
+            if kind is None:
+                raise InputError(f"{where}.{key}", f"unknown argument of {cls.name}; valid: {', '.join(sorted(known))}")
+            if kind is bool and not isinstance(value, bool):
+                raise InputError(f"{where}.{key}", f"expected true or false, got {value!r}")
+            if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
+        return raw
+
+    def execute(self, handle: ActionHandle) -> None:
+        raise NotImplementedError
+
+
+class SessionParts(Protocol):
+    """What the action handle is made of: the session (`central.framework.session`), which
+    this module does not import (the session is the framework's top; nothing it builds on
+    names it, not even as a type)."""
+
+    @property
+    def actions(self) -> Sequence[str]: ...
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    nodes: list[NodeInfo]
+    dims: Dimensions
+    placement: Placement
+    points: Points
+    faults: Faults
+    decisions: Decisions
+    notes: Notes
+
+    def statement(self) -> Statement: ...
+    def queue_lines(self, jobs: Iterable[JobInfo]) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]: ...
+    def job_boundary(self, job: JobInfo, source: str, stmt: Statement | None = None) -> JobBoundary: ...
+    def task_less(self, left: TaskInfo, right: TaskInfo) -> bool: ...
+    def victim_less(self, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], bool]: ...
+    def job_valid(self, job: JobInfo) -> str | None: ...
+    def job_ready(self, job: JobInfo) -> bool: ...
+    def job_pipelined(self, job: JobInfo) -> bool: ...
+    def job_starving(self, job: JobInfo) -> bool: ...
+    def job_enqueueable(self, job: JobInfo) -> bool: ...
+    def job_enqueued(self, job: JobInfo) -> None: ...
+    def overused(self, queue: QueueInfo) -> bool: ...
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status: ...
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status: ...
+    def can_give_up(self, victim: TaskInfo) -> bool: ...
+    def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]: ...
+    def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
+
+
+class ActionHandle:
+    """What an action sees of its session. Its calls are the session's own bound methods,
+    so going through the handle costs nothing per call."""
+
+    def __init__(self, ssn: SessionParts):
+        self._faults: Faults = ssn.faults
+        self._decisions: Decisions = ssn.decisions
+        self.actions: Sequence[str] = ssn.actions  # the configured actions, in order
+        self.jobs: Mapping[str, JobInfo] = ssn.jobs
+        self.queues = ssn.queues
+        self.nodes = ssn.nodes  # by row
+        self.dims = ssn.dims
+        self.placement = ssn.placement
+        self.statement = ssn.statement
+        self.queue_lines = ssn.queue_lines
+        self.job_boundary = ssn.job_boundary
+        # orderings
+        self.task_less = ssn.task_less
+        self.victim_less = ssn.victim_less
+        # votes and gates
+        self.job_valid = ssn.job_valid
+        self.job_ready = ssn.job_ready
+        self.job_pipelined = ssn.job_pipelined
+        self.job_starving = ssn.job_starving
+        self.job_enqueueable = ssn.job_enqueueable
+        self.job_enqueued = ssn.job_enqueued
+        self.overused = ssn.overused
+        self.allocatable = ssn.allocatable
+        self.preemptive = ssn.preemptive
+        self.can_give_up = ssn.can_give_up
+        self.victim_tasks = ssn.victim_tasks
+        self.hypernode_gradients = ssn.hypernode_gradients
+        points = ssn.points
+        self._hypernode_order = points.hypernode_order
+        self._victim_votes = {"preemptable": points.preemptable, "reclaimable": points.reclaimable}
+        self._victim_guards = {"preemptable": points.preemptable_guards, "reclaimable": points.reclaimable_guards}
+        self.note_job = ssn.notes.note_job  # why the job was held back (the latest note counts)
+
+    def victims(self, point: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The victims the `point` ("preemptable" or "reclaimable") tiers allow, then its
+        guards (`central.framework.extension.VictimGuard`)."""
+        chosen = victims(self._victim_votes[point], actor, candidates)
+        for guard in self._victim_guards[point]:
+            chosen = guard.guard_victims(actor, chosen)
+        return chosen
+
+    def may_lose(self, point: str, actor: TaskInfo) -> Callable[[TaskInfo], bool]:
+        """Could the candidate be among the victims of `point`, whatever the tiers vote (the
+        guards' cheap bound)?"""
+        guards = self._victim_guards[point]
+        return lambda victim: all(guard.may_lose(actor, victim) for guard in guards)
+
+    def hypernode_order(self, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
+        """The summed scores of the candidate HyperNodes."""
+        total = np.zeros(len(candidates))
+        for fn in self._hypernode_order:
+            total += fn(job, candidates)
+        return total
+
+    def is_faulted(self, job: JobInfo) -> bool:
+        return self._faults.job_reason(job) is not None
+
+    def forget_placement(self, task: TaskInfo) -> None:
+        """The task's placements so far were trials: it does not count as placed then
+        discarded (its why-pending says why the trials failed)."""
+        self._decisions.discarded.pop(task.uid, None)

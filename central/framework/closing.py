@@ -1,0 +1,218 @@
+"""Closing a session: the plugins' last word, every PodGroup's and queue's status, the result.
+
+At close the plugins hand in their last word (gang writes why-pending conditions), every
+job's PodGroup phase is computed as Volcano does, open statements are discarded and
+committed pipelines turned into nominations, and what is session-only is given back, so the
+cache again mirrors the cluster plus the binds and evictions decided.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from central.framework.decisions import Decisions
+from central.framework.faults import EVENT_REASON, Fault, Faults
+from central.framework.journal import Journal
+from central.framework.notes import Notes
+from central.framework.plugin import AccountingPlugin, Plugin
+from central.framework.points import Points
+from central.model.cache import ClusterCache
+from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.resources.vectors import Dimensions, format_value
+
+
+@dataclass
+class CycleResult:
+    """What one session decided. Keys are "<namespace>/<name>"."""
+
+    binds: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
+    evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
+    pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
+    nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
+    changed_podgroups: set[str] = field(default_factory=set)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
+    deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
+    deserved_by: str = ""  # that plugin (proportion, capacity); "" when none computes shares
+    timings: dict[str, float] = field(default_factory=dict)  # step -> seconds
+    plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
+
+
+@dataclass
+class Closing:
+    """The parts of a session that closing reads."""
+
+    cache: ClusterCache
+    dims: Dimensions
+    jobs: Mapping[str, JobInfo]
+    queues: Mapping[str, QueueInfo]
+    opened_as: Mapping[str, tuple[str, list[dict[str, Any]]]]  # job uid -> (phase, conditions) at open
+    tiers: Sequence[Sequence[Plugin]]
+    points: Points
+    decisions: Decisions
+    notes: Notes
+    faults: Faults
+    journal: Journal
+    plugin_timings: dict[tuple[str, str], float]
+
+    def close(self) -> CycleResult:
+        for plugin in self.points.on_session_close:
+            started = time.perf_counter()
+            plugin.on_session_close()
+            self.plugin_timings[(plugin.name, "OnSessionClose")] = time.perf_counter() - started  # type: ignore[attr-defined]
+        decisions, notes = self.decisions, self.notes
+        for uid, reason in self.faults.jobs.items():  # after gang's: the fault is the reason that counts
+            if self.jobs[uid].count(TaskStatus.PENDING):  # a job with nothing left to place is only reported
+                notes.conditions[uid] = notes.condition("Unschedulable", EVENT_REASON, reason)
+        result = CycleResult(binds=dict(decisions.binds), evictions=dict(decisions.evictions),
+                             faults=list(self.faults.by_object.values()))
+        result.plugin_timings = dict(self.plugin_timings)
+        result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
+        for job in self.jobs.values():
+            if job.counts.get(TaskStatus.PIPELINED):
+                for task in job.tasks.values():
+                    if task.status == TaskStatus.PIPELINED:
+                        result.pipelined[task.uid] = task.node or ""
+            status = podgroup_status(job, notes.conditions.get(job.uid))
+            result.podgroups[job.uid] = status
+            if not _same_status(status["phase"], status["conditions"], *self.opened_as[job.uid]):
+                result.changed_podgroups.add(job.uid)
+            job.phase, job.conditions = status["phase"], status["conditions"]
+            result.pending_reasons.update(self._pending_reasons(job))
+        for statement in reversed(list(decisions.open)):
+            statement.discard()
+        for task in decisions.pipelines:
+            if task.status == TaskStatus.PIPELINED:
+                self.journal.on_rollback(_renominate(task, task.nominated_node))
+                task.nominated_node = result.nominated[task.uid] = task.node
+                self.cache.set_status(task, TaskStatus.PENDING, None)
+        result.queues = queue_statuses(self.dims, self.queues, self.jobs)
+        self._deserved(result)
+        self.journal.close()
+        return result
+
+    def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
+        if not job.counts.get(TaskStatus.PENDING) and not job.fit_errors:
+            return {}
+        reasons = {}
+        faulted = self.faults.job_reason(job)
+        if faulted is not None:
+            return {task.uid: f"PodGroup {job.uid} cannot be scheduled: {faulted}"
+                    for task in job.tasks.values() if task.status == TaskStatus.PENDING}
+        for uid, errors in job.fit_errors.items():
+            reasons[uid] = str(errors)
+        for task in job.tasks.values():
+            if task.status == TaskStatus.PENDING and task.uid not in reasons:
+                if self.decisions.placed_then_discarded(task):
+                    reasons[task.uid] = "Schedulable: fits a node, but the gang is not ready"
+                elif job.pending_phase:
+                    why = self.notes.jobs.get(job.uid, "waiting for the enqueue action")
+                    reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
+                elif job.fit_errors:  # not tried: a twin of the same template already found no node
+                    first = next(iter(job.fit_errors.values()))
+                    reasons[task.uid] = f"not tried after {len(job.fit_errors)} pod(s) of its job found no node: {first}"
+                else:
+                    why = self.notes.jobs.get(job.uid, "the job was not reached this cycle")
+                    reasons[task.uid] = f"PodGroup {job.uid} is admitted, its pods are waiting: {why}"
+        return reasons
+
+    def _deserved(self, result: CycleResult) -> None:
+        """The queues' shares as the first plugin computing them has them."""
+        for plugin in (p for tier in self.tiers for p in tier):
+            shares = plugin.deserved_shares() if isinstance(plugin, AccountingPlugin) else None
+            if shares is not None:
+                result.deserved_by = plugin.name
+                result.deserved = {queue: {n: float(v) for n, v in zip(self.dims.names, vec) if v > 0 and math.isfinite(v)}
+                                   for queue, vec in shares.items()}
+                return
+
+
+def _renominate(task: TaskInfo, node: str | None) -> Callable[[], None]:
+    """Puts the task's nomination back (a rolled back close)."""
+    def undo() -> None:
+        task.nominated_node = node
+    return undo
+
+
+def podgroup_status(job: JobInfo, new: dict[str, Any] | None) -> dict[str, Any]:
+    """Volcano's jobStatus: the phase a PodGroup ends the session in, given the condition the
+    session set for it (`new`, if any)."""
+    conditions = list(job.conditions)
+    if new is not None:
+        conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
+    unschedulable = new is not None and new["type"] == "Unschedulable"
+    counts = job.counts
+    running = counts.get(TaskStatus.RUNNING, 0)
+    succeeded, failed = counts.get(TaskStatus.SUCCEEDED, 0), counts.get(TaskStatus.FAILED, 0)
+    # Volcano's newest rule: scheduled means Bound, Running, Succeeded or Failed (what this
+    # session allocated or is binding does not count yet), plus Releasing pods still on a node.
+    scheduled = counts.get(TaskStatus.BOUND, 0) + running + succeeded + failed
+    if counts.get(TaskStatus.RELEASING):
+        scheduled += sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
+    phase = job.phase or "Pending"
+    if running and unschedulable:
+        phase = "Unknown"
+    elif scheduled >= job.min_available:
+        phase = "Completed" if succeeded + failed == scheduled else "Running"
+    elif phase != "Inqueue":
+        phase = "Pending"
+    return {"phase": phase, "conditions": conditions, "running": running, "succeeded": succeeded, "failed": failed}
+
+
+def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapping[str, JobInfo]) -> dict[str, dict[str, Any]]:
+    """Every queue's status: what its jobs and its descendants' jobs hold, and its jobs by phase."""
+    allocated = {name: dims.zeros() for name in queues}
+    pods = dict.fromkeys(queues, 0)  # allocated pods, which admission reads (a parent has none)
+    phases: dict[str, dict[str, int]] = {name: {} for name in queues}
+    own: dict[str, list[JobInfo]] = {}
+    for job in jobs.values():
+        counts = phases.setdefault(job.queue, {})
+        counts[job.phase] = counts.get(job.phase, 0) + 1
+        own.setdefault(job.queue, []).append(job)
+    for queue, members in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
+        vec = np.array([job.allocated for job in members]).sum(axis=0)  # row by row: as adding them in turn
+        n = sum(job.count(*ALLOCATED_STATUSES) for job in members)
+        name: str | None = queue
+        seen = set()
+        while name in queues and name not in seen:  # the queue and its ancestors
+            seen.add(name)
+            allocated[name] += vec
+            pods[name] += n
+            name = queues[name].parent or ("root" if name != "root" else None)
+    out = {}
+    for name in queues:
+        vec = allocated[name]
+        out[name] = {
+            "allocated": {**{n: format_value(n, float(v)) for n, v in zip(dims.names, vec) if v > 0},
+                          **({"pods": str(pods[name])} if pods[name] else {})},
+            **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
+        }
+    return out
+
+
+STAMPED = frozenset({"transitionID", "lastTransitionTime"})
+
+
+def _same_status(phase: str, conditions: list[dict[str, Any]], was_phase: str, was: list[dict[str, Any]]) -> bool:
+    """Equal PodGroup statuses but for the fields every session stamps anew (as Volcano compares)."""
+    if phase != was_phase or len(conditions) != len(was):
+        return False
+    for new, old in zip(conditions, was):
+        if new is old:
+            continue
+        for key, value in new.items():  # each side's unstamped keys are in the other, with equal values
+            if key not in STAMPED and (key not in old or old[key] != value):
+                return False
+        for key in old:
+            if key not in STAMPED and key not in new:
+                return False
+    return True

@@ -1,0 +1,52 @@
+"""What a session records for people: why a job waits, PodGroup conditions, pod annotations.
+
+Plugins write them through their handle, actions through theirs; closing the session turns
+them into why-pending text, PodGroup statuses and the annotations written before a bind.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from central.model.objects import JobInfo, TaskInfo
+
+
+class Notes:
+    def __init__(self, session_uid: str, now: datetime):
+        self._uid = session_uid
+        self._now = now
+        self.jobs: dict[str, str] = {}  # job uid -> why a gate held it back (the latest note counts)
+        self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
+        self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
+
+    def note_job(self, job: JobInfo, text: str) -> None:
+        self.jobs[job.uid] = text
+
+    def job_note(self, job: JobInfo) -> str | None:
+        return self.jobs.get(job.uid)
+
+    def set_condition(self, job: JobInfo, kind: str, reason: str, message: str) -> None:
+        """The PodGroup condition the job ends the session with (one per session and job)."""
+        self.conditions[job.uid] = self.condition(kind, reason, message)
+
+    def condition(self, kind: str, reason: str, message: str) -> dict[str, Any]:
+        """A PodGroup condition stamped by this session."""
+        return {"type": kind, "status": "True", "transitionID": self._uid, "reason": reason, "message": message,
+                "lastTransitionTime": self._stamp}
+
+    @cached_property
+    def _stamp(self) -> str:
+        return self._now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def annotate(self, task: TaskInfo, key: str, value: str | None) -> None:
+        """Record (or with None, withdraw) an annotation for the pod, written before it binds."""
+        notes = self.annotations.setdefault(task.uid, {})
+        if value is None:
+            notes.pop(key, None)
+        else:
+            notes[key] = value
+
+    def annotation(self, task: TaskInfo, key: str) -> str | None:
+        return self.annotations.get(task.uid, {}).get(key)

@@ -1,0 +1,176 @@
+"""`caldera scheduler`: the scheduler process on a cluster (flags as Volcano's vc-scheduler)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from central.errors import InputError
+from central.kube.client import CORE, ApiError, KubeClient, path
+from central.kube.leader import LeaderElector, exit_on_lost
+from central.scheduler.loop import ConfigFile, Scheduler
+from central.scheduler.metrics import SchedulerMetrics, serve
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--scheduler-name", default="volcano", help="schedule pods with this spec.schedulerName")
+    parser.add_argument("--scheduler-conf", "--config", dest="config",
+                        help="volcano-scheduler.conf; re-read when it changes, the last good one kept")
+    parser.add_argument("--schedule-period", "--period", dest="period", type=float, default=1.0,
+                        help="seconds between scheduling cycles (default 1)")
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                        help="elect a leader on a Lease before scheduling (default on)")
+    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
+    parser.add_argument("--lock-object-name", default="vc-scheduler", help="name of the Lease")
+    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
+                        help="seconds a Lease holds without renewal")
+    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
+                        help="seconds the leader keeps trying to renew before it gives up")
+    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0,
+                        help="seconds between tries to acquire or renew the Lease")
+    parser.add_argument("--kube-api-qps", type=float, default=2000.0, help="API requests per second")
+    parser.add_argument("--kube-api-burst", type=int, default=2000, help="API requests allowed in a burst")
+    parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
+    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
+    parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
+    parser.add_argument("--agent-address", default="",
+                        help="serve the node agents' report streams here (e.g. 0.0.0.0:7070); off when empty")
+    parser.add_argument("--agent-tls-dir", default="",
+                        help="tls.crt and tls.key the agent endpoint serves (the Secret caldera-scheduler-tls); "
+                             "with --agent-auth mtls also ca.crt, the CA of the agents' client certificates")
+    parser.add_argument("--agent-auth", choices=["token", "mtls", "none"], default="token",
+                        help="how an agent proves its node: its projected ServiceAccount token checked with "
+                             "TokenReview (default), a client certificate, or not at all (a stream is bound to "
+                             "the first node it reports; tests only)")
+    parser.add_argument("--agent-token-audience", default="caldera-scheduler",
+                        help="the audience agents' tokens must carry (--agent-auth token)")
+    parser.add_argument("--agent-service-account", default="caldera-system:caldera-nodeagent",
+                        help="namespace:name of the agents' ServiceAccount; tokens of any other are refused")
+    parser.add_argument("--agent-insecure", action="store_true",
+                        help="accept agent streams without TLS (tests and trusted networks only)")
+
+
+def agent_receiver(args: argparse.Namespace, client: KubeClient) -> tuple[Any, Any]:
+    """(receiver, feed) for the agents' reports, or (None, None) when not asked for."""
+    if not args.agent_address:
+        return None, None
+    from central.agents.feed import NodeDataFeed
+    from central.agents.server import ReceiverServer, ServerTls
+    from central.agents.store import NodeReportStore
+    from central.agents.tokenreview import TokenReviewer
+
+    if not args.agent_tls_dir and not args.agent_insecure:
+        raise InputError("--agent-address", "needs --agent-tls-dir (TLS), or --agent-insecure to accept plaintext")
+    if args.agent_auth == "mtls" and not args.agent_tls_dir:
+        raise InputError("--agent-auth", "mtls needs --agent-tls-dir with ca.crt")
+    tls = None
+    if args.agent_tls_dir:
+        folder = Path(args.agent_tls_dir)
+        tls = ServerTls(folder / "tls.crt", folder / "tls.key",
+                        folder / "ca.crt" if args.agent_auth == "mtls" else None)
+    authenticate = None
+    if args.agent_auth == "token":
+        authenticate = TokenReviewer(client, args.agent_token_audience, args.agent_service_account)
+    store = NodeReportStore()
+    return ReceiverServer(store, args.agent_address, tls=tls, authenticate=authenticate), NodeDataFeed(store)
+
+
+def start_receiver(receiver: Any, stop: threading.Event) -> Callable[[], bool]:
+    """Start the agent endpoint now or, while its certificate cannot be read (the Secret not
+    made yet), retry every 5 s after one log line; returns "is it serving" for /readyz."""
+    def attempt() -> bool:
+        try:
+            receiver.start()
+            return True
+        except OSError as err:
+            log.error("agent endpoint not started, retrying every 5 s: %s", err)
+            return False
+
+    if not attempt():
+        def retry() -> None:
+            while not stop.wait(5.0):
+                try:
+                    receiver.start()
+                    log.info("agent endpoint started")
+                    return
+                except OSError:
+                    continue
+        threading.Thread(target=retry, daemon=True, name="agent-endpoint").start()
+    return lambda: receiver.port != 0
+
+
+LEADER_LABEL = "caldera.sh/leader"
+
+
+def leader_label(client: KubeClient) -> Any:
+    """Marks this replica's pod `caldera.sh/leader: "true"` while it leads, so the Service the
+    agents stream to selects the leader only. Needs POD_NAME/POD_NAMESPACE (downward API)."""
+    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+    if not name or not namespace:
+        return None
+
+    def mark(leading: bool) -> None:
+        try:
+            client.merge_patch(path(CORE, "pods", namespace, name),
+                               {"metadata": {"labels": {LEADER_LABEL: "true" if leading else "false"}}})
+        except ApiError as err:
+            log.warning("cannot label this pod %s: %s", "leader" if leading else "standby", err)
+
+    mark(False)  # a restarted container starts as a standby
+    return mark
+
+
+def run(args: argparse.Namespace) -> int:
+    from central.framework.conf import DEFAULT_CONF_YAML
+    from central.model.cache import ClusterCache
+    from central.scheduler import load_config
+    from central.scheduler.cycle import run_cycle
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
+    config = ConfigFile(args.config, load_config, load_config(DEFAULT_CONF_YAML, "built-in default"))
+    elector = None
+    if args.leader_elect:
+        if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
+            # client-go's rule: a leader must give up before a standby may take the Lease over
+            raise InputError("--leader-elect-renew-deadline",
+                             "need 0 < retry period < renew deadline < lease duration, got"
+                             f" {args.leader_elect_retry_period} < {args.leader_elect_renew_deadline} < "
+                             f"{args.leader_elect_lease_duration}")
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity,
+                                lease_duration=args.leader_elect_lease_duration,
+                                renew_deadline=args.leader_elect_renew_deadline,
+                                retry_period=args.leader_elect_retry_period, on_lost=exit_on_lost)
+    receiver, feed = agent_receiver(args, client)
+    metrics = SchedulerMetrics()
+    scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
+                          scheduler_name=args.scheduler_name, period=args.period, elector=elector,
+                          metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
+                          on_leading=leader_label(client) if elector is not None else None)
+    if receiver is not None:
+        from central.agents.server import ReceiverCollector
+
+        metrics.registry.register(ReceiverCollector(receiver.service))
+    stop = threading.Event()
+    serving = start_receiver(receiver, stop) if receiver is not None else (lambda: True)
+    # a warm standby is ready too; standbys take reports as well, so their node view is warm at hand-over
+    server = serve(metrics.registry, args.listen_port, lambda: scheduler.synced() and serving(),
+                   host=args.listen_address)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        return scheduler.run(stop)
+    finally:
+        server.shutdown()
+        if receiver is not None:
+            receiver.stop()

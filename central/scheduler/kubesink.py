@@ -1,0 +1,323 @@
+"""`KubeSink`: a scheduling cycle's decisions turned into API calls.
+
+- **bind**: the cycle already charged the node in the cache; the pod is marked assumed and a
+  worker pool (bounded concurrency, the client's QPS limiter) posts `pods/binding`. On
+  failure the pod is read back from the API and handed to the cache as it is, releasing the
+  node; a later cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
+  and a FailedScheduling Event saying why. The API server is the fence against a double bind: a
+  second Binding for a bound pod gets 409, and the read-back then shows the pod bound. The
+  Binding carries the UID of the pod decided on (as Volcano's), so a pod deleted and created
+  again under the same name meanwhile is refused too (409), not bound unseen.
+- **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
+  its Binding, as Volcano's PreBind does; a failed write fails the bind.
+- **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured and the API
+  server sets the DisruptionTarget condition and deletes with the pod's own grace period; a
+  429 (a budget refuses) means "not now", counted apart from failures.
+- **nominate** and **publish_node_resources** are merge patches on pods/status
+  (`nominatedNodeName`) and nodes/status (extended resources such as kubernetes.io/batch-cpu).
+- **status**: PodGroup and Queue statuses are collected during the cycle and handed at
+  session close (`flush()`, which does not wait) to their own lane of writer threads, so a
+  bind never queues behind a status write and a slow status write never holds up the next
+  cycle. Per object only the newest status is written: one handed over again before its
+  write starts is written once, one handed over while being written is written again after.
+  Each is a PUT carrying the resourceVersion the reflector last saw: on the Queue's `/status`,
+  on the PodGroup itself (Volcano's PodGroup CRD has no status
+  subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object
+  and tries again. Unchanged statuses are not written, and fields the cycle does not report
+  are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
+  counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a
+  Warning Event on the PodGroup (the fault's own Event, where a fault is the reason).
+- **patch types**: a merge patch where the body holds only maps and scalars (annotations,
+  nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
+  where a list must merge item by item (a pod's conditions, by type; a merge patch would
+  replace the list). Custom resources accept no strategic merge (415): merge patch or PUT.
+- **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
+  for in `kubectl describe pod`), rate-limited by the EventRecorder.
+- **faults**: an object whose data the cycle could not use (a malformed annotation on a
+  PodGroup, Pod or Node) gets a Warning Event saying which field and why: one Event per fault
+  per object.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from central.framework.faults import EVENT_REASON
+from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.events import EventRecorder
+from central.kube.workqueue import WorkQueue
+from central.scheduler.feeder import CacheFeeder
+
+log = logging.getLogger(__name__)
+
+CONFLICT_RETRIES = 3
+QUEUE_CONTROLLER_FIELDS = frozenset({"state", "pending", "inqueue", "running", "unknown", "completed"})
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+class KubeSink:
+    def __init__(self, client: KubeClient, feeder: CacheFeeder, objects: dict[str, dict[str, dict[str, Any]]],
+                 events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
+                 status_workers: int = 4):
+        self.client = client
+        self.feeder = feeder
+        self.objects = objects  # kind -> the reflector's latest objects by key
+        self.events = events
+        self.pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        self.statuses = LatestWriter(self._write_status, status_workers, "status")
+        self._inflight: set[Future] = set()
+        self._lock = threading.Lock()
+        self._podgroups: dict[str, dict[str, Any]] = {}
+        self._queues: dict[str, dict[str, Any]] = {}
+        self._annotations: dict[str, dict[str, str]] = {}
+        self.bind_backoff = bind_backoff
+        self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
+        self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
+                       "conflict": 0}
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.counts[what] += 1
+
+    # --- ClusterSink ----------------------------------------------------------------------------
+
+    def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
+        self._annotations[pod_key] = dict(annotations)  # written by the bind worker, before the Binding
+
+    def bind(self, pod_key: str, node: str) -> None:
+        # the UID the decision was made for: a pod deleted and recreated under the same name
+        # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
+        uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
+        self.feeder.assume(pod_key, node)
+        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid)
+
+    def nominate(self, pod_key: str, node: str) -> None:
+        namespace, name = pod_key.split("/", 1)
+        self._submit(self._patch, path(CORE, "pods", namespace, name, "status"),
+                     {"status": {"nominatedNodeName": node}})
+
+    def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
+        self._submit(self._patch, path(CORE, "nodes", None, node, "status"),
+                     {"status": {"capacity": resources, "allocatable": resources}})
+
+    def evict(self, pod_key: str, reason: str) -> None:
+        self._submit(self._evict, pod_key, reason)
+
+    def update_podgroup_status(self, podgroup_key: str, status: dict[str, Any]) -> None:
+        self._podgroups[podgroup_key] = status
+
+    def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
+        # the Queue controller owns the state and the PodGroup counts; two writers of one field
+        # would fight every cycle (Volcano #3597), so the scheduler writes the rest (allocated)
+        self._queues[queue_name] = {k: v for k, v in status.items() if k not in QUEUE_CONTROLLER_FIELDS}
+
+    def pending(self, reasons: dict[str, str]) -> None:
+        """Why-pending reasons of this cycle become FailedScheduling Events on the pods."""
+        pods = self.objects.get("Pod", {})
+        for pod_key, message in reasons.items():
+            pod = pods.get(pod_key)
+            if pod is not None:
+                self.events.emit(pod, "Warning", "FailedScheduling", message)
+
+    def faults(self, faults: list[Any]) -> None:
+        """This cycle's faults (`central.framework.faults.Fault`) become Warning Events on
+        the objects concerned."""
+        for fault in faults:
+            obj = self.objects.get(fault.kind, {}).get(fault.key)
+            if obj is not None:
+                self.events.emit(obj, "Warning", EVENT_REASON, fault.reason)
+
+    # --- session close ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Hand the statuses collected this cycle to the status lane; returns at once."""
+        podgroups, self._podgroups = self._podgroups, {}
+        queues, self._queues = self._queues, {}
+        for key, status in podgroups.items():
+            self.statuses.put(("PodGroup", key), status)
+        for name, status in queues.items():
+            self.statuses.put(("Queue", name), status)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait for in-flight binds, evictions and status writes (graceful shutdown, tests)."""
+        with self._lock:
+            pending = set(self._inflight)
+        wait(pending, timeout)
+        self.statuses.wait_idle(timeout)
+
+    def close(self) -> None:
+        self.drain(30.0)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.statuses.close()
+
+    # --- workers ------------------------------------------------------------------------------
+
+    def _submit(self, fn: Any, *args: Any) -> None:
+        future = self.pool.submit(fn, *args)
+        with self._lock:
+            self._inflight.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future) -> None:
+        with self._lock:
+            self._inflight.discard(future)
+
+    def _patch(self, url: str, body: dict[str, Any], content_type: str = MERGE) -> None:
+        try:
+            self.client.request("PATCH", url, body=body, content_type=content_type)
+        except ApiError as err:
+            log.warning("patch %s failed: %s", url, err)
+
+    def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None, uid: str | None = None) -> None:
+        namespace, name = pod_key.split("/", 1)
+        meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+        try:
+            if annotations:  # Volcano's PreBind: what the plugins chose, on the pod before it runs
+                patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
+                if uid:  # metadata.uid is immutable: the API server refuses this patch on a recreated pod
+                    patch["metadata"]["uid"] = uid
+                self.client.merge_patch(path(CORE, "pods", namespace, name), patch)
+            self.client.create(path(CORE, "pods", namespace, name, "binding"), {
+                "apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+            self._count("bind")
+            with self._lock:
+                self._bind_failures.pop(pod_key, None)
+        except ApiError as err:
+            self._count("bind_failed")
+            with self._lock:
+                failures = self._bind_failures[pod_key] = self._bind_failures.get(pod_key, 0) + 1
+            log.warning("bind %s to %s failed (%d in a row): %s", pod_key, node, failures, err)
+            current = self._read_back(pod_key)
+            first, most = self.bind_backoff
+            self.feeder.forget(pod_key, current, min(first * 2 ** (failures - 1), most))
+            if current is not None and not current.get("spec", {}).get("nodeName"):
+                message = f"Binding rejected: {err.message or err}"
+                self.events.emit(current, "Warning", "FailedScheduling", message)
+                # as Volcano does (Volcano #3547): the pod says why; a strategic merge keeps its other conditions
+                self._patch(path(CORE, "pods", namespace, name, "status"), {"status": {"conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": message}]}},
+                    STRATEGIC)
+
+    def _read_back(self, pod_key: str) -> dict[str, Any] | None:
+        """The pod as the API has it now; the reflector's copy if the API cannot say."""
+        namespace, name = pod_key.split("/", 1)
+        try:
+            return self.client.get_or_none(path(CORE, "pods", namespace, name))
+        except ApiError as err:
+            log.warning("cannot read %s back (%s); using the last watched copy", pod_key, err)
+            return self.objects.get("Pod", {}).get(pod_key)
+
+    def _evict(self, pod_key: str, reason: str) -> None:
+        namespace, name = pod_key.split("/", 1)
+        pod = self.objects.get("Pod", {}).get(pod_key)
+        try:
+            self.client.create(path(CORE, "pods", namespace, name, "eviction"), {
+                "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
+            self._count("evict")
+            if pod is not None:  # a Warning, as Volcano's evictor records it
+                self.events.emit(pod, "Warning", "Evict", f"Pod is evicted, because of {reason}")
+        except ApiError as err:
+            if err.code == 404:
+                return
+            if err.code == 429:  # a PodDisruptionBudget says not now: the next cycle decides again
+                self._count("evict_refused")
+                log.info("eviction of %s (%s) refused for now: %s", pod_key, reason, err.message or err)
+                return
+            self._count("evict_failed")
+            log.warning("evicting %s (%s) failed: %s", pod_key, reason, err)
+
+    def _write_status(self, which: tuple[str, str], status: dict[str, Any]) -> None:
+        kind, key = which
+        namespace, name = key.split("/", 1) if "/" in key else (None, key)
+        resource = "podgroups" if kind == "PodGroup" else "queues"
+        # Volcano's PodGroup CRD has no status subresource: its status is written with the object
+        url = path(VOLCANO_SCHEDULING, resource, namespace, name, None if kind == "PodGroup" else "status")
+        current = self.objects.get(kind, {}).get(key)
+        try:
+            for attempt in range(CONFLICT_RETRIES):
+                if current is None:
+                    current = self.client.get_or_none(path(VOLCANO_SCHEDULING, resource, namespace, name))
+                    if current is None:
+                        return  # deleted meanwhile
+                # keep the fields the scheduler does not own (a Queue's state is the controller's)
+                desired = {**(current.get("status") or {}), **status}
+                if current.get("status") != desired:
+                    try:
+                        self.client.request("PUT", url, body=dict(current, status=desired))
+                        self._count("status")
+                    except ApiError as err:
+                        if err.code != 409 or attempt == CONFLICT_RETRIES - 1:
+                            raise
+                        self._count("conflict")
+                        current = None
+                        continue
+                break
+        except ApiError as err:
+            log.warning("status of %s %s not written: %s", kind, key, err)
+            return
+        if kind == "PodGroup":
+            self._why_pending(current, status)
+
+    def _why_pending(self, podgroup: dict[str, Any], status: dict[str, Any]) -> None:
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
+                message = condition.get("message") or condition.get("reason") or "unschedulable"
+                # a fault's condition is told by the fault's own Event: the same reason and message
+                # make it one Event (the recorder's dedup), whichever of the two is emitted first
+                reason = EVENT_REASON if condition.get("reason") == EVENT_REASON else "Unschedulable"
+                self.events.emit(podgroup, "Warning", reason, message)
+
+
+class LatestWriter:
+    """Writes the newest value handed over per key, on its own threads (`write(key, value)`).
+    A key handed over again before its write starts is written once, with the newest value;
+    one handed over while it is being written is written again afterwards, so writes of one
+    key never overlap and the last value handed over is the last written."""
+
+    def __init__(self, write: Callable[[Any, Any], None], workers: int, name: str):
+        self._write = write
+        self._queue = WorkQueue()
+        self._latest: dict[str, tuple[Any, Any]] = {}  # the queue's key -> (the caller's key, value) to write
+        self._unwritten: set[str] = set()  # handed over, the newest value not written yet
+        self._idle = threading.Condition()
+        for i in range(workers):
+            threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True).start()
+
+    def put(self, key: Any, value: Any) -> None:
+        token = repr(key)
+        with self._idle:
+            self._latest[token] = (key, value)
+            self._unwritten.add(token)
+        self._queue.add(token)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._unwritten, timeout)
+
+    def close(self) -> None:
+        self._queue.close()
+
+    def _run(self) -> None:
+        while True:
+            token = self._queue.get()
+            if token is None:
+                return
+            with self._idle:
+                item = self._latest.pop(token, None)
+            try:
+                if item is not None:
+                    self._write(*item)
+            except Exception:  # one object's write must not end the lane
+                log.exception("writing %s failed", item[0] if item else token)
+            finally:
+                with self._idle:
+                    if token not in self._latest:  # not handed over again meanwhile
+                        self._unwritten.discard(token)
+                        self._idle.notify_all()
+                self._queue.done(token)

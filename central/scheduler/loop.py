@@ -1,0 +1,241 @@
+"""The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
+
+Order of start-up, each step a guard from Volcano's bug history:
+1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses and HyperNodes start and list;
+2. no cycle runs before every one of them has synced (Volcano #1417);
+3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
+   its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
+4. the leader creates the `root` and `default` queues while they are missing, retrying with
+   backoff when refused (the admission webhook may not serve yet);
+5. every period: the agents' changed reports (NUMA, GPUs, usage, batch resources) go into
+   the cache, then the cycle runs under the feeder's lock on the live cache and hands its
+   decisions to the `KubeSink`; statuses go at session close to the sink's own status lane,
+   which the loop does not wait for. Objects whose data
+   the cycle could not use get Warning Events and are counted; a cycle that fails (a bug)
+   has rolled the cache back before the error reaches this loop, which logs it, counts it
+   and runs the next cycle on the clean cache.
+Losing the Lease stops scheduling at once (`run` returns 1 and the process exits, as Volcano
+does); a clean stop drains the binds and releases the Lease.
+
+The cycle, the cache and the configuration loader are passed in, so this module does not
+depend on how the core computes a decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from central.errors import InputError
+from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
+from central.kube.events import EventRecorder
+from central.kube.informer import Reflector
+from central.kube.leader import LeaderElector
+from central.resources.vectors import parse_resource_list
+from central.scheduler.feeder import CacheFeeder
+from central.scheduler.kubesink import KubeSink
+
+log = logging.getLogger(__name__)
+
+# kind -> collection URL the scheduler watches
+WATCHED = {
+    "Node": path(CORE, "nodes"),
+    "PriorityClass": path(SCHEDULING, "priorityclasses"),
+    "Queue": path(VOLCANO_SCHEDULING, "queues"),
+    "PodGroup": path(VOLCANO_SCHEDULING, "podgroups"),
+    "HyperNode": path(VOLCANO_TOPOLOGY, "hypernodes"),
+    "Pod": path(CORE, "pods"),
+}
+BUILTIN_QUEUES = ("root", "default")
+
+
+class ConfigFile:
+    """The scheduler configuration, re-read when the file changes (a ConfigMap mount swaps a
+    symlink). An invalid new version is logged and the last good one kept."""
+
+    def __init__(self, filename: str | None, loader: Callable[[bytes, str], Any], default: Any):
+        self.filename = filename
+        self.loader = loader
+        self.conf = default
+        self._digest: str | None = None
+        self._stat: tuple[float, int] | None = None
+        self.reloads = 0
+        self.rejected = 0
+        if filename:  # a missing or invalid file at start-up is fatal: InputError
+            try:
+                with open(filename, "rb") as f:
+                    data = f.read()
+            except OSError as err:
+                raise InputError(filename, err.strerror or str(err)) from None
+            self.conf = loader(data, filename)
+            self._digest = hashlib.sha256(data).hexdigest()
+
+    def current(self) -> Any:
+        if not self.filename:
+            return self.conf
+        try:
+            st = os.stat(self.filename)
+            if (st.st_mtime, st.st_size) != self._stat:
+                self._stat = (st.st_mtime, st.st_size)
+                with open(self.filename, "rb") as f:
+                    data = f.read()
+                digest = hashlib.sha256(data).hexdigest()
+                if digest != self._digest:
+                    self._digest = digest
+                    self.conf = self.loader(data, self.filename)
+                    self.reloads += 1
+                    log.info("scheduler configuration reloaded from %s", self.filename)
+        except InputError as err:
+            self.rejected += 1
+            log.error("new scheduler configuration rejected, keeping the last good one: %s", err)
+        except OSError as err:
+            log.error("cannot read %s, keeping the last good configuration: %s", self.filename, err)
+        return self.conf
+
+
+class Scheduler:
+    def __init__(self, client: KubeClient, cache: Any, cycle: Callable[[Any, Any, Any], Any], config: ConfigFile, *,
+                 scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
+                 metrics: Any = None, bind_workers: int = 16, watch_timeout: int = 300,
+                 bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: Any = None,
+                 on_leading: Callable[[bool], None] | None = None,
+                 queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic):
+        self.client = client
+        self.cache = cache
+        self.cycle = cycle
+        self.config = config
+        self.period = period
+        self.elector = elector
+        self.metrics = metrics
+        self.node_feed = node_feed  # the agents' reports (central.agents.feed.NodeDataFeed), if any
+        self.on_leading = on_leading  # told True once leading, False when stopping
+        events = EventRecorder(client, scheduler_name)
+        self.feeder = CacheFeeder(cache, scheduler_name,
+                                  on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
+        self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
+                           for kind, url in WATCHED.items()}
+        objects = {kind: r.objects for kind, r in self.reflectors.items()}
+        self.sink = KubeSink(client, self.feeder, objects, events, bind_workers, bind_backoff)
+        self.queue_backoff, self.clock = queue_backoff, clock
+        self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
+        self.cycles = 0
+        self.failed_cycles = 0
+        self.ready = threading.Event()  # synced and leading: what the readiness probe reports
+
+    def synced(self) -> bool:
+        return all(r.synced.is_set() for r in self.reflectors.values())
+
+    def run(self, stop: threading.Event) -> int:
+        for reflector in self.reflectors.values():
+            reflector.start()
+        try:
+            while not self.synced():
+                if stop.wait(0.05):
+                    return 0
+            log.info("caches synced")
+            if self.elector is not None and not self.elector.acquire(stop):
+                return 0
+            if self.on_leading is not None:
+                self.on_leading(True)
+            if self.metrics is not None:
+                self.metrics.leader.set(1)
+            self.ready.set()
+            while not stop.is_set():
+                if self.elector is not None and not self.elector.leading.is_set():
+                    log.error("leadership lost: stopping")
+                    return 1
+                started = time.monotonic()
+                self._ensure_queues()
+                try:
+                    self.run_once()
+                except Exception:  # one bad cycle must not stop scheduling (Volcano #5708)
+                    self.failed_cycles += 1
+                    if self.metrics is not None:
+                        self.metrics.rolled_back.inc()
+                    log.exception("scheduling cycle failed; the cache was rolled back to before it")
+                stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+            return 0
+        finally:
+            if self.metrics is not None:
+                self.metrics.leader.set(0)
+            if self.ready.is_set() and self.on_leading is not None:
+                self.on_leading(False)
+            self.ready.clear()
+            for reflector in self.reflectors.values():
+                reflector.stop()
+            self.sink.close()
+            if self.elector is not None:
+                self.elector.release()
+
+    def run_once(self) -> Any:
+        conf = self.config.current()
+        started = time.perf_counter()
+        with self.feeder.lock:
+            self.feeder.unpark_due()
+            if self.node_feed is not None:
+                self.node_feed.sync(self.cache)
+            result = self.cycle(self.cache, conf, self.sink)
+            queues = self._queue_figures(result) if self.metrics is not None else {}
+        self.sink.flush()
+        self.sink.pending(result.pending_reasons)
+        self.sink.faults(result.faults)
+        self.cycles += 1
+        if self.metrics is not None:
+            self.metrics.observe_faults(result.faults)
+            self.metrics.observe_cycle((time.perf_counter() - started) * 1000.0, scheduled=len(result.binds),
+                                       unschedulable=len(result.pending_reasons), evicted=len(result.evictions),
+                                       steps_ms={step: s * 1000.0 for step, s in result.timings.items()},
+                                       plugin_ms={key: s * 1000.0 for key, s in result.plugin_timings.items()})
+            self.metrics.observe_queues(queues)
+        return result
+
+    def _queue_figures(self, result: Any) -> dict[str, dict[str, dict[str, float]]]:
+        """allocated (from the cycle's queue statuses), deserved (the share proportion or
+        capacity computed, as Volcano's proportion exports it; spec.deserved with neither) and
+        capability (from the cache, read under the feeder's lock)."""
+        figures = {}
+        for name, queue in self.cache.queues.items():
+            status = result.queues.get(name) or {}
+            deserved = result.deserved.get(name, {}) if result.deserved_by else dict(queue.deserved)
+            figures[name] = {"allocated": parse_resource_list(status.get("allocated"), "allocated"),
+                             "deserved": deserved, "capacity": dict(queue.capability)}
+        return figures
+
+    def _ensure_queues(self) -> None:
+        """Create the `root` and `default` queues while either is missing (at start, or deleted
+        since). A refusal (the admission webhook not serving yet, a transient error) is retried
+        with backoff, `queue_backoff` = (first, most) seconds doubling, and scheduling goes on
+        meanwhile; Volcano retries each second for a minute, then exits."""
+        now = self.clock()
+        for name in BUILTIN_QUEUES:
+            if name in self.reflectors["Queue"].objects:
+                self._queue_retry.pop(name, None)
+                continue
+            failures, due = self._queue_retry.get(name, (0, now))
+            if now < due:
+                continue
+            first = self.queue_backoff[0]
+            try:
+                self.client.create(path(VOLCANO_SCHEDULING, "queues"), {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                    "spec": {"weight": 1, "reclaimable": name != "root"}})
+                log.info("created queue %s", name)
+                self._queue_retry[name] = (0, now + first)  # until the watch shows it
+            except ApiError as err:
+                if err.code == 409:
+                    self._queue_retry[name] = (0, now + first)
+                    continue
+                self._queue_refused(name, failures, err)
+            except Exception as err:  # the API unreachable: the same retry
+                self._queue_refused(name, failures, err)
+
+    def _queue_refused(self, name: str, failures: int, err: Exception) -> None:
+        first, most = self.queue_backoff
+        delay = min(first * 2 ** failures, most)
+        self._queue_retry[name] = (failures + 1, self.clock() + delay)
+        log.error("cannot create queue %s (attempt %d), retrying in %.0fs: %s", name, failures + 1, delay, err)
