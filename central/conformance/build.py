@@ -17,6 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from central.localcluster import build as cpbuild
 from central.localcluster import versions
@@ -150,7 +151,7 @@ def _build(built: Build, source: Path | None, suites: tuple[str, ...], say: Prog
     say(f"Volcano's suites are built in {built.bin}")
 
 
-def _export(repo: Path, src: Path, out, log: Path) -> None:
+def _export(repo: Path, src: Path, out: IO[str], log: Path) -> None:
     """`git archive <commit> | tar -x` into src, through a partial folder renamed at the end."""
     partial = src.with_name("src.partial")
     shutil.rmtree(partial, ignore_errors=True)

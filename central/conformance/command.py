@@ -15,6 +15,10 @@ from central.localcluster import build as cpbuild
 from central.localcluster import versions
 from central.localcluster.processes import StartError
 
+# (system, suite) -> its result; suites and systems in the order they ran.
+Results = dict[tuple[str, str], report.SuiteResult]
+Names = tuple[str, ...]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", action="append", choices=[*build.SUITES, "all"],
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"caldera conformance: {err}", file=sys.stderr)
         return 2
     out = (args.dir or Path(tempfile.mkdtemp(prefix="caldera-conformance-"))).resolve()
-    results: dict[tuple[str, str], report.SuiteResult] = {}
+    results: Results = {}
     for suite in suites:
         for system in systems:
             try:
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     return print_results(results, suites, systems, out)
 
 
-def print_results(results: dict[tuple[str, str], report.SuiteResult], suites, systems, out: Path) -> int:
+def print_results(results: Results, suites: Names, systems: Names, out: Path) -> int:
     text = summary(results, suites, systems)
     (out / "results.md").write_text(text + "\n")
     print(text)
@@ -77,14 +81,14 @@ def print_results(results: dict[tuple[str, str], report.SuiteResult], suites, sy
     return 1 if failing(results, suites, systems) else 0
 
 
-def summary(results: dict[tuple[str, str], report.SuiteResult], suites, systems) -> str:
+def summary(results: Results, suites: Names, systems: Names) -> str:
     parts = [report.summary([(system, results[(system, suite)]) for suite in suites for system in systems])]
     if set(systems) == set(harness.SYSTEMS):
         parts += [compare.comparison(results[(harness.CALDERA, s)], results[(harness.VOLCANO, s)]) for s in suites]
     return "\n\n".join(parts)
 
 
-def failing(results: dict[tuple[str, str], report.SuiteResult], suites, systems) -> bool:
+def failing(results: Results, suites: Names, systems: Names) -> bool:
     """Against both: a failure Volcano does not share; against one system: any failure."""
     if set(systems) == set(harness.SYSTEMS):
         return any(d.kind in (compare.CALDERA_ONLY, compare.NOT_ON_VOLCANO)

@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from central.kube.client import ApiError, KubeClient
 
@@ -34,7 +35,7 @@ def write_if_changed(target: Path, text: str) -> bool:
     return True
 
 
-def configured_text(configmap: dict | None) -> str | None:
+def configured_text(configmap: dict[str, Any] | None) -> str | None:
     """The key's text in a ConfigMap object, or None (missing ConfigMap or key: the file stays)."""
     data = (configmap or {}).get("data") or {}
     text = data.get(KEY)

@@ -6,6 +6,7 @@ like CI's kind cluster. These are naming adaptations; the tests themselves are n
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from central.conformance.confsync import CONFIGMAP, KEY, NAMESPACE
 from central.kube.client import KubeClient
@@ -24,7 +25,7 @@ def ci_scheduler_conf(src: Path) -> str:
     return (src / CI_CONF).read_text()
 
 
-def objects(conf: str) -> list[dict]:
+def objects(conf: str) -> list[dict[str, Any]]:
     return [
         {"apiVersion": "v1", "kind": "Namespace",
          "metadata": {"name": NAMESPACE, "labels": {"kubernetes.io/metadata.name": NAMESPACE}}},

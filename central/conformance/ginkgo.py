@@ -10,6 +10,7 @@ from pathlib import Path
 
 from central.conformance.build import Build
 from central.conformance.report import SuiteResult, load
+from central.localcluster.build import Progress
 
 # The arguments Volcano CI gives each suite (hack/run-e2e-kind.sh): jobp runs on 4 processes;
 # the scheduling suites import Kubernetes' e2e framework, whose own [sig-*] specs are skipped.
@@ -31,7 +32,7 @@ def argv(built: Build, suite: str, report: Path, focus: str | None = None,
 
 
 def run(built: Build, suite: str, kubeconfig: Path, out: Path, focus: str | None = None,
-        timeout: float = SUITE_TIMEOUT, say=print) -> SuiteResult:
+        timeout: float = SUITE_TIMEOUT, say: Progress = print) -> SuiteResult:
     """Run `suite` with KUBECONFIG and VC_BIN (the folder holding vcctl) set as CI sets them;
     its output goes to out/ginkgo.log, its report to out/report.json."""
     out.mkdir(parents=True, exist_ok=True)
@@ -56,7 +57,7 @@ def run(built: Build, suite: str, kubeconfig: Path, out: Path, focus: str | None
     return result
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -11,6 +11,7 @@ from central.conformance import environment, ginkgo, volcano
 from central.conformance.build import Build
 from central.conformance.confsync import ConfigMapSync
 from central.conformance.report import SuiteResult
+from central.localcluster.build import Progress
 from central.localcluster.processes import StartError
 from central.localcluster.up import up
 
@@ -21,7 +22,7 @@ CALDERA_CONF = Path("pods/caldera-scheduler/config/volcano-scheduler.conf")
 
 
 def run_suite(built: Build, suite: str, system: str, out: Path, focus: str | None = None,
-              timeout: float = ginkgo.SUITE_TIMEOUT, keep: bool = False, say=print) -> SuiteResult:
+              timeout: float = ginkgo.SUITE_TIMEOUT, keep: bool = False, say: Progress = print) -> SuiteResult:
     """Results of `suite` on `system`; out/ keeps report.json, ginkgo.log and the cluster's logs/."""
     conf = environment.ci_scheduler_conf(built.src)
     cluster_dir = out / "cluster"

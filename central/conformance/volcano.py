@@ -21,6 +21,7 @@ import yaml
 from central.conformance.build import Build
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import helm, install, pki
+from central.localcluster.build import Progress
 from central.localcluster.processes import free_port
 from central.localcluster.up import Cluster
 
@@ -60,7 +61,7 @@ def localise_webhooks(docs: list[dict[str, Any]], port: int) -> list[dict[str, A
     return out
 
 
-def render_webhooks(src: Path, port: int, say) -> list[dict[str, Any]]:
+def render_webhooks(src: Path, port: int, say: Progress) -> list[dict[str, Any]]:
     """templates/webhooks.yaml of Volcano's chart, rendered by helm with CI's values."""
     values = yaml.safe_dump({"custom": {"enabled_admissions": ENABLED_ADMISSIONS}})
     argv = [str(helm.helm_binary(progress=say)), "template", RELEASE, str(src / CHART), "--namespace", NAMESPACE,
@@ -71,7 +72,7 @@ def render_webhooks(src: Path, port: int, say) -> list[dict[str, Any]]:
     return localise_webhooks(list(yaml.safe_load_all(done.stdout)), port)
 
 
-def replace_caldera(cluster: Cluster, built: Build, say=print) -> Path:
+def replace_caldera(cluster: Cluster, built: Build, say: Progress = print) -> Path:
     """Stop Caldera, install and start Volcano; return the scheduler's configuration file
     (the file the ConfigMap sync keeps current)."""
     admin = cluster.admin()
@@ -159,6 +160,6 @@ def _webhooks_have_ca(admin: KubeClient) -> bool:
 def _http_ok(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:  # noqa: S310
-            return resp.status == 200
+            return bool(resp.status == 200)
     except OSError:
         return False

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from central.conformance.compare import (BOTH, CALDERA_ONLY, NOT_ON_VOLCANO, VOLCANO_ONLY, classify,
-                                         comparison)
+from central.conformance.compare import BOTH, CALDERA_ONLY, NOT_ON_VOLCANO, VOLCANO_ONLY, classify, comparison
 from central.conformance.report import FAILED, PASSED, SKIPPED, Spec, SuiteResult
 
 
