@@ -141,6 +141,8 @@ def _build(built: Build, source: Path | None, suites: tuple[str, ...], say: Prog
             name = built.suite(suite).name
             steps.append((name, ["go", "test", "-c", "-v", "-o", str(staging / name), f"./test/e2e/{suite}"]))
         todo = [(n, cmd) for n, cmd in steps if not (built.bin / n).exists()]
+        if not todo:  # another run built them while this one waited for the lock
+            return
         say(f"building {len(todo)} of Volcano's binaries at {versions.VOLCANO[:12]} (first time only; "
             f"about 30 CPU-minutes; log: {log})")
         for name, cmd in todo:
