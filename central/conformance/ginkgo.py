@@ -49,7 +49,7 @@ def run(built: Build, suite: str, kubeconfig: Path, out: Path, focus: str | None
             proc.wait(timeout=timeout + 300)
         except subprocess.TimeoutExpired:  # the report, if any, says what finished
             _kill_group(proc)
-        except BaseException:  # Ctrl-C: the suite's processes go with ginkgo
+        except BaseException:  # Ctrl-C: the suite is interrupted too, its report kept
             _kill_group(proc)
             raise
     result = load(suite, report)
@@ -57,9 +57,17 @@ def run(built: Build, suite: str, kubeconfig: Path, out: Path, focus: str | None
     return result
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _kill_group(proc: subprocess.Popen[bytes], grace: float = 60.0) -> None:
+    """Interrupt the suite as Ctrl-C would, so that ginkgo runs its cleanups and writes the
+    report of what finished (the rest as interrupted); after `grace` seconds, kill it."""
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
     proc.wait()
