@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-# Ginkgo's spec states folded into the three a table shows; a timeout or a panic is a failure.
+# Ginkgo's spec states folded into the three a table shows; a timeout or a panic is a failure,
+# a spec cut short by Ctrl-C has no verdict (the suite's "Interrupted by User" says so).
 _OUTCOME = {"passed": PASSED, "skipped": SKIPPED, "pending": SKIPPED, "failed": FAILED, "panicked": FAILED,
-            "timedout": FAILED, "aborted": FAILED, "interrupted": FAILED}
+            "timedout": FAILED, "aborted": FAILED, "interrupted": SKIPPED}
 # Nodes that run outside any spec: their failure fails the suite, not one spec.
 _SUITE_NODES = {"BeforeSuite", "SynchronizedBeforeSuite", "AfterSuite", "SynchronizedAfterSuite",
                 "ReportBeforeSuite", "ReportAfterSuite", "DeferCleanup (Suite)"}

@@ -62,8 +62,10 @@ def test_a_headline_drops_go_pointers_and_struct_dumps_and_is_bounded():
 def test_failures_outside_specs_fail_the_suite_not_a_spec():
     result = parse("admission", REPORT)
     assert result.suite_failures == ["AfterSuite: cleanup broke"]
-    interrupted = parse("jobp", [{"SpecialSuiteFailureReasons": ["Interrupted by User\nsecond"], "SpecReports": []}])
+    cut = spec(["Job"], "cut short", "interrupted", "Interrupted by User")
+    interrupted = parse("jobp", [{"SpecialSuiteFailureReasons": ["Interrupted by User\nsecond"], "SpecReports": [cut]}])
     assert interrupted.suite_failures == ["Interrupted by User"]
+    assert [(s.outcome, s.message) for s in interrupted.specs] == [(SKIPPED, "")]  # no verdict on Caldera
 
 
 def test_a_missing_or_broken_report_is_a_suite_failure(tmp_path):
