@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "version": ("central.vcctl.version", "print the Caldera version"),
     "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
     "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
+    "conformance": ("central.conformance.command", "build Volcano's e2e suites and run them against Caldera (and Volcano) on `caldera up`"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
     "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
