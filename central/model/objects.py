@@ -276,6 +276,7 @@ class NodeInfo:
     max_pods: int
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks charged to this node
     annotations: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, float] = field(default_factory=dict)  # status.capacity: what agent reports are held to
 
 
 @dataclass(slots=True, eq=False)
