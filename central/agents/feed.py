@@ -34,6 +34,10 @@ class NodeDataFeed:
         self.clock = clock  # seconds since the epoch: how far ahead a report's time may run
         self._seen: dict[str, tuple[str, int]] = {}  # node -> (agent epoch, sequence) last fed
 
+    def anew(self) -> NodeDataFeed:
+        """A feed of the same store that has fed nothing yet: for a fresh cache."""
+        return NodeDataFeed(self.store, self.clock)
+
     def sync(self, cache: ClusterCache) -> int:
         """Put every report that changed into the cache (refused ones as refusals); returns how
         many were taken either way."""
