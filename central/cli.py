@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from central.errors import InputError
+from central.errors import InputError, printable
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -128,5 +128,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return module.run(parsed)
     except InputError as err:
-        print(f"caldera {name}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, always
+        print(f"caldera {name}: error: {printable(' '.join(str(err).split()))}", file=sys.stderr)  # one line, always
         return 2

@@ -6,9 +6,9 @@ groups tier-1 ones), `spec.tierName` names the tier, and `spec.members` lists wh
 members of `type: Node` or `type: HyperNode`, each chosen by one selector,
 
     exactMatch: {name: node-1}                      the member of that name
-    regexMatch: {pattern: "^rack1-"}                every node whose name matches (Python `re`
-                                                    syntax; Volcano uses Go's RE2, the same for
-                                                    the anchors, classes and repeats node names need)
+    regexMatch: {pattern: "^rack1-"}                every node whose name matches (RE2, as
+                                                    Volcano's Go regexp: linear time, at most
+                                                    1,024 characters; see central.model.patterns)
     labelMatch: {matchLabels: {...}, matchExpressions: [...]}   nodes by label
 
 HyperNode members are named by exactMatch only (Volcano ignores their other selectors; Caldera
@@ -22,7 +22,6 @@ naming the field.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from central.errors import InputError, shown
 from central.model.fields import OBJECT_NAME_PATTERN, integer, is_object_name, metadata, typed
 from central.model.objects import NetworkTopology, Selector
+from central.model.patterns import Pattern, compile_pattern
 from central.model.podspec import selector
 
 MODES = ("hard", "soft")
@@ -41,7 +41,7 @@ SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
 class Member:
     type: str  # Node | HyperNode
     exact: str = ""
-    regex: re.Pattern[str] | None = None
+    regex: Pattern | None = None  # RE2: linear in the name, see central.model.patterns
     labels: Selector | None = None
 
     def matches(self, name: str, labels: Mapping[str, str]) -> bool:
@@ -131,11 +131,8 @@ def _member(raw: Any, where: str) -> Member:
         pattern = value.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise InputError(f"{where}.selector.regexMatch.pattern", "should be at least 1 chars long")
-        try:
-            return Member(kind, regex=re.compile(pattern))
-        except re.error as err:
-            raise InputError(f"{where}.selector.regexMatch.pattern",
-                             f"member regexMatch pattern is invalid: {shown(pattern)}: {err}") from None
+        return Member(kind, regex=compile_pattern(pattern, f"{where}.selector.regexMatch.pattern",
+                                                  invalid="member regexMatch pattern is invalid"))
     labels = selector(value, f"{where}.selector.labelMatch")
     if not labels.requirements:
         raise InputError(f"{where}.selector.labelMatch", "needs matchLabels or matchExpressions")

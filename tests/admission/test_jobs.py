@@ -51,6 +51,13 @@ def policy(**p: Any) -> dict[str, Any]:
 
 
 BAD = [
+    pytest.param(lambda j: j["spec"]["tasks"][0]["template"].setdefault("metadata", {}).update(
+        annotations={"caldera.sh/cpuset": "0-3"}),
+        "spec.tasks[0].template.metadata.annotations[caldera.sh/cpuset]: is set by the scheduler", id="pinned-template"),
+    pytest.param(lambda j: j["spec"]["tasks"][1]["template"].setdefault("metadata", {}).update(
+        annotations={"caldera.sh/numa-nodes": "0"}),
+        "spec.tasks[1].template.metadata.annotations[caldera.sh/numa-nodes]: is set by the scheduler",
+        id="numa-pinned-template"),
     pytest.param(spec(tasks=[]), "spec.tasks: No task specified in job spec", id="no-tasks"),
     pytest.param(spec(tasks="ps"), "spec.tasks: must be a list", id="tasks-not-a-list"),
     pytest.param(in_task(1, name="ps"), 'spec.tasks[1].name: duplicated task name found: "ps"', id="duplicate-task-name"),
