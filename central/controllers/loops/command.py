@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.controllers.loops.base import ControllerLoop
@@ -53,7 +53,11 @@ def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
             PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
 
 
-def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None) -> int:
+def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None,
+                    leading: threading.Event | None = None) -> int:
+    """Watch, then (holding the Lease where `elector` is given) reconcile until `stop`; `leading`
+    is set while this replica's workers run (the caldera_controllers_leader gauge reads it)."""
+    leading = leading or threading.Event()
     for loop in loops:
         loop.start_watching()
     try:
@@ -64,12 +68,14 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
             return 0
         for loop in loops:
             loop.start_workers()
+        leading.set()
         while not stop.wait(0.5):
             if elector is not None and not elector.leading.is_set():
                 log.error("leadership lost: stopping")
                 return 1
         return 0
     finally:
+        leading.clear()
         for loop in loops:
             loop.stop()
         if elector is not None:
@@ -87,12 +93,16 @@ def run(args: argparse.Namespace) -> int:
     registry = CollectorRegistry()
     queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
     registry.register(QueuePodGroupCounts(queues))
+    leading = threading.Event()
+    # every replica exports it (the standby too): max() over them says whether any one leads
+    Gauge("caldera_controllers_leader", "1 while this replica leads and reconciles",
+          registry=registry).set_function(lambda: 1.0 if leading.is_set() else 0.0)
     server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops),
                    host=args.listen_address)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        return run_controllers(loops, stop, elector)
+        return run_controllers(loops, stop, elector, leading)
     finally:
         server.shutdown()
