@@ -216,3 +216,19 @@ def test_monitors_and_rules_carry_the_labels_value(helm):
     monitoring = [o for o in objects if o["kind"] in ("PodMonitor", "PrometheusRule")]
     assert monitoring and all(o["metadata"]["labels"] == {"app.kubernetes.io/part-of": "caldera",
                                                           "release": "kube-prometheus-stack"} for o in monitoring)
+
+
+def test_beside_volcano_caldera_touches_only_what_names_it(helm):
+    objects = render(helm, "besideVolcano=true", "schedulerName=caldera", crds=True)
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    # Volcano's controllers reconcile every Job: Caldera's would make a second set of pods
+    assert ("Deployment", "caldera-controllers") not in kinds and ("Deployment", "caldera-scheduler") in kinds
+    hooks = {w["name"]: w for o in objects if o["kind"].endswith("WebhookConfiguration") for w in o["webhooks"]}
+    assert set(hooks) == {"mutatejob.caldera.sh", "validatejob.caldera.sh", "validatepod.caldera.sh",
+                          "validateagenteviction.caldera.sh"}
+    for name in ("mutatejob.caldera.sh", "validatejob.caldera.sh"):
+        assert [m["expression"] for m in hooks[name]["matchConditions"]] == [
+            "has(object.spec.schedulerName) && object.spec.schedulerName == 'caldera'"]
+    assert not [n for n in hooks if n.endswith(".volcano.sh")]  # never one of Volcano's webhook names
+    settings = by_key(objects)[("ConfigMap", "caldera-system", "caldera-settings")]["data"]
+    assert settings["scheduler-name"] == "caldera"

@@ -105,3 +105,33 @@ metadata, ServiceAccount subjects, Service DNS names, flags and CEL expressions 
 {{- define "caldera.inRelease" -}}
 {{- toJson .obj | replace "caldera-system" .root.Release.Namespace | fromJson | toYaml -}}
 {{- end -}}
+
+{{/*
+Beside Volcano (values besideVolcano): whether to leave this object out. Volcano's controllers
+keep reconciling every Job (Caldera's Job controller would too), so Caldera's controllers do
+not run.
+*/}}
+{{- define "caldera.leftOutBesideVolcano" -}}
+{{- if and .root.Values.besideVolcano (has .obj.kind (list "Deployment" "PodDisruptionBudget")) (eq .obj.metadata.name "caldera-controllers") -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+Beside Volcano: Caldera's webhooks see only the Jobs of its own scheduler name, and leave
+Queues, PodGroups and HyperNodes to Volcano's webhooks; the pods and evictions webhooks stay.
+*/}}
+{{- define "caldera.webhooksBesideVolcano" -}}
+{{- $obj := .obj -}}
+{{- if and .root.Values.besideVolcano (hasSuffix "WebhookConfiguration" $obj.kind) -}}
+{{- $ours := printf "has(object.spec.schedulerName) && object.spec.schedulerName == '%s'" .root.Values.schedulerName -}}
+{{- $kept := list -}}
+{{- range $hook := $obj.webhooks -}}
+{{- if or (hasPrefix "mutatejob." $hook.name) (hasPrefix "validatejob." $hook.name) -}}
+{{- $_ := set $hook "matchConditions" (list (dict "name" "caldera-jobs-only" "expression" $ours)) -}}
+{{- $kept = append $kept $hook -}}
+{{- else if or (hasPrefix "validatepod." $hook.name) (hasPrefix "validateagenteviction." $hook.name) -}}
+{{- $kept = append $kept $hook -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $obj "webhooks" $kept -}}
+{{- end -}}
+{{- end -}}
