@@ -4,10 +4,11 @@
 # registry, a locally made base works too (tests/install/test_image.py: debootstrap + buildah).
 ARG BASE=python:3.11-slim-bookworm
 
-# --- build: the wheel from this repository, installed with its dependencies into a venv ----
+# --- build: the wheel from this repository, installed with its dependencies (the versions
+# constraints.txt pins, never whatever is newest that day) into a venv ---------------------
 FROM ${BASE} AS build
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY caldera caldera
 COPY central central
 COPY daemonset daemonset
@@ -15,7 +16,7 @@ COPY nodeagent nodeagent
 RUN python3 -m venv /opt/caldera \
  && /opt/caldera/bin/pip install --no-cache-dir --upgrade pip wheel \
  && /opt/caldera/bin/pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
- && /opt/caldera/bin/pip install --no-cache-dir /wheels/caldera-*.whl \
+ && /opt/caldera/bin/pip install --no-cache-dir -c constraints.txt /wheels/caldera-*.whl \
  && /opt/caldera/bin/pip uninstall --yes pip wheel
 
 # --- final: the venv only; no pip, no sources, no compiler; a non-root user -----------------

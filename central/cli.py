@@ -76,12 +76,15 @@ def version() -> str:
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Every flag's help ends with its default, unless the text already names it."""
+    """Every flag's help ends with its default, unless the text already names it. Not a switch
+    (store_true/store_false): its default is the switch left off, and "--no-agents (default:
+    True)" reads as if agents were off by default."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if (action.option_strings and "(default" not in text and action.default not in (None, False, "", [])
-                and action.default is not argparse.SUPPRESS):
+        switch = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
+        if (action.option_strings and not switch and "(default" not in text
+                and action.default not in (None, False, "", []) and action.default is not argparse.SUPPRESS):
             text += " (default: %(default)s)"
         return text
 

@@ -35,11 +35,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry
-
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
+from central.admission.metrics import WebhookMetrics
 from central.admission.pods import concerns
 from central.admission.webhookconfig import CaBundleInjector
 from central.certs.command import WEBHOOK_CONFIGURATIONS
@@ -295,9 +294,10 @@ class WebhookServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
-                 client: KubeClient | None = None, max_connections: int = MAX_CONNECTIONS,
-                 request_deadline_s: float = REQUEST_DEADLINE_S):
+                 client: KubeClient | None = None, metrics: WebhookMetrics | None = None,
+                 max_connections: int = MAX_CONNECTIONS, request_deadline_s: float = REQUEST_DEADLINE_S):
         self.tls, self.view, self.config, self.client = tls, view, config, client
+        self.metrics = metrics or WebhookMetrics()
         self.max_connections = max_connections
         self.slots = threading.BoundedSemaphore(max_connections)
         self.request_deadline_s = request_deadline_s
@@ -387,6 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise TypeError
         except (ValueError, KeyError, TypeError, RecursionError):
             return self._send(400, {"message": "expected an admission.k8s.io/v1 AdmissionReview"})
+        started = time.monotonic()
         try:
             if route == EVICTION_ROUTE:
                 response = review_agent_eviction(request, self._pod(request))
@@ -397,6 +398,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:  # a bug must answer (and be logged), not hang the API server's call
             log.exception("admission %s failed", route)
             response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
+        self.server.metrics.observe(route, request.get("operation"), response, time.monotonic() - started)
         self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
 
     def _pod(self, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -420,8 +422,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind-address", default="0.0.0.0", help="address the HTTPS and health ports listen on")
     parser.add_argument("--port", type=int, default=8443, help="HTTPS port of the webhook")
     parser.add_argument("--health-port", type=int, default=0,
-                        help="plain HTTP /healthz (alive) and /readyz (certificate usable, caches synced, "
-                             "caBundle filled in); off when 0")
+                        help="plain HTTP /healthz (alive), /readyz (certificate usable, caches synced, "
+                             "caBundle filled in) and /metrics; off when 0")
     parser.add_argument("--tls-cert-file", required=True, help="the serving certificate (PEM)")
     parser.add_argument("--tls-key-file", required=True, help="its private key (PEM)")
     parser.add_argument("--ca-bundle-file", default="",
@@ -460,13 +462,16 @@ def run(args: argparse.Namespace) -> int:
             "mutatingwebhookconfigurations": args.mutating_configuration,
             "validatingwebhookconfigurations": args.validating_configuration}, args.webhook_url,
             scheduler_name=args.scheduler_name).start()
+    def ready() -> bool:
+        tls.current()
+        return tls.problem is None and view.synced() and (injector is None or injector.problem is None)
+
     health = None
-    if args.health_port:
-        def ready() -> bool:
-            tls.current()
-            return tls.problem is None and view.synced() and (injector is None or injector.problem is None)
-        health = serve(CollectorRegistry(), args.health_port, ready, host=args.bind_address)
-    server = WebhookServer((args.bind_address, args.port), tls, view, config, client)
+    metrics = WebhookMetrics()
+    metrics.ready.set_function(lambda: 1.0 if ready() else 0.0)
+    if args.health_port:  # /metrics (requests, latency, denials, readiness) beside the probes
+        health = serve(metrics.registry, args.health_port, ready, host=args.bind_address)
+    server = WebhookServer((args.bind_address, args.port), tls, view, config, client, metrics)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()

@@ -14,7 +14,7 @@ from central.kube.client import ApiError, KubeClient, path
 
 log = logging.getLogger(__name__)
 
-POD_WEBHOOK = "validatepod.volcano.sh"  # daemonset/admission.yaml's pods webhook
+POD_WEBHOOK = "validatepod.caldera.sh"  # daemonset/admission.yaml's pods webhook (never one of Volcano's names)
 _SCHEDULER_TEST = re.compile(r"object\.spec\.schedulerName == '(?:[^'\\]|\\.)*'")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from central.localcluster import pki
-from central.localcluster.processes import StartError, Supervisor, free_port, port_in_use
+from central.localcluster.processes import StartError, Supervisor, port_in_use
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 SERVICE_RANGE = "10.0.0.0/24"
@@ -69,8 +69,12 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
 
     if port and port_in_use(port):
         raise StartError(f"port {port} on 127.0.0.1 is in use (asked for kube-apiserver's --port); choose another")
-    api_port = port or free_port()
-    etcd_port, peer_port = free_port(), free_port()
+    if port and not sup.ports.allows(port):
+        raise StartError(f"--port {port} is outside --port-range {sup.ports.lo}-{sup.ports.hi}")
+    if port:
+        sup.ports.given.add(port)
+    api_port = port or sup.ports.take()
+    etcd_port, peer_port = sup.ports.take(), sup.ports.take()
     etcd_url = f"http://127.0.0.1:{etcd_port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
     etcd = sup.start("etcd", [str(bins["etcd"]), "--name=local", f"--data-dir={d / 'etcd'}",
@@ -101,7 +105,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
     kcm = sup.start("kube-controller-manager", [
         str(bins["kube-controller-manager"]), f"--kubeconfig={kcm_config}",
         f"--authentication-kubeconfig={kcm_config}", f"--authorization-kubeconfig={kcm_config}",
-        "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        "--bind-address=127.0.0.1", f"--secure-port={sup.ports.take()}",
         f"--service-account-private-key-file={sa.key}", f"--root-ca-file={ca.cert}",
         "--use-service-account-credentials=true", f"--controllers={controllers}", "--leader-elect=false",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--concurrent-gc-syncs=5", "--profiling=false",
@@ -125,7 +129,7 @@ def start_kube_scheduler(sup: Supervisor, bins: dict[str, Path], qps: float, bur
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
         "leaderElection": {"leaderElect": False}}))
-    port = free_port()
+    port = sup.ports.take()
     proc = sup.start("kube-scheduler", [
         str(bins["kube-scheduler"]), f"--config={conf}", f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}",

@@ -14,6 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stopped = down(args.dir.resolve())
+    say = lambda line: print(f"caldera down: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    stopped = down(args.dir.resolve(), say=say)
     print(f"caldera down: stopped {stopped} process(es), removed {args.dir}", file=sys.stderr)
     return 0

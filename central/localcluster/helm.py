@@ -1,7 +1,8 @@
 """`helm`, built once from its Go module (helm.sh/helm/v3 at versions.HELM) into the user's cache.
 
 The chart tests render `charts/caldera` with the real helm; like the control plane, it is
-built, never downloaded as a binary, and never lives in the repository.
+built, never downloaded as a binary, and never lives in the repository. Only the e2e half
+builds it (`cached_helm` lets the other half use a build that is already there).
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from central.localcluster import versions
 from central.localcluster.build import BuildError, Progress, _run, cache_dir, go_unavailable
 
 MODULE = "helm.sh/helm/v3/cmd/helm"
+
+
+def cached_helm() -> Path | None:
+    """The path of helm at versions.HELM if it is built already, else None (builds nothing)."""
+    binary = cache_dir() / "helm" / versions.HELM / "helm"
+    return binary if binary.exists() else None
 
 
 def helm_binary(progress: Progress | None = None) -> Path:

@@ -3,7 +3,8 @@
 The container's command and arguments from the manifest (with `$(VAR)` expanded from its
 env), its ConfigMap, Secret and projected ServiceAccount-token volumes materialised from the
 apiserver under DIR/pods/, and its own ServiceAccount's token as its only credential. The
-local adaptations: loopback ports instead of container ports (`_localise`), and each agent
+local adaptations: loopback addresses and ports (from the cluster's PortPool) instead of
+container ports (`_localise`), and each agent
 reading a simulated node's /sys and /proc (`start_agent`).
 """
 
@@ -19,12 +20,14 @@ from typing import Any, Protocol
 
 from central.kube.client import KubeClient
 from central.localcluster import controlplane, install, synthhost
-from central.localcluster.processes import StartError, Supervisor, free_port
+from central.localcluster.processes import StartError, Supervisor
 from central.localcluster.simkubelet import NodeSpec
 
 NAMESPACE = "caldera-system"
 REPO = Path(__file__).resolve().parents[2]
 CALDERA = [sys.executable, "-m", "caldera"]
+# the flag of each command's HTTP listener, whose default (all interfaces) suits a pod, not a host
+LOOPBACK_FLAGS = {"scheduler": "--listen-address", "controllers": "--listen-address", "webhook": "--bind-address"}
 
 
 class RunningCluster(Protocol):
@@ -59,6 +62,10 @@ class PodRunner:
         if words[:1] != ["caldera"]:
             raise StartError(f"{pod}: the manifest's command {words[:2]} is not `caldera ...`")
         argv = CALDERA + [self._localise(pod, expand(w, declared), mounts, ports) for w in words[1:]]
+        # a command whose manifest leaves its listen address to the default (0.0.0.0 in a pod)
+        loopback = LOOPBACK_FLAGS.get(words[1] if len(words) > 1 else "")
+        if loopback and not any(w.startswith(loopback + "=") for w in argv + extra):
+            argv.append(f"{loopback}=127.0.0.1")
         return argv + extra
 
     def _declared_env(self, template: dict[str, Any], node_name: str = "") -> dict[str, str]:
@@ -82,8 +89,10 @@ class PodRunner:
 
     def _localise(self, pod: str, word: str, mounts: dict[str, Path], ports: dict[str, int]) -> str:
         flag, eq, value = word.partition("=")
+        if eq and flag.endswith("address") and value == "0.0.0.0":
+            return f"{flag}=127.0.0.1"  # every local listener on loopback
         if eq and (flag.endswith("port") or value.startswith("0.0.0.0:")):
-            chosen = ports.get(flag) or self.cluster.ports.get(f"{pod}:{flag}") or free_port()
+            chosen = ports.get(flag) or self.cluster.ports.get(f"{pod}:{flag}") or self.cluster.sup.ports.take()
             self.cluster.ports[f"{pod}:{flag}"] = chosen
             return f"{flag}={chosen}" if flag.endswith("port") else f"{flag}=127.0.0.1:{chosen}"
         for mount_path, local in sorted(mounts.items(), key=lambda m: -len(m[0])):
@@ -174,7 +183,7 @@ class PodRunner:
         host = {"/sys": host_root / "sys", "/proc": host_root / "proc", "/sys/fs/cgroup": host_root / "cgroup",
                 "/var/lib/kubelet": host_root / "kubelet"}
         mounts, account = self._materialise(name, template, token_node=node.name, host=host)
-        exporter = free_port()
+        exporter = self.cluster.sup.ports.take()
         self.cluster.ports[f"{name}:exporter"] = exporter
         kube_token = install.service_account_token(self.admin, NAMESPACE, account, controlplane.ISSUER,
                                                    bound_node=node.name)

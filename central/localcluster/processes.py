@@ -33,6 +33,31 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class PortPool:
+    """The loopback ports a cluster's processes listen on: any free one, or (on a shared host
+    with a port policy, `caldera up --port-range LO-HI`) only free ones in [lo, hi]."""
+
+    def __init__(self, lo: int = 0, hi: int = 0):
+        self.lo, self.hi = lo, hi
+        self.given: set[int] = set()
+
+    def take(self) -> int:
+        """A port free now and not handed out before; StartError when the range is spent."""
+        if not self.lo:
+            port = free_port()
+            self.given.add(port)
+            return port
+        for port in range(self.lo, self.hi + 1):
+            if port not in self.given and not port_in_use(port):
+                self.given.add(port)
+                return port
+        raise StartError(f"no free port left in --port-range {self.lo}-{self.hi}: "
+                         f"{len(self.given)} given out, the rest in use; widen the range")
+
+    def allows(self, port: int) -> bool:
+        return not self.lo or self.lo <= port <= self.hi
+
+
 def port_in_use(port: int) -> bool:
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -47,8 +72,9 @@ class Supervisor:
     """Starts processes in their own session (they outlive `caldera up`), logs each to
     DIR/logs/NAME.log, and keeps DIR/state.json current."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, ports: PortPool | None = None):
         self.dir = directory
+        self.ports = ports or PortPool()
         self.logs = directory / "logs"
         self.procs: list[Process] = [Process(p["name"], p["pid"], Path(p["log"])) for p in _read_state(directory)]
 
@@ -88,9 +114,11 @@ class Supervisor:
             self.procs.remove(proc)
         self._save()
 
-    def stop_all(self, grace: float = 10.0) -> None:
+    def stop_all(self, grace: float = 10.0, say: Callable[[str], None] | None = None) -> None:
         # Reverse start order: Caldera's components go before the apiserver, etcd last.
         for proc in reversed(self.procs):
+            if say is not None and alive(proc.pid):
+                say(f"stopping {proc.name} (pid {proc.pid}): waiting up to {grace:.0f} s for it to exit after SIGTERM")
             _terminate(proc.pid, signal.SIGTERM, grace)
         self.procs = []
         self._save()

@@ -27,7 +27,7 @@ from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane, install
 from central.localcluster.podrunner import PodRunner, checkout_env
-from central.localcluster.processes import Process, StartError, Supervisor, alive, free_port
+from central.localcluster.processes import PortPool, Process, StartError, Supervisor, alive
 from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
 
@@ -66,16 +66,18 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
        agents: bool = True, scheduler_conf: str | None = None, say=print, controllers: bool = True,
-       kcm_controllers: str = controlplane.CONTROLLERS) -> Cluster:
+       kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
-    without `controllers` Caldera's controllers are not started."""
-    sup = Supervisor(directory)
+    without `controllers` Caldera's controllers are not started. Every process listens on
+    127.0.0.1, on ports inside `port_range` where it is given."""
+    pool = PortPool(*port_range) if port_range else PortPool()
+    sup = Supervisor(directory, pool)
     if any(alive(p.pid) for p in sup.procs):
         raise StartError(f"{directory} already holds a running cluster; `caldera down --dir {directory}` first")
     if (directory / "state.json").exists():  # left by a cluster whose processes are gone: start afresh
         down(directory)
-        sup = Supervisor(directory)
+        sup = Supervisor(directory, pool)
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say,
@@ -98,7 +100,7 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
         install.apply(admin, discovery, obj)
 
     say(f"installing Caldera from {manifests} ...")
-    webhook_port = free_port()
+    webhook_port = sup.ports.take()
     configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
     workloads = install.install(admin, manifests, configmaps)
     runner = cluster.runner = PodRunner(cluster, admin, workloads)
@@ -114,8 +116,7 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
         sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
 
     say(f"starting Caldera's webhook, {'controllers and ' if controllers else ''}scheduler ...")
-    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}",
-                                                       "--bind-address=127.0.0.1"],
+    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}"],
                            ports={"--port": webhook_port})
     sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 60)
     if controllers:
@@ -162,12 +163,12 @@ def _webhooks_have_ca(admin: KubeClient) -> bool:
     return True
 
 
-def down(directory: Path) -> int:
+def down(directory: Path, say=None) -> int:
     """Stop every process `up` recorded in DIR and remove DIR's state; safe on a half-started
-    or missing DIR. Returns how many processes were stopped."""
+    or missing DIR; `say` hears which process it waits for. Returns how many were stopped."""
     sup = Supervisor(directory)
     count = len(sup.procs)
-    sup.stop_all()
+    sup.stop_all(say=say)
     if directory.exists():
         shutil.rmtree(directory, ignore_errors=True)
     return count
@@ -183,9 +184,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-gpus", type=int, default=0, help="GPUs per node (default 0)")
     parser.add_argument("--numa", type=int, default=2, help="NUMA nodes per node (default 2)")
     parser.add_argument("--port", type=int, default=0, help="kube-apiserver's port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--port-range", metavar="LO-HI", default="",
+                        help="every port the cluster listens on (etcd, the API server, the controller manager, "
+                             f"Caldera's processes, the agents) from this range, e.g. 30000-30099; it needs "
+                             f"{FIXED_PORTS} plus one per node (default: any free ports); all on 127.0.0.1")
     parser.add_argument("--scheduler-conf", type=Path, help="a volcano-scheduler.conf to install instead of the manifests' one")
-    parser.add_argument("--no-agents", dest="agents", action="store_false", help="do not start node agents")
+    parser.add_argument("--no-agents", dest="agents", action="store_false", default=True,
+                        help="start no node agents (by default one runs per simulated node)")
     parser.add_argument("--build-only", action="store_true", help="build the control plane's binaries and exit")
+
+
+# etcd (client, peer), kube-apiserver, kube-controller-manager, the webhook (HTTPS, health),
+# the scheduler (metrics, agents' stream), the controllers; plus one exporter per agent
+FIXED_PORTS = 9
+
+
+def port_range(text: str, nodes: int) -> tuple[int, int] | None:
+    """--port-range LO-HI as (lo, hi), checked to hold what the cluster needs; None when not given."""
+    if not text:
+        return None
+    lo_text, dash, hi_text = text.partition("-")
+    try:
+        lo, hi = int(lo_text), int(hi_text)
+    except ValueError:
+        lo = hi = -1
+    if not dash or not 1024 <= lo <= hi <= 65535:
+        raise InputError("--port-range", f"expected LO-HI with 1024 <= LO <= HI <= 65535, got {text!r}")
+    if hi - lo + 1 < FIXED_PORTS + nodes:
+        raise InputError("--port-range", f"{text} holds {hi - lo + 1} ports; {nodes} node(s) need at least "
+                         f"{FIXED_PORTS + nodes}")
+    return lo, hi
 
 
 def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int) -> list[NodeSpec]:
@@ -223,7 +251,11 @@ def run(args: argparse.Namespace) -> int:
                 conf = args.scheduler_conf.read_text()
             except (OSError, UnicodeDecodeError) as err:
                 raise InputError(f"--scheduler-conf {args.scheduler_conf}", f"cannot read: {err}") from None
-        cluster = up(args.dir.resolve(), nodes, args.port, agents=args.agents, scheduler_conf=conf, say=say)
+        ports = port_range(args.port_range, len(nodes))
+        if ports and args.port and not ports[0] <= args.port <= ports[1]:
+            raise InputError("--port", f"{args.port} is outside --port-range {args.port_range}")
+        cluster = up(args.dir.resolve(), nodes, args.port, agents=args.agents, scheduler_conf=conf, say=say,
+                     port_range=ports)
     except (StartError, build.BuildError, ApiError) as err:
         print(f"caldera up: {err}", file=sys.stderr)
         return 2

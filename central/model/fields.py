@@ -93,6 +93,9 @@ def yaml_documents(data: bytes | str, where: str) -> list[Any]:
     try:
         docs = list(yaml.load_all(data, Loader=YAML_LOADER))  # noqa: S506 (a safe loader)
     except yaml.YAMLError as err:
+        if "nesting depth" in str(getattr(err, "problem", "")):
+            # libyaml 0.2.5+ (PyYAML 6.0.4's wheels) stops at its own limit: the same refusal
+            raise InputError(where, f"nested deeper than {MAX_DEPTH} levels") from None
         raise InputError(where, _yaml_problem(err)) from None
     except RecursionError:
         raise InputError(where, f"nested deeper than {MAX_DEPTH} levels") from None

@@ -1,5 +1,5 @@
-"""A real Prometheus (Debian's `prometheus` package) scrapes a running scheduler, controllers
-and node agent; promtool checks the alert rules; every dashboard query and every alert rule is
+"""A real Prometheus (Debian's `prometheus` package) scrapes a running scheduler, controllers,
+admission webhook and node agent; promtool checks the alert rules; every dashboard query and every alert rule is
 evaluated through Prometheus' HTTP API and must return data (rules: evaluate without error,
 and every metric they name has series). Skips where prometheus/promtool are not installed.
 """
@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -21,7 +22,8 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.builders import node, pod
+from tests.builders import job, node, pod, task
+from tests.kube.certs import self_signed
 from tests.ports import free_port
 from tests.waiting import eventually
 
@@ -41,9 +43,16 @@ def rule_file(tmp_path: Path) -> Path:
 
 
 def dashboard_queries() -> list[str]:
+    """Every panel's query as Grafana sends it with the variables at All."""
     dashboard = json.loads((MONITORING / "dashboard.json").read_text())
-    return [target["expr"].replace("$__rate_interval", "30s")
-            for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    every = {f"${v['name']}": v["allValue"] for v in dashboard["templating"]["list"] if v.get("includeAll")}
+    queries = []
+    for target in (t for panel in dashboard["panels"] for t in panel.get("targets", [])):
+        expr = target["expr"].replace("$__rate_interval", "30s")
+        for name, value in every.items():
+            expr = expr.replace(name, value)
+        queries.append(expr)
+    return queries
 
 
 def test_promtool_accepts_the_rules(tmp_path):
@@ -58,8 +67,9 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen:
 
 
 @pytest.fixture
-def caldera(real, tmp_path) -> Iterator[dict[str, int]]:
-    """Scheduler (with the agents' endpoint), controllers and one agent, on a real kube-apiserver."""
+def caldera(real, tmp_path) -> Iterator[dict[str, Any]]:
+    """Scheduler (with the agents' endpoint), controllers, the webhook and one agent, on a real
+    kube-apiserver."""
     kubeconfig = real.kubeconfig
     real.put(node("n1", pods=10))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "research"},
@@ -69,7 +79,8 @@ def caldera(real, tmp_path) -> Iterator[dict[str, int]]:
     workload = pod("p0", group="pg1")
     workload["spec"]["containers"][0]["resources"]["requests"]["memory"] = "512Mi"
     real.put(workload)
-    ports = {name: free_port() for name in ("scheduler", "controllers", "agent", "stream")}
+    ports = {name: free_port() for name in ("scheduler", "controllers", "agent", "stream", "webhook", "admission")}
+    cert, key = self_signed(tmp_path)
     agent_config = tmp_path / "agent.yaml"
     agent_config.write_text(yaml.safe_dump({
         "node": {"name": "n1"}, "pods": {"source": "none"}, "qos": {"enabled": False},
@@ -84,7 +95,11 @@ def caldera(real, tmp_path) -> Iterator[dict[str, int]]:
         _spawn(["controllers", "--kubeconfig", kubeconfig, "--no-leader-elect", "--listen-address", "127.0.0.1",
                 "--listen-port", str(ports["controllers"])], tmp_path / "controllers.log"),
         _spawn(["agent", "--config", str(agent_config)], tmp_path / "agent.log"),
+        _spawn(["webhook", "--kubeconfig", kubeconfig, "--bind-address", "127.0.0.1", "--port", str(ports["admission"]),
+                "--health-port", str(ports["webhook"]), "--tls-cert-file", cert, "--tls-key-file", key],
+               tmp_path / "webhook.log"),
     ]
+    ports["ca"] = cert
     try:
         yield ports
     finally:
@@ -105,7 +120,7 @@ def prometheus(caldera, tmp_path) -> Iterator[str]:
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(rule_file(tmp_path))],
         "scrape_configs": [{"job_name": name, "static_configs": [{"targets": [f"127.0.0.1:{caldera[name]}"]}]}
-                           for name in ("scheduler", "controllers", "agent")]}))
+                           for name in ("scheduler", "controllers", "agent", "webhook")]}))
     proc = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                              f"--web.listen-address=127.0.0.1:{port}"],
                             stdout=(tmp_path / "prometheus.log").open("w"), stderr=subprocess.STDOUT)
@@ -131,8 +146,30 @@ def has_data(base: str, expr: str) -> bool:
     return bool(data and data["result"])
 
 
-def test_every_dashboard_query_and_rule_returns_data(prometheus, tmp_path):
-    eventually(lambda: has_data(prometheus, 'count(up == 1) == 3'), timeout=60, what="all three targets up")
+def admit(caldera: dict[str, Any], route: str, obj: dict[str, Any]) -> bool:
+    """One AdmissionReview to the webhook, as the API server sends it; whether it was allowed."""
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "operation": "CREATE", "object": obj}}
+    request = urllib.request.Request(f"https://localhost:{caldera['admission']}{route}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=caldera["ca"]), timeout=10) as answer:
+        return json.loads(answer.read())["response"]["allowed"]
+
+
+def test_every_dashboard_query_and_rule_returns_data(caldera, prometheus, tmp_path):
+    eventually(lambda: has_data(prometheus, 'count(up == 1) == 4'), timeout=60, what="all four targets up")
+    eventually(lambda: has_data(prometheus, "caldera_webhook_ready == 1"), timeout=60, what="the webhook ready")
+    assert admit(caldera, "/jobs/validate", job("ok", "default", tasks=[task("worker")]))
+    assert not admit(caldera, "/jobs/validate", job("bad", "default", tasks=[task("worker", replicas=-1)]))
+    assert admit(caldera, "/queues/mutate", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                             "metadata": {"name": "q"}, "spec": {}})
+    # the webhook's own series, by resource, as the dashboard and the alerts read them
+    for expr in ('caldera_webhook_requests_total{resource="jobs",verb="validate",allowed="false"} == 1',
+                 'caldera_webhook_requests_total{resource="queues",verb="mutate",allowed="true"} == 1',
+                 'caldera_webhook_denials_total{resource="jobs",code="400"} == 1',
+                 'caldera_webhook_request_duration_seconds_count{resource="jobs"} == 2',
+                 "max(caldera_controllers_leader) == 1"):
+        eventually(lambda: has_data(prometheus, expr), timeout=30, what=expr)
     missing: list[str] = []
     deadline = time.monotonic() + 90  # rates need two scrapes; the agent's stream its first ack
     for expr in dashboard_queries():
@@ -153,4 +190,5 @@ def test_every_dashboard_query_and_rule_returns_data(prometheus, tmp_path):
     assert names and not [n for n in sorted(names) if not has_data(prometheus, f"count({n})")]
     # a healthy install fires nothing that says the scheduler is not leading or failing
     firing = {r["name"] for r in rules if r.get("state") == "firing"}
-    assert not firing & {"CalderaSchedulerNotLeading", "CalderaSchedulingCyclesFailing", "CalderaAgentsStale"}
+    assert not firing & {"CalderaSchedulerNotLeading", "CalderaSchedulingCyclesFailing", "CalderaAgentsStale",
+                         "CalderaControllersNotLeading", "CalderaWebhookDown", "CalderaWebhookErrors"}

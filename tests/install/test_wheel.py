@@ -8,6 +8,7 @@ packages, so the installed copy, not the checkout, is what runs.
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import zipfile
@@ -52,8 +53,15 @@ def _install(wheel: Path, tmp_path: Path) -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
+    # --system-site-packages reaches the base interpreter only; where the tests run from a
+    # virtualenv, the dependencies live in its site-packages, which a path file adds (after the
+    # new venv's own, and without running its .pth files: no editable checkout sneaks in)
+    [own] = (venv / "lib").glob("python3*/site-packages")
+    (own / "dependencies.pth").write_text("".join(f"{path}\n" for path in site.getsitepackages()))
+    # --ignore-installed: the added site-packages may hold an editable caldera, which pip would
+    # call installed already
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-                    str(wheel)], check=True, capture_output=True)
+                    "--ignore-installed", str(wheel)], check=True, capture_output=True)
     return python
 
 

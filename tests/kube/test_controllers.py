@@ -307,10 +307,11 @@ def test_workers_do_not_outlive_run_controllers():
     loop = Held()
     for key in "abcdef":
         loop.queue.add(key)
-    stop = threading.Event()
-    runner = threading.Thread(target=run_controllers, args=([loop], stop, None), daemon=True)
+    stop, leading = threading.Event(), threading.Event()
+    runner = threading.Thread(target=run_controllers, args=([loop], stop, None, leading), daemon=True)
     runner.start()
     eventually(lambda: len(loop.busy) == 2, what="both workers holding a key")
+    assert leading.is_set()  # what caldera_controllers_leader reports
     stop.set()
     eventually(lambda: loop.queue._closed, what="the loop stopping")
     loop.release.set()  # the held syncs end now; before, they outlived run_controllers and drained the queue
@@ -318,3 +319,4 @@ def test_workers_do_not_outlive_run_controllers():
     assert not runner.is_alive()
     assert not any(thread.is_alive() for thread in loop._threads)  # run_controllers waited for them
     assert sorted(loop.done) == sorted(loop.busy) == ["a", "b"]  # the other four were never taken
+    assert not leading.is_set()

@@ -1,7 +1,8 @@
 """`caldera controllers`: the Job, Queue, PodGroup and HyperNode controllers (flags as vc-controller-manager).
 
 Reflectors start at once (a standby keeps warm caches); workers start only on the replica
-that holds the Lease, after every cache has synced. Losing the Lease stops the process.
+that holds the Lease, after every cache has synced. Losing the Lease ends the term: the
+replica steps down and stands again (`central.kube.leader.run_terms`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import signal
 import socket
 import threading
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.controllers.loops.base import ControllerLoop
@@ -53,7 +54,11 @@ def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
             PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
 
 
-def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None) -> int:
+def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None,
+                    leading: threading.Event | None = None) -> int:
+    """Watch, then (holding the Lease where `elector` is given) reconcile until `stop`; `leading`
+    is set while this replica's workers run (the caldera_controllers_leader gauge reads it)."""
+    leading = leading or threading.Event()
     for loop in loops:
         loop.start_watching()
     try:
@@ -64,12 +69,14 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
             return 0
         for loop in loops:
             loop.start_workers()
+        leading.set()
         while not stop.wait(0.5):
             if elector is not None and not elector.leading.is_set():
                 log.error("leadership lost: stepping down")
                 return 1
         return 0
     finally:
+        leading.clear()
         for loop in loops:
             loop.stop()
         if elector is not None:
@@ -85,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
                                 f"{socket.gethostname()}_{os.getpid()}")
     current: list[ControllerLoop] = []  # this term's loops
     registry = CollectorRegistry()
+    leading = threading.Event()
+    # every replica exports it (the standby too): max() over them says whether any one leads
+    Gauge("caldera_controllers_leader", "1 while this replica leads and reconciles",
+          registry=registry).set_function(lambda: 1.0 if leading.is_set() else 0.0)
     server = serve(registry, args.listen_port, lambda: bool(current) and all(loop.synced() for loop in current),
                    host=args.listen_address)
     stop = threading.Event()
@@ -95,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         counts = QueuePodGroupCounts(next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects)
         registry.register(counts)
         try:
-            return run_controllers(loops, stop, elector)
+            return run_controllers(loops, stop, elector, leading)
         finally:
             registry.unregister(counts)
 

@@ -22,8 +22,8 @@ The pod spec of a workload (a CronJob's lives in its jobTemplate), or nothing.
 {{- end -}}
 
 {{/*
-Apply the values to one object in place: image, replicas, resources, node selection,
-the shared settings, the scheduler's configuration, the agent's configuration. Objects no value names stay as
+Apply the values to one object in place: image, pull secrets, replicas, resources, node
+selection, affinity, priority, pod annotations, extra arguments, the shared settings, the scheduler's configuration, the agent's configuration. Objects no value names stay as
 daemonset/ has them.
 */}}
 {{- define "caldera.customize" -}}
@@ -42,8 +42,20 @@ daemonset/ has them.
 {{- if $v.image.pullPolicy -}}{{- $_ := set $c "imagePullPolicy" $v.image.pullPolicy -}}{{- end -}}
 {{- if $values.resources -}}{{- $_ := set $c "resources" $values.resources -}}{{- end -}}
 {{- end -}}
+{{- if $values.extraArgs -}}
+{{- $c := first $pod.spec.containers -}}
+{{- $_ := set $c "args" (concat (default (list) $c.args) $values.extraArgs) -}}
+{{- end -}}
+{{- if $v.imagePullSecrets -}}{{- $_ := set $pod.spec "imagePullSecrets" $v.imagePullSecrets -}}{{- end -}}
 {{- if $values.nodeSelector -}}{{- $_ := set $pod.spec "nodeSelector" $values.nodeSelector -}}{{- end -}}
 {{- if $values.tolerations -}}{{- $_ := set $pod.spec "tolerations" $values.tolerations -}}{{- end -}}
+{{- if $values.affinity -}}{{- $_ := set $pod.spec "affinity" $values.affinity -}}{{- end -}}
+{{- if $values.priorityClassName -}}{{- $_ := set $pod.spec "priorityClassName" $values.priorityClassName -}}{{- end -}}
+{{- if $values.podAnnotations -}}
+{{- $meta := default (dict) $pod.metadata -}}
+{{- $_ := set $meta "annotations" (merge (dict) $values.podAnnotations (default (dict) $meta.annotations)) -}}
+{{- $_ := set $pod "metadata" $meta -}}
+{{- end -}}
 {{- if and (eq $obj.kind "Deployment") (hasKey $values "replicas") -}}
 {{- $_ := set $obj.spec "replicas" $values.replicas -}}
 {{- end -}}
@@ -83,5 +95,43 @@ daemonset/ has them.
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
 {{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+One object as YAML, moved into the release's namespace: daemonset/ names caldera-system in
+metadata, ServiceAccount subjects, Service DNS names, flags and CEL expressions alike.
+*/}}
+{{- define "caldera.inRelease" -}}
+{{- toJson .obj | replace "caldera-system" .root.Release.Namespace | fromJson | toYaml -}}
+{{- end -}}
+
+{{/*
+Beside Volcano (values besideVolcano): whether to leave this object out. Volcano's controllers
+keep reconciling every Job (Caldera's Job controller would too), so Caldera's controllers do
+not run.
+*/}}
+{{- define "caldera.leftOutBesideVolcano" -}}
+{{- if and .root.Values.besideVolcano (has .obj.kind (list "Deployment" "PodDisruptionBudget")) (eq .obj.metadata.name "caldera-controllers") -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+Beside Volcano: Caldera's webhooks see only the Jobs of its own scheduler name, and leave
+Queues, PodGroups and HyperNodes to Volcano's webhooks; the pods and evictions webhooks stay.
+*/}}
+{{- define "caldera.webhooksBesideVolcano" -}}
+{{- $obj := .obj -}}
+{{- if and .root.Values.besideVolcano (hasSuffix "WebhookConfiguration" $obj.kind) -}}
+{{- $ours := printf "has(object.spec.schedulerName) && object.spec.schedulerName == '%s'" .root.Values.schedulerName -}}
+{{- $kept := list -}}
+{{- range $hook := $obj.webhooks -}}
+{{- if or (hasPrefix "mutatejob." $hook.name) (hasPrefix "validatejob." $hook.name) -}}
+{{- $_ := set $hook "matchConditions" (list (dict "name" "caldera-jobs-only" "expression" $ours)) -}}
+{{- $kept = append $kept $hook -}}
+{{- else if or (hasPrefix "validatepod." $hook.name) (hasPrefix "validateagenteviction." $hook.name) -}}
+{{- $kept = append $kept $hook -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $obj "webhooks" $kept -}}
 {{- end -}}
 {{- end -}}
