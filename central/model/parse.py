@@ -16,6 +16,7 @@ from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.hypernodes import parse_network_topology
 from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Taint, TaskInfo, task_status
+from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
 from central.resources.vectors import parse_resource_list
 
@@ -154,6 +155,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
         preemptable=(annotations.get(PREEMPTABLE) or "false").lower() == "true",
         priority_class=typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName"),
         annotations=annotations, conditions=listed(obj, "status.conditions"),
+        reported=semantic(obj.get("status") if isinstance(obj.get("status"), Mapping) else None),
         network_topology=parse_network_topology(spec.get("networkTopology"), "spec.networkTopology"),
     )
 
