@@ -111,7 +111,7 @@ def test_podgroup_is_created_with_the_version_then_admits_pods_once_enqueued() -
 def test_a_podgroup_of_an_older_version_is_deleted_not_used() -> None:
     spec = parse_job(admitted())
     old = dict(sync_podgroup(spec, None, 1).create or {}, status={"phase": "Running"})
-    assert sync_podgroup(spec, old, 2) == type(sync_podgroup(spec, old, 2))(delete="train")
+    assert sync_podgroup(spec, old, 2) == type(sync_podgroup(spec, old, 2))(delete="train-uid-1")
     old["metadata"] = dict(old["metadata"], deletionTimestamp="2026-01-01T00:00:00Z")
     assert sync_podgroup(spec, old, 2).delete is None  # already going
 
@@ -122,4 +122,6 @@ def test_min_resources_count_the_first_min_member_pods_in_task_order() -> None:
     worker = task("worker", 3)
     worker["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m"}}
     podgroup = sync_podgroup(parse_job(job(tasks=[ps, worker], minAvailable=4)), None, 0).create
-    assert podgroup is not None and podgroup["spec"]["minResources"] == {"cpu": "2500m"}
+    # 2 ps x 1 cpu + 2 workers x 250m, with the quota keys Volcano writes
+    assert podgroup is not None and podgroup["spec"]["minResources"] == {
+        "count/pods": "4", "cpu": "2500m", "pods": "4", "requests.cpu": "2500m"}

@@ -14,6 +14,7 @@ from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 PS, W0, W1 = "train-ps-0", "train-worker-0", "train-worker-1"
+PODGROUP = "train-uid-1"  # Volcano's `<job>-<job uid>`
 
 
 def cluster(graceful: bool = False, tasks: list[dict[str, Any]] | None = None, **spec: Any) -> FakeCluster:
@@ -24,7 +25,7 @@ def test_pods_wait_for_the_podgroup_to_be_inqueue() -> None:
     c = cluster()
     d = c.step()
     assert d.create_podgroup is not None and d.create_pods == []
-    assert d.create_podgroup["spec"]["minMember"] == 3 and d.create_podgroup["metadata"]["name"] == "train"
+    assert d.create_podgroup["spec"]["minMember"] == 3 and d.create_podgroup["metadata"]["name"] == PODGROUP
     assert c.phase == "Pending"
     assert c.step().create_pods == []  # PodGroup still Pending
     c.enqueue()
@@ -32,7 +33,7 @@ def test_pods_wait_for_the_podgroup_to_be_inqueue() -> None:
     assert sorted(p["metadata"]["name"] for p in d.create_pods) == [PS, W0, W1]
     annotations = c.pods[W1]["metadata"]["annotations"]
     assert annotations["volcano.sh/task-spec"] == "worker" and annotations["volcano.sh/task-index"] == "1"
-    assert annotations["scheduling.k8s.io/group-name"] == "train" and annotations["volcano.sh/job-version"] == "0"
+    assert annotations["scheduling.k8s.io/group-name"] == PODGROUP and annotations["volcano.sh/job-version"] == "0"
     assert c.status["pending"] == 3 and c.phase == "Pending"
     assert c.step().create_pods == []  # nothing created twice
 
@@ -45,7 +46,7 @@ def test_running_then_completed_then_cleaned_up() -> None:
     c.step()
     assert c.phase == "Completed"
     d = c.step()
-    assert d.delete_podgroup == "train" and d.delete_pods == []  # succeeded pods are kept
+    assert d.delete_podgroup == PODGROUP and d.delete_pods == []  # succeeded pods are kept
 
 
 def test_all_finished_with_a_failure_fails_the_job() -> None:
@@ -100,7 +101,7 @@ def test_restart_actions(spec: dict[str, Any], deleted: set[str], new_version: b
     d = c.step()
     assert c.phase == "Restarting" and c.status["retryCount"] == 1
     assert set(d.delete_pods) == deleted
-    assert (d.delete_podgroup == "train") is new_version
+    assert (d.delete_podgroup == PODGROUP) is new_version
     assert c.status["version"] == (1 if new_version else 0)
     c.step()
     assert c.phase == "Restarting"  # old pods still terminating
@@ -157,7 +158,7 @@ def test_stopping_actions(action: str, transient: str, final: str) -> None:
     c.set_phase("Failed", W1, exit_code=2)
     d = c.step()
     assert c.phase == transient
-    assert d.delete_pods == [W0] and d.delete_podgroup == "train"  # finished pods are kept for their logs
+    assert d.delete_pods == [W0] and d.delete_podgroup == PODGROUP  # finished pods are kept for their logs
     c.step()
     assert c.phase == transient
     c.gone()
@@ -343,7 +344,7 @@ def test_stale_podgroup_is_replaced() -> None:
     c.job["status"]["version"] = 2
     c.podgroup["metadata"]["annotations"]["volcano.sh/job-version"] = "1"
     d = c.step()
-    assert d.delete_podgroup == "train" and d.create_pods == []
+    assert d.delete_podgroup == PODGROUP and d.create_pods == []
 
 
 def test_ttl_after_finished() -> None:
@@ -454,7 +455,7 @@ def test_terminate_from_the_loop_wins_over_commands_and_policies() -> None:
     c.commands.append(command("RestartJob", "Job", "train", namespace="default"))
     d = reconcile(c.job, c.podgroup, list(c.pods.values()), c.now, c.commands, action="TerminateJob")
     assert d.status["state"]["phase"] == "Terminating"
-    assert sorted(d.delete_pods) == [PS, W0, W1] and d.delete_podgroup == "train"
+    assert sorted(d.delete_pods) == [PS, W0, W1] and d.delete_podgroup == PODGROUP
     assert d.delete_commands == []  # the user's Command is not consumed by the loop's own action
 
 
