@@ -9,7 +9,7 @@ import pytest
 from central.controllers.bus import command
 from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
-from central.controllers.jobs import reconcile
+from central.controllers.jobs import event_type, reconcile
 from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
@@ -469,3 +469,39 @@ def test_the_webhooks_limits_bound_what_the_controller_expands() -> None:
     [(reason, message)] = decision.events
     assert reason == "InvalidJob" and "spec.tasks" in message and "2" in message
     assert reconcile(job(tasks=[task("worker", 3)]), None, [], 0.0).create_podgroup is not None  # default limits
+
+
+@pytest.mark.parametrize(("reason", "message", "kind"), [
+    pytest.param("Aborting", "Aborting -> Aborted: all pods have stopped after the AbortJob command", "Normal",
+                 id="a-suspend-the-user-asked-for"),
+    pytest.param("Aborting", "Aborting -> Aborted: all pods have stopped", "Warning", id="aborted-by-a-policy"),
+    pytest.param("Failed", "Running -> Failed: only 1 of 3 pods succeeded", "Warning", id="failed"),
+    pytest.param("InvalidJob", "spec.tasks: a job needs at least one task", "Warning", id="invalid"),
+    pytest.param("AbortJob", "Running -> Aborting: AbortJob command", "Normal", id="aborting-on-request"),
+])
+def test_event_types(reason: str, message: str, kind: str) -> None:
+    assert event_type(reason, message) == kind
+
+
+def test_a_suspend_ends_in_an_event_that_says_the_user_asked() -> None:
+    c = cluster()
+    c.step()
+    c.enqueue()
+    c.step()
+    c.commands.append(command("AbortJob", "Job", "train", "ml"))
+    messages = []
+    for _ in range(4):
+        messages += [m for _, m in c.step().events]
+    assert any(m.endswith("all pods have stopped after the AbortJob command") for m in messages), messages
+
+
+def test_a_pending_job_says_why_its_podgroup_waits() -> None:
+    c = cluster()
+    c.step()
+    why = "3/3 tasks in gang unschedulable: pod group is not ready; queue default: it can never be admitted"
+    c.podgroup["status"] = {"phase": "Pending", "conditions": [
+        {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": why,
+         "lastTransitionTime": "2026-01-01T00:00:05Z"}]}
+    c.step()
+    assert (c.status["state"]["phase"], c.status["state"]["reason"], c.status["state"]["message"]) == (
+        "Pending", "Unschedulable", why)

@@ -13,6 +13,7 @@ from central.controllers.bus import TERMINATE_JOB
 from central.controllers.job_podgroup import job_podgroup
 from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
+from central.controllers.jobs import event_type
 from central.controllers.loops.base import MAX_REQUEUE, ControllerLoop, url_for
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
@@ -118,9 +119,7 @@ class JobController(ControllerLoop):
         retry makes the same decision again (a scale's host lists and PodGroup are not lost)."""
         namespace = job["metadata"]["namespace"]
         for reason, message in d.events:
-            # abnormal outcomes are Warnings, as `kubectl get events --field-selector type=Warning` expects
-            bad = reason == "InvalidJob" or any(f" -> {phase}:" in message for phase in ("Failed", "Aborted"))
-            self.events.emit(job, "Warning" if bad else "Normal", reason, message)
+            self.events.emit(job, event_type(reason, message), reason, message)
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             if self.create(obj):  # a replace right after (the first pods made) need not write it again
