@@ -24,7 +24,7 @@ def test_crds_are_structural_and_established(tenant: Tenant) -> None:
 
 def test_job_runs_to_completion(tenant: Tenant) -> None:
     tenant.submit(volcano_job("done", tenant.queue, replicas=2, duration="3s"))
-    pg = wait_for(lambda: tenant.podgroup("done"), "the Job's PodGroup")
+    pg = wait_for(lambda: tenant.job_podgroup("done"), "the Job's PodGroup")
     assert pg["spec"]["minMember"] == 2 and pg["spec"]["queue"] == tenant.queue
     wait_for(lambda: len(tenant.pods()) == 2 and all(p["spec"].get("nodeName") for p in tenant.pods()),
              "both pods bound")
