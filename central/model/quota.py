@@ -29,8 +29,8 @@ QUOTA_PREFIXES = ("requests.", "limits.", "count/")
 
 
 def is_quota_only(name: str) -> bool:
-    """A minResources key that only a ResourceQuota reads (`count/pods`, `requests.cpu`...)."""
-    return name.startswith(QUOTA_PREFIXES)
+    """A minResources key that only a ResourceQuota reads (`pods`, `count/pods`, `requests.cpu`...)."""
+    return name == "pods" or name.startswith(QUOTA_PREFIXES)
 
 
 def _native(name: str) -> bool:

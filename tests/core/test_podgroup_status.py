@@ -84,4 +84,4 @@ def test_quota_only_min_resources_are_not_scheduled_on() -> None:
     job = parse_podgroup({"metadata": {"name": "g", "namespace": "ns"}, "spec": {"minResources": {
         "cpu": "2", "pods": "2", "count/pods": "2", "requests.cpu": "2", "limits.cpu": "4",
         "nvidia.com/gpu": "1", "requests.nvidia.com/gpu": "1"}}})
-    assert set(job.min_resources or {}) == {"cpu", "pods", "nvidia.com/gpu"}
+    assert set(job.min_resources or {}) == {"cpu", "nvidia.com/gpu"}
