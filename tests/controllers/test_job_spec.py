@@ -180,3 +180,10 @@ def test_pods_of_an_adopted_podgroup_join_it() -> None:
     d = reconcile(j, pg, [], 0.0)
     assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in d.create_pods} == {"train"}
     assert d.create_podgroup is None
+
+
+def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup() -> None:
+    """Volcano's sla plugin reads `sla-waiting-time` when `volcano.sh/sla-waiting-time` is absent."""
+    j = admitted()
+    j["metadata"]["annotations"] = {"sla-waiting-time": "30m"}
+    assert job_spec(j).carried == {"sla-waiting-time": "30m"}
