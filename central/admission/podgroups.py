@@ -1,4 +1,5 @@
-"""Admission of PodGroups (scheduling.volcano.sh/v1beta1), on CREATE and UPDATE.
+"""Admission of PodGroups (scheduling.volcano.sh/v1beta1): registered for CREATE, as Volcano
+registers it (`caldera validate` and a webhook configured for UPDATE pass `old`).
 
 mutate_podgroup(podgroup, cluster) -> dict       queue from the namespace annotation when unset/default
 validate_podgroup(podgroup, cluster) -> list     queue exists, is Open and takes the namespace; counts,

@@ -1,7 +1,10 @@
 """The PodGroup half of a job's sync: what to do with the job's PodGroup, and whether pods may be made.
 
+    job_podgroup(podgroups, job) -> dict | None       the job's PodGroup among the watched ones
     sync_podgroup(spec, podgroup, version) -> PodGroupSync
 
+- the job's PodGroup is `<job>-<job uid>`, or else an existing `<job>` (one made before the
+  rename, or by an older Caldera), which is adopted as Volcano's getPodGroupByJob does;
 - no PodGroup: create it (stamped with the job's version); pods wait for it;
 - a PodGroup stamped with an older version (left over from before a restart): delete it; a
   new one is created on a later call, once it is gone;
@@ -30,6 +33,13 @@ class PodGroupSync:
     delete: str | None = None  # name of a stale PodGroup
     update: dict[str, Any] | None = None  # new spec fields (RESIZED_PODGROUP_FIELDS; None: remove)
     pods_allowed: bool = False  # the PodGroup of this version exists and has left Pending
+
+
+def job_podgroup(podgroups: Mapping[str, Mapping[str, Any]], job: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """`podgroups` by "<namespace>/<name>"."""
+    meta = job.get("metadata") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    return (podgroups.get(f"{key}-{meta['uid']}") if meta.get("uid") else None) or podgroups.get(key)
 
 
 def sync_podgroup(spec: JobSpec, podgroup: Mapping[str, Any] | None, version: int) -> PodGroupSync:

@@ -53,12 +53,12 @@ def _task_ready(spec: JobSpec, name: str, pods: Collection[PodFacts]) -> bool:
 
 
 def build_job_pods(
-    job: Mapping[str, Any], spec: JobSpec, names: Collection[str], version: int
+    job: Mapping[str, Any], spec: JobSpec, names: Collection[str], version: int, group: str | None = None
 ) -> list[dict[str, Any]]:
     """The named pods as the spec makes them, edited by the job's plugins, with the job's claims mounted."""
     if not names:
         return []
-    built = edit_pods(job, build_pods(spec, version, names))
+    built = edit_pods(job, build_pods(spec, version, names, group))
     for pod in built:
         mount_claims(spec, pod)
     return built

@@ -124,6 +124,36 @@ def reconcile(
     return step.finish(job.get("status") or {})
 
 
+ASKED = " command"  # how a transition a user asked for (a Command) ends its message
+
+
+def unschedulable_message(podgroup: Mapping[str, Any] | None) -> str | None:
+    """The message of the PodGroup's Unschedulable condition when it is the newer of that and
+    Scheduled (the scheduler stamps whichever holds each session); None otherwise."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for condition in ((podgroup or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("status") == "True":
+            latest[str(condition.get("type"))] = condition
+    refused, placed = latest.get("Unschedulable"), latest.get("Scheduled")
+    if refused is None or not refused.get("message"):
+        return None
+    if placed is not None and str(placed.get("lastTransitionTime") or "") > str(refused.get("lastTransitionTime") or ""):
+        return None
+    return str(refused["message"])
+
+
+def event_type(reason: str, message: str) -> str:
+    """The type of the Event for a decision's (reason, message): Warning for what went wrong
+    (an invalid job, a job failed, or aborted by a policy), as `kubectl get events
+    --field-selector type=Warning` expects; Normal for the rest, including a stop the user
+    asked for with a Command (`vcctl job suspend`)."""
+    if reason == "InvalidJob":
+        return "Warning"
+    if f" -> {FAILED}:" in message:
+        return "Warning"
+    return "Warning" if f" -> {ABORTED}:" in message and not message.endswith(ASKED) else "Normal"
+
+
 class _Step:
     def __init__(
         self, job: Mapping[str, Any], podgroup: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], now: float
@@ -168,7 +198,9 @@ class _Step:
         elif self.phase in KILLING:
             self._stop_and_release()
             if self._tally().unstopped == 0:
-                self._transition(KILLING[self.phase], self.phase, "all pods have stopped")
+                cause = str((self.status.get("state") or {}).get("message") or "")
+                asked = f" after the {cause}" if cause.endswith(ASKED) else ""  # a user's own stop stays Normal
+                self._transition(KILLING[self.phase], self.phase, f"all pods have stopped{asked}")
         else:  # Aborted and the finished phases
             self._stop_and_release()
             self._delete_after_ttl()
@@ -234,6 +266,17 @@ class _Step:
                 self._transition(FAILED, "Failed", f"only {counts['Succeeded']} of {spec.replicas} pods succeeded")
         elif counts["Pending"] > spec.replicas - spec.min_available:
             self._transition(PENDING, "GangBroken", f"{counts['Pending']} pods pending")
+        if self.phase == PENDING:
+            self._tell_why_pending()
+
+    def _tell_why_pending(self) -> None:
+        """A Pending job's state says why its PodGroup waits, the scheduler's latest
+        Unschedulable condition (what Volcano #3834 asks for): reason Unschedulable and its
+        message, the phase and its transition time kept."""
+        message = unschedulable_message(self.podgroup)
+        state = self.status.get("state") or {}
+        if message is not None and (state.get("reason"), state.get("message")) != ("Unschedulable", message):
+            self.status["state"] = {**state, "phase": PENDING, "reason": "Unschedulable", "message": message}
 
     def _sync_podgroup_and_pods(self) -> None:
         """The PodGroup first; the missing pods once it has left Pending, those whose dependsOn is met."""
@@ -251,7 +294,8 @@ class _Step:
         live = [p for p in self.pods.values() if not p.terminating]
         startable = {t.name for t in missing.values() if dependencies_met(spec, t, live)}
         names = {name for name, task in missing.items() if task.name in startable}
-        self.decision.create_pods = build_job_pods(self.job, spec, names, self.version)
+        group = str(self.podgroup["metadata"]["name"]) if self.podgroup is not None else None
+        self.decision.create_pods = build_job_pods(self.job, spec, names, self.version, group)
         self.created = [read_pod(pod) for pod in self.decision.create_pods]
 
     def _succeeded_enough(self, counts: Tally) -> bool:

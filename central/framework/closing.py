@@ -24,7 +24,12 @@ from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.model.pgstatus import semantic
 from central.resources.vectors import Dimensions, format_value
+
+# the PodGroup phases whose Unschedulable condition is also told as a Warning Event (Volcano's
+# RecordJobStatusEvent; Volcano's pgUnschedulable)
+UNSCHEDULABLE_PHASES = frozenset({"Pending", "Inqueue", "Unknown"})
 
 
 @dataclass
@@ -37,7 +42,8 @@ class CycleResult:
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
     nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
-    changed_podgroups: set[str] = field(default_factory=set)
+    changed_podgroups: set[str] = field(default_factory=set)  # those whose status semantically changed
+    unschedulable: dict[str, str] = field(default_factory=dict)  # PodGroup -> why, for those this session could not place
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
@@ -55,7 +61,6 @@ class Closing:
     dims: Dimensions
     jobs: Mapping[str, JobInfo]
     queues: Mapping[str, QueueInfo]
-    opened_as: Mapping[str, tuple[str, list[dict[str, Any]]]]  # job uid -> (phase, conditions) at open
     tiers: Sequence[Sequence[Plugin]]
     points: Points
     decisions: Decisions
@@ -73,6 +78,7 @@ class Closing:
         for uid, reason in self.faults.jobs.items():  # after gang's: the fault is the reason that counts
             if self.jobs[uid].count(TaskStatus.PENDING):  # a job with nothing left to place is only reported
                 notes.conditions[uid] = notes.condition("Unschedulable", EVENT_REASON, reason)
+        self._held_without_pods()
         result = CycleResult(binds=dict(decisions.binds), evictions=dict(decisions.evictions),
                              faults=list(self.faults.by_object.values()))
         result.plugin_timings = dict(self.plugin_timings)
@@ -82,11 +88,16 @@ class Closing:
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
-            status = podgroup_status(job, notes.conditions.get(job.uid))
+            new = notes.conditions.get(job.uid)
+            status = podgroup_status(job, new)
             result.podgroups[job.uid] = status
-            if not _same_status(status["phase"], status["conditions"], *self.opened_as[job.uid]):
+            seen = semantic(status)
+            if seen != job.reported:
                 result.changed_podgroups.add(job.uid)
-            job.phase, job.conditions = status["phase"], status["conditions"]
+            job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
+            if new is not None and new["type"] == "Unschedulable" and new["reason"] != EVENT_REASON \
+                    and status["phase"] in UNSCHEDULABLE_PHASES:
+                result.unschedulable[job.uid] = new["message"]
             result.pending_reasons.update(self._pending_reasons(job))
         for statement in reversed(list(decisions.open)):
             statement.discard()
@@ -99,6 +110,17 @@ class Closing:
         self._deserved(result)
         self.journal.close()
         return result
+
+    def _held_without_pods(self) -> None:
+        """A PodGroup without pods that a gate held back (enqueue) gets the Unschedulable
+        condition gang gives a job with pods, so that it is not silently Pending: operators
+        create no pod before their PodGroup is admitted, and people look here for why."""
+        for job in self.jobs.values():
+            note = self.notes.jobs.get(job.uid)
+            if not job.tasks and job.pending_phase and note is not None and job.uid not in self.notes.conditions:
+                message = (f"{job.min_available}/0 tasks in gang unschedulable: pod group is not ready, "
+                           f"{job.min_available} minAvailable; {note}")
+                self.notes.conditions[job.uid] = self.notes.condition("Unschedulable", "NotEnoughResources", message)
 
     def _pending_reasons(self, job: JobInfo) -> dict[str, str]:
         if not job.counts.get(TaskStatus.PENDING) and not job.fit_errors:
@@ -147,8 +169,9 @@ def podgroup_status(job: JobInfo, new: dict[str, Any] | None) -> dict[str, Any]:
     """Volcano's jobStatus: the phase a PodGroup ends the session in, given the condition the
     session set for it (`new`, if any)."""
     conditions = list(job.conditions)
-    if new is not None:
-        conditions = [c for c in conditions if c.get("type") != new["type"]] + [new]
+    if new is not None:  # replaced where it stands, or added last (Volcano's UpdatePodGroupCondition)
+        at = next((i for i, c in enumerate(conditions) if c.get("type") == new["type"]), len(conditions))
+        conditions[at:at + 1] = [new]
     unschedulable = new is not None and new["type"] == "Unschedulable"
     counts = job.counts
     running = counts.get(TaskStatus.RUNNING, 0)
@@ -197,22 +220,3 @@ def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapp
             **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
         }
     return out
-
-
-STAMPED = frozenset({"transitionID", "lastTransitionTime"})
-
-
-def _same_status(phase: str, conditions: list[dict[str, Any]], was_phase: str, was: list[dict[str, Any]]) -> bool:
-    """Equal PodGroup statuses but for the fields every session stamps anew (as Volcano compares)."""
-    if phase != was_phase or len(conditions) != len(was):
-        return False
-    for new, old in zip(conditions, was):
-        if new is old:
-            continue
-        for key, value in new.items():  # each side's unstamped keys are in the other, with equal values
-            if key not in STAMPED and (key not in old or old[key] != value):
-                return False
-        for key in old:
-            if key not in STAMPED and key not in new:
-                return False
-    return True

@@ -21,7 +21,7 @@ class Journal:
     def __init__(self, cache: ClusterCache):
         self._cache = cache
         self._undo: list[Callable[[], None]] = []  # what rollback() restores besides task statuses
-        self._saved_jobs: list[tuple[JobInfo, str, list[dict[str, Any]], Any]] = []
+        self._saved_jobs: list[tuple[JobInfo, str, list[dict[str, Any]], Any, Any]] = []
         cache.journal = []
 
     def on_rollback(self, undo: Callable[[], None]) -> None:
@@ -30,7 +30,7 @@ class Journal:
 
     def save_jobs(self, jobs: Iterable[JobInfo]) -> None:
         """Keep each job's phase, conditions and fit errors as the session found them."""
-        self._saved_jobs.extend((job, job.phase, job.conditions, job.fit_errors) for job in jobs)
+        self._saved_jobs.extend((job, job.phase, job.conditions, job.fit_errors, job.reported) for job in jobs)
 
     def recall(self, plugin: str, key: str) -> Any:
         """What `plugin` remembered under `key` in an earlier session (None: nothing)."""
@@ -61,5 +61,5 @@ class Journal:
             cache.set_status(journal[i], journal[i + 1], journal[i + 2])
         for undo in reversed(self._undo):
             undo()
-        for job, phase, conditions, fit_errors in self._saved_jobs:
-            job.phase, job.conditions, job.fit_errors = phase, conditions, fit_errors
+        for job, phase, conditions, fit_errors, reported in self._saved_jobs:
+            job.phase, job.conditions, job.fit_errors, job.reported = phase, conditions, fit_errors, reported

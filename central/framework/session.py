@@ -15,7 +15,6 @@ import itertools
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import Any
 
 from central.errors import InputError
 from central.framework import points as rules
@@ -60,9 +59,7 @@ class Session:
                 cache.queues.pop(name, None)
         self.journal.on_rollback(forget_made_up_queues)
         self.journal.save_jobs(self.jobs.values())
-        self.opened_as: dict[str, tuple[str, list[dict[str, Any]]]] = {}
-        for uid, job in self.jobs.items():
-            self.opened_as[uid] = (job.phase or "Pending", job.conditions)
+        for job in self.jobs.values():
             job.fit_errors = {}
         self.decisions = Decisions()
         self.notes = Notes(self.uid, self.now)
@@ -202,7 +199,7 @@ class Session:
     # --- end --------------------------------------------------------------------------------
 
     def close(self) -> CycleResult:
-        return Closing(self.cache, self.dims, self.jobs, self.queues, self.opened_as, self.tiers, self.points,
+        return Closing(self.cache, self.dims, self.jobs, self.queues, self.tiers, self.points,
                        self.decisions, self.notes, self.faults, self.journal, self.plugin_timings).close()
 
     def rollback(self) -> None:

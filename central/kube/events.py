@@ -1,14 +1,14 @@
-"""Kubernetes Events (core/v1) about pods and PodGroups, with client-go's recorder manners.
+"""Kubernetes Events (core/v1) about pods, PodGroups and Jobs, with client-go's recorder manners.
 
-- The same (object, reason, message) again increments the existing Event's `count` instead of
-  creating a new object, and at most once per `refresh` seconds (client-go's spam filter
-  allows one per object every 5 minutes after a burst), so a pod pending for an hour costs a
-  handful of requests, not 3,600.
+- Events are correlated as client-go does (`central.kube.correlator`): the same (object, type,
+  reason, message) again increments the existing Event's `count` (a patch, not a new object);
+  many distinct messages of one reason on one object within 10 minutes become one combined
+  Event; and per (object, type, reason, message) a spam filter writes at most 25 in a burst,
+  then one every 5 minutes, while the count keeps every occurrence.
 - Events have their own budget (a token bucket that drops rather than waits) and their own
   worker thread: `emit` only decides and queues, so a storm of pending pods never delays a
   scheduling cycle or a Binding.
-- The dedup table is bounded (LRU). Failures are logged and dropped: an Event is a courtesy,
-  never a reason to stop scheduling.
+- Failures are logged and dropped: an Event is a courtesy, never a reason to stop scheduling.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from central.kube.client import CORE, KubeClient, path
+from central.kube.client import CORE, ApiError, KubeClient, path
+from central.kube.correlator import Correlated, EventCorrelator
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +34,17 @@ def _now() -> str:
 
 
 class EventRecorder:
-    def __init__(self, client: KubeClient, component: str, *, refresh: float = 300.0, qps: float = 20.0,
-                 burst: int = 100, limit: int = 4096):
+    def __init__(self, client: KubeClient, component: str, *, qps: float = 20.0, burst: int = 100,
+                 correlator: EventCorrelator | None = None, clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.component = component
-        self.refresh = refresh
         self.qps, self.burst = qps, burst
-        self.limit = limit
+        self.correlator = correlator or EventCorrelator()
+        self.clock = clock
         self.dropped = 0
         self._tokens = float(burst)
-        self._stamp = time.monotonic()
-        # (uid, reason, message) -> (event name, namespace, count, monotonic time of last write)
-        self._seen: OrderedDict[tuple[str, str, str], tuple[str, str, int, float]] = OrderedDict()
+        self._stamp = clock()
+        self._names: OrderedDict[tuple[str, ...], str] = OrderedDict()  # correlation key -> Event name
         self._lock = threading.Lock()  # binder workers emit concurrently
         self._work: queue.Queue = queue.Queue(maxsize=1000)
         threading.Thread(target=self._worker, name="events", daemon=True).start()
@@ -51,23 +52,25 @@ class EventRecorder:
     def emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
-        dedup = (meta.get("uid") or f"{namespace}/{meta['name']}", reason, message)
+        involved = (str(obj.get("kind") or ""), namespace, str(meta["name"]), str(meta.get("uid") or ""),
+                    str(obj.get("apiVersion") or ""))
         with self._lock:
-            seen = self._seen.get(dedup)
-            now = time.monotonic()
-            if seen is not None and now - seen[3] < self.refresh:
+            now = self.clock()
+            seen = self.correlator.correlate(involved, event_type, reason, message, now)
+            if seen.skip:
                 return
-            if not self._take(now):
+            if not self._take(now):  # over budget: not written now, still counted by the correlator
                 self.dropped += 1
                 return
-            name = seen[0] if seen else f"{meta['name']}.{uuid.uuid4().hex[:16]}"
-            count = seen[2] + 1 if seen else 1
-            self._seen[dedup] = (name, namespace, count, now)
-            self._seen.move_to_end(dedup)
-            if len(self._seen) > self.limit:
-                self._seen.popitem(last=False)
+            name = self._names.get(seen.key) if seen.count > 1 else None
+            if name is None:
+                name = f"{meta['name']}.{uuid.uuid4().hex[:16]}"
+            self._names[seen.key] = name
+            self._names.move_to_end(seen.key)
+            if len(self._names) > self.correlator.size:
+                self._names.popitem(last=False)
         try:
-            self._work.put_nowait((obj, event_type, reason, message, dedup, name, namespace, count))
+            self._work.put_nowait((obj, event_type, reason, seen, name, namespace))
         except queue.Full:
             self.dropped += 1
 
@@ -75,27 +78,31 @@ class EventRecorder:
         while True:
             self._write(*self._work.get())
 
-    def _write(self, obj: dict[str, Any], event_type: str, reason: str, message: str, dedup: tuple[str, str, str],
-               name: str, namespace: str, count: int) -> None:
+    def _write(self, obj: dict[str, Any], event_type: str, reason: str, seen: Correlated, name: str,
+               namespace: str) -> None:
         meta = obj["metadata"]
         try:
-            if count > 1:
-                self.client.merge_patch(path(CORE, "events", namespace, name),
-                                        {"count": count, "lastTimestamp": _now()})
-                return
+            if seen.count > 1:
+                try:
+                    self.client.merge_patch(path(CORE, "events", namespace, name),
+                                            {"count": seen.count, "lastTimestamp": _now(), "message": seen.message})
+                    return
+                except ApiError as err:
+                    if err.code != 404:  # gone (Events expire): created again with its count, as client-go
+                        raise
             self.client.create(path(CORE, "events", namespace), {
                 "apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": name, "namespace": namespace},
                 "involvedObject": {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": meta["name"],
                                    "namespace": meta.get("namespace"), "uid": meta.get("uid"),
                                    "resourceVersion": meta.get("resourceVersion")},
-                "reason": reason, "message": message, "type": event_type, "count": 1,
+                "reason": reason, "message": seen.message, "type": event_type, "count": seen.count,
                 "firstTimestamp": _now(), "lastTimestamp": _now(),
                 "source": {"component": self.component}, "reportingComponent": self.component,
             })
         except Exception as err:  # ApiError or the network: start afresh next time
             with self._lock:
-                self._seen.pop(dedup, None)
+                self.correlator.forget(seen.key)
             log.warning("event %s on %s/%s not recorded: %s", reason, namespace, meta["name"], err)
 
     def _take(self, now: float) -> bool:

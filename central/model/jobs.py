@@ -2,21 +2,27 @@
 
 This is what Volcano's job controller creates for a job, as pure functions of the parsed
 spec (central/model/jobspec.py) so that the controller and `caldera simulate` share them:
-- one PodGroup named after the job: minMember = spec.minAvailable, or the sum of replicas;
-  minTaskMember = each task's minAvailable (default: its replicas); minResources = the
-  requests of the first minMember pods in task order; queue, priorityClassName and networkTopology carried;
+- one PodGroup named `<job>-<job uid>` as Volcano names it (`<job>` for a job without a uid,
+  as in manifests read by `caldera simulate`), carrying the job's annotations and labels:
+  minMember = spec.minAvailable, or the sum of replicas; minTaskMember = each task's
+  minAvailable (default: its replicas); minResources = Volcano's calcPGMinResources, in the
+  keys of a ResourceQuota's pod usage (`quota_usage`); queue, priorityClassName and
+  networkTopology carried;
 - pods `<job>-<task>-<index>` from each task's template, with Volcano's annotations and
   labels, the job's schedulerName (default `volcano`) and priorityClassName where the
   template names none.
 
     expand_job(job, version, limits) -> (PodGroup, pods)    every pod, for a job read once
+    podgroup_name(spec) -> str                              the name of the PodGroup a job creates
     build_podgroup(spec) -> dict                            O(tasks), whatever the replicas
-    build_pods(spec, version, names=None) -> list[dict]     only the named pods when given
+    build_pods(spec, version, names=None, group=None)       only the named pods when given; `group`:
+                                                            the PodGroup they join (an adopted one)
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from decimal import Decimal
 from typing import Any
 
 from central.errors import InputError
@@ -29,8 +35,7 @@ from central.model.jobspec import (
     parse_job,
 )
 from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC
-from central.model.podspec import pod_requests
-from central.resources.vectors import add_lists, format_value
+from central.model.quota import format_quantity, quota_usage
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
@@ -48,11 +53,18 @@ def pod_name(spec: JobSpec, task: TaskSpec, index: int) -> str:
     return f"{spec.name}-{task.name}-{index}"
 
 
+def podgroup_name(spec: JobSpec) -> str:
+    """Volcano's generateRelatedPodGroupName: `<job>-<job uid>`, so a job deleted and created
+    again under its name never meets its predecessor's PodGroup."""
+    return f"{spec.name}-{spec.uid}" if spec.uid else spec.name
+
+
 def build_podgroup(spec: JobSpec) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": spec.name, "namespace": spec.namespace, "annotations": dict(spec.carried),
+        "metadata": {"name": podgroup_name(spec), "namespace": spec.namespace,
+                     "annotations": {**spec.annotations, **spec.carried}, "labels": dict(spec.labels),
                      "ownerReferences": [_owner(spec)]},
         "spec": {"minMember": spec.min_available, "minTaskMember": {t.name: t.min_available for t in spec.tasks},
                  "queue": spec.queue, "minResources": min_resources(spec),
@@ -75,35 +87,62 @@ def podgroup_topology(topology: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def min_resources(spec: JobSpec) -> dict[str, str]:
-    """The requests of the first minMember pods in task order. A task's pods share one
-    template, so each task's request is read once and added per pod (added, not multiplied,
-    so the sum is the same float as pod by pod)."""
-    total: dict[str, float] = {}
-    left = spec.min_available
-    for task in spec.tasks:
-        if left <= 0:
-            break
-        count = min(task.replicas, left)
-        left -= count
-        if count == 0:
-            continue
+    """Volcano's calcPGMinResources (tasks in spec order: Volcano sorts them by priority class,
+    which keeps that order when none is set): when minAvailable is below the tasks' summed
+    minAvailable, the first minAvailable pods; else each task's minAvailable pods, filled up to
+    minAvailable with the tasks' other replicas in order. Each pod counts its ResourceQuota usage."""
+    counts = _min_pods(spec)
+    total: dict[str, Decimal] = {}
+    for task, count in counts:
         try:
-            request = pod_requests(task.template["spec"])
+            usage = quota_usage(task.template["spec"])
         except InputError as err:
             raise InputError(f"spec.tasks[{task.name}].template.{err.where}", err.message) from None
-        for _ in range(count):
-            total = add_lists(total, request)
-    return {n: format_value(n, v) for n, v in sorted(total.items())}
+        for name, amount in usage.items():
+            total[name] = total.get(name, Decimal(0)) + amount * count
+    return {name: format_quantity(name, amount) for name, amount in sorted(total.items())}
 
 
-def build_pods(spec: JobSpec, version: int = 0, names: Collection[str] | None = None) -> list[dict[str, Any]]:
-    """The job's pods in task order; only those named in `names` when given."""
-    return [_pod(spec, task, index, version)
+def _min_pods(spec: JobSpec) -> list[tuple[TaskSpec, int]]:
+    wanted = spec.min_available
+    if wanted < sum(t.min_available for t in spec.tasks):  # CalcFirstCountResources
+        out = []
+        for task in spec.tasks:
+            if wanted <= 0:
+                break
+            out.append((task, min(task.replicas, wanted)))
+            wanted -= task.replicas
+        return out
+    out, have = [], 0
+    for task in spec.tasks:  # 1. each task's minAvailable
+        count = min(task.min_available, wanted - have)
+        out.append((task, count))
+        have += count
+        if have >= wanted:
+            return out
+    left = wanted - have
+    for task in spec.tasks:  # 2. the other replicas, in order
+        spare = task.replicas - task.min_available
+        if spare <= 0:
+            continue
+        out.append((task, min(spare, left)))
+        left -= min(spare, left)
+        if left <= 0:
+            break
+    return out
+
+
+def build_pods(spec: JobSpec, version: int = 0, names: Collection[str] | None = None,
+               group: str | None = None) -> list[dict[str, Any]]:
+    """The job's pods in task order; only those named in `names` when given; members of the
+    PodGroup `group` (default: the one the job creates)."""
+    group = group or podgroup_name(spec)
+    return [_pod(spec, task, index, version, group)
             for task in spec.tasks for index in range(task.replicas)
             if names is None or pod_name(spec, task, index) in names]
 
 
-def _pod(spec: JobSpec, task: TaskSpec, index: int, version: int) -> dict[str, Any]:
+def _pod(spec: JobSpec, task: TaskSpec, index: int, version: int, group: str) -> dict[str, Any]:
     template = task.template
     meta = clone(template.get("metadata") or {})
     pod_spec = clone(template["spec"])
@@ -111,7 +150,7 @@ def _pod(spec: JobSpec, task: TaskSpec, index: int, version: int) -> dict[str, A
     if spec.priority_class and not pod_spec.get("priorityClassName"):
         pod_spec["priorityClassName"] = spec.priority_class
     annotations = {**(meta.get("annotations") or {}), **spec.carried,
-                   TASK_SPEC: task.name, TASK_INDEX: str(index), GROUP_NAME: spec.name, JOB_NAME: spec.name,
+                   TASK_SPEC: task.name, TASK_INDEX: str(index), GROUP_NAME: group, JOB_NAME: spec.name,
                    QUEUE_NAME: spec.queue, JOB_VERSION: str(version)}
     labels = {**(meta.get("labels") or {}), JOB_NAME: spec.name, JOB_NAMESPACE: spec.namespace,
               TASK_SPEC: task.name, QUEUE_NAME: spec.queue}

@@ -1,7 +1,7 @@
 """A Volcano Job (batch.volcano.sh/v1alpha1) parsed once into a typed, immutable spec.
 
     parse_job(job, limits) -> JobSpec     InputError names the field (`spec.tasks[1].replicas`)
-    job_spec(job) -> JobSpec              the same, parsed once per (uid, generation, carried annotations)
+    job_spec(job) -> JobSpec              the same, parsed once per (uid, generation, annotations, labels)
 
 Everything the job controller and the expansion into PodGroup and pods read from a Job is
 here, checked and defaulted once, so no code further on reads the raw dict again. Defaults
@@ -86,7 +86,9 @@ class JobSpec:
     namespace: str
     name: str
     uid: str
-    carried: Mapping[str, str]  # annotations passed on to the PodGroup and pods
+    carried: Mapping[str, str]  # annotations passed on to the pods
+    annotations: Mapping[str, str]  # all the job's annotations and labels: Volcano copies them onto its PodGroup
+    labels: Mapping[str, str]
     queue: str
     scheduler_name: str
     priority_class: str  # "" when none
@@ -129,6 +131,8 @@ def parse_job(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> Job
         name=name,
         uid=str(job["metadata"].get("uid") or ""),
         carried=_carried(job),
+        annotations=_strings(job, "annotations"),
+        labels=_strings(job, "labels"),
         queue=typed(spec.get("queue") or "default", str, "spec.queue"),
         scheduler_name=typed(spec.get("schedulerName") or DEFAULT_SCHEDULER, str, "spec.schedulerName"),
         priority_class=typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName"),
@@ -198,6 +202,11 @@ def _carried(job: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in annotations.items() if k in CARRIED_ANNOTATIONS}
 
 
+def _strings(job: Mapping[str, Any], field: str) -> dict[str, str]:
+    values = typed(job["metadata"].get(field) or {}, Mapping, f"metadata.{field}")
+    return {str(k): str(v) for k, v in values.items()}
+
+
 def _count(value: Any, where: str, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(where, f"expected a non-negative integer, got {value!r}")
@@ -231,10 +240,14 @@ _NESTED = frozenset({dict, list})
 # --- parsed once per spec change --------------------------------------------------------------
 
 _CACHE_SIZE = 4096
-_CARRIED_ORDER = tuple(sorted(CARRIED_ANNOTATIONS))
 # id(spec map) -> (the spec map, what else the parse read from the job, the parsed spec)
 _cache: dict[int, tuple[Mapping[str, Any], tuple[Any, ...], JobSpec]] = {}
 _cache_lock = threading.Lock()  # the loop's workers reconcile jobs in threads
+
+
+def _frozen(values: Any) -> Any:
+    """A map compared by value (the PodGroup carries every annotation and label)."""
+    return tuple(sorted(values.items())) if isinstance(values, Mapping) else values
 
 
 def job_spec(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> JobSpec:
@@ -242,9 +255,8 @@ def job_spec(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> JobS
     spec, meta = job.get("spec"), job.get("metadata")
     if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
         return parse_job(job, limits)
-    annotations = meta.get("annotations")
-    carried = tuple(annotations.get(k) for k in _CARRIED_ORDER) if isinstance(annotations, Mapping) else annotations
-    read = (meta.get("namespace"), meta.get("name"), meta.get("uid"), meta.get("generation"), carried, limits)
+    read = (meta.get("namespace"), meta.get("name"), meta.get("uid"), meta.get("generation"),
+            _frozen(meta.get("annotations")), _frozen(meta.get("labels")), limits)
     entry = _cache.get(id(spec))
     if entry is not None and entry[0] is spec and entry[1] == read:
         return entry[2]

@@ -231,6 +231,8 @@ class JobInfo:
     priority_class: str = ""
     annotations: dict[str, str] = field(default_factory=dict)
     conditions: list[dict[str, Any]] = field(default_factory=list)
+    # the PodGroup's status as last read or written, in `central.model.pgstatus.semantic` form (None: unknown)
+    reported: tuple[Any, ...] | None = None
     implicit: bool = False  # made for a plain pod without a PodGroup
     has_podgroup: bool = True  # False while pods name a PodGroup the cache has not seen
     tasks: dict[str, TaskInfo] = field(default_factory=dict)

@@ -16,7 +16,9 @@ from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.hypernodes import parse_network_topology
 from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Taint, TaskInfo, task_status
+from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
+from central.model.quota import is_quota_only
 from central.resources.vectors import parse_resource_list
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -150,11 +152,13 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
         uid=f"{namespace}/{name}", name=name, namespace=namespace,
         queue=typed(spec.get("queue") or "default", str, "spec.queue"),
         priority=0, min_available=min_member, task_min_available=task_min,
-        min_resources=None if min_res is None else parse_resource_list(min_res, "spec.minResources"),
+        min_resources=None if min_res is None else {  # a Job's PodGroup also carries quota keys (requests.cpu...)
+            k: v for k, v in parse_resource_list(min_res, "spec.minResources").items() if not is_quota_only(k)},
         phase=phase, creation=str(get_path(obj, "metadata.creationTimestamp", "")),
         preemptable=(annotations.get(PREEMPTABLE) or "false").lower() == "true",
         priority_class=typed(spec.get("priorityClassName") or "", str, "spec.priorityClassName"),
         annotations=annotations, conditions=listed(obj, "status.conditions"),
+        reported=semantic(obj.get("status") if isinstance(obj.get("status"), Mapping) else None),
         network_topology=parse_network_topology(spec.get("networkTopology"), "spec.networkTopology"),
     )
 

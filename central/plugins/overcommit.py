@@ -13,7 +13,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
-from central.plugins.proportion import job_min_resources
+from central.plugins.proportion import job_min_resources, never_fits
 from central.resources.vectors import EPSILON, format_value, less_equal_on
 
 if TYPE_CHECKING:
@@ -53,6 +53,11 @@ class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
         if less_equal_on(self.inqueue + min_res, self.idle, min_res):
             return PERMIT
         names = self.handle.dims.names
+        never = never_fits(names, min_res, None, self.handle.total * self.settings,
+                           f"the cluster has with overcommit-factor {self.settings:g}")
+        if never is not None:
+            self.handle.note_job(job, f"resource in cluster is overused: {never}")
+            return REJECT
         short = [i for i in range(len(names))
                  if min_res[i] > EPSILON and self.inqueue[i] + min_res[i] > self.idle[i] + EPSILON]
         detail = "; ".join(f"{names[i]}: the job needs {format_value(names[i], min_res[i])}, "

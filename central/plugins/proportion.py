@@ -48,6 +48,25 @@ def over_share(names: list[str], allocated: np.ndarray, request: np.ndarray, lim
                      if request[i] > EPSILON and allocated[i] + request[i] > limit[i] + EPSILON)
 
 
+def never_fits(names: list[str], min_res: np.ndarray, capability: np.ndarray | None, total: np.ndarray,
+               cluster: str = "the cluster has") -> str | None:
+    """Why a job can never be admitted, whatever else runs: its minResources exceed the queue's
+    capability (`capability`, None where the gate has none) or all the cluster has; None when
+    it could be admitted once room is made ("not now")."""
+    parts = []
+    for i, name in enumerate(names):
+        need = min_res[i]
+        if need <= EPSILON:
+            continue
+        if capability is not None and need > capability[i] + EPSILON:
+            parts.append(f"{name}: the job needs {format_value(name, need)}, more than the queue's capability "
+                         f"{format_value(name, capability[i])}")
+        elif need > total[i] + EPSILON:
+            parts.append(f"{name}: the job needs {format_value(name, need)}, more than {cluster} "
+                         f"({format_value(name, total[i])})")
+    return f"it can never be admitted ({'; '.join(parts)})" if parts else None
+
+
 def job_min_resources(ssn: Handle, job: JobInfo) -> np.ndarray:
     """minResources over the session's dimensions (read-only: the cache's vector is shared)."""
     return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
@@ -185,9 +204,13 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
 
     def _why_not_admitted(self, queue: QueueInfo, attr: QueueAttr, min_res: np.ndarray,
                           future: np.ndarray) -> str:
-        """Which resources do not fit, with the numbers; "quota" only when the queue's own
-        capability is what the job exceeds, else the cluster (less others' guarantees) is full."""
+        """Which resources do not fit, with the numbers: first whether the job can never be
+        admitted (more than the queue's capability or the cluster); else "quota" when the queue's
+        own capability is what the job exceeds now, else the cluster (less others' guarantees) is full."""
         names = self.handle.dims.names
+        never = never_fits(names, min_res, attr.capability, self.handle.total)
+        if never is not None:
+            return f"queue {queue.name}: {never}"
         short = [i for i in range(len(names)) if min_res[i] > EPSILON and future[i] > attr.real_capability[i] + EPSILON]
         quota = [i for i in short if attr.capability[i] <= attr.real_capability[i] + EPSILON]
 

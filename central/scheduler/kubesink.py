@@ -22,19 +22,23 @@
   write starts is written once, one handed over while being written is written again after.
   A PodGroup's is a PUT on the PodGroup itself carrying the resourceVersion the reflector
   last saw (Volcano's PodGroup CRD has no status subresource, and Volcano's scheduler updates
-  the whole object); a 409 re-reads the object and tries again. Of a Queue's status the
-  scheduler writes `allocated` (and whatever else the cycle reports but the state and PodGroup
-  counts, which are the Queue controller's) as a merge patch of those fields alone: one
-  writer per field, so neither writer conflicts with the other or writes back its stale
-  values. Unchanged statuses are not written, and fields the cycle does not report are kept.
-  An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup (the
-  fault's own Event, where a fault is the reason).
+  the whole object); a 409 re-reads the object and tries again. A PodGroup status is compared
+  as Volcano's Go types compare it and written without empty fields (`central.model.pgstatus`),
+  so an operator that writes the object back through the Go client never looks like a change.
+  Of a Queue's status the scheduler writes `allocated` (and whatever else the cycle reports but
+  the state and PodGroup counts, which are the Queue controller's) as a merge patch of those
+  fields alone: one writer per field, so neither writer conflicts with the other or writes back
+  its stale values. Unchanged statuses are not written, and fields the cycle does not report
+  are kept. A PodGroup the cycle could not place gets a Warning Unschedulable Event each cycle
+  (`podgroup_events`), which the recorder's correlator counts and rate-limits.
 - **patch types**: a merge patch where the body holds only maps and scalars (annotations,
   nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
   where a list must merge item by item (a pod's conditions, by type; a merge patch would
   replace the list). Custom resources accept no strategic merge (415): merge patch or PUT.
-- **pending**: each pending pod's reason becomes a FailedScheduling Event (what users look
-  for in `kubectl describe pod`), rate-limited by the EventRecorder.
+- **pending**: each pending pod's reason becomes its `PodScheduled=False, Unschedulable`
+  condition (what autoscalers read), written through the status lane when it changes, with a
+  FailedScheduling Event (what users look for in `kubectl describe pod`). A bind records a
+  Normal Scheduled Event.
 - **faults**: an object whose data the cycle could not use (a malformed annotation on a
   PodGroup, Pod or Node) gets a Warning Event saying which field and why: one Event per fault
   per object.
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -53,7 +58,9 @@ from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, 
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
 from central.model.objects import QUEUE_CONTROLLER_FIELDS
+from central.model.pgstatus import as_written, semantic
 from central.scheduler.feeder import CacheFeeder
+from central.scheduler.podscheduled import PodScheduledMarks
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +72,8 @@ STRATEGIC = "application/strategic-merge-patch+json"
 class KubeSink:
     def __init__(self, client: KubeClient, feeder: CacheFeeder, objects: dict[str, dict[str, dict[str, Any]]],
                  events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
-                 status_workers: int = 4):
+                 status_workers: int = 4, condition_interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.feeder = feeder
         self.objects = objects  # kind -> the reflector's latest objects by key
@@ -79,8 +87,10 @@ class KubeSink:
         self._annotations: dict[str, dict[str, str]] = {}
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
+        self.marks = PodScheduledMarks(condition_interval)
+        self.clock = clock
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
-                       "conflict": 0}
+                       "conflict": 0, "condition": 0}
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -119,12 +129,28 @@ class KubeSink:
         self._queues[queue_name] = {k: v for k, v in status.items() if k not in QUEUE_CONTROLLER_FIELDS}
 
     def pending(self, reasons: dict[str, str]) -> None:
-        """Why-pending reasons of this cycle become FailedScheduling Events on the pods."""
+        """Why-pending reasons of this cycle become the pods' PodScheduled=False condition
+        (`central.scheduler.podscheduled`) and, where it changes, a FailedScheduling Event, as
+        Volcano's taskUnschedulable does. The condition goes through the status lane."""
         pods = self.objects.get("Pod", {})
+        now = self.clock()
         for pod_key, message in reasons.items():
             pod = pods.get(pod_key)
-            if pod is not None:
+            condition = None if pod is None else self.marks.due(pod_key, pod, message, now)
+            if condition is not None:
                 self.events.emit(pod, "Warning", "FailedScheduling", message)
+                self.statuses.put(("PodScheduled", pod_key), condition)
+        self.marks.keep_only(reasons)
+
+    def podgroup_events(self, unschedulable: dict[str, str]) -> None:
+        """A Warning Unschedulable Event on every PodGroup this cycle could not place, each
+        cycle, as Volcano's RecordJobStatusEvent: the recorder's correlator counts repeats and
+        limits the writes (client-go's spam filter)."""
+        podgroups = self.objects.get("PodGroup", {})
+        for key, message in unschedulable.items():
+            podgroup = podgroups.get(key)
+            if podgroup is not None:
+                self.events.emit(podgroup, "Warning", "Unschedulable", message)
 
     def faults(self, faults: list[Any]) -> None:
         """This cycle's faults (`central.framework.faults.Fault`) become Warning Events on
@@ -190,6 +216,9 @@ class KubeSink:
             self._count("bind")
             with self._lock:
                 self._bind_failures.pop(pod_key, None)
+            pod = self.objects.get("Pod", {}).get(pod_key)
+            if pod is not None:  # as Volcano's binder and kube-scheduler record it
+                self.events.emit(pod, "Normal", "Scheduled", f"Successfully assigned {pod_key} to {node}")
         except ApiError as err:
             self._count("bind_failed")
             with self._lock:
@@ -205,6 +234,17 @@ class KubeSink:
                 self._patch(path(CORE, "pods", namespace, name, "status"), {"status": {"conditions": [
                     {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": message}]}},
                     STRATEGIC)
+
+    def _write_condition(self, pod_key: str, condition: dict[str, Any]) -> None:
+        """A strategic merge patch: the PodScheduled condition replaced by type, the others kept."""
+        namespace, name = pod_key.split("/", 1)
+        try:
+            self.client.request("PATCH", path(CORE, "pods", namespace, name, "status"),
+                                body={"status": {"conditions": [condition]}}, content_type=STRATEGIC)
+            self._count("condition")
+        except ApiError as err:
+            if err.code != 404:
+                log.warning("PodScheduled condition of %s not written: %s", pod_key, err)
 
     def _read_back(self, pod_key: str) -> dict[str, Any] | None:
         """The pod as the API has it now; the reflector's copy if the API cannot say."""
@@ -236,6 +276,9 @@ class KubeSink:
 
     def _write_status(self, which: tuple[str, str], status: dict[str, Any]) -> None:
         kind, key = which
+        if kind == "PodScheduled":
+            self._write_condition(key, status)
+            return
         if kind == "Queue":  # its fields alone, unconditionally: the Queue controller writes the others
             current = (self.objects.get(kind, {}).get(key) or {}).get("status") or {}
             if any(current.get(k) != v for k, v in status.items()):
@@ -259,7 +302,12 @@ class KubeSink:
                         return  # deleted meanwhile
                 # keep the fields the scheduler does not own (a Queue's state is the controller's)
                 desired = {**(current.get("status") or {}), **status}
-                if current.get("status") != desired:
+                if kind == "PodGroup":  # as the Go types see it: no rewrite over an omitempty writer's copy
+                    desired = as_written(desired)
+                    unchanged = semantic(current.get("status")) == semantic(desired)
+                else:
+                    unchanged = current.get("status") == desired
+                if not unchanged:
                     try:
                         self.client.request("PUT", url, body=dict(current, status=desired))
                         self._count("status")
@@ -272,18 +320,6 @@ class KubeSink:
                 break
         except ApiError as err:
             log.warning("status of %s %s not written: %s", kind, key, err)
-            return
-        if kind == "PodGroup":
-            self._why_pending(current, status)
-
-    def _why_pending(self, podgroup: dict[str, Any], status: dict[str, Any]) -> None:
-        for condition in status.get("conditions") or []:
-            if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
-                message = condition.get("message") or condition.get("reason") or "unschedulable"
-                # a fault's condition is told by the fault's own Event: the same reason and message
-                # make it one Event (the recorder's dedup), whichever of the two is emitted first
-                reason = EVENT_REASON if condition.get("reason") == EVENT_REASON else "Unschedulable"
-                self.events.emit(podgroup, "Warning", reason, message)
 
 
 class LatestWriter:

@@ -183,6 +183,7 @@ class Scheduler:
             queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
+        self.sink.podgroup_events(result.unschedulable)
         self.sink.faults(result.faults)
         self.cycles += 1
         if self.metrics is not None:

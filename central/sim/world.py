@@ -134,7 +134,10 @@ class World:
         namespace = key.split("/", 1)[0]
         pods = [self.pods[k] for k in sorted(self.pods_of.get(key, ()))]
         commands = [c for k, c in self.commands.items() if k.startswith(namespace + "/")]
-        d = reconcile(job, self.podgroups.get(key), pods, self.epoch0 + now, commands)
+        # The world keys a job's PodGroup, pods and phases by the job's name, so its PodGroup keeps
+        # that name (as Volcano's before 1.5): the controller names it `<job>-<uid>` only given a uid.
+        unnamed = {**job, "metadata": {k: v for k, v in job["metadata"].items() if k != "uid"}}
+        d = reconcile(unnamed, self.podgroups.get(key), pods, self.epoch0 + now, commands)
         for name in d.delete_commands:
             self.commands.pop(f"{namespace}/{name}", None)
         if d.delete_podgroup:

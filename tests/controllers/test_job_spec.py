@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from central.admission.jobs import mutate_job
-from central.controllers.job_podgroup import sync_podgroup
+from central.controllers.job_podgroup import job_podgroup, sync_podgroup
 from central.controllers.jobs import reconcile
 from central.errors import InputError
 from central.model.jobs import expand_job
@@ -111,7 +111,7 @@ def test_podgroup_is_created_with_the_version_then_admits_pods_once_enqueued() -
 def test_a_podgroup_of_an_older_version_is_deleted_not_used() -> None:
     spec = parse_job(admitted())
     old = dict(sync_podgroup(spec, None, 1).create or {}, status={"phase": "Running"})
-    assert sync_podgroup(spec, old, 2) == type(sync_podgroup(spec, old, 2))(delete="train")
+    assert sync_podgroup(spec, old, 2) == type(sync_podgroup(spec, old, 2))(delete="train-uid-1")
     old["metadata"] = dict(old["metadata"], deletionTimestamp="2026-01-01T00:00:00Z")
     assert sync_podgroup(spec, old, 2).delete is None  # already going
 
@@ -122,7 +122,64 @@ def test_min_resources_count_the_first_min_member_pods_in_task_order() -> None:
     worker = task("worker", 3)
     worker["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m"}}
     podgroup = sync_podgroup(parse_job(job(tasks=[ps, worker], minAvailable=4)), None, 0).create
-    assert podgroup is not None and podgroup["spec"]["minResources"] == {"cpu": "2500m"}
+    # 2 ps x 1 cpu + 2 workers x 250m, with the quota keys Volcano writes
+    assert podgroup is not None and podgroup["spec"]["minResources"] == {
+        "count/pods": "4", "cpu": "2500m", "pods": "4", "requests.cpu": "2500m"}
+
+
+def test_min_resources_take_each_task_s_min_available_first_as_volcano() -> None:
+    ps = task("ps", 4, minAvailable=1)
+    ps["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    worker = task("worker", 2, minAvailable=2)
+    worker["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2", "ephemeral-storage": "1Gi"}}
+    podgroup = sync_podgroup(parse_job(admitted(tasks=[ps, worker], minAvailable=3)), None, 0).create
+    # minAvailable 3 = 1 + 2 (the tasks' minAvailable): 1 ps + 2 workers, not the first 3 pods
+    # (3 ps); cpu 500m + 2 x 2 = 4500m; limits only where set (the ps: 1 cpu, 1Gi)
+    assert podgroup is not None and podgroup["spec"]["minResources"] == {
+        "count/pods": "3", "pods": "3", "cpu": "4500m", "requests.cpu": "4500m", "limits.cpu": "1",
+        "memory": "1Gi", "requests.memory": "1Gi", "limits.memory": "1Gi",
+        "ephemeral-storage": "2Gi", "requests.ephemeral-storage": "2Gi",
+        "nvidia.com/gpu": "1", "requests.nvidia.com/gpu": "1"}
+
+
+def test_the_podgroup_carries_the_job_s_annotations_and_labels() -> None:
+    j = admitted()
+    j["metadata"]["annotations"] = {"example.com/owner": "team-a", "volcano.sh/preemptable": "true"}
+    j["metadata"]["labels"] = {"app": "train"}
+    podgroup = sync_podgroup(parse_job(j), None, 3).create
+    assert podgroup is not None
+    assert podgroup["metadata"]["name"] == "train-uid-1"
+    assert podgroup["metadata"]["labels"] == {"app": "train"}
+    assert podgroup["metadata"]["annotations"] == {"example.com/owner": "team-a", "volcano.sh/preemptable": "true",
+                                                   "volcano.sh/job-version": "3"}
+
+
+def test_a_changed_label_is_read_again() -> None:
+    j = admitted()
+    first = job_spec(j)
+    j["metadata"]["labels"] = {"app": "x"}
+    assert job_spec(j) is not first and job_spec(j).labels == {"app": "x"}
+
+
+@pytest.mark.parametrize(("present", "found"), [
+    pytest.param(["ml/train-uid-1", "ml/train"], "ml/train-uid-1", id="volcano-name-first"),
+    pytest.param(["ml/train"], "ml/train", id="an-older-podgroup-adopted"),
+    pytest.param(["ml/other"], None, id="none"),
+])
+def test_the_job_s_podgroup_is_found_by_volcano_s_name_or_adopted(present: list[str], found: str | None) -> None:
+    podgroups = {key: {"metadata": {"name": key.split("/")[1], "namespace": "ml"}} for key in present}
+    got = job_podgroup(podgroups, admitted())
+    assert (None if got is None else f"ml/{got['metadata']['name']}") == found
+
+
+def test_pods_of_an_adopted_podgroup_join_it() -> None:
+    j = admitted()
+    pg = dict(sync_podgroup(parse_job(j), None, 0).create or {}, status={"phase": "Inqueue"})
+    pg["metadata"] = dict(pg["metadata"], name="train")  # made before the rename
+    d = reconcile(j, pg, [], 0.0)
+    assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in d.create_pods} == {"train"}
+    assert d.create_podgroup is None
 
 
 def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup() -> None:

@@ -9,11 +9,12 @@ import pytest
 from central.controllers.bus import command
 from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
-from central.controllers.jobs import reconcile
+from central.controllers.jobs import event_type, reconcile
 from tests.builders import job, task
 from tests.controllers.fakeloop import FakeCluster
 
 PS, W0, W1 = "train-ps-0", "train-worker-0", "train-worker-1"
+PODGROUP = "train-uid-1"  # Volcano's `<job>-<job uid>`
 
 
 def cluster(graceful: bool = False, tasks: list[dict[str, Any]] | None = None, **spec: Any) -> FakeCluster:
@@ -24,7 +25,7 @@ def test_pods_wait_for_the_podgroup_to_be_inqueue() -> None:
     c = cluster()
     d = c.step()
     assert d.create_podgroup is not None and d.create_pods == []
-    assert d.create_podgroup["spec"]["minMember"] == 3 and d.create_podgroup["metadata"]["name"] == "train"
+    assert d.create_podgroup["spec"]["minMember"] == 3 and d.create_podgroup["metadata"]["name"] == PODGROUP
     assert c.phase == "Pending"
     assert c.step().create_pods == []  # PodGroup still Pending
     c.enqueue()
@@ -32,7 +33,7 @@ def test_pods_wait_for_the_podgroup_to_be_inqueue() -> None:
     assert sorted(p["metadata"]["name"] for p in d.create_pods) == [PS, W0, W1]
     annotations = c.pods[W1]["metadata"]["annotations"]
     assert annotations["volcano.sh/task-spec"] == "worker" and annotations["volcano.sh/task-index"] == "1"
-    assert annotations["scheduling.k8s.io/group-name"] == "train" and annotations["volcano.sh/job-version"] == "0"
+    assert annotations["scheduling.k8s.io/group-name"] == PODGROUP and annotations["volcano.sh/job-version"] == "0"
     assert c.status["pending"] == 3 and c.phase == "Pending"
     assert c.step().create_pods == []  # nothing created twice
 
@@ -45,7 +46,7 @@ def test_running_then_completed_then_cleaned_up() -> None:
     c.step()
     assert c.phase == "Completed"
     d = c.step()
-    assert d.delete_podgroup == "train" and d.delete_pods == []  # succeeded pods are kept
+    assert d.delete_podgroup == PODGROUP and d.delete_pods == []  # succeeded pods are kept
 
 
 def test_all_finished_with_a_failure_fails_the_job() -> None:
@@ -100,7 +101,7 @@ def test_restart_actions(spec: dict[str, Any], deleted: set[str], new_version: b
     d = c.step()
     assert c.phase == "Restarting" and c.status["retryCount"] == 1
     assert set(d.delete_pods) == deleted
-    assert (d.delete_podgroup == "train") is new_version
+    assert (d.delete_podgroup == PODGROUP) is new_version
     assert c.status["version"] == (1 if new_version else 0)
     c.step()
     assert c.phase == "Restarting"  # old pods still terminating
@@ -157,7 +158,7 @@ def test_stopping_actions(action: str, transient: str, final: str) -> None:
     c.set_phase("Failed", W1, exit_code=2)
     d = c.step()
     assert c.phase == transient
-    assert d.delete_pods == [W0] and d.delete_podgroup == "train"  # finished pods are kept for their logs
+    assert d.delete_pods == [W0] and d.delete_podgroup == PODGROUP  # finished pods are kept for their logs
     c.step()
     assert c.phase == transient
     c.gone()
@@ -369,7 +370,7 @@ def test_stale_podgroup_is_replaced() -> None:
     c.job["status"]["version"] = 2
     c.podgroup["metadata"]["annotations"]["volcano.sh/job-version"] = "1"
     d = c.step()
-    assert d.delete_podgroup == "train" and d.create_pods == []
+    assert d.delete_podgroup == PODGROUP and d.create_pods == []
 
 
 def test_ttl_after_finished() -> None:
@@ -493,7 +494,7 @@ def test_terminate_from_the_loop_wins_over_commands_and_policies() -> None:
     c.commands.append(command("RestartJob", "Job", "train", namespace="default"))
     d = reconcile(c.job, c.podgroup, list(c.pods.values()), c.now, c.commands, action="TerminateJob")
     assert d.status["state"]["phase"] == "Terminating"
-    assert sorted(d.delete_pods) == [PS, W0, W1] and d.delete_podgroup == "train"
+    assert sorted(d.delete_pods) == [PS, W0, W1] and d.delete_podgroup == PODGROUP
     assert d.delete_commands == []  # the user's Command is not consumed by the loop's own action
 
 
@@ -507,3 +508,39 @@ def test_the_webhooks_limits_bound_what_the_controller_expands() -> None:
     [(reason, message)] = decision.events
     assert reason == "InvalidJob" and "spec.tasks" in message and "2" in message
     assert reconcile(job(tasks=[task("worker", 3)]), None, [], 0.0).create_podgroup is not None  # default limits
+
+
+@pytest.mark.parametrize(("reason", "message", "kind"), [
+    pytest.param("Aborting", "Aborting -> Aborted: all pods have stopped after the AbortJob command", "Normal",
+                 id="a-suspend-the-user-asked-for"),
+    pytest.param("Aborting", "Aborting -> Aborted: all pods have stopped", "Warning", id="aborted-by-a-policy"),
+    pytest.param("Failed", "Running -> Failed: only 1 of 3 pods succeeded", "Warning", id="failed"),
+    pytest.param("InvalidJob", "spec.tasks: a job needs at least one task", "Warning", id="invalid"),
+    pytest.param("AbortJob", "Running -> Aborting: AbortJob command", "Normal", id="aborting-on-request"),
+])
+def test_event_types(reason: str, message: str, kind: str) -> None:
+    assert event_type(reason, message) == kind
+
+
+def test_a_suspend_ends_in_an_event_that_says_the_user_asked() -> None:
+    c = cluster()
+    c.step()
+    c.enqueue()
+    c.step()
+    c.commands.append(command("AbortJob", "Job", "train", "ml"))
+    messages = []
+    for _ in range(4):
+        messages += [m for _, m in c.step().events]
+    assert any(m.endswith("all pods have stopped after the AbortJob command") for m in messages), messages
+
+
+def test_a_pending_job_says_why_its_podgroup_waits() -> None:
+    c = cluster()
+    c.step()
+    why = "3/3 tasks in gang unschedulable: pod group is not ready; queue default: it can never be admitted"
+    c.podgroup["status"] = {"phase": "Pending", "conditions": [
+        {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": why,
+         "lastTransitionTime": "2026-01-01T00:00:05Z"}]}
+    c.step()
+    assert (c.status["state"]["phase"], c.status["state"]["reason"], c.status["state"]["message"]) == (
+        "Pending", "Unschedulable", why)

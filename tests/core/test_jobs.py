@@ -27,15 +27,16 @@ JOB = {
 
 def test_expansion_follows_the_job_controller():
     podgroup, pods = expand_job(JOB)
-    assert podgroup["metadata"]["name"] == "tf"
+    assert podgroup["metadata"]["name"] == "tf-u1"  # `<job>-<job uid>`, as Volcano names it
     assert podgroup["spec"]["minMember"] == 3
     assert podgroup["spec"]["minTaskMember"] == {"ps": 2, "worker": 1}
-    # the first 3 pods in task order: ps-0, ps-1, worker-0 = 4 cpu, 8Gi
-    assert podgroup["spec"]["minResources"] == {"cpu": "4", "memory": "8Gi"}
+    # each task's minAvailable: ps-0, ps-1, worker-0 = 4 cpu, 8Gi, with the quota keys Volcano writes
+    assert podgroup["spec"]["minResources"] == {
+        "count/pods": "3", "pods": "3", "cpu": "4", "requests.cpu": "4", "memory": "8Gi", "requests.memory": "8Gi"}
     assert podgroup["spec"]["queue"] == "team" and podgroup["spec"]["priorityClassName"] == "high"
     assert [p["metadata"]["name"] for p in pods] == ["tf-ps-0", "tf-ps-1", "tf-worker-0", "tf-worker-1", "tf-worker-2"]
     worker = pods[3]
-    assert worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "tf"
+    assert worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "tf-u1"
     assert worker["metadata"]["annotations"]["volcano.sh/task-spec"] == "worker"
     assert worker["metadata"]["annotations"]["volcano.sh/task-index"] == "1"
     assert worker["metadata"]["annotations"]["volcano.sh/preemptable"] == "false"

@@ -104,6 +104,14 @@ class Tenant:
     def podgroup(self, name: str) -> dict[str, Any] | None:
         return self.kube.get_or_none(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{self.namespace}/podgroups/{name}")
 
+    def job_podgroup(self, job: str) -> dict[str, Any] | None:
+        """The Job's PodGroup, named as Volcano names it: `<job>-<job uid>`."""
+        return self.podgroup(f"{job}-{self.job(job)['metadata']['uid']}")
+
+    def events(self, kind: str, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.kube.get(f"/api/v1/namespaces/{self.namespace}/events")["items"]
+                if (e["involvedObject"].get("kind"), e["involvedObject"].get("name")) == (kind, name)]
+
     def caldera(self, *args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess:
         """The `caldera` command line against this cluster, as a person runs it."""
         return subprocess.run([sys.executable, "-m", "caldera", *args,

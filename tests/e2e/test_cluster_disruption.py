@@ -86,7 +86,7 @@ def test_scaling_resizes_the_podgroup_and_the_pods(tenant: Tenant, to: int) -> N
         "elastic", tenant.queue, replicas=2, extra_spec={"plugins": {"svc": []}}))
     wait_for(lambda: len(running_pods(tenant, "elastic")) == 2, "two running pods")
     _scale(tenant, "elastic", to)
-    wait_for(lambda: (tenant.podgroup("elastic") or {}).get("spec", {}).get("minMember") == to,
+    wait_for(lambda: (tenant.job_podgroup("elastic") or {}).get("spec", {}).get("minMember") == to,
              f"PodGroup minMember {to}")
     wait_for(lambda: len(running_pods(tenant, "elastic")) == to
              and len(tenant.pods("volcano.sh/job-name=elastic")) == to, f"{to} pods")

@@ -26,7 +26,7 @@ def test_crds_are_structural_and_established(tenant: Tenant) -> None:
 
 def test_job_runs_to_completion(tenant: Tenant) -> None:
     tenant.submit(volcano_job("done", tenant.queue, replicas=2, duration="3s"))
-    pg = wait_for(lambda: tenant.podgroup("done"), "the Job's PodGroup")
+    pg = wait_for(lambda: tenant.job_podgroup("done"), "the Job's PodGroup")
     assert pg["spec"]["minMember"] == 2 and pg["spec"]["queue"] == tenant.queue
     wait_for(lambda: len(tenant.pods()) == 2 and all(p["spec"].get("nodeName") for p in tenant.pods()),
              "both pods bound")
@@ -105,7 +105,7 @@ def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup(tenant: Tenant)
     job = volcano_job("sla", tenant.queue, replicas=1, duration="60s")
     job["metadata"]["annotations"] = {"sla-waiting-time": "5m"}
     tenant.submit(job)
-    pg = wait_for(lambda: tenant.podgroup("sla"), "the Job's PodGroup")
+    pg = wait_for(lambda: tenant.job_podgroup("sla"), "the Job's PodGroup")
     assert pg["metadata"]["annotations"].get("sla-waiting-time") == "5m"
 
 
@@ -115,7 +115,7 @@ def test_a_podgroup_turning_unknown_raises_the_jobs_unknown_event(tenant: Tenant
     tenant.submit(volcano_job("gang", tenant.queue, replicas=1, duration="600s",
                               policies=[{"event": "Unknown", "action": "AbortJob"}]))
     wait_for(lambda: tenant.phase("gang") == "Running", "the Job Running")
-    name = tenant.podgroup("gang")["metadata"]["name"]
+    name = tenant.job_podgroup("gang")["metadata"]["name"]
     tenant.kube.merge_patch(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups/{name}",
                             {"status": {"phase": "Unknown"}})
     wait_for(lambda: tenant.phase("gang") in ("Aborting", "Aborted"), "the Job aborted on its Unknown event")

@@ -24,7 +24,7 @@ def test_the_scheduler_may_not_write_a_job_spec(tenant: Tenant) -> None:
     url = tenant.jobs
     tenant.submit(volcano_job("mine", tenant.queue, replicas=1))
     scheduler = KubeClient.connect(str(tenant.cluster.dir / "kubeconfigs" / "caldera-scheduler"))
-    wait_for(lambda: tenant.podgroup("mine"), "the job's PodGroup")
+    wait_for(lambda: tenant.job_podgroup("mine"), "the job's PodGroup")
     with pytest.raises(ApiError) as refused:
         scheduler.merge_patch(f"{url}/mine", {"spec": {"maxRetry": 9}})
     assert refused.value.code == 403

@@ -57,7 +57,7 @@ def test_hard_mode_job_lands_within_one_hypernode(tenant: Tenant, fabric: dict[s
     # 3 pods of 6 cpu: 18 cpu, more than rack-a's one node has; rack-b's two nodes hold them.
     tenant.submit(volcano_job("ring", tenant.queue, replicas=3, cpu="6",
                               extra_spec={"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}))
-    pg = wait_for(lambda: tenant.podgroup("ring"), "the Job's PodGroup")
+    pg = wait_for(lambda: tenant.job_podgroup("ring"), "the Job's PodGroup")
     assert pg["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
     wait_for(lambda: len(tenant.pods()) == 3 and all(p["spec"].get("nodeName") for p in tenant.pods()),
              "the gang bound", timeout=90)
@@ -83,7 +83,7 @@ def test_hard_mode_job_no_hypernode_holds_waits_naming_the_tier(tenant: Tenant, 
                               extra_spec={"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}))
 
     def unschedulable() -> str | None:
-        pg = tenant.podgroup("wide") or {}
+        pg = tenant.job_podgroup("wide") or {}
         messages = [c.get("message", "") for c in (pg.get("status") or {}).get("conditions") or []
                     if c.get("type") == "Unschedulable"]
         return next((m for m in messages if "highestTierAllowed 1" in m), None)

@@ -32,7 +32,8 @@ class RecordingCache:
 
 def result(binds: dict[str, str] | None = None, pending: dict[str, str] | None = None) -> SimpleNamespace:
     """The parts of the core's CycleResult the adapter reads."""
-    return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {}, evictions={}, timings={}, faults=[])
+    return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {}, evictions={}, timings={}, faults=[],
+                           unschedulable={})
 
 
 def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamespace:

@@ -78,13 +78,19 @@ def events(real, *reasons: str) -> list[dict]:
     return [e for e in real.events() if not reasons or e["reason"] in reasons]
 
 
+def job_podgroup(real, job: str) -> dict | None:
+    """The Job's PodGroup, `<job>-<job uid>` as Volcano names it."""
+    uid = real.get(*VCJOB, job)["metadata"]["uid"]
+    return real.get(*PODGROUP, f"{job}-{uid}")
+
+
 def commands(real, namespace: str) -> list[dict]:
     return real.admin.get(path(VOLCANO_BUS, "commands", namespace))["items"]
 
 
 def test_job_runs_to_completion(real, cluster):
     real.kube.create(path(VOLCANO_BATCH, "jobs", real.namespace), vcjob("train"))
-    eventually(lambda: real.get(*PODGROUP, "train"), what="the PodGroup")
+    eventually(lambda: job_podgroup(real, "train"), what="the PodGroup")
     eventually(lambda: len(pods_of(real, "train")) == 2 and all(
         p["spec"].get("nodeName") for p in pods_of(real, "train").values()), what="pods created and bound")
     assert sorted(pods_of(real, "train")) == ["train-worker-0", "train-worker-1"]
@@ -110,7 +116,8 @@ def test_suspend_and_resume_through_the_cli(real, cluster, capsys):
         return {e["message"].split(":")[0]: e["type"] for e in events(real)
                 if e["involvedObject"]["kind"] == "Job"}
 
-    eventually(lambda: event_types().get("Aborting -> Aborted") == "Warning", what="a Warning for the abort")
+    # the user asked for it: Normal, not a Warning as an abort by a policy is
+    eventually(lambda: event_types().get("Aborting -> Aborted") == "Normal", what="a Normal Event for the suspend")
     assert event_types().get("Pending -> Running") == "Normal"
     assert main(["job", "resume", "-N", "train", "-n", real.namespace, "--kubeconfig", real.kubeconfig]) == 0
     eventually(lambda: len(pods_of(real, "train")) == 2, what="pods again after resume")
@@ -243,7 +250,7 @@ def test_a_missing_claim_is_retried_boundedly_then_the_job_is_terminated(real):
     finally:
         stop.set()
         thread.join(10)
-    assert not pods_of(real, "train") and real.get(*PODGROUP, "train") is None
+    assert not pods_of(real, "train") and job_podgroup(real, "train") is None
     eventually(lambda: {"ExecuteAction", "PVCError"} <= {e["reason"] for e in events(real)}, what="the Events")
     for event in events(real):
         if event["reason"] in ("ExecuteAction", "PVCError"):
@@ -276,12 +283,13 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(real, cluster):
     eventually(lambda: scale(3), what="scaled to 3")
     eventually(lambda: len(pods_of(real, "train")) == 3, what="three pods")
     eventually(lambda: hosts().count(",") == 2, what="three hosts")
-    spec = real.get(*PODGROUP, "train")["spec"]
-    assert (spec["minMember"], spec["minTaskMember"], spec["minResources"]) == (3, {"worker": 3}, {"cpu": "3"})
+    spec = job_podgroup(real, "train")["spec"]
+    assert (spec["minMember"], spec["minTaskMember"], spec["minResources"]) == (
+        3, {"worker": 3}, {"count/pods": "3", "cpu": "3", "pods": "3", "requests.cpu": "3"})
     eventually(lambda: scale(1), what="scaled to 1")
     eventually(lambda: hosts() == "train-worker-0.train", what="one host")
-    eventually(lambda: real.get(*PODGROUP, "train")["spec"]["minMember"] == 1, what="minMember 1")
-    assert real.get(*PODGROUP, "train")["spec"]["minTaskMember"] == {"worker": 1}
+    eventually(lambda: job_podgroup(real, "train")["spec"]["minMember"] == 1, what="minMember 1")
+    assert job_podgroup(real, "train")["spec"]["minTaskMember"] == {"worker": 1}
     # written when the job was made and once per scale: never read, never rewritten unchanged
     assert (real.proxy.count("create", "configmaps"), real.proxy.count("delete", "configmaps")) == (3, 2)
 

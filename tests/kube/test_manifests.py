@@ -211,7 +211,8 @@ def test_controllers_rbac_covers_what_the_controllers_do(real, tmp_path):
                           {"name": "w", "replicas": 2, "template": {"spec": {"terminationGracePeriodSeconds": 0,
                                                                               "containers": [
                               {"name": "c", "image": "busybox"}]}}}]}})
-    real.put(job)
+    uid = real.put(job)["metadata"]["uid"]
+    group = f"mpi-{uid}"  # the Job's PodGroup, named as Volcano names it
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
               "spec": {"weight": 1}})
     real.put(pod("plain"))
@@ -222,8 +223,8 @@ def test_controllers_rbac_covers_what_the_controllers_do(real, tmp_path):
     thread = threading.Thread(target=run_controllers, args=(build(kube, 2, ("volcano",)), stop, elector), daemon=True)
     thread.start()
     try:
-        eventually(lambda: real.get(*PODGROUP, "mpi"), what="the job's PodGroup")
-        real.admin.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", real.namespace, "mpi"),
+        eventually(lambda: real.get(*PODGROUP, group), what="the job's PodGroup")
+        real.admin.merge_patch(path(VOLCANO_SCHEDULING, "podgroups", real.namespace, group),
                                {"status": {"phase": "Inqueue"}})  # as the scheduler's enqueue would
         eventually(lambda: real.pod("mpi-w-1"), what="the job's pods")
         eventually(lambda: (real.pod("plain")["metadata"].get("annotations") or {}).get(

@@ -80,17 +80,17 @@ def test_invalid_config_at_start_is_one_line_exit_2(real, tmp_path):
 def test_controllers_process_creates_a_jobs_podgroup_and_releases_its_lease(real):
     from central.admission.jobs import mutate_job
 
-    real.put(mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+    uid = real.put(mutate_job({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                         "metadata": {"name": "train", "namespace": real.namespace},
                         "spec": {"tasks": [{"name": "w", "replicas": 1, "template": {
-                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))
+                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}}))["metadata"]["uid"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "caldera", "controllers", "--kubeconfig", real.kubeconfig,
          "--lock-object-namespace", real.namespace, "--listen-port",
          str(free_port())], env=dict(os.environ, PYTHONPATH=str(ROOT)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        eventually(lambda: real.get(*PODGROUP, "train"), timeout=90, what="the PodGroup")
+        eventually(lambda: real.get(*PODGROUP, f"train-{uid}"), timeout=90, what="the PodGroup")
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
     finally:

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from central.controllers.bus import TERMINATE_JOB
+from central.controllers.job_podgroup import job_podgroup
 from central.controllers.job_policies import OUT_OF_SYNC
 from central.controllers.job_volumes import missing_claims
+from central.controllers.jobs import event_type
 from central.controllers.loops.base import MAX_REQUEUE, ControllerLoop, url_for
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
@@ -109,16 +111,15 @@ class JobController(ControllerLoop):
             pod_keys = list(self._pods_of.get(key, ()))
         pods = [p for k in pod_keys if (p := self.pods.objects.get(k)) is not None]
         commands = [c for c in list(self.commands.objects.values()) if c["metadata"].get("namespace") == namespace]
-        return self.reconcile(job, self.podgroups.objects.get(key), pods, self.clock(), commands, action, self.limits)
+        return self.reconcile(job, job_podgroup(self.podgroups.objects, job), pods, self.clock(), commands, action,
+                              self.limits)
 
     def _apply(self, job: dict[str, Any], d: Any) -> None:
         """Objects first, pods last: a write that fails raises before the pods change, and the
         retry makes the same decision again (a scale's host lists and PodGroup are not lost)."""
         namespace = job["metadata"]["namespace"]
         for reason, message in d.events:
-            # abnormal outcomes are Warnings, as `kubectl get events --field-selector type=Warning` expects
-            bad = reason == "InvalidJob" or any(f" -> {phase}:" in message for phase in ("Failed", "Aborted"))
-            self.events.emit(job, "Warning" if bad else "Normal", reason, message)
+            self.events.emit(job, event_type(reason, message), reason, message)
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             if self.create(obj):  # a replace right after (the first pods made) need not write it again
@@ -133,7 +134,7 @@ class JobController(ControllerLoop):
         if d.create_podgroup is not None:
             self.create(d.create_podgroup)
         if d.update_podgroup is not None:
-            self._resize_podgroup(f"{namespace}/{job['metadata']['name']}", d.update_podgroup)
+            self._resize_podgroup(job, d.update_podgroup)
         for name in d.delete_pods:
             self._delete_own_pod(namespace, name)
         for pod in d.create_pods:
@@ -156,10 +157,10 @@ class JobController(ControllerLoop):
             raise
         self.delete("Pod", namespace, name)
 
-    def _resize_podgroup(self, key: str, fields: dict[str, Any]) -> None:
+    def _resize_podgroup(self, job: dict[str, Any], fields: dict[str, Any]) -> None:
         """An Update of the PodGroup read (as Volcano's): maps such as minTaskMember are replaced
         whole, and a concurrent write (the scheduler's status) is a 409, reconciled again."""
-        podgroup = self.podgroups.objects.get(key)
+        podgroup = job_podgroup(self.podgroups.objects, job)
         if podgroup is None:
             return
         spec = {k: v for k, v in {**(podgroup.get("spec") or {}), **fields}.items() if v is not None}
