@@ -151,9 +151,6 @@ def test_beside_volcano_caldera_schedules_only_the_job_that_names_it(volcano) ->
         cluster.sup.stop("caldera-scheduler")
 
 
-@pytest.mark.xfail(strict=True, reason="Caldera's Job controller does not adopt the PodGroup Volcano made "
-                   "(Volcano names it <job>-<uid>, Caldera <job>): it makes a second one, and the Job's pods "
-                   "never come; see docs/migrating-from-volcano.md")
 def test_switch_over_hands_every_job_to_caldera_without_losing_a_pod(volcano) -> None:
     cluster, admin, before = volcano
     cluster.sup.stop("vc-scheduler")  # the doc's order: the scheduler first
