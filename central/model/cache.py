@@ -8,6 +8,12 @@ changes (pipelines) when it closes.
 
 Every task status change goes through `set_status`, which keeps the node table, the node's
 task set and the job's counters in step.
+
+A pod the cycle bound is Binding until the API shows it bound: that status is the one record
+of a bind in flight (assume-then-bind, as kube-scheduler's and Volcano's caches do). The node
+stays charged for it against watch updates that do not show the binding yet; it ends when an
+update shows the pod bound, when the pod is deleted, or when a failed bind is reported (the
+scheduler then deletes the pod here and shows it again as the API has it).
 """
 
 from __future__ import annotations
@@ -84,6 +90,16 @@ def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> No
         sign = 1 if status in READY_STATUSES else -1
         job.ready += sign
         job.role_ready[role] = job.role_ready.get(role, 0) + sign
+
+
+def _keep_binding(task: TaskInfo, node: str | None) -> None:
+    """A bind is in flight for `task` (the API has not shown the pod bound yet): a version of
+    the pod that does not show the binding (a label change, a stale event, a re-list) keeps it
+    on the node the cycle charged, or the next cycle would place it a second time (Volcano
+    #1857). Its phase still counts: a pod being deleted is Releasing there."""
+    task.node = node
+    if task.status == TaskStatus.PENDING:
+        task.status = TaskStatus.BINDING
 
 
 def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
@@ -198,6 +214,8 @@ class ClusterCache:
         self._vectorise(task)
         old = self.tasks.get(task.uid)
         if old is not None:
+            if old.status == TaskStatus.BINDING and task.node is None:
+                _keep_binding(task, old.node)
             self._remove_task(old)
         task.priority = self._task_priority(task)
         if task.scheduler_name == self.scheduler_name:

@@ -1,9 +1,10 @@
 """`KubeSink`: a scheduling cycle's decisions turned into API calls.
 
-- **bind**: the cycle already charged the node in the cache; the pod is marked assumed and a
-  worker pool (bounded concurrency, the client's QPS limiter) posts `pods/binding`. On
-  failure the pod is read back from the API and handed to the cache as it is, releasing the
-  node; a later cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
+- **bind**: the cycle already charged the node in the cache (the pod is Binding there until
+  the watch shows it bound); a worker pool (bounded concurrency, the client's QPS limiter)
+  posts `pods/binding`. On failure the pod is read back from the API and reported to
+  `bind_failed` as it is (the scheduler hands it to the cache, releasing the node); a later
+  cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
   and a FailedScheduling Event saying why. The API server is the fence against a double bind: a
   second Binding for a bound pod gets 409, and the read-back then shows the pod bound. The
   Binding carries the UID of the pod decided on (as Volcano's), so a pod deleted and created
@@ -50,7 +51,6 @@ from central.framework.faults import EVENT_REASON
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
-from central.scheduler.feeder import CacheFeeder
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +59,17 @@ QUEUE_CONTROLLER_FIELDS = frozenset({"state", "pending", "inqueue", "running", "
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
+# Told of each failed bind: the pod's key, the pod as the API has it now (None: gone) and how
+# many seconds to hold it back before a cycle may place it again.
+BindFailed = Callable[[str, dict[str, Any] | None, float], None]
+
 
 class KubeSink:
-    def __init__(self, client: KubeClient, feeder: CacheFeeder, objects: dict[str, dict[str, dict[str, Any]]],
+    def __init__(self, client: KubeClient, bind_failed: BindFailed, objects: dict[str, dict[str, dict[str, Any]]],
                  events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
                  status_workers: int = 4):
         self.client = client
-        self.feeder = feeder
+        self.bind_failed = bind_failed
         self.objects = objects  # kind -> the reflector's latest objects by key
         self.events = events
         self.pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
@@ -93,7 +97,6 @@ class KubeSink:
         # the UID the decision was made for: a pod deleted and recreated under the same name
         # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
         uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
-        self.feeder.assume(pod_key, node)
         self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid)
 
     def nominate(self, pod_key: str, node: str) -> None:
@@ -195,7 +198,7 @@ class KubeSink:
             log.warning("bind %s to %s failed (%d in a row): %s", pod_key, node, failures, err)
             current = self._read_back(pod_key)
             first, most = self.bind_backoff
-            self.feeder.forget(pod_key, current, min(first * 2 ** (failures - 1), most))
+            self.bind_failed(pod_key, current, min(first * 2 ** (failures - 1), most))
             if current is not None and not current.get("spec", {}).get("nodeName"):
                 message = f"Binding rejected: {err.message or err}"
                 self.events.emit(current, "Warning", "FailedScheduling", message)
