@@ -47,7 +47,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from central.framework.faults import EVENT_REASON
+from central.framework.faults import EVENT_REASON, Fault
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
@@ -74,7 +74,7 @@ class KubeSink:
         self.events = events
         self.pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self.statuses = LatestWriter(self._write_status, status_workers, "status")
-        self._inflight: set[Future] = set()
+        self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
@@ -127,9 +127,8 @@ class KubeSink:
             if pod is not None:
                 self.events.emit(pod, "Warning", "FailedScheduling", message)
 
-    def faults(self, faults: list[Any]) -> None:
-        """This cycle's faults (`central.framework.faults.Fault`) become Warning Events on
-        the objects concerned."""
+    def faults(self, faults: list[Fault]) -> None:
+        """This cycle's faults become Warning Events on the objects concerned."""
         for fault in faults:
             obj = self.objects.get(fault.kind, {}).get(fault.key)
             if obj is not None:
@@ -160,13 +159,13 @@ class KubeSink:
 
     # --- workers ------------------------------------------------------------------------------
 
-    def _submit(self, fn: Any, *args: Any) -> None:
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         future = self.pool.submit(fn, *args)
         with self._lock:
             self._inflight.add(future)
         future.add_done_callback(self._done)
 
-    def _done(self, future: Future) -> None:
+    def _done(self, future: Future[None]) -> None:
         with self._lock:
             self._inflight.discard(future)
 
@@ -264,7 +263,7 @@ class KubeSink:
         except ApiError as err:
             log.warning("status of %s %s not written: %s", kind, key, err)
             return
-        if kind == "PodGroup":
+        if kind == "PodGroup" and current is not None:  # None only if no attempt was made
             self._why_pending(current, status)
 
     def _why_pending(self, podgroup: dict[str, Any], status: dict[str, Any]) -> None:
