@@ -26,7 +26,9 @@ def is_object_name(name: object) -> bool:
 
 def object_ref(obj: Mapping[str, Any]) -> str:
     """`Kind namespace/name` (or `Kind name` for cluster-scoped kinds) for messages."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
     kind = obj.get("kind", "<no kind>")
     name = meta.get("name", "<unnamed>")
     if kind in CLUSTER_SCOPED:
@@ -153,8 +155,8 @@ def integer(value: Any, where: str, minimum: int | None = None) -> int:
 
 
 def listed(obj: Mapping[str, Any], path: str) -> list[Any]:
-    value = get_path(obj, path, [])
-    return typed(value, list, path)
+    value: list[Any] = typed(get_path(obj, path, []), list, path)
+    return value
 
 
 def str_map(obj: Mapping[str, Any], path: str) -> dict[str, str]:
