@@ -45,7 +45,9 @@ class EventRecorder:
         # (uid, reason, message) -> (event name, namespace, count, monotonic time of last write)
         self._seen: OrderedDict[tuple[str, str, str], tuple[str, str, int, float]] = OrderedDict()
         self._lock = threading.Lock()  # binder workers emit concurrently
-        self._work: queue.Queue = queue.Queue(maxsize=1000)
+        # what `_write` takes, in its order
+        self._work: queue.Queue[tuple[dict[str, Any], str, str, str, tuple[str, str, str], str, str, int]] = (
+            queue.Queue(maxsize=1000))
         threading.Thread(target=self._worker, name="events", daemon=True).start()
 
     def emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
