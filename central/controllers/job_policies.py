@@ -70,7 +70,7 @@ def format_time(epoch: float) -> str:
 class PodFacts(NamedTuple):  # a NamedTuple: a job's pods are read on every reconcile, and it is built fastest
     name: str
     task: str  # the task-spec annotation
-    index: int
+    pod_index: int  # the task-index annotation (`index` would hide the tuple's method)
     version: int  # the job version the pod was made for
     phase: str
     terminating: bool  # has a deletionTimestamp
@@ -174,7 +174,7 @@ def triggers(spec: JobSpec, pods: Iterable[PodFacts], version: int) -> list[Trig
         for event, when, codes in pod_events(pod, task.max_retry):
             consider(task, pod.name, event, when, codes)
     for task in spec.tasks:
-        done = [p for p in current if p.task == task.name and p.phase == "Succeeded" and p.index < task.replicas]
+        done = [p for p in current if p.task == task.name and p.phase == "Succeeded" and p.pod_index < task.replicas]
         if task.replicas and len(done) == task.replicas:
             finished = [t for t in (_finished_at(p.pod) for p in done) if t is not None]
             consider(task, "", bus.TASK_COMPLETED, max(finished) if finished else None, [])

@@ -24,7 +24,7 @@ from central.controllers.loops.queues import QueueController
 from central.kube.client import KubeClient
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, exit_on_lost
-from central.model.jobs import DEFAULT_LIMITS, JobLimits
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits
 from central.scheduler.metrics import QueuePodGroupCounts, serve
 
 log = logging.getLogger(__name__)
