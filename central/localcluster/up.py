@@ -65,7 +65,7 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 
 
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
-       agents: bool = True, scheduler_conf: str | None = None, say=print, controllers: bool = True,
+       agents: bool = True, scheduler_conf: str | None = None, say: build.Progress = print, controllers: bool = True,
        kcm_controllers: str = controlplane.CONTROLLERS) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
@@ -86,7 +86,7 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
-        scheduler_conf: str | None, say, controllers: bool, kcm_controllers: str) -> Cluster:
+        scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -137,7 +137,7 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
 def _http_ok(port: int, path: str) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:  # noqa: S310
-            return resp.status == 200
+            return bool(resp.status == 200)
     except OSError:
         return False
 
