@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from central.errors import InputError
+from central.errors import InputError, printable
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,12 +24,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "run the Job, Queue, PodGroup and HyperNode controllers on a cluster (leader-elected)"),
     "webhook": ("central.admission.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
     "certs": ("central.certs.command", "create or renew the webhook's and the scheduler's TLS certificates in Secrets"),
-    "job": ("central.vcctl.job", "vcctl job: run, list, view, suspend, resume, delete Volcano Jobs"),
-    "queue": ("central.vcctl.queue", "vcctl queue: create, list, get, operate, delete Queues"),
-    "pod": ("central.vcctl.pod", "vcctl pod: list the pods of Volcano Jobs"),
+    "job": ("central.vcctl.job", "vcctl command line operation job"),
+    "queue": ("central.vcctl.queue", "Queue Operations"),
+    "pod": ("central.vcctl.pod", "vcctl command line operation pod"),
     "version": ("central.vcctl.version", "print the Caldera version"),
     "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
     "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
+    "conformance": ("central.conformance.command", "build Volcano's e2e suites and run them against Caldera (and Volcano) on `caldera up`"),
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
     "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
@@ -128,5 +129,5 @@ def main(argv: list[str] | None = None) -> int:
         code: int = module.run(parsed)
         return code
     except InputError as err:
-        print(f"caldera {name}: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, always
+        print(f"caldera {name}: error: {printable(' '.join(str(err).split()))}", file=sys.stderr)  # one line, always
         return 2

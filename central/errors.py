@@ -25,3 +25,13 @@ def shown(value: object) -> str:
     """`repr` cut to one readable line: error messages quote user data, which may be huge."""
     text = repr(value)
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def printable(text: str) -> str:
+    """`text` safe to write to a terminal: what a terminal would act on rather than show (C0 and
+    C1 controls, ESC sequences and NUL among them, DEL) and what reorders or hides text (bidi
+    overrides and isolates, zero-width and other format characters, line separators) is written
+    as a Python escape (`\\x1b`, `\\u202e`). Names and messages come from user files and objects."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)

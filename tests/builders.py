@@ -71,9 +71,11 @@ def listed_pod(name: str, *, qos_class: str | None = "BestEffort", level: str | 
 
 
 def node(name: str = "n1", *, cpu: Any = "8", memory: str | None = "16Gi", pods: Any = 110,
-         labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """A Node with `cpu`, `memory` and room for `pods` allocatable (None leaves one out)."""
-    allocatable = {k: str(v) for k, v in (("cpu", cpu), ("memory", memory), ("pods", pods)) if v is not None}
+         labels: dict[str, str] | None = None, gpus: int | None = None) -> dict[str, Any]:
+    """A Node with `cpu`, `memory`, `gpus` (nvidia.com/gpu) and room for `pods` allocatable
+    (None leaves one out)."""
+    allocatable = {k: str(v) for k, v in (("cpu", cpu), ("memory", memory), ("pods", pods), ("nvidia.com/gpu", gpus))
+                   if v is not None}
     metadata: dict[str, Any] = {"name": name, **({"labels": labels} if labels is not None else {})}
     return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "status": {"allocatable": allocatable}}
 

@@ -3,11 +3,11 @@ defaulting, then validation.
 
 Used by the HTTPS admission webhook, `caldera validate` and the simulator alike, so a bad
 object is refused the same way everywhere. Every problem comes back, each as
-"<field.path>: <message>" (e.g. `spec.tasks[1].name: duplicate task name 'worker'`).
+"<field.path>: <message>" (e.g. `spec.tasks[1].name: duplicated task name found: "worker" (also spec.tasks[0])`).
 
     review.admit(obj, cluster, config, old=None, user=None) -> Review(allowed, errors, object)
                                                        never raises: a malformed object is a denial
-    review.admit_delete(obj, cluster) -> Review
+    review.admit_delete(obj, cluster, config) -> Review
     review.json_patch(before, after) -> list[dict]     the mutating webhook's patch
     cluster.Cluster.from_objects(objects)              queues / PodGroups / namespaces to decide against
     config.AdmissionConfig                             operator limits (max tasks / replicas, queue depth),

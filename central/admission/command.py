@@ -26,6 +26,7 @@ from typing import Any
 from central.admission.cluster import Cluster
 from central.admission.config import AdmissionConfig, add_job_limit_arguments
 from central.admission.review import Review, admit
+from central.errors import printable
 from central.manifests import read_objects
 from central.model.fields import map_at
 
@@ -148,6 +149,9 @@ def _queue_parent(queue: Mapping[str, Any]) -> str:
 
 
 def render_table(results: dict[str, dict[str, Any]]) -> str:
+    """The results for a terminal: names and messages with their control and bidi characters
+    escaped (central.errors.printable); `-o json` escapes them as JSON does."""
+    results = {printable(k): {**r, "errors": [printable(e) for e in r["errors"]]} for k, r in results.items()}
     width = max([len("OBJECT"), *(len(k) for k in results)])
     lines = [f"{'OBJECT':<{width}}  {'ALLOWED':<7}  ERRORS"]
     for key, result in results.items():

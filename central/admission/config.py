@@ -24,6 +24,8 @@ class AdmissionConfig:
     scheduler_name: str = DEFAULT_SCHEDULER  # the default the job mutator fills in; pods of it are checked
     # The only identity that may set caldera.sh/cpuset and caldera.sh/numa-nodes on a pod.
     scheduler_user: str = "system:serviceaccount:caldera-system:caldera-scheduler"
+    # Volcano's --enable-queue-allocated-pods-check: refuse deleting a queue with allocated pods.
+    queue_allocated_pods_check: bool = False
 
     def job_limits(self) -> JobLimits:
         return JobLimits(self.max_tasks_per_job, self.max_replicas_per_task, self.max_replicas_per_job)

@@ -48,15 +48,16 @@ def interpreted(problems: Problems, raw_annotations: Any, kind: str, prefix: str
 def integer(
     problems: Problems, value: Any, path: str, minimum: int | None = 0, maximum: int | None = None
 ) -> int | None:
-    """`value` if it is an int within [minimum, maximum], else a problem and None."""
+    """`value` if it is an int within [minimum, maximum], else a problem and None (in the API
+    server's words for the CRD schema's bounds, which Volcano leaves these checks to)."""
     if isinstance(value, bool) or not isinstance(value, int):
         add(problems, path, f"must be an integer, got {quote(value)}")
         return None
     if minimum is not None and value < minimum:
-        add(problems, path, f"must be >= {minimum}, got {value}")
+        add(problems, path, f"should be greater than or equal to {minimum}, got {value}")
         return None
     if maximum is not None and value > maximum:
-        add(problems, path, f"must be <= {maximum}, got {value}")
+        add(problems, path, f"should be less than or equal to {maximum}, got {value}")
         return None
     return value
 
@@ -80,7 +81,12 @@ def sequence(problems: Problems, value: Any, path: str) -> list[Any] | None:
 
 
 def dns_label(problems: Problems, value: Any, path: str, max_length: int = DNS_LABEL_MAX) -> str | None:
-    if not isinstance(value, str) or not value:
+    """`value` if it is a DNS-1123 label; the problems use the API server's words for the CRD
+    schema's minLength and pattern, where Volcano checks the names."""
+    if value == "":
+        add(problems, path, "should be at least 1 chars long")
+        return None
+    if not isinstance(value, str):
         add(problems, path, "is required")
         return None
     if len(value) > max_length:
@@ -90,7 +96,7 @@ def dns_label(problems: Problems, value: Any, path: str, max_length: int = DNS_L
         add(
             problems,
             path,
-            f"{quote(value)} is not a valid name: lower case letters, digits and '-', "
+            f"{quote(value)} should match '{_DNS_LABEL.pattern}': lower case letters, digits and '-', "
             "starting and ending with a letter or digit",
         )
         return None

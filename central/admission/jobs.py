@@ -36,9 +36,10 @@ from central.model.fields import list_at, map_at
 from central.model.parse import parse_pod
 
 DEFAULT_MAX_RETRY = 3
-UPDATABLE = (
-    "only spec.minAvailable, spec.tasks[*].replicas, spec.tasks[*].minAvailable and spec.priorityClassName may change"
-)
+# Volcano's words for a forbidden update (its field names, which the messages keep verbatim).
+UPDATABLE = "job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`"
+TASKS_FIXED = "job updates may not add or remove tasks"
+MIN_OVER_TOTAL = "job 'minAvailable' should not be greater than total replicas in tasks"
 
 
 def mutate_job(job: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG) -> dict[str, Any]:
@@ -111,7 +112,7 @@ def validate_job(
     total = _validate_tasks(problems, spec, name, config)
     if total is not None:
         if min_available is not None and min_available > total:
-            add(problems, "spec.minAvailable", f"{min_available} must be <= the total replicas of all tasks ({total})")
+            add(problems, "spec.minAvailable", f"{MIN_OVER_TOTAL} ({min_available} > {total})")
         if min_success is not None and min_success > total:
             add(problems, "spec.minSuccess", f"{min_success} must be <= the total replicas of all tasks ({total})")
         if total > config.max_replicas_per_job:
@@ -157,7 +158,7 @@ def _validate_tasks(
     if tasks is None:
         return None
     if not tasks:
-        add(problems, "spec.tasks", "no task specified")
+        add(problems, "spec.tasks", "No task specified in job spec")
         return None
     if len(tasks) > config.max_tasks_per_job:
         add(problems, "spec.tasks", f"{len(tasks)} tasks exceed the limit of {config.max_tasks_per_job} per job")
@@ -171,7 +172,7 @@ def _validate_tasks(
             continue
         name = fields.dns_label(problems, task.get("name"), f"{where}.name")
         if name is not None and name in names:
-            add(problems, f"{where}.name", f"duplicate task name {quote(name)} (also spec.tasks[{names[name]}])")
+            add(problems, f"{where}.name", f"duplicated task name found: {quote(name)} (also spec.tasks[{names[name]}])")
         elif name is not None:
             names[name] = i
         replicas = fields.integer(
@@ -179,7 +180,8 @@ def _validate_tasks(
         )
         task_min = fields.integer(problems, task.get("minAvailable", 0), f"{where}.minAvailable")
         if replicas is not None and task_min is not None and task_min > replicas:
-            add(problems, f"{where}.minAvailable", f"{task_min} must be <= replicas ({replicas})")
+            add(problems, f"{where}.minAvailable",
+                f"'minAvailable' is greater than 'replicas' in task: {task_min} > {replicas}")
         fields.integer(problems, task.get("maxRetry", 0), f"{where}.maxRetry")
         if job_name and name and replicas:
             pod = f"{job_name}-{name}-{replicas - 1}"
@@ -305,17 +307,16 @@ def _validate_volumes(problems: Problems, raw: Any) -> None:
             continue
         path = volume.get("mountPath")
         if not path:
-            add(problems, f"{where}.mountPath", "is required")
+            add(problems, f"{where}.mountPath", "should be at least 1 chars long: mountPath is required")
         elif path in seen:
             add(problems, f"{where}.mountPath", f"duplicated mountPath {quote(path)}")
         seen.add(str(path))
         has_claim, has_name = volume.get("volumeClaim") is not None, bool(volume.get("volumeClaimName"))
-        if has_claim == has_name:
-            add(
-                problems,
-                where,
-                "exactly one of volumeClaim (a new PVC) or volumeClaimName (an existing PVC) is required",
-            )
+        if not has_claim and not has_name:
+            add(problems, where, "either VolumeClaim or VolumeClaimName must be specified")
+        elif has_claim and has_name:
+            add(problems, where, "conflict: If you want to use an existing PVC, just specify VolumeClaimName."
+                                 "If you want to create a new PVC, you do not need to specify VolumeClaimName")
         elif has_name:
             fields.dns_label(problems, volume["volumeClaimName"], f"{where}.volumeClaimName", max_length=253)
 
@@ -371,16 +372,16 @@ def _validate_update(problems: Problems, new: Mapping[str, Any], old: Mapping[st
         if key in ("minAvailable", "priorityClassName", "tasks"):
             continue
         if new.get(key) != old.get(key):
-            add(problems, f"spec.{key}", f"may not change on update ({UPDATABLE})")
+            add(problems, f"spec.{key}", UPDATABLE)
     new_tasks, old_tasks = new.get("tasks") or [], old.get("tasks") or []
     if not isinstance(new_tasks, list) or not isinstance(old_tasks, list):
         return  # reported by the checks of spec.tasks
     if len(new_tasks) != len(old_tasks):
-        add(problems, "spec.tasks", f"tasks may not be added or removed on update ({UPDATABLE})")
+        add(problems, "spec.tasks", TASKS_FIXED)
         return
     for i, (a, b) in enumerate(zip(new_tasks, old_tasks, strict=True)):
         if not isinstance(a, Mapping) or not isinstance(b, Mapping):
             continue
         for key in sorted(set(a) | set(b), key=str):
             if key not in ("replicas", "minAvailable") and a.get(key) != b.get(key):
-                add(problems, f"spec.tasks[{i}].{key}", f"may not change on update ({UPDATABLE})")
+                add(problems, f"spec.tasks[{i}].{key}", UPDATABLE)

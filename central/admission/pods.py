@@ -42,9 +42,10 @@ def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFI
     meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
     raw = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
     _pinning_is_the_schedulers(problems, pod, old, user, config)
+    refused: set[str] = set()
     if map_at(pod, "spec").get("schedulerName") == config.scheduler_name:  # another scheduler's pod: its JDB is not ours (Volcano)
-        _disruption_budget(problems, raw)
-    fields.interpreted(problems, raw, "Pod")
+        refused = _disruption_budget(problems, raw)
+    fields.interpreted(problems, {k: v for k, v in raw.items() if k not in refused}, "Pod")
     if not problems:  # the model's parser repeats the checks above in its own words
         fields.readable(problems, parse_pod, dict(pod, metadata={"name": "x", **meta}))
     return problems
@@ -68,18 +69,20 @@ def _pinning_is_the_schedulers(problems: Problems, pod: Mapping[str, Any], old: 
                 f"not by {quote(user or 'an unknown user')}")
 
 
-def _disruption_budget(problems: Problems, raw: Mapping[str, Any]) -> None:
-    """Volcano's pod webhook is stricter than its tdm plugin: no 0, no 0% or 100%."""
+def _disruption_budget(problems: Problems, raw: Mapping[str, Any]) -> set[str]:
+    """Volcano's pod webhook is stricter than its tdm plugin: no 0, no 0% or 100%. Returns the
+    keys refused, each reported once, in Volcano's words."""
+    refused: set[str] = set()
     for key in (model_annotations.JDB_MIN_AVAILABLE, model_annotations.JDB_MAX_UNAVAILABLE):
         if key not in raw:
             continue
         try:
             value, percent = model_annotations.count_or_percent(raw[key], key)
-        except InputError:  # reported by the interpreted-annotations check
-            continue
-        if percent and not 1 <= value <= 99:
+        except InputError:
+            value, percent = 0, False
+        if (percent and not 1 <= value <= 99) or (not percent and value < 1):
+            refused.add(key)
             add(problems, f"metadata.annotations[{key}]",
-                f"a percentage must be between 1% and 99%, got {quote(raw[key])}")
-        elif not percent and value < 1:
-            add(problems, f"metadata.annotations[{key}]",
-                f"must be an integer > 0 or a percentage 1%..99%, got {quote(raw[key])}")
+                f"{key.rpartition('/')[2]} must be a positive integer or a valid percentage which between 1% ~ 99%, "
+                f"got {quote(raw[key])}")
+    return refused

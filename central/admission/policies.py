@@ -3,6 +3,8 @@
 Volcano's rules: each policy names an event (or events) or an exit code, not both and not
 neither; exit code 0 is not a failure; an event or exit code appears at most once in a list;
 `*` stands alone; only the events and actions a user may name (bus.POLICY_EVENTS/ACTIONS).
+The messages are Volcano's verbatim (its double space after a duplicate event included), since
+users match on them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def validate_policies(problems: Problems, raw: Any, path: str) -> None:
         if events and exit_code is not None:
             add(problems, where, "must not specify event and exitCode simultaneously")
         elif not events and exit_code is None:
-            add(problems, where, "either event or exitCode must be specified")
+            add(problems, where, "either event and exitCode should be specified")
         action = policy.get("action")
         if action not in bus.POLICY_ACTIONS:
             add(
@@ -44,7 +46,7 @@ def validate_policies(problems: Problems, raw: Any, path: str) -> None:
                     f"invalid policy event {quote(event)}; valid events: {', '.join(bus.POLICY_EVENTS)}",
                 )
             elif event in seen_events:
-                add(problems, event_path, f"duplicate event {quote(event)} across policies")
+                add(problems, event_path, f"duplicate event {event}  across different policy")
             else:
                 seen_events.add(event)
         if exit_code is not None and not events:
@@ -61,7 +63,7 @@ def validate_policies(problems: Problems, raw: Any, path: str) -> None:
             except InputError as err:
                 add(problems, f"{where}.timeout", err.message)
     if bus.ANY in seen_events and len(seen_events) > 1:
-        add(problems, path, "if there's * here, no other policy event should be here")
+        add(problems, path, "if there's * here, no other policy should be here")
 
 
 def _events(problems: Problems, policy: Any, where: str) -> list[tuple[str, Any]]:

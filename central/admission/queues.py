@@ -15,12 +15,13 @@ PodGroups (Caldera's, stricter than Volcano) and, when it has no child yet, no a
 deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
 once read an unset parent guarantee as 0, Volcano #5634). The tree checks run on the cluster as it
 would be after the change, so an update that shrinks a parent below its children is refused
-too. root's quotas are immutable; root and default cannot be deleted.
+too. root's quotas are immutable. Deletion follows Volcano (validate_queue_delete).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -81,13 +82,8 @@ def validate_queue(
         if state is not None and state not in ("Open", "Closed"):
             add(problems, path, f"queue state must be in [Open, Closed], got {quote(state)}")
     own = quotas(queue, problems)
-    fields.at_most(problems, own["guarantee"], own["deserved"], "spec.guarantee.resource", "spec.deserved")
-    for res in sorted(set(own["guarantee"]) - set(own["deserved"])):
-        add(problems, f"spec.deserved.{res}",
-            f"must be set and >= spec.guarantee.resource.{res} ({fields.fmt(own['guarantee'][res], res)})")
+    _ordered_quotas(problems, own)
     _validate_hierarchy_annotations(problems, queue, name, cluster)
-    fields.at_most(problems, own["deserved"], own["capability"], "spec.deserved", "spec.capability")
-    fields.at_most(problems, own["guarantee"], own["capability"], "spec.guarantee.resource", "spec.capability")
     fields.interpreted(problems, meta.get("annotations"), "Queue")
     if not problems:
         fields.readable(problems, parse_queue, queue)
@@ -106,6 +102,27 @@ def validate_queue(
     else:
         _validate_tree(problems, cluster.with_queue(queue), name, config)
     return problems
+
+
+def _ordered_quotas(problems: Problems, own: Mapping[str, Mapping[str, Decimal]]) -> None:
+    """guarantee <= deserved <= capability per resource, a guaranteed resource deserved too; in
+    Volcano's words (`deserved[cpu]=2 must be >= guarantee[cpu]=3`) at the field at fault."""
+    guarantee, deserved, capability = own["guarantee"], own["deserved"], own["capability"]
+    for res in sorted(guarantee):
+        wanted = f"guarantee[{res}]={fields.fmt(guarantee[res], res)}"
+        if res not in deserved:
+            add(problems, f"spec.deserved.{res}", f"deserved[{res}] must be >= {wanted}")
+        elif deserved[res] < guarantee[res]:
+            add(problems, f"spec.deserved.{res}",
+                f"deserved[{res}]={fields.fmt(deserved[res], res)} must be >= {wanted}")
+    for res in sorted(deserved):
+        if res in capability and deserved[res] > capability[res]:
+            add(problems, f"spec.deserved.{res}", f"deserved[{res}]={fields.fmt(deserved[res], res)} "
+                                                  f"must be <= capability[{res}]={fields.fmt(capability[res], res)}")
+    for res in sorted(guarantee):
+        if res in capability and guarantee[res] > capability[res]:
+            add(problems, f"spec.guarantee.resource.{res}", f"guarantee[{res}]={fields.fmt(guarantee[res], res)} "
+                                                            f"must be <= capability[{res}]={fields.fmt(capability[res], res)}")
 
 
 def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: AdmissionConfig) -> None:
@@ -169,17 +186,18 @@ def _validate_hierarchy_annotations(problems: Problems, queue: Mapping[str, Any]
     if not path and not weights:
         return
     where = "metadata.annotations"
-    if len(path.split("/")) != len(weights.split("/")):
-        add(problems, f"{where}[{HIERARCHY}]", f"{quote(path)} must have as many parts as {HIERARCHY_WEIGHTS} {quote(weights)}")
+    if not path or not weights or len(path.split("/")) != len(weights.split("/")):
+        add(problems, f"{where}[{HIERARCHY}]", f"{HIERARCHY} must have the same length with {HIERARCHY_WEIGHTS}: "
+                                               f"{quote(path)} and {quote(weights)}")
         return
     for part in weights.split("/"):
         try:
             weight = float(part)
         except ValueError:
-            add(problems, f"{where}[{HIERARCHY_WEIGHTS}]", f"{quote(part)} in {quote(weights)} is not a number")
-            return
-        if not weight > 0:
-            add(problems, f"{where}[{HIERARCHY_WEIGHTS}]", f"{quote(part)} in {quote(weights)} must be > 0")
+            weight = math.nan
+        if not weight > 0:  # NaN too
+            add(problems, f"{where}[{HIERARCHY_WEIGHTS}]",
+                f"weights in {HIERARCHY_WEIGHTS} must be larger than 0: {quote(part)} in {quote(weights)}")
             return
     for other, obj in sorted(cluster.queues.items()):
         theirs = str(((obj.get("metadata") or {}).get("annotations") or {}).get(HIERARCHY, ""))
@@ -227,12 +245,20 @@ def _descendants(cluster: Cluster, name: str) -> list[str]:
     return out
 
 
-def validate_queue_delete(name: str, cluster: Cluster) -> Problems:
+def validate_queue_delete(name: str, cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG) -> Problems:
+    """Volcano's rules: root and default stay; a queue with child queues stays; with
+    `queue_allocated_pods_check` (Volcano's --enable-queue-allocated-pods-check, off by
+    default) so does one with allocated pods. PodGroups left in the queue do not stop it: they
+    wait, unscheduled, until a queue of that name exists again."""
     problems: Problems = []
     if name in (ROOT, DEFAULT_QUEUE):
-        add(problems, "metadata.name", f"queue {quote(name)} can not be deleted")
-    if name in cluster.queues and cluster.children(name):
-        add(problems, "metadata.name", f"queue {quote(name)} has child queues {', '.join(cluster.children(name))}")
-    if cluster.podgroups_in(name):
-        add(problems, "metadata.name", f"queue {quote(name)} still has {cluster.podgroups_in(name)} PodGroup(s)")
+        add(problems, "metadata.name", f"`{name}` queue can not be deleted")
+        return problems
+    pods = _allocated_pods(cluster.queues[name]) if name in cluster.queues else 0
+    if config.queue_allocated_pods_check and pods:
+        add(problems, "metadata.name", f"queue {name} cannot be deleted because it has allocated Pods: {pods}")
+    children = cluster.children(name) if name in cluster.queues else []
+    if children:
+        add(problems, "metadata.name", f"queue {name} can not be deleted because it has {len(children)} child queues: "
+                                       f"{', '.join(children)}")
     return problems

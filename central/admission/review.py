@@ -3,7 +3,7 @@
     admit(obj, cluster, config=DEFAULT_CONFIG, old=None) -> Review
         defaults the object as the mutating webhook would, then validates it; `old` makes it
         an update. Kinds without rules (Services, ConfigMaps, ...) are allowed unchanged.
-    admit_delete(obj, cluster) -> Review
+    admit_delete(obj, cluster, config=DEFAULT_CONFIG) -> Review
         the delete rules (only Queues have them).
     json_patch(before, after) -> list[dict]
         the mutating webhook's JSONPatch: one add/replace per top-level field that changed.
@@ -81,10 +81,10 @@ def _admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig, ol
     return Review(not errors, errors, mutated)
 
 
-def admit_delete(obj: Mapping[str, Any], cluster: Cluster) -> Review:
+def admit_delete(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig = DEFAULT_CONFIG) -> Review:
     errors: list[str] = []
     if kind_of(obj) == "Queue":
-        errors = validate_queue_delete(str((obj.get("metadata") or {}).get("name") or ""), cluster)
+        errors = validate_queue_delete(str((obj.get("metadata") or {}).get("name") or ""), cluster, config)
     return Review(not errors, errors, dict(obj))
 
 

@@ -1,9 +1,12 @@
 """Checks of a task's pod template, the part of Kubernetes' own pod validation jobs need.
 
 validate_template(problems, template, where)          containers, images, names, quantities,
-                                                      requests <= limits, restartPolicy, and
+                                                      requests <= limits, restartPolicy,
                                                       pod-level spec.resources as Kubernetes
-                                                      checks them (PodLevelResources)
+                                                      checks them (PodLevelResources), and no
+                                                      annotation only the scheduler may set
+                                                      (the pods webhook would refuse every pod
+                                                      of the task, leaving the Job Pending)
 validate_topology_policy(problems, task, where)       NUMA policies need whole CPUs
 """
 
@@ -15,6 +18,7 @@ from typing import Any
 from central.admission import fields
 from central.admission.fields import Problems, add, fmt, quote
 from central.errors import InputError
+from central.model.annotations import SCHEDULER_ONLY
 from central.model.fields import list_at, map_at
 from central.resources.quantity import parse_quantity
 
@@ -28,6 +32,11 @@ def validate_template(problems: Problems, raw: Any, where: str) -> None:
     template = fields.mapping(problems, raw, where)
     if template is None:
         return
+    meta = template.get("metadata")
+    given = meta.get("annotations") if isinstance(meta, Mapping) else None
+    for key in sorted(SCHEDULER_ONLY & set(given) if isinstance(given, Mapping) else ()):
+        add(problems, f"{where}.metadata.annotations[{key}]",
+            "is set by the scheduler when it places the pod; a pod created with it is refused")
     spec = fields.mapping(problems, template.get("spec"), f"{where}.spec")
     if spec is None:
         return

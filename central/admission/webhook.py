@@ -11,7 +11,10 @@ The existing objects a decision needs (queues, PodGroups, namespaces) come from 
 until they have synced the webhook refuses (and `/healthz` says not ready), which with
 `failurePolicy: Fail` is the safe side. TLS: 1.2 or newer, the certificate re-read when its
 files change (a renewed Secret), handshakes in the request threads so a slow client cannot
-stall the accept loop. Its own webhook configurations are kept current by
+stall the accept loop. At most `MAX_CONNECTIONS` connections are served at once (more are
+closed at accept) and each request, handshake included, must be done within
+`REQUEST_DEADLINE_S` (its connection is cut then): a per-read timeout alone let a client
+trickling a byte at a time hold a thread for as long as it liked. Its own webhook configurations are kept current by
 `central.admission.webhookconfig`.
 """
 
@@ -27,6 +30,7 @@ import signal
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import urlsplit
@@ -53,6 +57,8 @@ ROUTES.update(("/pods/validate", "/hypernodes/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
+MAX_CONNECTIONS = 128  # open connections served at once (a thread each); more are closed at accept
+REQUEST_DEADLINE_S = 30.0  # one request, from its first byte awaited to its answer sent (the API server gives up after 10 s)
 
 
 class ClusterView:
@@ -152,7 +158,7 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     cluster = view.cluster(_named_queue(obj))
     user_info = map_at(request, "userInfo")
     if request.get("operation") == "DELETE":
-        decision = admit_delete(old or {}, cluster)
+        decision = admit_delete(old or {}, cluster, config)
     else:
         decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None,
                          user=user_info.get("username"))
@@ -252,13 +258,73 @@ class TLSContext:
         self.problem = problem
 
 
+class Deadlines:
+    """Connections cut when a request runs past its deadline: the per-read timeout alone lets a
+    client that sends a byte every few seconds hold a thread for ever. One watchdog thread for
+    all connections (a timer per request would be a thread per request)."""
+
+    def __init__(self, period_s: float = 0.5):
+        self._lock = threading.Lock()
+        self._due: dict[socket.socket, float] = {}
+        threading.Thread(target=self._watch, args=(period_s,), name="webhook-deadlines", daemon=True).start()
+
+    def start(self, conn: socket.socket, seconds: float) -> None:
+        with self._lock:
+            self._due[conn] = time.monotonic() + seconds
+
+    def done(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._due.pop(conn, None)
+
+    def _watch(self, period_s: float) -> None:
+        while True:
+            time.sleep(period_s)
+            now = time.monotonic()
+            with self._lock:
+                late = [conn for conn, due in self._due.items() if due <= now]
+                for conn in late:
+                    del self._due[conn]
+            for conn in late:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)  # the handler's blocked read fails, its thread ends
+                except OSError:
+                    pass
+
+
 class WebhookServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
-                 client: KubeClient | None = None):
+                 client: KubeClient | None = None, max_connections: int = MAX_CONNECTIONS,
+                 request_deadline_s: float = REQUEST_DEADLINE_S):
         self.tls, self.view, self.config, self.client = tls, view, config, client
+        self.max_connections = max_connections
+        self.slots = threading.BoundedSemaphore(max_connections)
+        self.request_deadline_s = request_deadline_s
+        self.deadlines = Deadlines()
+        self.refused = 0  # connections closed at accept because every slot was taken
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, up to `max_connections`; beyond, the connection is closed
+        at once (the API server retries on another), so slow clients cannot use up threads."""
+        if not self.slots.acquire(blocking=False):
+            self.refused += 1
+            if self.refused in (1, 10, 100) or self.refused % 1000 == 0:
+                log.warning("%d connection(s) refused: all %d slots busy", self.refused, self.max_connections)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.info("connection from %s failed", client_address[0], exc_info=True)  # e.g. a bad TLS handshake
@@ -283,7 +349,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.server.deadlines.start(self.connection, self.server.request_deadline_s)  # the handshake too
         self.connection.do_handshake()
+
+    def handle_one_request(self) -> None:
+        """One request within the server's deadline, from the wait for its first line (an idle
+        kept-alive connection is closed after `timeout` anyway) to its answer."""
+        self.server.deadlines.start(self.connection, self.server.request_deadline_s)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.deadlines.done(self.connection)
+
+    def finish(self) -> None:
+        self.server.deadlines.done(self.connection)
+        super().finish()
 
     def do_GET(self) -> None:
         if urlsplit(self.path).path == "/healthz":
@@ -359,6 +439,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "written into the pods webhook's matchCondition)")
     add_job_limit_arguments(parser)  # the controllers take the same flags, and must get the same values
     parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
+    parser.add_argument("--enable-queue-allocated-pods-check", action="store_true",
+                        help="refuse deleting a queue that has allocated pods (Volcano's flag of that name)")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
 
@@ -367,7 +449,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
-                             scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user)
+                             scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user,
+                             queue_allocated_pods_check=args.enable_queue_allocated_pods_check)
     tls = TLSContext(args.tls_cert_file, args.tls_key_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()

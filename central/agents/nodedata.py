@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from google.protobuf import json_format
@@ -18,8 +18,22 @@ from central.manifests import read_file
 from central.model.nodedata import GpuCard, NodeData, NumaCell
 from nodeagent.api.v1 import agent_pb2 as pb
 
+MAX_TIMESTAMP_MS = int((datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+                        - datetime(1970, 1, 1, tzinfo=timezone.utc)) / timedelta(milliseconds=1))
+
+
+def reported_at(node: str, timestamp_unix_ms: int) -> datetime:
+    """The report's time; InputError outside 1970-9999 (where `datetime` raises OverflowError,
+    ValueError or OSError, depending on the platform)."""
+    if not 0 <= timestamp_unix_ms <= MAX_TIMESTAMP_MS:
+        raise InputError(f"Node {node}: agent report timestamp_unix_ms",
+                         f"{timestamp_unix_ms} is outside 1970-01-01 to 9999-12-31")
+    return datetime.fromtimestamp(timestamp_unix_ms / 1000, tz=timezone.utc)
+
 
 def to_node_data(report: pb.NodeReport) -> NodeData:
+    """The report as NodeData; InputError for a time a `datetime` cannot hold. Bounds against
+    the Node are `central.agents.bounds`'s business."""
     topology, resources = report.topology, report.resources
     numa = tuple(
         NumaCell(id=cell.id, cpus=frozenset(cell.cpus),
@@ -34,7 +48,7 @@ def to_node_data(report: pb.NodeReport) -> NodeData:
     has_memory = report.HasField("resources") and resources.HasField("memory_usage_bytes")
     return NodeData(
         node=report.node_name,
-        reported_at=datetime.fromtimestamp(report.timestamp_unix_ms / 1000, tz=timezone.utc),
+        reported_at=reported_at(report.node_name, report.timestamp_unix_ms),
         cpu_manager_policy=topology.cpu_manager_policy,
         topology_manager_policy=topology.topology_manager_policy,
         numa=numa, gpus=gpus, gpu_status=report.gpus.status or "none",

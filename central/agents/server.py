@@ -9,9 +9,10 @@ node it reports about. A violation aborts the stream with PERMISSION_DENIED (UNA
 for a missing or refused token, or one that expired while the stream was open: the agent
 reconnects with the kubelet's refreshed token), so a lying agent can only hurt its own node.
 A delta the store cannot merge is refused with `resync` set and the agent sends a full report
-next. Messages are capped in size and each stream in rate (a token bucket: `max_reports_per_s`,
-bursts of twice that); a report over the rate is refused unapplied, with `resync` so the agent's
-next report is complete.
+next. Messages are capped in size (1 MiB: a full report of a 1,024-CPU node with 250 pods
+is about 60 kB; what a report says is held against its Node later, see `central.agents.bounds`)
+and each stream in rate (a token bucket: `max_reports_per_s`, bursts of twice that); a report
+over the rate is refused unapplied, with `resync` so the agent's next report is complete.
 `ReceiverServer` runs the loop on its own thread so a synchronous scheduler can embed it;
 `ReceiverCollector` exports its counters (`caldera_agent_reports_total{result}`: accepted,
 denied, unauthenticated, stale, rate_limited) and the fresh/stale node counts to /metrics.
@@ -175,7 +176,7 @@ class ReceiverServer:
 
     def __init__(self, store: NodeReportStore, address: str, *, tls: ServerTls | None,
                  authenticate: Authenticator | None = None,
-                 max_message_bytes: int = 4 << 20, max_reports_per_s: float = 20.0) -> None:
+                 max_message_bytes: int = 1 << 20, max_reports_per_s: float = 20.0) -> None:
         self.store, self.address, self.tls = store, address, tls
         self.max_message_bytes = max_message_bytes
         self.service = ReportService(store, max_reports_per_s, authenticate)

@@ -9,7 +9,9 @@ the events are read off the pods as they are now.
   delete event; read level-triggered, a pod removed with no grace period is already gone and
   is simply recreated.)
 - PodPending: a pod still Pending; only acts through a `timeout` (counted from its creation);
-- Unknown: a pod in phase Unknown;
+- Unknown: a pod in phase Unknown, or the job's PodGroup (of its current version) in phase
+  Unknown: the scheduler found part of a running gang unschedulable. Volcano's job controller
+  raises the job's Unknown event then, matched by the job's own policies only (no task's);
 - TaskFailed: a container restarted at least the task's maxRetry times;
 - TaskCompleted: every replica of the task Succeeded.
 Only pods of the job's current `status.version` count, so a restarted job does not react to
@@ -18,7 +20,9 @@ TaskFailed): matched level-triggered against a pending pod or a completed task i
 restart a job forever. Task policies are tried before the job's; the first match wins.
 
     read_pod(pod) -> PodFacts                          what the controller reads off a pod, read once
-    triggers(spec, pods, version) -> list[Trigger]     every (event, action) the pods call for, with its due time
+    triggers(spec, pods, version, podgroup=None) -> list[Trigger]
+                                                       every (event, action) the pods and the PodGroup call
+                                                       for, with its due time
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ class Trigger:
     exit_code: int | None = None
 
     def describe(self) -> str:
-        subject = f"pod {self.pod}" if self.pod else f"task {self.task}"
+        subject = f"pod {self.pod}" if self.pod else f"task {self.task}" if self.task else "the job's PodGroup"
         code = f" (exit code {self.exit_code})" if self.exit_code is not None else ""
         return f"{self.event} on {subject}{code}: {self.action}"
 
@@ -152,7 +156,8 @@ def _first_match(policies: Iterable[Mapping[str, Any]], event: str, codes: list[
     return next((p for p in policies if isinstance(p, Mapping) and _matches(p, event, codes)), None)
 
 
-def triggers(spec: JobSpec, pods: Iterable[PodFacts], version: int) -> list[Trigger]:
+def triggers(spec: JobSpec, pods: Iterable[PodFacts], version: int,
+             podgroup: Mapping[str, Any] | None = None) -> list[Trigger]:
     if not any(t.policies for t in spec.tasks):
         return []  # nothing to match: the common case, and reading every pod's events is not free
     tasks = {t.name: t for t in spec.tasks}
@@ -173,12 +178,33 @@ def triggers(spec: JobSpec, pods: Iterable[PodFacts], version: int) -> list[Trig
         task = tasks[pod.task]
         for event, when, codes in pod_events(pod, task.max_retry):
             consider(task, pod.name, event, when, codes)
+    if podgroup is not None and _unknown_gang(podgroup, version):
+        policy = _first_match(spec.policies, bus.UNKNOWN, [])
+        if policy is not None:
+            timeout = bus.parse_duration(policy["timeout"]) if policy.get("timeout") else 0.0
+            found.append(Trigger(bus.UNKNOWN, str(policy.get("action")), (_phase_since(podgroup) or 0.0) + timeout, "", ""))
     for task in spec.tasks:
         done = [p for p in current if p.task == task.name and p.phase == "Succeeded" and p.pod_index < task.replicas]
         if task.replicas and len(done) == task.replicas:
             finished = [t for t in (_finished_at(p.pod) for p in done) if t is not None]
             consider(task, "", bus.TASK_COMPLETED, max(finished) if finished else None, [])
     return sorted(found, key=lambda t: (t.due, t.pod, t.task))
+
+
+def _unknown_gang(podgroup: Mapping[str, Any] | None, version: int) -> bool:
+    """The PodGroup of this version of the job is Unknown (one left from before a restart is not)."""
+    if podgroup is None or (podgroup.get("status") or {}).get("phase") != bus.UNKNOWN:
+        return False
+    stamped = ((podgroup.get("metadata") or {}).get("annotations") or {}).get(JOB_VERSION)
+    return stamped is None or str(stamped) == str(version)
+
+
+def _phase_since(podgroup: Mapping[str, Any]) -> float | None:
+    """When the PodGroup's conditions last changed: the time of the Unknown event, as known."""
+    times = [parse_time(c.get("lastTransitionTime")) for c in (podgroup.get("status") or {}).get("conditions") or []
+             if isinstance(c, Mapping)]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def is_ready(facts: PodFacts) -> bool:

@@ -19,7 +19,7 @@ The state machine (Volcano's `job/state`): one step per call.
   Pending (Inqueue), create the missing pods (a task with dependsOn waits until the tasks it names
   have minAvailable pods running or succeeded) and delete pods beyond `replicas`.
   -> Running when minAvailable <= running + succeeded + failed.
-- Running: same sync. -> Completed once minSuccess pods succeeded; when every pod finished,
+- Running: same sync; a job scaled to 0 replicas stays Running. -> Completed once minSuccess pods succeeded; when every pod finished,
   -> Completed if enough succeeded (minAvailable, minSuccess, and each task's minAvailable when
   the job needs all its pods), else Failed; -> Pending when more pods are pending than the
   gang can spare (pending > replicas - minAvailable).
@@ -174,7 +174,7 @@ class _Step:
             self._delete_after_ttl()
 
     def _due_policy_trigger(self) -> Trigger | None:
-        found = triggers(self.parsed, self.pods.values(), self.version)
+        found = triggers(self.parsed, self.pods.values(), self.version, self.podgroup)
         due = [t for t in found if t.due <= self.now]
         later = [t.due for t in found if t.due > self.now]
         if later:
@@ -223,6 +223,8 @@ class _Step:
         if self.phase == PENDING:
             if spec.min_available <= counts["Running"] + finished:
                 self._transition(RUNNING, "MinAvailableReached", f"{counts['Running'] + finished} pods started")
+        elif spec.replicas == 0:
+            pass  # scaled down to zero: the job keeps its phase (and so its objects), as in Volcano
         elif spec.min_success is not None and counts["Succeeded"] >= spec.min_success:
             self._transition(COMPLETED, "MinSuccessReached", f"{counts['Succeeded']} pods succeeded")
         elif finished >= spec.replicas:

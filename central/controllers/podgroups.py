@@ -1,6 +1,7 @@
 """The PodGroup controller as a pure function: a PodGroup for each plain pod of our scheduler.
 
     podgroup_for_pod(pod, owner=None, scheduler_names=("volcano",)) -> PodGroupDecision | None
+    podgroup_of_idle_owner(owner) -> str | None     the PodGroup to delete for a workload scaled to 0
 
 A pod scheduled by us without the `scheduling.k8s.io/group-name` annotation (a Deployment's,
 a StatefulSet's, a bare pod) gets PodGroup `podgroup-<owner UID>` (its controller owner, so
@@ -13,6 +14,10 @@ last two, `volcano.sh/network-topology-mode` (hard or soft; anything else: hard)
 `volcano.sh/network-topology-highest-tier` (a positive integer; anything else: none), become
 the PodGroup's spec.networkTopology, as Volcano's PodGroup controller reads them.
 None means nothing to do (another scheduler's pod, or one already in a group).
+
+A ReplicaSet or StatefulSet scaled to 0 replicas (a Deployment's old ReplicaSet after a
+rollout) loses its `podgroup-<owner UID>`, as Volcano's PodGroup controller deletes it; a
+later scale-up makes it again from the pods.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from central.model.fields import map_at
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
 from central.model.podspec import pod_requests
 from central.resources.vectors import format_value
@@ -98,3 +104,13 @@ def _network_topology(annotations: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(tier, str) and tier.isdigit() and int(tier) >= 1:
         out["highestTierAllowed"] = int(tier)
     return out
+
+
+def podgroup_of_idle_owner(owner: Mapping[str, Any]) -> str | None:
+    """`podgroup-<uid>` of a ReplicaSet or StatefulSet whose spec.replicas is 0, else None (an
+    unset replicas is 1)."""
+    spec = map_at(owner, "spec")
+    uid = (owner.get("metadata") or {}).get("uid")
+    if owner.get("kind") not in ("ReplicaSet", "StatefulSet") or not uid or spec.get("replicas", 1) != 0:
+        return None
+    return f"podgroup-{uid}"

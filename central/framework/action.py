@@ -25,6 +25,7 @@ from central.framework.placement import Placement
 from central.framework.points import Points, victims
 from central.framework.statement import Statement
 from central.framework.status import Status
+from central.model.fields import GO_BOOLS
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.topology import HyperNode
 from central.resources.vectors import Dimensions
@@ -48,15 +49,18 @@ class Action:
         known = cls.arguments
         if known is None:
             return raw
+        settings = dict(raw)
         for key, value in raw.items():
             kind = known.get(key)
             if kind is None:
                 raise InputError(f"{where}.{key}", f"unknown argument of {cls.name}; valid: {', '.join(sorted(known))}")
-            if kind is bool and not isinstance(value, bool):
+            if kind is bool and isinstance(value, str) and value in GO_BOOLS:  # "true", as Volcano's GetBool reads it
+                settings[key] = GO_BOOLS[value]
+            elif kind is bool and not isinstance(value, bool):
                 raise InputError(f"{where}.{key}", f"expected true or false, got {value!r}")
             if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InputError(f"{where}.{key}", f"expected a non-negative integer, got {value!r}")
-        return raw
+        return settings
 
     def execute(self, handle: ActionHandle) -> None:
         raise NotImplementedError

@@ -9,6 +9,8 @@ job), an `InputError` is caught for that object alone and recorded here as a `Fa
   statement is discarded, and if it has pods left to place it closes Unschedulable with
   the reason as the message (a running job with nothing to place keeps its phase);
 - a node is filtered out of placement for the session, the reason counted in fit errors;
+- a node whose agent's latest report was refused (`central.agents.bounds`: out of range, or
+  more than the Node has) is faulted by every session until a report is accepted;
 - a task (pod) that is still pending faults its job (a gang is placed whole or not at all);
   a pod already placed is only reported: there is nothing left to decide about it.
 
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from central.model.objects import JobInfo, NodeInfo, TaskInfo
 
 EVENT_REASON = "InvalidSchedulingData"  # the Warning Event's reason on the faulted object
+AGENT_REPORT = "agent-report"  # the source of a Node's fault when its agent's report was refused
 
 
 @dataclass(frozen=True, slots=True)

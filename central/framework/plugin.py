@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from central.errors import InputError, shown
 from central.framework.extension import ABSTAIN, PERMIT, REJECT, AllocationEvents
+from central.model.fields import GO_BOOLS
 
 MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow waiting)
 
@@ -72,9 +73,9 @@ class Arguments:
         """A typed argument (`kind=object`: as written); InputError names the plugin and key."""
         self._read.add(key)
         value = self.raw.get(key, default)
-        if kind is bool:
-            if isinstance(value, str) and value.lower() in ("true", "false"):
-                return value.lower() == "true"
+        if kind is bool:  # a bool, or a string Go's strconv.ParseBool reads, as Volcano's GetBool
+            if isinstance(value, str) and value in GO_BOOLS:
+                return GO_BOOLS[value]
             if not isinstance(value, bool):
                 raise self.error(key, f"expected true or false, got {shown(value)}")
             return value
@@ -82,7 +83,9 @@ class Arguments:
             try:
                 if isinstance(value, bool) or not abs(float(value)) <= MAX_NUMBER:  # also refuses NaN
                     raise ValueError
-                return kind(value)
+                if kind is int and float(value) != int(float(value)):  # 2.5 is no int (GetInt ignores it)
+                    raise ValueError
+                return kind(float(value)) if kind is int else kind(value)
             except (TypeError, ValueError, OverflowError):
                 raise self.error(key, f"expected a number within ±{MAX_NUMBER:.0e}, got {shown(value)}") from None
         if not isinstance(value, kind):

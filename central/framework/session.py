@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
 
+from central.errors import InputError
 from central.framework import points as rules
 from central.framework.closing import Closing, CycleResult
 from central.framework.conf import SchedulerConf
 from central.framework.decisions import Decisions
-from central.framework.faults import Faults, JobBoundary
+from central.framework.faults import AGENT_REPORT, Faults, JobBoundary
 from central.framework.handle import Handle
 from central.framework.journal import Journal
 from central.framework.notes import Notes
@@ -67,6 +68,9 @@ class Session:
         self.notes = Notes(self.uid, self.now)
         self.placement = Placement(cache.table, self.nodes, cache.nodes, self.dims.names)
         self.faults = Faults(self.jobs, self.placement.exclude)
+        for name, reason in cache.node_data_faults.items():  # refused agent reports: see central.agents.feed
+            if name in cache.nodes:
+                self.faults.fault_node(cache.nodes[name], InputError("", reason), AGENT_REPORT)
         self.plugin_timings: dict[tuple[str, str], float] = {}
         self.handle = Handle(cache, self.now, self.jobs, self.queues, self.total, self.notes, self.faults,
                              self.journal, self.decisions)  # what the plugins see of this session

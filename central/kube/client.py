@@ -89,6 +89,7 @@ class KubeClient:
         self.limiter = RateLimiter(qps, burst)
         self._base = api_client.configuration.host.rstrip("/")
         self._pool: urllib3.HTTPConnectionPool | None = None  # the API server's, made at the first call
+        self.fence: threading.Event | None = None  # set: no more writes through this client (see fenced)
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100,
@@ -146,6 +147,16 @@ class KubeClient:
         behind bulk work (the leader's Lease renewals; Volcano builds a separate client too)."""
         return KubeClient(self.api, self.limiter.qps, self.limiter.burst)
 
+    def fenced(self) -> "KubeClient":
+        """The same connection and rate limiter, with a `fence` of its own: once it is set, every
+        write through this client fails at once (ApiError code 0, reason Fenced) and reads go on.
+        A leader's components write through one for its term; losing the Lease sets the fence,
+        so nothing more of that term reaches the API server, as if the process had exited."""
+        other = KubeClient.__new__(KubeClient)
+        other.__dict__.update(self.__dict__)
+        other.fence = threading.Event()
+        return other
+
     def _call(self, method: str, url: str, query: dict[str, Any] | None, body: Any,
               content_type: str | None, timeout: float | tuple[float, float]) -> urllib3.BaseHTTPResponse:
         """One request on the API server's kept-alive connection pool; the response unread.
@@ -154,6 +165,8 @@ class KubeClient:
         but the request goes to the host's urllib3 pool directly: the generated client's
         layers (request wrapping, body sniffing, response wrapping) cost more CPU than the
         HTTP exchange itself, and a scheduler's binds are bounded by exactly that CPU."""
+        if self.fence is not None and method != "GET" and self.fence.is_set():
+            raise ApiError(0, "Fenced", f"{method} {url}: this replica lost its lease and writes no more")
         self.limiter.acquire()
         headers = {"Accept": "application/json"}
         if body is not None:

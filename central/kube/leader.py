@@ -8,8 +8,16 @@ Defaults are kube-scheduler's and Volcano's: lease 15 s, renew deadline 10 s, re
   for an expired Lease exactly one wins (the other gets 409).
 - The leader renews every retry period; each API call is bounded by what is left of the renew
   deadline (counted from when the last successful write was sent), so a hung call cannot
-  stretch a leadership; at the deadline it has lost, and `on_lost` runs at once (the commands
-  exit the process, as Volcano does: `exit_on_lost`).
+  stretch a leadership; at the deadline it has lost, and `on_lost` runs at once.
+- A deposed leader steps down and stands again without exiting (`run_terms`). Volcano and
+  kube-scheduler exit instead, and the kubelet restarts them: an API server stall long enough to
+  cost the lease then stops every replica at once, and each restart waits out a CrashLoopBackOff
+  that grows to 5 minutes when stalls repeat (and `caldera up` restarts nothing). What exiting
+  guarantees, that nothing more of the old term is sent, the fence gives: each term writes
+  through its own `KubeClient.fenced()` client, and `on_lost` sets its fence from the lease
+  thread the moment the lease is lost, before the main loop has even noticed. The term's
+  cache, reflectors, queues and sink are then dropped and the next term starts from a fresh
+  LIST, as a restarted process would.
 - The commands give the elector its own client (`KubeClient.fork`): its rate limiter is not
   the one binds queue on (Volcano's separate leader-election client).
 - `release()` on a clean stop empties the holder, so a successor takes over at its next retry
@@ -20,7 +28,6 @@ A lease is advisory; the API server's resourceVersion and binding checks are the
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +68,7 @@ class LeaderElector:
         in the background. `lost` is set if renewal fails for the renew deadline."""
         while not stop.is_set():
             if self._try(self.clock() + self.renew_deadline):
+                self.lost.clear()
                 self.leading.set()
                 self._thread = threading.Thread(target=self._renew_loop, args=(stop,), name="lease", daemon=True)
                 self._thread.start()
@@ -161,10 +169,17 @@ class LeaderElector:
             return False
 
 
-def exit_on_lost() -> None:
-    """What a deposed leader does, as Volcano's (klog.Fatalf): exit at once. No draining of
-    binds and no cleanup: another replica leads now, and anything more this process sent
-    could double-book. The container restarts as a standby."""
-    log.critical("leadership lost: exiting")
-    logging.shutdown()
-    os._exit(1)
+def run_terms(client: KubeClient, elector: LeaderElector | None, stop: threading.Event,
+              run_term: Callable[[KubeClient], int]) -> int:
+    """`run_term(term_client)` for one term after another, each writing through a fenced client
+    of its own that losing the lease fences at once; returns when a term ends for another
+    reason than a lost lease (a stop, an error), with that term's exit code."""
+    while True:
+        term = client.fenced()
+        if elector is not None:
+            elector.on_lost = term.fence.set if term.fence is not None else None
+        code = run_term(term)
+        if stop.is_set() or elector is None or not elector.lost.is_set():
+            return code
+        log.warning("stepped down after losing the lease %s/%s; standing again as a candidate, from a fresh cache",
+                    elector.namespace, elector.name)

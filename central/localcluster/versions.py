@@ -15,3 +15,7 @@ def staging_version(kubernetes: str = KUBERNETES) -> str:
     """v1.37.2 -> v0.37.2: the tag of every staging module released with it."""
     major, minor, patch = kubernetes.lstrip("v").split(".")
     return f"v0.{minor}.{patch}"
+
+# The commit of Volcano's public repository (github.com/volcano-sh/volcano) whose e2e suites,
+# vcctl and components `caldera conformance` builds and runs; its go.mod pins its own modules.
+VOLCANO = "ed72c7c815a9fd547a787134676f73d42e9d049c"

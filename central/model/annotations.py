@@ -29,6 +29,7 @@ NUMA_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 GPU_INDEX = "volcano.sh/gpu-index"
 GPU_UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
 SLA_WAITING_TIME = "volcano.sh/sla-waiting-time"
+SLA_WAITING_TIME_UNPREFIXED = "sla-waiting-time"  # Volcano reads it when the prefixed one is absent
 JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
@@ -141,6 +142,7 @@ ANNOTATIONS = {a.key: a for a in (
     Annotation(GPU_INDEX, frozenset({"Pod"}), gpu_ids),
     Annotation(GPU_UNHEALTHY, frozenset({"Node"}), lambda t: gpu_ids(t, GPU_UNHEALTHY)),
     Annotation(SLA_WAITING_TIME, frozenset({"PodGroup"}), _duration(SLA_WAITING_TIME)),
+    Annotation(SLA_WAITING_TIME_UNPREFIXED, frozenset({"PodGroup"}), _duration(SLA_WAITING_TIME_UNPREFIXED)),
     Annotation(COOLDOWN_TIME, frozenset({"PodGroup"}), _duration(COOLDOWN_TIME)),
     Annotation(JDB_MIN_AVAILABLE, frozenset({"Pod", "PodGroup"}), lambda t: count_or_percent(t, JDB_MIN_AVAILABLE)),
     Annotation(JDB_MAX_UNAVAILABLE, frozenset({"Pod", "PodGroup"}), lambda t: count_or_percent(t, JDB_MAX_UNAVAILABLE)),
@@ -167,6 +169,6 @@ def check(annotations: Mapping[str, Any], kind: str) -> list[InputError]:
         except InputError as err:
             problems.append(err)
     if JDB_MIN_AVAILABLE in annotations and JDB_MAX_UNAVAILABLE in annotations:
-        problems.append(InputError("metadata.annotations",
-                                   f"must not set both {JDB_MIN_AVAILABLE} and {JDB_MAX_UNAVAILABLE}"))
+        problems.append(InputError("metadata.annotations", "not allow configure multiple annotations at same time: "
+                                   f"{JDB_MIN_AVAILABLE} and {JDB_MAX_UNAVAILABLE}"))
     return problems

@@ -137,6 +137,7 @@ class ClusterCache:
         self._vectors: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
+        self.node_data_faults: dict[str, str] = {}  # node -> why its agent's latest report was refused
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.hypernodes: dict[str, HyperNodeSpec] = {}
         self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
@@ -270,11 +271,24 @@ class ClusterCache:
         """
         old = self.node_data.get(data.node)
         self.node_data[data.node] = data
+        self.node_data_faults.pop(data.node, None)
         if old is None or (old.batch_cpu, old.batch_memory) != (data.batch_cpu, data.batch_memory):
             self.batch_changed.add(data.node)
             node = self.nodes.get(data.node)
             if node is not None:
                 self._refresh_node(node)
+
+    def refuse_node_data(self, node: str, reason: str) -> None:
+        """The agent's latest report for `node` was refused (`reason` says which field): what it
+        said before goes too, batch resources included, and each session faults the node (no
+        placement there) until a report is accepted."""
+        old = self.node_data.pop(node, None)
+        self.node_data_faults[node] = reason
+        if old is not None and (old.batch_cpu or old.batch_memory):
+            self.batch_changed.add(node)
+            known = self.nodes.get(node)
+            if known is not None:
+                self._refresh_node(known)
 
     def take_batch_changes(self) -> dict[str, dict[str, str]]:
         """Nodes whose batch resources changed since last taken, as the Node status should
@@ -282,8 +296,9 @@ class ClusterCache:
         changed, self.batch_changed = self.batch_changed, set()
         out = {}
         for name in sorted(changed):
-            data = self.node_data[name]
-            out[name] = {BATCH_CPU: str(int(data.batch_cpu)), BATCH_MEMORY: str(int(data.batch_memory))}
+            data = self.node_data.get(name)  # None: refused, so none is offered
+            out[name] = {BATCH_CPU: str(int(data.batch_cpu if data else 0)),
+                         BATCH_MEMORY: str(int(data.batch_memory if data else 0))}
         return out
 
     def batch_resources(self, name: str) -> dict[str, float]:

@@ -16,7 +16,14 @@ import yaml
 from central.errors import InputError, shown
 
 CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"})
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_DNS_SUBDOMAIN = re.compile(OBJECT_NAME_PATTERN)
+
+
+# The spellings Go's strconv.ParseBool reads: Volcano's argument getters and its job plugins'
+# boolean flags take these, and nothing else, for true and false.
+GO_BOOLS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+            **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
 
 
 def is_object_name(name: object) -> bool:

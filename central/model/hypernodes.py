@@ -6,9 +6,9 @@ groups tier-1 ones), `spec.tierName` names the tier, and `spec.members` lists wh
 members of `type: Node` or `type: HyperNode`, each chosen by one selector,
 
     exactMatch: {name: node-1}                      the member of that name
-    regexMatch: {pattern: "^rack1-"}                every node whose name matches (Python `re`
-                                                    syntax; Volcano uses Go's RE2, the same for
-                                                    the anchors, classes and repeats node names need)
+    regexMatch: {pattern: "^rack1-"}                every node whose name matches (RE2, as
+                                                    Volcano's Go regexp: linear time, at most
+                                                    1,024 characters; see central.model.patterns)
     labelMatch: {matchLabels: {...}, matchExpressions: [...]}   nodes by label
 
 HyperNode members are named by exactMatch only (Volcano ignores their other selectors; Caldera
@@ -22,14 +22,14 @@ naming the field.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from central.errors import InputError, shown
-from central.model.fields import integer, is_object_name, metadata, typed
+from central.model.fields import OBJECT_NAME_PATTERN, integer, is_object_name, metadata, typed
 from central.model.objects import NetworkTopology, Selector
+from central.model.patterns import Pattern, compile_pattern
 from central.model.podspec import selector
 
 MODES = ("hard", "soft")
@@ -41,7 +41,7 @@ SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
 class Member:
     type: str  # Node | HyperNode
     exact: str = ""
-    regex: re.Pattern[str] | None = None
+    regex: Pattern | None = None  # RE2: linear in the name, see central.model.patterns
     labels: Selector | None = None
 
     def matches(self, name: str, labels: Mapping[str, str]) -> bool:
@@ -96,7 +96,7 @@ def parse_hypernode(obj: Mapping[str, Any]) -> HyperNodeSpec:
         raise InputError("spec.tierName", f"longer than 253 characters ({len(tier_name)})")
     raw_members = typed(spec.get("members") or [], list, "spec.members")
     if not raw_members:
-        raise InputError("spec.members", "a HyperNode needs at least one member")
+        raise InputError("spec.members", "member must have at least one member")
     members = tuple(_member(m, f"spec.members[{i}]") for i, m in enumerate(raw_members))
     return HyperNodeSpec(name, tier, tier_name, members)
 
@@ -119,9 +119,10 @@ def _member(raw: Any, where: str) -> Member:
     if key == "exactMatch":
         name = value.get("name")
         if not isinstance(name, str) or not name:
-            raise InputError(f"{where}.selector.exactMatch.name", "is required")
+            raise InputError(f"{where}.selector.exactMatch.name", "should be at least 1 chars long")
         if not is_object_name(name):
-            raise InputError(f"{where}.selector.exactMatch.name", f"not a valid node or HyperNode name: {shown(name)}")
+            raise InputError(f"{where}.selector.exactMatch.name",
+                             f"should match '{OBJECT_NAME_PATTERN}': not a valid node or HyperNode name: {shown(name)}")
         return Member(kind, exact=name)
     if kind == "HyperNode" and key != "exactMatch":
         raise InputError(f"{where}.selector.{key}", "a HyperNode member is named by exactMatch "
@@ -129,11 +130,9 @@ def _member(raw: Any, where: str) -> Member:
     if key == "regexMatch":
         pattern = value.get("pattern")
         if not isinstance(pattern, str) or not pattern:
-            raise InputError(f"{where}.selector.regexMatch.pattern", "is required")
-        try:
-            return Member(kind, regex=re.compile(pattern))
-        except re.error as err:
-            raise InputError(f"{where}.selector.regexMatch.pattern", f"invalid regular expression {shown(pattern)}: {err}") from None
+            raise InputError(f"{where}.selector.regexMatch.pattern", "should be at least 1 chars long")
+        return Member(kind, regex=compile_pattern(pattern, f"{where}.selector.regexMatch.pattern",
+                                                  invalid="member regexMatch pattern is invalid"))
     labels = selector(value, f"{where}.selector.labelMatch")
     if not labels.requirements:
         raise InputError(f"{where}.selector.labelMatch", "needs matchLabels or matchExpressions")

@@ -39,7 +39,7 @@ DEFAULT_MAX_RETRY = 3
 CARRIED_ANNOTATIONS = frozenset({
     "volcano.sh/preemptable", "volcano.sh/revocable-zone", "volcano.sh/jdb-min-available",
     "volcano.sh/jdb-max-unavailable", "volcano.sh/cooldown-time", "volcano.sh/numa-topology-policy",
-    "volcano.sh/sla-waiting-time", "volcano.sh/task-topology-affinity",
+    "volcano.sh/sla-waiting-time", "sla-waiting-time", "volcano.sh/task-topology-affinity",
     "volcano.sh/task-topology-anti-affinity", "volcano.sh/task-topology-task-order",
 })
 
@@ -98,6 +98,7 @@ class JobSpec:
     plugins: Mapping[str, Any]  # `spec.plugins`: name -> argument list, parsed by central.controllers.jobplugins
     claims: tuple[Claim, ...]
     network_topology: Mapping[str, Any] | None  # passed through, unread by the controller
+    policies: tuple[Mapping[str, Any], ...] = ()  # the job's own, for events of the whole job (its PodGroup)
 
     @property
     def replicas(self) -> int:
@@ -139,6 +140,7 @@ def parse_job(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> Job
         plugins=clone(plugins),
         claims=_claims(name, spec.get("volumes")),
         network_topology=clone(typed(topology, Mapping, "spec.networkTopology")) if topology is not None else None,
+        policies=job_policies,
     )
 
 

@@ -276,6 +276,14 @@ class NodeInfo:
     max_pods: int
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks charged to this node
     annotations: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, float] = field(default_factory=dict)  # status.capacity: what agent reports are held to
+
+
+# A Queue's status has one writer per field, each writing its fields alone (a merge patch on
+# /status): the Queue controller its state and PodGroup counts, the scheduler the rest
+# (allocated...). Whole-status PUTs from both made 143 conflicts in 4 minutes under load, and
+# one could write back the other's stale value (Volcano #3597).
+QUEUE_CONTROLLER_FIELDS = frozenset({"state", "pending", "inqueue", "running", "unknown", "completed"})
 
 
 @dataclass(slots=True, eq=False)

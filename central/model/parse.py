@@ -130,9 +130,10 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
     allocatable = parse_resource_list(raw_alloc, "status.allocatable")
     max_pods = int(allocatable.pop("pods", 110))
     annotations = str_map(obj, "metadata.annotations")
+    capacity = parse_resource_list(status.get("capacity"), "status.capacity") if "allocatable" in status else allocatable
     return NodeInfo(name=name, index=-1, labels=str_map(obj, "metadata.labels"), taints=taints(spec),
                     unschedulable=bool(spec.get("unschedulable")), allocatable=allocatable, max_pods=max_pods,
-                    annotations=annotations)
+                    annotations=annotations, capacity=capacity)
 
 
 def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:

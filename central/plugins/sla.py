@@ -1,7 +1,8 @@
 """sla: jobs that have waited past their service-level time go first and are let through.
 
-The waiting time comes from the PodGroup annotation `volcano.sh/sla-waiting-time` or else
-the plugin argument `sla-waiting-time` (a duration: `30m`, `1h`). Jobs with an SLA come
+The waiting time comes from the PodGroup annotation `volcano.sh/sla-waiting-time`, else its
+unprefixed `sla-waiting-time` (as Volcano reads it: a Job's annotation reaches its PodGroup
+so), else the plugin argument `sla-waiting-time` (a duration: `30m`, `1h`). Jobs with an SLA come
 before jobs without one, the earliest deadline (creation + waiting time) first. Once a job's
 deadline has passed, its JobEnqueueable and JobPipelined votes are Permit; before, Abstain.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from central.errors import InputError
 from central.framework import extension as ext
 from central.framework.plugin import ABSTAIN, PERMIT, Arguments, Plugin
+from central.model.annotations import SLA_WAITING_TIME, SLA_WAITING_TIME_UNPREFIXED
 from central.model.fields import parse_duration, parse_time
 from central.model.objects import JobInfo
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from central.framework.handle import Handle
     from central.framework.plugin import PluginOption
 
-ANNOTATION = "volcano.sh/sla-waiting-time"
+ANNOTATIONS = (SLA_WAITING_TIME, SLA_WAITING_TIME_UNPREFIXED)  # the first present counts
 
 
 class Sla(Plugin, ext.JobOrder, ext.JobPipelined, ext.JobEnqueueable):
@@ -47,9 +49,10 @@ class Sla(Plugin, ext.JobOrder, ext.JobPipelined, ext.JobEnqueueable):
     def _deadline(self, job: JobInfo) -> datetime | None:
         wait: timedelta | None = self.default
         where = "plugin sla: arguments.sla-waiting-time"
-        if ANNOTATION in job.annotations:
-            where = f"PodGroup {job.uid}: metadata.annotations[{ANNOTATION}]"
-            wait = parse_duration(job.annotations[ANNOTATION], where)
+        key = next((k for k in ANNOTATIONS if k in job.annotations), None)
+        if key is not None:
+            where = f"PodGroup {job.uid}: metadata.annotations[{key}]"
+            wait = parse_duration(job.annotations[key], where)
         if wait is None:
             return None
         start = self.handle.now  # not created yet as far as we know: the wait starts now

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
-from central.kube.leader import LeaderElector, exit_on_lost
+from central.kube.leader import LeaderElector, run_terms
 from central.scheduler.loop import ConfigFile, Scheduler
 from central.scheduler.metrics import SchedulerMetrics, serve
 
@@ -155,13 +155,22 @@ def run(args: argparse.Namespace) -> int:
         elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity,
                                 lease_duration=args.leader_elect_lease_duration,
                                 renew_deadline=args.leader_elect_renew_deadline,
-                                retry_period=args.leader_elect_retry_period, on_lost=exit_on_lost)
+                                retry_period=args.leader_elect_retry_period)
     receiver, feed = agent_receiver(args, client)
     metrics = SchedulerMetrics()
-    scheduler = Scheduler(client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
-                          scheduler_name=args.scheduler_name, period=args.period, elector=elector,
-                          metrics=metrics, bind_workers=args.bind_workers, node_feed=feed,
-                          on_leading=leader_label(client) if elector is not None else None)
+    on_leading = leader_label(client) if elector is not None else None
+    current: list[Scheduler] = []  # this term's scheduler: a lost lease ends the term, not the process
+
+    def term(term_client: KubeClient) -> int:
+        # a fresh cache and a fresh view of the agents' reports: the next term starts as a restart would
+        scheduler = Scheduler(term_client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
+                              scheduler_name=args.scheduler_name, period=args.period, elector=elector,
+                              metrics=metrics, bind_workers=args.bind_workers,
+                              node_feed=feed.anew() if feed is not None else None,
+                              on_leading=on_leading)
+        current[:] = [scheduler]
+        return scheduler.run(stop)
+
     if receiver is not None:
         from central.agents.server import ReceiverCollector
 
@@ -169,12 +178,12 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     serving = start_receiver(receiver, stop) if receiver is not None else (lambda: True)
     # a warm standby is ready too; standbys take reports as well, so their node view is warm at hand-over
-    server = serve(metrics.registry, args.listen_port, lambda: scheduler.synced() and serving(),
+    server = serve(metrics.registry, args.listen_port, lambda: bool(current) and current[0].synced() and serving(),
                    host=args.listen_address)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        return scheduler.run(stop)
+        return run_terms(client, elector, stop, term)
     finally:
         server.shutdown()
         if receiver is not None:

@@ -21,13 +21,15 @@
   bind never queues behind a status write and a slow status write never holds up the next
   cycle. Per object only the newest status is written: one handed over again before its
   write starts is written once, one handed over while being written is written again after.
-  Each is a PUT carrying the resourceVersion the reflector last saw: on the Queue's `/status`,
-  on the PodGroup itself (Volcano's PodGroup CRD has no status
-  subresource, and Volcano's scheduler updates the whole object); a 409 re-reads the object
-  and tries again. Unchanged statuses are not written, and fields the cycle does not report
-  are kept. Of a Queue's status the scheduler writes `allocated`; the state and PodGroup
-  counts are the Queue controller's. An Unschedulable PodGroup condition also becomes a
-  Warning Event on the PodGroup (the fault's own Event, where a fault is the reason).
+  A PodGroup's is a PUT on the PodGroup itself carrying the resourceVersion the reflector
+  last saw (Volcano's PodGroup CRD has no status subresource, and Volcano's scheduler updates
+  the whole object); a 409 re-reads the object and tries again. Of a Queue's status the
+  scheduler writes `allocated` (and whatever else the cycle reports but the state and PodGroup
+  counts, which are the Queue controller's) as a merge patch of those fields alone: one
+  writer per field, so neither writer conflicts with the other or writes back its stale
+  values. Unchanged statuses are not written, and fields the cycle does not report are kept.
+  An Unschedulable PodGroup condition also becomes a Warning Event on the PodGroup (the
+  fault's own Event, where a fault is the reason).
 - **patch types**: a merge patch where the body holds only maps and scalars (annotations,
   nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
   where a list must merge item by item (a pod's conditions, by type; a merge patch would
@@ -51,11 +53,11 @@ from central.framework.faults import EVENT_REASON, Fault
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
+from central.model.objects import QUEUE_CONTROLLER_FIELDS
 
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 3
-QUEUE_CONTROLLER_FIELDS = frozenset({"state", "pending", "inqueue", "running", "unknown", "completed"})
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
@@ -236,6 +238,16 @@ class KubeSink:
 
     def _write_status(self, which: tuple[str, str], status: dict[str, Any]) -> None:
         kind, key = which
+        if kind == "Queue":  # its fields alone, unconditionally: the Queue controller writes the others
+            current = (self.objects.get(kind, {}).get(key) or {}).get("status") or {}
+            if any(current.get(k) != v for k, v in status.items()):
+                try:
+                    self.client.request("PATCH", path(VOLCANO_SCHEDULING, "queues", None, key, "status"),
+                                        body={"status": status}, content_type=MERGE)
+                    self._count("status")
+                except ApiError as err:
+                    log.warning("status of Queue %s not written: %s", key, err)
+            return
         namespace, name = key.split("/", 1) if "/" in key else (None, key)
         resource = "podgroups" if kind == "PodGroup" else "queues"
         # Volcano's PodGroup CRD has no status subresource: its status is written with the object

@@ -158,7 +158,7 @@ class Scheduler:
             self.ready.set()
             while not stop.is_set():
                 if self.elector is not None and not self.elector.leading.is_set():
-                    log.error("leadership lost: stopping")
+                    log.error("leadership lost: stepping down")
                     return 1
                 started = time.monotonic()
                 self._ensure_queues()

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from central.errors import printable
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.resources.vectors import format_value
@@ -132,8 +133,8 @@ def _grouped_reasons(pending: dict[str, str], cache: ClusterCache) -> Table:
     table.add_column("PENDING BECAUSE", overflow="fold")
     table.add_column("E.G.", overflow="fold")
     for reason, pods in ranked[:REASON_ROWS]:
-        table.add_row(str(len(pods)), reason if len(reason) <= REASON_WIDTH else reason[:REASON_WIDTH - 1] + "…",
-                      pods[0])
+        table.add_row(str(len(pods)), cell(reason if len(reason) <= REASON_WIDTH else reason[:REASON_WIDTH - 1] + "…"),
+                      cell(pods[0]))
     if len(ranked) > REASON_ROWS:
         rest = sum(len(pods) for _, pods in ranked[REASON_ROWS:])
         table.add_row(str(rest), Text(f"{len(ranked) - REASON_ROWS} other reasons (see Pending pods)", style="dim"), "")
@@ -151,10 +152,16 @@ def _queues(result: SimulationResult, cache: ClusterCache) -> Table:
         status = result.queues.get(queue.name) or {}
         allocated = status.get("allocated") or {}
         share = result.deserved.get(queue.name, {}) if result.deserved_by else queue.deserved
-        table.add_row(queue.name, ",".join(f"{k}={v}" for k, v in sorted(allocated.items())) or "-",
+        table.add_row(cell(queue.name), ",".join(f"{k}={v}" for k, v in sorted(allocated.items())) or "-",
                       _resources(share), _resources(queue.capability),
                       str(status.get("running", 0)), str(status.get("pending", 0)))
     return table
+
+
+def cell(text: str) -> Text:
+    """User data (names, reasons) as a table cell: shown as written, never read as Rich markup,
+    its control and bidi characters escaped (central.errors.printable)."""
+    return Text(printable(text))
 
 
 def _resources(items: dict[str, float]) -> str:
@@ -168,7 +175,7 @@ def _details(title: str, header: Sequence[str], rows: list[tuple[str, ...]], lim
     for column in header:
         table.add_column(column, overflow="fold")
     for row in shown:
-        table.add_row(*row)
+        table.add_row(*(cell(c) for c in row))
     if not rows:
         table.add_row("(none)")
     elif len(shown) < len(rows):

@@ -22,11 +22,11 @@ Column = tuple[str, Callable[[dict[str, Any]], Any]]
 def add_connection(parser: argparse.ArgumentParser, namespaced: bool = False) -> None:
     """kubectl's connection flags; `namespaced` adds -n/--namespace, defaulting (in `connect`)
     to the kubeconfig context's namespace as kubectl does."""
-    parser.add_argument("-k", "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, "
-                                                   "then ~/.kube/config)")
+    parser.add_argument("-k", "--kubeconfig", help="(optional) absolute path to the kubeconfig file "
+                                                   "(default: $KUBECONFIG, in-cluster, then ~/.kube/config)")
     parser.add_argument("--context", help="the kubeconfig context to use (default: its current context)")
-    parser.add_argument("-s", "--master", help="the address of the Kubernetes API server (overrides the "
-                                               "kubeconfig's; without a kubeconfig, no credentials are sent)")
+    parser.add_argument("-s", "--master", help="the address of apiserver (overrides the kubeconfig's; "
+                                               "without a kubeconfig, no credentials are sent)")
     if namespaced:
         parser.add_argument("-n", "--namespace", help="the namespace (default: the kubeconfig context's, "
                                                       "else default)")
@@ -40,7 +40,7 @@ def add_output(parser: argparse.ArgumentParser, wide: bool = False) -> None:
 
 def add_listing(parser: argparse.ArgumentParser, what: str) -> None:
     """-A and -l of `kubectl get`, for the list commands of namespaced objects."""
-    parser.add_argument("-A", "--all-namespaces", action="store_true", help=f"{what} of every namespace")
+    parser.add_argument("-A", "--all-namespaces", action="store_true", help=f"list {what} in all namespaces")
     parser.add_argument("-l", "--selector", default="", help="label selector, e.g. app=train (default: all)")
 
 

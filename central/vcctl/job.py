@@ -28,28 +28,30 @@ from central.vcctl.common import (
     resolve_namespace,
     show,
 )
+from central.vcctl.tables import job_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    run = sub.add_parser("run", help="run a job from flags or a YAML file")
-    run.add_argument("-N", "--name", default="", help="the name of the job")
-    run.add_argument("-i", "--image", default="busybox", help="the container image of the job")
-    run.add_argument("-m", "--min", type=int, default=1, help="the minimal available tasks of the job")
-    run.add_argument("-r", "--replicas", type=int, default=1, help="the total tasks of the job")
-    run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="the resource requests of a task")
-    run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="the resource limits of a task")
-    run.add_argument("-S", "--scheduler", default="volcano", help="the scheduler of the job")
-    run.add_argument("-f", "--filename", default="", help="a YAML file with the job")
-    for name, help_text in (("list", "list jobs"), ("view", "show one job"), ("suspend", "abort a job"),
-                            ("resume", "resume a suspended job"), ("delete", "delete a job")):
-        p = sub.add_parser(name, help=help_text)
+    # vcctl's words for the commands and flags it shares (cmd/cli/job.go, pkg/cli/job)
+    run = sub.add_parser("run", help="run job by parameters from the command line")
+    run.add_argument("-N", "--name", default="", help="the name of job")
+    run.add_argument("-i", "--image", default="busybox", help="the container image of job")
+    run.add_argument("-m", "--min", type=int, default=1, help="the minimal available tasks of job")
+    run.add_argument("-r", "--replicas", type=int, default=1, help="the total tasks of job")
+    run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="the resource request of the task")
+    run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="the resource limit of the task")
+    run.add_argument("-S", "--scheduler", default="volcano", help="the scheduler for this job")
+    run.add_argument("-f", "--filename", default="", help="the yaml file of job")
+    for name, help_text in (("list", "list job information"), ("view", "show job information"),
+                            ("suspend", "abort a job"), ("resume", "resume a job"), ("delete", "delete a job")):
+        p = sub.add_parser(name, help=help_text, description=help_text)
         if name == "list":
-            p.add_argument("-S", "--scheduler", default="", help="only jobs of this scheduler (default: any)")
-            p.add_argument("-q", "--queue", default="", help="only jobs in this queue (default: any)")
+            p.add_argument("-S", "--scheduler", default="", help="list job with specified scheduler name")
+            p.add_argument("-q", "--queue", default="", help="list job with specified queue name")
             add_listing(p, "jobs")
         else:
-            p.add_argument("-N", "--name", required=True, help="the name of the job")
+            p.add_argument("-N", "--name", required=True, help="the name of job")
         add_connection(p, namespaced=True)
         if name in ("list", "view"):
             add_output(p, wide=name == "list")
@@ -79,9 +81,13 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("table", "wide") and not items:
             print("No resources found")
             return 0
+        items = sorted(items, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"]))
+        if args.output == "table":  # vcctl's PrintJobs, byte for byte
+            print(job_table(items, args.all_namespaces), end="")
+            return 0
         columns = ([("Namespace", lambda j: j["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
         columns += WIDE_COLUMNS if args.output == "wide" else []
-        show(sorted(items, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"])), args.output, columns)
+        show(items, args.output, columns)
     elif args.action == "view":
         job = client.get(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
         if args.output == "table":

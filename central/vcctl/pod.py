@@ -10,13 +10,14 @@ from central.kube.command_errors import api_errors
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
 from central.model.parse import QUEUE_NAME
 from central.vcctl.common import Column, add_connection, add_listing, add_output, age, connect, show
+from central.vcctl.tables import pod_table
 
 QUEUE_KEYS = (QUEUE_NAME, "volcano.sh/queue-name")  # ours, and Volcano's job controller's
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    lst = sub.add_parser("list", help="list the pods of Volcano Jobs")
+    lst = sub.add_parser("list", help="list pod information created by vcjob")
     lst.add_argument("-j", "--job", default="", help="only the pods of this job (default: any Volcano Job's)")
     lst.add_argument("-q", "--queue", default="", help="only the pods in this queue (default: any)")
     add_listing(lst, "pods")
@@ -38,8 +39,12 @@ def run(args: argparse.Namespace) -> int:
         print("No resources found")
         return 0
     columns = ([("Namespace", lambda p: p["metadata"]["namespace"])] if args.all_namespaces else []) + COLUMNS
+    items = sorted(items, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+    if args.output == "table":  # vcctl's PrintPods, byte for byte
+        print(pod_table(items, columns), end="")
+        return 0
     columns += WIDE_COLUMNS if args.output == "wide" else []
-    show(sorted(items, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])), args.output, columns)
+    show(items, args.output, columns)
     return 0
 
 

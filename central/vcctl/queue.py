@@ -14,23 +14,24 @@ from central.errors import InputError
 from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, path
 from central.kube.command_errors import api_errors
 from central.vcctl.common import Column, add_connection, add_output, admitted, connect, show
+from central.vcctl.tables import queue_table
 
 COMMAND_NAMESPACE = "default"  # Commands are namespaced; a Queue is not
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = sub.add_parser("create", help="create a queue")
+    create = sub.add_parser("create", help="creates queue")
     create.add_argument("-n", "--name", required=True, help="the name of the queue")
     create.add_argument("-w", "--weight", type=int, default=1, help="the weight of the queue")
     create.add_argument("-S", "--state", default="Open", choices=("Open", "Closed"), help="the state of the queue")
     create.add_argument("-p", "--parent", default="", help="the parent queue (hierarchical queues)")
-    operate = sub.add_parser("operate", help="open, close or update a queue")
+    operate = sub.add_parser("operate", help="operate queue")
     operate.add_argument("-n", "--name", required=True, help="the name of the queue")
     operate.add_argument("-a", "--action", dest="operation", required=True, choices=("open", "close", "update"),
                          help="open, close or update")
     operate.add_argument("-w", "--weight", type=int, default=0, help="the new weight (with -a update)")
-    for name, help_text in (("get", "show one queue"), ("delete", "delete a queue"), ("list", "list queues")):
+    for name, help_text in (("get", "get a queue"), ("delete", "delete queue"), ("list", "lists all the queue")):
         p = sub.add_parser(name, help=help_text)
         if name != "list":
             p.add_argument("-n", "--name", required=True, help="the name of the queue")
@@ -64,8 +65,11 @@ def run(args: argparse.Namespace) -> int:
         if args.output in ("table", "wide") and not items:
             print("No resources found")
             return 0
-        show(sorted(items, key=lambda q: q["metadata"]["name"]), args.output,
-             COLUMNS + (WIDE_COLUMNS if args.output == "wide" else []))
+        items = sorted(items, key=lambda q: q["metadata"]["name"])
+        if args.output == "table":  # vcctl's PrintQueues, byte for byte
+            print(queue_table(items), end="")
+            return 0
+        show(items, args.output, COLUMNS + (WIDE_COLUMNS if args.output == "wide" else []))
     elif args.action == "get":
         show([client.get(url)], args.output, COLUMNS, single=args.output != "table")
     elif args.action == "delete":

@@ -51,30 +51,37 @@ def policy(**p: Any) -> dict[str, Any]:
 
 
 BAD = [
-    pytest.param(spec(tasks=[]), "spec.tasks: no task specified", id="no-tasks"),
+    pytest.param(lambda j: j["spec"]["tasks"][0]["template"].setdefault("metadata", {}).update(
+        annotations={"caldera.sh/cpuset": "0-3"}),
+        "spec.tasks[0].template.metadata.annotations[caldera.sh/cpuset]: is set by the scheduler", id="pinned-template"),
+    pytest.param(lambda j: j["spec"]["tasks"][1]["template"].setdefault("metadata", {}).update(
+        annotations={"caldera.sh/numa-nodes": "0"}),
+        "spec.tasks[1].template.metadata.annotations[caldera.sh/numa-nodes]: is set by the scheduler",
+        id="numa-pinned-template"),
+    pytest.param(spec(tasks=[]), "spec.tasks: No task specified in job spec", id="no-tasks"),
     pytest.param(spec(tasks="ps"), "spec.tasks: must be a list", id="tasks-not-a-list"),
-    pytest.param(in_task(1, name="ps"), 'spec.tasks[1].name: duplicate task name "ps"', id="duplicate-task-name"),
+    pytest.param(in_task(1, name="ps"), 'spec.tasks[1].name: duplicated task name found: "ps"', id="duplicate-task-name"),
     pytest.param(in_task(0, name="Bad_Name"), "spec.tasks[0].name:", id="task-name-not-dns"),
     pytest.param(
-        in_task(1, minAvailable=3), "spec.tasks[1].minAvailable: 3 must be <= replicas (2)", id="task-min-over-replicas"
+        in_task(1, minAvailable=3), "spec.tasks[1].minAvailable: 'minAvailable' is greater than 'replicas' in task: 3 > 2", id="task-min-over-replicas"
     ),
-    pytest.param(in_task(0, replicas=-1), "spec.tasks[0].replicas: must be >= 0", id="negative-replicas"),
+    pytest.param(in_task(0, replicas=-1), "spec.tasks[0].replicas: should be greater than or equal to 0", id="negative-replicas"),
     pytest.param(in_task(0, replicas="2"), "spec.tasks[0].replicas: must be an integer", id="replicas-not-int"),
-    pytest.param(in_task(0, minAvailable=-1), "spec.tasks[0].minAvailable: must be >= 0", id="negative-task-min"),
-    pytest.param(in_task(0, maxRetry=-2), "spec.tasks[0].maxRetry: must be >= 0", id="negative-task-max-retry"),
-    pytest.param(spec(minAvailable=4), "spec.minAvailable: 4 must be <= the total replicas", id="min-over-total"),
-    pytest.param(spec(minAvailable=-1), "spec.minAvailable: must be >= 0", id="negative-min"),
-    pytest.param(spec(maxRetry=-1), "spec.maxRetry: must be >= 0", id="negative-max-retry"),
-    pytest.param(spec(ttlSecondsAfterFinished=-5), "spec.ttlSecondsAfterFinished: must be >= 0", id="negative-ttl"),
+    pytest.param(in_task(0, minAvailable=-1), "spec.tasks[0].minAvailable: should be greater than or equal to 0", id="negative-task-min"),
+    pytest.param(in_task(0, maxRetry=-2), "spec.tasks[0].maxRetry: should be greater than or equal to 0", id="negative-task-max-retry"),
+    pytest.param(spec(minAvailable=4), "spec.minAvailable: job 'minAvailable' should not be greater than total replicas in tasks (4 > 3)", id="min-over-total"),
+    pytest.param(spec(minAvailable=-1), "spec.minAvailable: should be greater than or equal to 0", id="negative-min"),
+    pytest.param(spec(maxRetry=-1), "spec.maxRetry: should be greater than or equal to 0", id="negative-max-retry"),
+    pytest.param(spec(ttlSecondsAfterFinished=-5), "spec.ttlSecondsAfterFinished: should be greater than or equal to 0", id="negative-ttl"),
     pytest.param(spec(minSuccess=9), "spec.minSuccess: 9 must be <= the total replicas", id="min-success-over-total"),
-    pytest.param(spec(minSuccess=0), "spec.minSuccess: must be >= 1", id="min-success-zero"),
+    pytest.param(spec(minSuccess=0), "spec.minSuccess: should be greater than or equal to 1", id="min-success-zero"),
     pytest.param(
         spec(policies=[policy(event="PodFailed", exitCode=3)]),
         "spec.policies[0]: must not specify event and exitCode",
         id="event-and-exit-code",
     ),
     pytest.param(
-        spec(policies=[policy()]), "spec.policies[0]: either event or exitCode", id="neither-event-nor-exit-code"
+        spec(policies=[policy()]), "spec.policies[0]: either event and exitCode should be specified", id="neither-event-nor-exit-code"
     ),
     pytest.param(
         spec(policies=[policy(exitCode=0)]),
@@ -88,7 +95,7 @@ BAD = [
     ),
     pytest.param(
         spec(policies=[policy(event="PodFailed"), policy(event="PodFailed")]),
-        'spec.policies[1].event: duplicate event "PodFailed"',
+        'spec.policies[1].event: duplicate event PodFailed  across different policy',
         id="duplicate-event",
     ),
     pytest.param(
@@ -212,7 +219,7 @@ BAD = [
     pytest.param(lambda j: j["metadata"].update(name="a" * 60), "spec.tasks[1].name: pod name", id="pod-name-too-long"),
     pytest.param(lambda j: j["metadata"].pop("name"), "metadata.name: is required", id="no-name"),
     pytest.param(
-        spec(volumes=[{"volumeClaimName": "data"}]), "spec.volumes[0].mountPath: is required", id="volume-no-mount-path"
+        spec(volumes=[{"volumeClaimName": "data"}]), "spec.volumes[0].mountPath: should be at least 1 chars long", id="volume-no-mount-path"
     ),
     pytest.param(
         spec(volumes=[{"mountPath": "/d", "volumeClaimName": "a"}, {"mountPath": "/d", "volumeClaimName": "b"}]),
@@ -220,11 +227,11 @@ BAD = [
         id="volume-duplicate-mount-path",
     ),
     pytest.param(
-        spec(volumes=[{"mountPath": "/d"}]), "spec.volumes[0]: exactly one of volumeClaim", id="volume-no-claim"
+        spec(volumes=[{"mountPath": "/d"}]), "spec.volumes[0]: either VolumeClaim or VolumeClaimName must be specified", id="volume-no-claim"
     ),
     pytest.param(
         spec(volumes=[{"mountPath": "/d", "volumeClaimName": "a", "volumeClaim": {}}]),
-        "spec.volumes[0]: exactly one of volumeClaim",
+        "spec.volumes[0]: conflict: If you want to use an existing PVC, just specify VolumeClaimName.",
         id="volume-both-claims",
     ),
     pytest.param(
@@ -252,7 +259,7 @@ BAD = [
     ),
     pytest.param(
         in_task(1, partitionPolicy={"totalPartitions": 0, "partitionSize": 2}),
-        "spec.tasks[1].partitionPolicy.totalPartitions: must be >= 1",
+        "spec.tasks[1].partitionPolicy.totalPartitions: should be greater than or equal to 1",
         id="partition-total-zero",
     ),
     pytest.param(
@@ -310,7 +317,7 @@ BAD = [
         "spec.tasks: 101 tasks exceed the limit of 100",
         id="too-many-tasks",
     ),
-    pytest.param(in_task(1, replicas=20_000), "spec.tasks[1].replicas: must be <= 10000", id="too-many-task-replicas"),
+    pytest.param(in_task(1, replicas=20_000), "spec.tasks[1].replicas: should be less than or equal to 10000", id="too-many-task-replicas"),
     pytest.param(
         spec(tasks=[task("a", 6000), task("b", 6000)]),
         "spec.tasks: 12000 replicas in all exceed the limit of 10000",
@@ -411,11 +418,11 @@ UPDATES = [
     pytest.param(spec(minAvailable=2), None, id="min-available"),
     pytest.param(in_task(1, replicas=4), None, id="replicas"),
     pytest.param(spec(priorityClassName="high"), None, id="priority-class"),
-    pytest.param(spec(queue="child"), "spec.queue: may not change on update", id="queue"),
-    pytest.param(spec(tasks=[task("ps")]), "spec.tasks: tasks may not be added or removed", id="remove-task"),
+    pytest.param(spec(queue="child"), "spec.queue: job updates may not change fields other than", id="queue"),
+    pytest.param(spec(tasks=[task("ps")]), "spec.tasks: job updates may not add or remove tasks", id="remove-task"),
     pytest.param(
         in_task(0, template={"spec": {"containers": [container("other")]}}),
-        "spec.tasks[0].template: may not change",
+        "spec.tasks[0].template: job updates may not change fields other than",
         id="template",
     ),
 ]

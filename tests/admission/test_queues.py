@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.admission import Cluster, admit, admit_delete
+from central.admission import AdmissionConfig, Cluster, admit, admit_delete
 from central.admission.pods import validate_pod
 from central.admission.queues import mutate_queue
 from tests.builders import job, podgroup, queue
@@ -41,9 +41,9 @@ def annotated(path: str, weights: str) -> dict[str, Any]:
         "volcano.sh/hierarchy": path, "volcano.sh/hierarchy-weights": weights}}}
 
 BAD = [
-    pytest.param(queue("q", weight=0), "spec.weight: must be >= 1", id="weight-zero"),
-    pytest.param(queue("q", weight=-3), "spec.weight: must be >= 1", id="weight-negative"),
-    pytest.param(queue("q", weight=70000), "spec.weight: must be <= 65535", id="weight-too-big"),
+    pytest.param(queue("q", weight=0), "spec.weight: should be greater than or equal to 1", id="weight-zero"),
+    pytest.param(queue("q", weight=-3), "spec.weight: should be greater than or equal to 1", id="weight-negative"),
+    pytest.param(queue("q", weight=70000), "spec.weight: should be less than or equal to 65535", id="weight-too-big"),
     pytest.param(
         queue("q", state="Closing"),
         'status.state: queue state must be in [Open, Closed], got "Closing"',
@@ -52,17 +52,17 @@ BAD = [
     pytest.param(queue("q", state="Paused"), "status.state: queue state must be in [Open, Closed]", id="state-unknown"),
     pytest.param(
         queue("q", deserved={"cpu": "2"}, guarantee={"resource": {"cpu": "3"}}),
-        "spec.guarantee.resource.cpu: 3 must be <= spec.deserved.cpu (2)",
+        "spec.deserved.cpu: deserved[cpu]=2 must be >= guarantee[cpu]=3",
         id="guarantee-over-deserved",
     ),
     pytest.param(
         queue("q", capability={"cpu": "2"}, deserved={"cpu": "3"}),
-        "spec.deserved.cpu: 3 must be <= spec.capability.cpu (2)",
+        "spec.deserved.cpu: deserved[cpu]=3 must be <= capability[cpu]=2",
         id="deserved-over-capability",
     ),
     pytest.param(
         queue("q", capability={"memory": "1Gi"}, guarantee={"resource": {"memory": "2Gi"}}),
-        "spec.guarantee.resource.memory: 2Gi must be <= spec.capability.memory (1Gi)",
+        "spec.guarantee.resource.memory: guarantee[memory]=2Gi must be <= capability[memory]=1Gi",
         id="guarantee-over-capability",
     ),
     pytest.param(queue("q", capability={"cpu": "lots"}), "spec.capability.cpu: invalid quantity", id="bad-quantity"),
@@ -103,7 +103,7 @@ BAD = [
     pytest.param(queue("q", reclaimable="yes"), "spec.reclaimable: must be true or false", id="reclaimable-not-bool"),
     pytest.param(
         queue("q", guarantee={"resource": {"cpu": "1"}}),
-        "spec.deserved.cpu: must be set and >= spec.guarantee.resource.cpu (1)",
+        "spec.deserved.cpu: deserved[cpu] must be >= guarantee[cpu]=1",
         id="guarantee-without-deserved",
     ),
     pytest.param(
@@ -113,17 +113,17 @@ BAD = [
     ),
     pytest.param(
         annotated("root/sci", "1/2/3"),
-        "metadata.annotations[volcano.sh/hierarchy]: \"root/sci\" must have as many parts",
+        "metadata.annotations[volcano.sh/hierarchy]: volcano.sh/hierarchy must have the same length with volcano.sh/hierarchy-weights: \"root/sci\"",
         id="hierarchy-length-mismatch",
     ),
     pytest.param(
         annotated("root/sci", "1/x"),
-        'metadata.annotations[volcano.sh/hierarchy-weights]: "x" in "1/x" is not a number',
+        'metadata.annotations[volcano.sh/hierarchy-weights]: weights in volcano.sh/hierarchy-weights must be larger than 0: "x" in "1/x"',
         id="hierarchy-weight-not-a-number",
     ),
     pytest.param(
         annotated("root/sci", "1/0"),
-        'metadata.annotations[volcano.sh/hierarchy-weights]: "0" in "1/0" must be > 0',
+        'metadata.annotations[volcano.sh/hierarchy-weights]: weights in volcano.sh/hierarchy-weights must be larger than 0: "0" in "1/0"',
         id="hierarchy-weight-zero",
     ),
     pytest.param(
@@ -188,10 +188,10 @@ def test_mutate_defaults() -> None:
 @pytest.mark.parametrize(
     "name, expected",
     [
-        pytest.param("root", 'metadata.name: queue "root" can not be deleted', id="root"),
-        pytest.param("default", 'metadata.name: queue "default" can not be deleted', id="default"),
-        pytest.param("eng", 'metadata.name: queue "eng" has child queues ml', id="parent"),
-        pytest.param("busy", 'metadata.name: queue "busy" still has 1 PodGroup(s)', id="with-podgroups"),
+        pytest.param("root", "metadata.name: `root` queue can not be deleted", id="root"),
+        pytest.param("default", "metadata.name: `default` queue can not be deleted", id="default"),
+        pytest.param("eng", "metadata.name: queue eng can not be deleted because it has 1 child queues: ml", id="parent"),
+        pytest.param("busy", None, id="with-podgroups"),  # Volcano lets it go; its PodGroups wait
         pytest.param("closed", None, id="empty-leaf"),
     ],
 )
@@ -200,12 +200,21 @@ def test_queue_delete(name: str, expected: str | None) -> None:
     assert (expected in review.errors) if expected else review.errors == []
 
 
+def test_queue_with_allocated_pods_is_kept_only_when_the_check_is_on() -> None:
+    busy = queue("running")
+    busy["status"] = {"allocated": {"pods": "2", "cpu": "2"}}
+    cluster = Cluster.from_objects([busy])
+    assert admit_delete(busy, cluster).allowed
+    review = admit_delete(busy, cluster, AdmissionConfig(queue_allocated_pods_check=True))
+    assert review.errors == ["metadata.name: queue running cannot be deleted because it has allocated Pods: 2"]
+
+
 PODGROUPS = [
     pytest.param(podgroup(queue="ghost"), 'spec.queue: unable to find queue "ghost"', id="unknown-queue"),
     pytest.param(
         podgroup(queue="closed"), "spec.queue: can only submit PodGroup to queue with state Open", id="closed-queue"
     ),
-    pytest.param(podgroup(minMember=-1), "spec.minMember: must be >= 0", id="negative-min-member"),
+    pytest.param(podgroup(minMember=-1), "spec.minMember: should be greater than or equal to 0", id="negative-min-member"),
     pytest.param(
         podgroup(minTaskMember={"ps": "one"}), "spec.minTaskMember.ps: must be an integer", id="bad-min-task-member"
     ),
@@ -256,17 +265,17 @@ def test_podgroup_in_default_queue_takes_the_namespace_queue() -> None:
         pytest.param({"volcano.sh/jdb-max-unavailable": "30%"}, [], id="percent"),
         pytest.param(
             {"volcano.sh/jdb-min-available": "0"},
-            ["metadata.annotations[volcano.sh/jdb-min-available]: must be an integer > 0"],
+            ["metadata.annotations[volcano.sh/jdb-min-available]: jdb-min-available must be a positive integer or a valid percentage which between 1% ~ 99%"],
             id="zero",
         ),
         pytest.param(
             {"volcano.sh/jdb-max-unavailable": "100%"},
-            ["metadata.annotations[volcano.sh/jdb-max-unavailable]: a percentage must be between 1% and 99%"],
+            ["metadata.annotations[volcano.sh/jdb-max-unavailable]: jdb-max-unavailable must be a positive integer or a valid percentage which between 1% ~ 99%"],
             id="100-percent",
         ),
         pytest.param(
             {"volcano.sh/jdb-min-available": "1", "volcano.sh/jdb-max-unavailable": "1"},
-            ["metadata.annotations: must not set both"],
+            ["metadata.annotations: not allow configure multiple annotations at same time"],
             id="both",
         ),
     ],

@@ -63,7 +63,7 @@ def test_denied_objects_against_the_cluster_exit_1(tmp_path: Path, capsys: pytes
         'spec.queue: can only submit job to a leaf queue; queue "parent" has child queues leaf'
     ]
     assert result["Job/ml/c"] == {"allowed": True, "errors": []}
-    assert result["Job/ml/d"]["errors"] == ['spec.tasks[1].name: duplicate task name "x" (also spec.tasks[0])']
+    assert result["Job/ml/d"]["errors"] == ['spec.tasks[1].name: duplicated task name found: "x" (also spec.tasks[0])']
 
 
 def test_defaults_are_applied_before_validation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,6 +15,7 @@ from central.errors import InputError
 from central.model.cache import ClusterCache
 from nodeagent.api.v1 import agent_pb2 as pb
 from nodeagent.cli import main as agent_main
+from tests.builders import node
 from tests.nodeagent.fakes import fake_proc, fake_sys, write
 
 
@@ -62,6 +63,8 @@ def test_store_hands_out_changed_reports_only() -> None:
     store.apply(report("n1"))
     store.apply(report("n2"))
     feed, cache = NodeDataFeed(store), ClusterCache()
+    for name in ("n1", "n2"):
+        cache.apply(node(name, cpu=8, memory="64Gi", gpus=1))
     assert feed.sync(cache) == 2 and set(cache.node_data) == {"n1", "n2"}
     assert feed.sync(cache) == 0
     store.apply(pb.NodeReport(node_name="n2", agent_epoch="e", sequence=4, timestamp_unix_ms=1_767_229_210_000))

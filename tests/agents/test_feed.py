@@ -10,6 +10,7 @@ from central.agents.store import NodeReportStore
 from central.cli import main
 from central.model.cache import ClusterCache
 from nodeagent.api.v1 import agent_pb2 as pb
+from tests.builders import node
 
 
 def report(node: str, sequence: int, full: bool = True) -> pb.NodeReport:
@@ -39,6 +40,8 @@ def test_conversion_keeps_what_placement_needs():
 def test_feed_converts_only_what_changed():
     store, cache = NodeReportStore(), ClusterCache()
     feed = NodeDataFeed(store)
+    for name in ("n1", "n2"):
+        cache.apply(node(name, cpu=16, memory="64Gi", gpus=2))
     store.apply(report("n1", 1))
     store.apply(report("n2", 1))
     assert feed.sync(cache) == 2

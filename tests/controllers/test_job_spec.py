@@ -123,3 +123,10 @@ def test_min_resources_count_the_first_min_member_pods_in_task_order() -> None:
     worker["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m"}}
     podgroup = sync_podgroup(parse_job(job(tasks=[ps, worker], minAvailable=4)), None, 0).create
     assert podgroup is not None and podgroup["spec"]["minResources"] == {"cpu": "2500m"}
+
+
+def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup() -> None:
+    """Volcano's sla plugin reads `sla-waiting-time` when `volcano.sh/sla-waiting-time` is absent."""
+    j = admitted()
+    j["metadata"]["annotations"] = {"sla-waiting-time": "30m"}
+    assert job_spec(j).carried == {"sla-waiting-time": "30m"}

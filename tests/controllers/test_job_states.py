@@ -233,6 +233,32 @@ def test_unknown_pod_event() -> None:
     assert c.phase == "Aborting"
 
 
+@pytest.mark.parametrize(("action", "phase"), [("RestartJob", "Restarting"), ("AbortJob", "Aborting")])
+def test_an_unknown_podgroup_raises_the_jobs_unknown_event(action: str, phase: str) -> None:
+    """Volcano's job controller turns the PodGroup's move to Unknown into the job's Unknown event."""
+    c = cluster(policies=[{"event": "Unknown", "action": action}])
+    c.start()
+    assert c.podgroup is not None
+    c.podgroup["status"]["phase"] = "Unknown"
+    d = c.step()
+    assert c.phase == phase
+    assert any("Unknown on the job's PodGroup" in message for _, message in d.events)
+
+
+def test_an_unknown_podgroup_of_an_older_version_or_without_a_policy_does_nothing() -> None:
+    c = cluster(policies=[{"event": "PodFailed", "action": "RestartJob"}])
+    c.start()
+    c.podgroup["status"]["phase"] = "Unknown"
+    c.step()
+    assert c.phase == "Running"
+    c = cluster(policies=[{"event": "Unknown", "action": "RestartJob"}])
+    c.start()
+    c.podgroup["status"]["phase"] = "Unknown"
+    c.podgroup["metadata"]["annotations"]["volcano.sh/job-version"] = "7"  # not this run's: left to be replaced
+    c.step()
+    assert c.phase != "Restarting"
+
+
 def test_pod_pending_timeout_acts_at_its_time() -> None:
     c = cluster(policies=[{"event": "PodPending", "action": "RestartJob", "timeout": "10m"}])
     c.step()
@@ -383,6 +409,19 @@ def test_scaling_the_job_resizes_its_podgroup() -> None:
     assert d.update_podgroup is not None
     assert (d.update_podgroup["minMember"], d.update_podgroup["minTaskMember"]) == (5, {"ps": 1, "worker": 4})
     assert sorted(p["metadata"]["name"] for p in d.create_pods) == ["train-worker-2", "train-worker-3"]
+
+
+def test_a_job_scaled_to_zero_keeps_its_phase_and_svc_objects() -> None:
+    c = cluster(plugins={"svc": []})
+    c.start()
+    assert c.phase == "Running"
+    c.job["spec"]["minAvailable"] = 0
+    for t in c.job["spec"]["tasks"]:
+        t.update(replicas=0, minAvailable=0)
+    c.settle()
+    assert c.phase == "Running" and c.pods == {}
+    d = c.step()
+    assert d.delete_objects == [] and ("ConfigMap", "train-svc") not in d.delete_objects
 
 
 def test_volumes_are_claimed_once_and_mounted() -> None:

@@ -211,6 +211,64 @@ def test_bad_plugin_arguments_raise(plugins: dict[str, list[str]], message: str)
         apply_plugins({"metadata": {"name": "j"}, "spec": {"plugins": plugins, "tasks": []}}, [])
 
 
+# Every flag of every job plugin Volcano has (pkg/controllers/job/plugins: each addFlags).
+VOLCANO_FLAGS = {
+    "env": [],
+    "svc": ["--publish-not-ready-addresses", "--disable-network-policy=true", "--inject-hosts-env=false"],
+    "ssh": ["--ssh-key-file-path=/home/u/.ssh", "--ssh-private-key=K", "--ssh-public-key=P", "--ssh-port=2222"],
+    "pytorch": ["--master=master", "--worker=worker", "--port=29500", "--wait-master-enabled",
+                "--wait-master-timeout=60", "--wait-master-image=busybox:1.37"],
+    "tensorflow": ["--ps=ps", "--worker=worker", "--chief=chief", "--evaluator=evaluator", "--port=2222"],
+    "mpi": ["--master=master", "--worker=worker", "--port=2222"],
+    "ray": ["--head=head", "--headContainer=head", "--worker=worker", "--workerContainer=worker", "--port=6380",
+            "--dashboardPort=8266", "--clientPort=10002"],
+    "hcclrank": ["--master=master", "--worker=worker"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(VOLCANO_FLAGS))
+def test_every_flag_of_volcanos_job_plugins_is_accepted(name: str) -> None:
+    tasks = [task("master"), task("worker"), task("head")] + ([task("ps")] if name == "tensorflow" else [])
+    _, pods = pods_of({name: VOLCANO_FLAGS[name]}, tasks)
+    assert pods
+
+
+def test_flags_volcano_ignores_are_accepted_without_effect() -> None:
+    """ssh --no-root (removed from Volcano in 2020) and svc --enable-networking (never a flag)
+    are in Volcano's own suites; its flag parser skips them, so the job runs as without them."""
+    plain_job, plain = pods_of({"svc": [], "ssh": ["--ssh-private-key=K", "--ssh-public-key=P"]})
+    with_job, ignored = pods_of({"svc": ["--enable-networking"],
+                                 "ssh": ["--no-root", "--ssh-private-key=K", "--ssh-public-key=P"]})
+    assert ignored == plain
+    assert job_objects(with_job) == job_objects(plain_job)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("t", True), ("T", True), ("TRUE", True), ("True", True),
+                                                 ("1", True), ("f", False), ("F", False), ("FALSE", False)])
+def test_boolean_flags_take_gos_spellings(value: str, expected: bool) -> None:
+    j, _ = pods_of({"svc": [f"--disable-network-policy={value}"]})
+    has_policy = any(o["kind"] == "NetworkPolicy" for o in job_objects(j))
+    assert has_policy is not expected
+
+
+def test_pytorch_workers_wait_for_the_master_when_asked() -> None:
+    tasks = [task("master"), task("worker", 2)]
+    _, pods = pods_of({"pytorch": ["--wait-master-enabled", "--wait-master-timeout=60", "--port=29500"]}, tasks)
+    waits = [c for c in pods["train-worker-1"]["spec"]["initContainers"] if c["name"] == "wait-for-master"]
+    assert len(waits) == 1 and waits[0]["image"] == "busybox:1.36.1" and waits[0]["command"][:2] == ["sh", "-c"]
+    assert "nc -z train-master-0.train 29500" in waits[0]["command"][2] and "TIMEOUT=60" in waits[0]["command"][2]
+    assert all(c["name"] != "wait-for-master" for c in pods["train-master-0"]["spec"]["initContainers"])
+    _, plain = pods_of({"pytorch": []}, tasks)
+    assert all(c["name"] != "wait-for-master" for c in plain["train-worker-1"]["spec"].get("initContainers", []))
+
+
+def test_unknown_flag_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(InputError, match="known flags: --ssh-key-file-path, --ssh-private-key, --ssh-public-key, --ssh-port"):
+        pods_of({"ssh": ["--no-such-flag"]})
+    with pytest.raises(InputError, match="wait-master-timeout must be a number of seconds"):
+        pods_of({"pytorch": ["--wait-master-timeout=soon"]}, [task("master"), task("worker")])
+
+
 def test_controller_creates_plugin_objects_once_and_deletes_them_when_stopping() -> None:
     c = FakeCluster(job(tasks=[task("master"), task("worker", 2)], plugins={"mpi": []}))
     first = c.step()

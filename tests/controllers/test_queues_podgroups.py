@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.controllers.bus import command
-from central.controllers.podgroups import podgroup_for_pod
+from central.controllers.podgroups import podgroup_for_pod, podgroup_of_idle_owner
 from central.controllers.queues import CLOSED_BY_PARENT, reconcile_queue
 from tests.builders import pod, podgroup, queue
 
@@ -206,3 +206,15 @@ def test_cascade_invariants(parents: list[int], operations: list[tuple[int, str]
             assert qs.state(name) != "Open", (name, parent)
         if qs.marked(name):
             assert qs.state(parent) != "Open"
+
+
+@pytest.mark.parametrize(("owner", "expected"), [
+    pytest.param({"kind": "ReplicaSet", "metadata": {"uid": "u1"}, "spec": {"replicas": 0}}, "podgroup-u1", id="rs-zero"),
+    pytest.param({"kind": "StatefulSet", "metadata": {"uid": "u2"}, "spec": {"replicas": 0}}, "podgroup-u2", id="sts-zero"),
+    pytest.param({"kind": "ReplicaSet", "metadata": {"uid": "u1"}, "spec": {"replicas": 2}}, None, id="rs-running"),
+    pytest.param({"kind": "ReplicaSet", "metadata": {"uid": "u1"}, "spec": {}}, None, id="rs-unset-is-one"),
+    pytest.param({"kind": "Deployment", "metadata": {"uid": "u3"}, "spec": {"replicas": 0}}, None, id="deployment"),
+])
+def test_a_workload_scaled_to_zero_loses_its_podgroup(owner: dict, expected: str | None) -> None:
+    """As Volcano's PodGroup controller: a Deployment's old ReplicaSet at 0 replicas has no PodGroup left."""
+    assert podgroup_of_idle_owner(owner) == expected

@@ -130,3 +130,29 @@ def test_default_run_prints_one_json_object():
     out = json.loads(proc.stdout)
     assert set(out) >= {"binds", "evictions", "pipelined", "podgroups"}
     assert out["binds"]
+
+
+@pytest.mark.parametrize("value, expected", [("'true'", True), ("'True'", True), ("'TRUE'", True), ("'t'", True),
+                                             ("'1'", True), ("'false'", False), ("'F'", False), ("'0'", False)])
+def test_quoted_booleans_in_arguments_are_read_as_volcanos_getbool_reads_them(value, expected):
+    """Volcano's test helpers write every argument as a string; its GetBool parses them with
+    Go's strconv.ParseBool."""
+    conf = load_config(f"actions: preempt\ntiers:\n- plugins: [{{name: predicates, arguments: {{predicate.NodeAffinityEnable: {value}}}}}]\n"
+                       f"configurations:\n- {{name: preempt, arguments: {{enableTopologyAwarePreemption: {value}}}}}",
+                       "sched.conf")
+    assert conf.action_settings("preempt")["enableTopologyAwarePreemption"] is expected
+    assert conf.plugin("predicates").settings["NodeAffinity"] is expected
+
+
+@pytest.mark.parametrize("config, message", [
+    pytest.param("tiers: []\nconfigurations:\n- {name: preempt, arguments: {enableTopologyAwarePreemption: 'yes'}}",
+                 "configurations[0].arguments.enableTopologyAwarePreemption: expected true or false", id="action-yes"),
+    pytest.param("tiers:\n- plugins: [{name: predicates, arguments: {predicate.NodeAffinityEnable: 'tRuE'}}]",
+                 "arguments.predicate.NodeAffinityEnable: expected true or false", id="plugin-mixed-case"),
+    pytest.param("tiers:\n- plugins: [{name: binpack, arguments: {binpack.weight: 2.5}}]",
+                 "arguments.binpack.weight: expected a number", id="int-with-a-fraction"),
+])
+def test_arguments_volcanos_getters_cannot_read_are_refused(config, message):
+    with pytest.raises(InputError) as err:
+        load_config("actions: preempt\n" + config, "sched.conf")
+    assert message in str(err.value)

@@ -19,6 +19,7 @@ from tests.importgraph import MODULES, cycles, imports_of, unit_of
 LAYERS: list[tuple[str, list[str]]] = [
     ("entry points", ["caldera", "central.cli"]),
     ("benchmarks", ["central.bench"]),
+    ("conformance harness", ["central.conformance"]),
     ("local cluster", ["central.localcluster"]),
     ("processes", [
         "central.scheduler.command", "central.scheduler.loop", "central.scheduler.feeder",

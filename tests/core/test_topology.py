@@ -75,7 +75,7 @@ def test_the_cache_refuses_an_unreadable_hypernode_and_the_feeder_reports_it():
     feeder.handler("HyperNode")("ADDED", bad)
     feeder.handler("HyperNode")("ADDED", hypernode("good", 1, [exact("n1")]))
     assert refused and refused[0][0] == "bad"
-    assert refused[0][1].startswith("spec.members[0].selector.regexMatch.pattern: invalid regular expression")
+    assert refused[0][1].startswith("spec.members[0].selector.regexMatch.pattern: member regexMatch pattern is invalid")
     assert set(cache.hypernodes) == {"good"}
     with pytest.raises(InputError, match="HyperNode bad: spec.members"):
         cache.apply(bad)

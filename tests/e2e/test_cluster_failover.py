@@ -1,5 +1,6 @@
 """Leader failover of the scheduler on the real apiserver: a standby replica takes over when
-the leader is killed or frozen, and every pod is bound exactly once."""
+the leader is killed or frozen, every pod is bound exactly once, and a frozen leader, thawed,
+steps down without exiting."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import signal
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -45,6 +47,17 @@ def holder(tenant: Tenant) -> str:
     return (tenant.kube.get(LEASE).get("spec") or {}).get("holderIdentity", "")
 
 
+def leader_gauge(port: int) -> float | None:
+    """caldera_scheduler_leader of the replica serving /metrics on `port` (None: no answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    return next((float(line.split()[-1]) for line in text.splitlines() if line.startswith("caldera_scheduler_leader ")),
+                None)
+
+
 def all_bound(tenant: Tenant, count: int) -> bool:
     pods = tenant.pods()
     return len(pods) == count and all(p["spec"].get("nodeName") for p in pods)
@@ -69,8 +82,11 @@ def test_standby_takes_over_and_no_pod_is_bound_twice(tenant: Tenant, how: str) 
         wait_for(lambda: all_bound(tenant, 6), "the new leader binds the second job", timeout=45)
         if how == "SIGSTOP":
             os.kill(leader.pid, signal.SIGCONT)
-            # Its renew deadline has long passed: it must stop, not schedule from a stale cache.
-            wait_for(lambda: not alive(leader.pid), "the frozen leader to exit once thawed", timeout=30)
+            # Its renew deadline has long passed: it must step down, not schedule from a stale
+            # cache, and stand again as a candidate without exiting.
+            port = cluster.ports["caldera-scheduler:--listen-port"]
+            wait_for(lambda: leader_gauge(port) == 0.0, "the thawed leader to step down", timeout=30)
+            assert alive(leader.pid) and holder(tenant) == second_holder
         time.sleep(2)  # any late bind would show in the watch now
         assert all(len(nodes) == 1 for nodes in watch.seen.values()), watch.seen
         assert len(watch.seen) == 6

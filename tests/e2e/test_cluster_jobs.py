@@ -3,6 +3,8 @@ lifecycle with the real job, PodGroup and queue controllers, and the simulated k
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from central.kube.client import ApiError
@@ -43,6 +45,109 @@ def test_malformed_job_is_refused_with_the_field_named(tenant: Tenant) -> None:
     with pytest.raises(ApiError) as schema:
         tenant.submit(wrong_type)
     assert schema.value.code == 422 and "minAvailable" in schema.value.message
+
+
+def test_webhook_denials_carry_volcanos_messages(tenant: Tenant) -> None:
+    """Through the API server's admission chain, each denial holds Volcano's text for the case."""
+    def job_with(**spec: Any) -> dict[str, Any]:
+        return volcano_job("denied", tenant.queue, extra_spec=spec)
+
+    pods = f"/api/v1/namespaces/{tenant.namespace}/pods"
+    budget = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "budget", "annotations": {
+        "volcano.sh/jdb-min-available": "2", "volcano.sh/jdb-max-unavailable": "50%"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "busybox"}]}}
+    guarantee_only = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                      "metadata": {"name": f"{tenant.queue}-g"},
+                      "spec": {"weight": 1, "guarantee": {"resource": {"cpu": "1"}}}}
+    cases = [
+        (tenant.jobs, job_with(minAvailable=5), "job 'minAvailable' should not be greater than total replicas in tasks"),
+        (tenant.jobs, job_with(policies=[{"event": "PodFailed", "action": "AbortJob"},
+                                         {"event": "PodFailed", "action": "RestartJob"}]),
+         "duplicate event PodFailed  across different policy"),
+        (tenant.jobs, job_with(policies=[{"action": "AbortJob"}]), "either event and exitCode should be specified"),
+        (tenant.jobs, job_with(volumes=[{"mountPath": "/var"}]), "either VolumeClaim or VolumeClaimName must be specified"),
+        (pods, budget, "not allow configure multiple annotations at same time"),
+        ("/apis/scheduling.volcano.sh/v1beta1/queues", guarantee_only, "must be >= guarantee"),
+    ]
+    for url, body, text in cases:
+        with pytest.raises(ApiError) as refused:
+            tenant.create(url, body)
+        assert text in refused.value.message, (text, refused.value.message)
+
+
+def test_job_plugin_flags_volcano_ignores_are_admitted_and_run(tenant: Tenant) -> None:
+    """Volcano's suites pass `ssh --no-root` and `svc --enable-networking`; its plugins skip them."""
+    job = volcano_job("flags", tenant.queue, replicas=2, duration="60s",
+                      extra_spec={"plugins": {"ssh": ["--no-root"], "svc": ["--enable-networking"]}})
+    tenant.submit(job)
+    wait_for(lambda: len(tenant.pods()) == 2, "the Job's pods created")
+    assert all(p["spec"].get("subdomain") == "flags" for p in tenant.pods())  # svc still did its work
+
+
+def test_queue_holding_a_podgroup_can_be_deleted(tenant: Tenant) -> None:
+    """Volcano refuses deleting root, default and a parent queue, not a queue with PodGroups."""
+    queues = "/apis/scheduling.volcano.sh/v1beta1/queues"
+    name = f"{tenant.queue}-gone"
+    tenant.create(queues, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                           "metadata": {"name": name}, "spec": {"weight": 1}})
+    wait_for(lambda: (tenant.kube.get(f"{queues}/{name}").get("status") or {}).get("state") == "Open", "the queue Open")
+    tenant.create(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups", {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "waiting"},
+        "spec": {"minMember": 1, "queue": name}})
+    tenant.kube.delete(f"{queues}/{name}")
+    wait_for(lambda: tenant.kube.get_or_none(f"{queues}/{name}") is None, "the queue gone")
+    with pytest.raises(ApiError) as kept:
+        tenant.kube.delete(f"{queues}/default")
+    assert "`default` queue can not be deleted" in kept.value.message
+
+
+def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup(tenant: Tenant) -> None:
+    job = volcano_job("sla", tenant.queue, replicas=1, duration="60s")
+    job["metadata"]["annotations"] = {"sla-waiting-time": "5m"}
+    tenant.submit(job)
+    pg = wait_for(lambda: tenant.podgroup("sla"), "the Job's PodGroup")
+    assert pg["metadata"]["annotations"].get("sla-waiting-time") == "5m"
+
+
+def test_a_podgroup_turning_unknown_raises_the_jobs_unknown_event(tenant: Tenant) -> None:
+    """The PodGroup's status is written Unknown as the scheduler writes it when part of a running
+    gang turns unschedulable; the job's `Unknown -> AbortJob` policy fires, as in Volcano."""
+    tenant.submit(volcano_job("gang", tenant.queue, replicas=1, duration="600s",
+                              policies=[{"event": "Unknown", "action": "AbortJob"}]))
+    wait_for(lambda: tenant.phase("gang") == "Running", "the Job Running")
+    name = tenant.podgroup("gang")["metadata"]["name"]
+    tenant.kube.merge_patch(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups/{name}",
+                            {"status": {"phase": "Unknown"}})
+    wait_for(lambda: tenant.phase("gang") in ("Aborting", "Aborted"), "the Job aborted on its Unknown event")
+
+
+def test_a_job_scaled_to_zero_keeps_its_phase_and_svc_configmap(tenant: Tenant) -> None:
+    tenant.submit(volcano_job("scaled", tenant.queue, replicas=2, duration="600s", extra_spec={"plugins": {"svc": []}}))
+    wait_for(lambda: tenant.phase("scaled") == "Running", "the Job Running")
+    job = tenant.job("scaled")
+    tasks = [dict(t, replicas=0, minAvailable=0) for t in job["spec"]["tasks"]]
+    tenant.kube.merge_patch(f"{tenant.jobs}/scaled", {"spec": {"minAvailable": 0, "tasks": tasks}})
+    wait_for(lambda: tenant.pods() == [], "the pods gone")
+    configmap = f"/api/v1/namespaces/{tenant.namespace}/configmaps/scaled-svc"
+    for _ in range(3):  # a few more syncs of the job: still Running, its ConfigMap kept
+        wait_for(lambda: tenant.kube.get_or_none(configmap) is not None, "the svc ConfigMap")
+        assert tenant.phase("scaled") == "Running"
+
+
+def test_a_replicaset_scaled_to_zero_loses_its_podgroup(tenant: Tenant) -> None:
+    """A Deployment's old ReplicaSet at 0 replicas: Volcano deletes its `podgroup-<rs uid>`."""
+    replicasets = f"/apis/apps/v1/namespaces/{tenant.namespace}/replicasets"
+    labels = {"app": "web"}
+    rs = tenant.create(replicasets, {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+                                     "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                                         "metadata": {"labels": labels, "annotations": {"sim.caldera.sh/duration": "600s"}},
+                                         "spec": {"schedulerName": "volcano", "containers": [
+                                             {"name": "c", "image": "busybox",
+                                              "resources": {"requests": {"cpu": "100m"}}}]}}}})
+    group = f"podgroup-{rs['metadata']['uid']}"
+    wait_for(lambda: tenant.podgroup(group) is not None, "the ReplicaSet's PodGroup")
+    tenant.kube.merge_patch(f"{replicasets}/web", {"spec": {"replicas": 0}})
+    wait_for(lambda: tenant.podgroup(group) is None, "the PodGroup deleted")
 
 
 def test_failed_pod_restarts_the_job_until_max_retry(tenant: Tenant) -> None:

@@ -15,7 +15,8 @@ def _secret(name: str, owner: dict | None) -> dict:
     meta: dict = {"name": name}
     if owner:
         meta["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                                    "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}]
+                                    "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+                                    "controller": True}]  # as the Job controller's plugins write it
     return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {}}
 
 
@@ -24,7 +25,7 @@ def test_the_controllers_write_only_secrets_a_volcano_job_owns(tenant: Tenant) -
     url = f"/api/v1/namespaces/{tenant.namespace}/secrets"
     with pytest.raises(ApiError) as refused:
         controllers.create(url, _secret("not-a-jobs", None))
-    assert refused.value.code in (403, 422) and "owned by a Volcano Job" in refused.value.message
+    assert refused.value.code in (403, 422) and "a Volcano Job controls" in refused.value.message
     job = tenant.create(f"/apis/batch.volcano.sh/v1alpha1/namespaces/{tenant.namespace}/jobs",
                         volcano_job("owner", tenant.queue, replicas=1))
     controllers.create(url, _secret("owner-extra", job))

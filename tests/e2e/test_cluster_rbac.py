@@ -13,7 +13,7 @@ pytestmark = pytest.mark.e2e
 
 def test_an_agent_may_patch_only_its_own_node(tenant: Tenant) -> None:
     agent = as_token(tenant, tenant.cluster.dir / "nodes" / "node-1" / "kube-token")
-    label = {"metadata": {"labels": {"e2e.caldera.sh/touched": tenant.namespace[:60]}}}
+    label = {"metadata": {"labels": {"caldera.sh/e2e-touched": tenant.namespace[:60]}}}
     agent.merge_patch("/api/v1/nodes/node-1", label)
     with pytest.raises(ApiError) as refused:
         agent.merge_patch("/api/v1/nodes/node-2", label)

@@ -136,6 +136,23 @@ def queue_controller(real):
     thread.join(10)
 
 
+def test_the_queue_controller_writes_its_status_fields_alone(real, queue_controller):
+    """One writer per field of a Queue's status: the controller's counts never write back the
+    scheduler's `allocated`, and neither writes the whole status (no conflicts to retry)."""
+    puts = real.proxy.count("update", "queues/status")
+    real.put(queue("shared", weight=1))
+    eventually(lambda: ((real.get(*QUEUE, "shared") or {}).get("status") or {}).get("state") == "Open",
+               what="shared Open")
+    real.kube.merge_patch(path(VOLCANO_SCHEDULING, "queues", None, "shared", "status"),
+                          {"status": {"allocated": {"cpu": "3"}}})  # as the scheduler's sink writes it
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg-shared"}, "spec": {"minMember": 1, "queue": "shared"},
+             "status": {"phase": "Running"}})
+    eventually(lambda: real.get(*QUEUE, "shared")["status"].get("running") == 1, what="the count")
+    assert real.get(*QUEUE, "shared")["status"]["allocated"] == {"cpu": "3"}
+    assert real.proxy.count("update", "queues/status") == puts
+
+
 def test_queue_close_through_the_cli_cascades_and_reopens(real, queue_controller):
     def state(name: str) -> str:
         return ((real.get(*QUEUE, name) or {}).get("status") or {}).get("state", "")

@@ -6,8 +6,10 @@ import copy
 import threading
 from typing import Any
 
+import pytest
+
 from central.kube.client import ApiError
-from central.kube.leader import LeaderElector
+from central.kube.leader import LeaderElector, run_terms
 from central.scheduler.loop import ConfigFile, Scheduler
 from tests.builders import node, pod
 from tests.kube.fakes import RecordingCache, first_fit_cycle
@@ -118,10 +120,48 @@ def test_a_leader_whose_lease_is_taken_stops_scheduling(real):
     finally:
         stop.set()
         thread.join(10)
-    assert outcome == [1]  # run() returns 1: the process exits, as Volcano's does
+    assert outcome == [1]  # run() returns 1: the term ends (run_terms then stands again as a candidate)
     assert scheduler.elector.lost.is_set()
     # shutting down did not "release" a Lease it no longer holds
     assert lease(real)["spec"]["holderIdentity"] == "intruder"
+
+
+def test_a_deposed_leader_is_fenced_at_once_then_stands_again_without_exiting(real):
+    """The lease is taken mid-term: from that moment the term's client writes nothing (as an
+    exited process would not), the term ends, and the same process leads again once the
+    intruder's lease has run out, scheduling from a fresh cache."""
+    real.put(node("n1", pods=100))
+    elector = real_elector(real, "a")
+    terms: list[Any] = []
+
+    def term(client: Any) -> int:
+        scheduler = Scheduler(client, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None),
+                              period=0.05, elector=elector)
+        terms.append((client, scheduler))
+        return scheduler.run(stop)
+
+    stop = threading.Event()
+    outcome: list[int] = []
+    thread = threading.Thread(target=lambda: outcome.append(run_terms(real.kube, elector, stop, term)), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: terms and terms[0][1].ready.is_set(), what="the first term leading")
+        real.admin.merge_patch(real.url("coordination.k8s.io/v1", "Lease", "vc-scheduler"),
+                               {"spec": {"holderIdentity": "intruder"}})
+        eventually(lambda: terms[0][0].fence.is_set(), what="the first term fenced")
+        with pytest.raises(ApiError) as fenced:
+            terms[0][0].create(real.url("v1", "Pod"), pod("late", real.namespace))
+        assert fenced.value.reason == "Fenced"
+        eventually(lambda: len(terms) == 2 and terms[1][1].ready.is_set(), timeout=30,
+                   what="a second term leading once the intruder's lease expired")
+        assert thread.is_alive() and not outcome  # never exited
+        assert terms[1][1].cache is not terms[0][1].cache
+        real.put(pod("after", real.namespace))
+        eventually(lambda: real.pod("after")["spec"].get("nodeName") == "n1", what="the second term scheduling")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert outcome == [0]
 
 
 class HangingLeaseApi:

@@ -237,7 +237,7 @@ def test_controllers_rbac_covers_what_the_controllers_do(real, tmp_path):
         stop.set()
         thread.join(10)
     for verb, resource in (("create", "pods"), ("delete", "pods"), ("create", "secrets"), ("create", "services"),
-                           ("create", "podgroups"), ("update", "jobs/status"), ("update", "queues/status"),
+                           ("create", "podgroups"), ("update", "jobs/status"), ("patch", "queues/status"),
                            ("delete", "commands")):
         assert real.proxy.count(verb, resource), (verb, resource)  # the run above really exercised it
     assert not real.proxy.forbidden, f"the controllers' RBAC lacks {real.proxy.forbidden}"

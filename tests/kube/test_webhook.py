@@ -248,3 +248,62 @@ def test_an_agent_evicts_only_pods_on_its_node(real, webhook, target, claim, all
     if message:
         status = body["response"]["status"]
         assert message.format(namespace=real.namespace) in status["message"] and status["code"] == 403
+
+
+def tls_connection(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
+    import socket
+
+    return context.wrap_socket(socket.create_connection(("localhost", port), timeout=10), server_hostname="localhost")
+
+
+def test_connections_beyond_the_cap_are_closed_at_once(real, tmp_path):
+    cert, key = self_signed(tmp_path)
+    view = ClusterView(real.kube).start()
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG, max_connections=2)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    context = ssl.create_default_context(cafile=cert)
+    port = server.server_address[1]
+    try:
+        held = [tls_connection(port, context) for _ in range(2)]  # idle, each holding a thread
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            tls_connection(port, context).recv(1)  # closed during or right after the handshake
+        assert server.refused >= 1
+        held[0].close()
+        eventually(lambda: server.slots._value >= 1, what="the slot given back")
+        conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status in (200, 503)
+        conn.close()
+        held[1].close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        view.stop()
+
+
+def test_a_trickling_client_is_cut_at_the_request_deadline(real, tmp_path):
+    import time
+
+    cert, key = self_signed(tmp_path)
+    view = ClusterView(real.kube).start()
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG, request_deadline_s=1.0)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    context = ssl.create_default_context(cafile=cert)
+    try:
+        conn = tls_connection(server.server_address[1], context)
+        conn.sendall(b"POST /jobs/validate HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        started = time.monotonic()
+        cut = False
+        while time.monotonic() - started < 8:  # each byte well within the 15 s per-read timeout
+            try:
+                conn.sendall(b"x")
+                time.sleep(0.2)
+            except OSError:
+                cut = True
+                break
+        assert cut, "still connected after 8 s of trickling"
+        assert time.monotonic() - started < 4
+    finally:
+        server.shutdown()
+        server.server_close()
+        view.stop()

@@ -2,8 +2,15 @@
 
 A plugin is built from the argument list the job gives it (`spec.plugins: {svc:
 ["--disable-network-policy"]}`), parsed like Go's flag package does for Volcano:
-`--name=value`, `-name=value`, `--name value`, and a bare `--name` for a boolean. An unknown
-flag or a bad value raises InputError naming the flag, so admission can refuse the job.
+`--name=value`, `-name=value`, `--name value`, and a bare `--name` for a boolean, whose value
+is any of Go's strconv.ParseBool spellings (1, t, T, TRUE, true, True and their false twins).
+An unknown flag or a bad value raises InputError naming the flag and listing the known ones,
+so admission can refuse the job (Volcano logs it and ignores it and every flag after it).
+
+A plugin's `ignored` flags are the ones Volcano's own suites and older releases pass that its
+current plugins do not define (`ssh --no-root`, removed in 2020; `svc --enable-networking`):
+Volcano parses them as unknown and goes on without them, so they are accepted and have no
+effect. Unlike Volcano, the flags after one of them still count.
 
 Hosts: with the svc plugin every pod gets hostname = pod name and subdomain = job name, so
 pod `<job>-<task>-<i>` is reachable as `<job>-<task>-<i>.<job>` inside the namespace.
@@ -16,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from central.errors import InputError
+from central.model.fields import GO_BOOLS
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
@@ -28,6 +36,7 @@ class JobPlugin:
 
     name: ClassVar[str]
     flags: ClassVar[dict[str, str | bool]] = {}  # flag -> default (a bool default makes a boolean flag)
+    ignored: ClassVar[frozenset[str]] = frozenset()  # flags Volcano accepts without effect (module docstring)
 
     def __init__(self, args: list[Any] | None = None):
         self.options: dict[str, str | bool] = dict(self.flags)
@@ -36,15 +45,17 @@ class JobPlugin:
         while pending:
             arg = pending.pop(0)
             key, has_value, value = arg.lstrip("-").partition("=")
+            if arg.startswith("-") and key in self.ignored:
+                continue
             if not arg.startswith("-") or key not in self.flags:
                 known = ", ".join(f"--{f}" for f in self.flags) or "none"
                 raise InputError(f"spec.plugins.{self.name}", f"unknown flag {json.dumps(arg)}; known flags: {known}")
             if isinstance(self.flags[key], bool):
-                if has_value and value.lower() not in ("true", "false", "1", "0"):
+                if has_value and value not in GO_BOOLS:
                     raise InputError(
                         f"spec.plugins.{self.name}", f"flag --{key} expects true or false, got {json.dumps(value)}"
                     )
-                self.options[key] = not has_value or value.lower() in ("true", "1")
+                self.options[key] = not has_value or GO_BOOLS[value]
             elif has_value:
                 self.options[key] = value
             elif pending:

@@ -35,6 +35,7 @@ def generate_key_pair() -> tuple[str, str]:
 class SshPlugin(JobPlugin):
     name = "ssh"
     flags = {"ssh-key-file-path": "/root/.ssh", "ssh-private-key": "", "ssh-public-key": "", "ssh-port": "22"}
+    ignored = frozenset({"no-root"})
 
     def secret_name(self, job: Mapping[str, Any]) -> str:
         return f"{job_name(job)}-ssh"

@@ -47,6 +47,7 @@ def hosts_data(job: Mapping[str, Any]) -> dict[str, str]:
 class SvcPlugin(JobPlugin):
     name = "svc"
     flags = {"publish-not-ready-addresses": False, "disable-network-policy": False, "inject-hosts-env": True}
+    ignored = frozenset({"enable-networking"})
 
     def on_pod_create(self, job: Mapping[str, Any], pod: dict[str, Any]) -> None:
         spec = pod["spec"]

@@ -9,8 +9,7 @@ write carries the resourceVersion the reflector saw and a 409 just reconciles ag
 that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` retries (Volcano's
 max-requeue-num); a Job then gets an Event and is terminated, as Volcano's handleJobError does.
 
-One module per controller: job_controller, queue_controller, podgroup_controller,
-hypernode_controller.
+One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
 from central.kube.client import KubeClient
 from central.kube.events import EventRecorder
-from central.kube.leader import LeaderElector, exit_on_lost
+from central.kube.leader import LeaderElector, run_terms
 from central.model.jobspec import DEFAULT_LIMITS, JobLimits
 from central.scheduler.metrics import QueuePodGroupCounts, serve
 
@@ -66,7 +66,7 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
             loop.start_workers()
         while not stop.wait(0.5):
             if elector is not None and not elector.leading.is_set():
-                log.error("leadership lost: stopping")
+                log.error("leadership lost: stepping down")
                 return 1
         return 0
     finally:
@@ -79,20 +79,29 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
-    loops = build(client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args))
     elector = None
     if args.leader_elect:
         elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name,
-                                f"{socket.gethostname()}_{os.getpid()}", on_lost=exit_on_lost)
+                                f"{socket.gethostname()}_{os.getpid()}")
+    current: list[ControllerLoop] = []  # this term's loops
     registry = CollectorRegistry()
-    queues = next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects
-    registry.register(QueuePodGroupCounts(queues))
-    server = serve(registry, args.listen_port, lambda: all(loop.synced() for loop in loops),
+    server = serve(registry, args.listen_port, lambda: bool(current) and all(loop.synced() for loop in current),
                    host=args.listen_address)
     stop = threading.Event()
+
+    def term(term_client: KubeClient) -> int:  # a lost lease ends the term, not the process
+        loops = build(term_client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args))
+        current[:] = loops
+        counts = QueuePodGroupCounts(next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects)
+        registry.register(counts)
+        try:
+            return run_controllers(loops, stop, elector)
+        finally:
+            registry.unregister(counts)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        return run_controllers(loops, stop, elector)
+        return run_terms(client, elector, stop, term)
     finally:
         server.shutdown()

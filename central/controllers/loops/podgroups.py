@@ -1,11 +1,13 @@
 """The PodGroup controller: a PodGroup for every plain pod of our schedulers, by the pure
-`podgroup_for_pod`."""
+`podgroup_for_pod`, and none left for a ReplicaSet or StatefulSet scaled to 0
+(`podgroup_of_idle_owner`). Keys are pods' `<namespace>/<name>` and owners' `<Kind>:<namespace>/<name>`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from central.controllers.loops.base import ControllerLoop
+from central.controllers.podgroups import podgroup_for_pod, podgroup_of_idle_owner
 from central.kube.client import CORE, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.informer import object_key
@@ -23,11 +25,17 @@ class PodGroupController(ControllerLoop):
     def __init__(self, client: KubeClient, events: EventRecorder, workers: int = 1,
                  scheduler_names: tuple[str, ...] = ("volcano",)):
         super().__init__(client, events, workers)
-        from central.controllers.podgroups import podgroup_for_pod
-
         self.decide = podgroup_for_pod
         self.scheduler_names = scheduler_names
         self.pods = self.watch(path(CORE, "pods"), self._ungrouped)
+        self.owners = {kind: self.watch(path("/apis/apps/v1", plural), self._idle(kind))
+                       for kind, plural in (("ReplicaSet", "replicasets"), ("StatefulSet", "statefulsets"))}
+
+    def _idle(self, kind: str) -> Any:
+        def keys(owner: dict[str, Any]) -> list[str]:
+            spec = owner.get("spec") or {}
+            return [f"{kind}:{object_key(owner)}"] if spec.get("replicas", 1) == 0 else []
+        return keys
 
     def _ungrouped(self, pod: dict[str, Any]) -> list[str]:
         annotations = pod["metadata"].get("annotations") or {}
@@ -37,6 +45,13 @@ class PodGroupController(ControllerLoop):
         return []
 
     def sync(self, key: str) -> float | None:
+        kind, colon, owner_key = key.partition(":")
+        if colon:
+            owner = self.owners[kind].objects.get(owner_key)
+            name = podgroup_of_idle_owner(dict(owner, kind=kind)) if owner is not None else None
+            if name is not None:
+                self.delete("PodGroup", owner_key.split("/", 1)[0], name)
+            return None
         pod = self.pods.objects.get(key)
         if pod is None:
             return None

@@ -8,6 +8,7 @@ from typing import Any
 from central.controllers.loops.base import ControllerLoop, url_for
 from central.kube.client import VOLCANO_BUS, VOLCANO_SCHEDULING, KubeClient, path
 from central.kube.events import EventRecorder
+from central.model.objects import QUEUE_CONTROLLER_FIELDS
 
 
 class QueueController(ControllerLoop):
@@ -31,6 +32,14 @@ class QueueController(ControllerLoop):
         children = [n for n, q in list(self.queues.objects.items()) if (q.get("spec") or {}).get("parent") == name]
         return [name, *children]
 
+    def _write_own_status(self, name: str, status: dict[str, Any]) -> None:
+        """The state and PodGroup counts alone, as a merge patch: the scheduler writes the rest
+        of the status (allocated), and whole-status PUTs from both conflicted and could write
+        back each other's stale values."""
+        own = {k: v for k, v in status.items() if k in QUEUE_CONTROLLER_FIELDS}
+        self.client.request("PATCH", url_for("Queue", None, name, "status"), body={"status": own},
+                            content_type="application/merge-patch+json")
+
     def sync(self, key: str) -> float | None:
         queue = self.queues.objects.get(key)
         if queue is None:
@@ -47,7 +56,7 @@ class QueueController(ControllerLoop):
                 patch["spec"] = d.spec_patch
             queue = self.client.merge_patch(url, patch)
         if d.status_changed:
-            self.write_status("Queue", queue, d.status)
+            self._write_own_status(key, d.status)
         for change in d.cascade:
             child = queues.get(change.name)
             if child is None:
@@ -55,7 +64,7 @@ class QueueController(ControllerLoop):
             if change.annotations:
                 child = self.client.merge_patch(url_for("Queue", None, change.name),
                                                 {"metadata": {"annotations": change.annotations}})
-            self.write_status("Queue", child, dict(child.get("status") or {}, state=change.state))
+            self._write_own_status(change.name, {"state": change.state})
             self.queue.add(change.name)
         for name in d.delete_commands:
             command = next((c for c in commands if c["metadata"]["name"] == name), None)
