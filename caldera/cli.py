@@ -22,9 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0].startswith("-"):
         args = importlib.import_module("central.cli").hoist_globals(args)
     try:
+        code: int
         if args and args[0] in _AGENT_COMMANDS:
-            return importlib.import_module("nodeagent.cli").main(args[1:])
-        return importlib.import_module("central.cli").main(args)
+            code = importlib.import_module("nodeagent.cli").main(args[1:])
+        else:
+            code = importlib.import_module("central.cli").main(args)
+        return code
     except (KeyboardInterrupt, BrokenPipeError, SystemExit):
         raise
     except Exception as err:  # a bug: say so in one line, keep the exit code distinct from bad input

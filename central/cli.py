@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     module.add_arguments(parser)
     parsed = parser.parse_args(args[1:])
     try:
-        return module.run(parsed)
+        code: int = module.run(parsed)
+        return code
     except InputError as err:
         print(f"caldera {name}: error: {printable(' '.join(str(err).split()))}", file=sys.stderr)  # one line, always
         return 2

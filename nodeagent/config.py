@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Literal
 
 import yaml
 
@@ -39,7 +39,7 @@ class PathsConfig:
     cgroup_root: str = "/sys/fs/cgroup"
     kubelet_root: str = "/var/lib/kubelet"
     cgroup_version: int = 0  # 0 = detect
-    cgroup_driver: str = ""  # "" = detect; systemd | cgroupfs
+    cgroup_driver: Literal["", "systemd", "cgroupfs"] = ""  # "" = detect
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,13 @@ _BY_KEY: dict[str, tuple[Callable[[Any], bool], str]] = {
 def leaves(cls: type = AgentConfig, prefix: str = "") -> Iterator[tuple[str, type, Any]]:
     """(dotted key, type, default) of every setting."""
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         key = f"{prefix}{f.name}"
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            raise TypeError(f"setting {key} has no default")
         if dataclasses.is_dataclass(default):
             yield from leaves(type(default), key + ".")
         else:
@@ -216,7 +221,7 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
             raise ConfigError("", f"{path} is not valid YAML{where}: {problem}") from None
         if not isinstance(data, dict):
             raise ConfigError("", f"{path} must hold a mapping of settings")
-    cfg = _build(AgentConfig, _merge(data, _nest(overrides or {})), "")
+    cfg: AgentConfig = _build(AgentConfig, _merge(data, _nest(overrides or {})), "")
     stream = cfg.stream
     if stream.server and not stream.insecure:
         if not stream.ca_file:

@@ -11,12 +11,15 @@ adds up. The stream's heartbeat still carries the latest resources section, what
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Iterable
+from typing import Hashable, TypeVar
 
 from google.protobuf.message import Message
 
 from nodeagent.api.v1 import agent_pb2 as pb
 
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 _STAT_FIELDS = ("last", "avg", "p95")
 _PRESSURE_FIELDS = ("cpu_pressure", "memory_pressure", "io_pressure")
 
@@ -39,7 +42,8 @@ def _keep(out: Message, sent: Message, fields: tuple[str, ...], band: float) -> 
 
 
 def _optional(message: Message, name: str) -> bool:
-    return message.DESCRIPTOR.fields_by_name[name].has_presence
+    present: bool = message.DESCRIPTOR.fields_by_name[name].has_presence
+    return present
 
 
 def _keep_stat(out: Message, sent: Message, name: str, band: float) -> None:
@@ -54,7 +58,7 @@ def _keep_pressure(out: Message, sent: Message, band: float) -> None:
                   band)
 
 
-def _by(items, key: Callable) -> dict:
+def _by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, T]:
     return {key(i): i for i in items}
 
 
@@ -115,4 +119,6 @@ def changed(name: str, new: Message, sent: Message | None, bands: Bands) -> bool
     settled = type(new)()
     settled.CopyFrom(new)
     _SETTLE[name](settled, sent, bands)
-    return settled.SerializeToString(deterministic=True) != sent.SerializeToString(deterministic=True)
+    ours: bytes = settled.SerializeToString(deterministic=True)
+    theirs: bytes = sent.SerializeToString(deterministic=True)
+    return ours != theirs

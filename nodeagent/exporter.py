@@ -21,6 +21,7 @@ from nodeagent.report import numa_cpu_usage
 
 if TYPE_CHECKING:
     from nodeagent.agent import Agent
+    from nodeagent.report import NodeSnapshot
 
 VERSION = "0.1.0"
 
@@ -51,12 +52,12 @@ class AgentCollector:
             return
         usage = snap.usage
         for name, doc, value in (  # an unknown figure is left out, never exported as 0
-            ("node_cpu_usage_cores", "Node CPU in use (last sample).", usage.cpu_cores and usage.cpu_cores.last),
+            ("node_cpu_usage_cores", "Node CPU in use (last sample).", None if usage.cpu_cores is None else usage.cpu_cores.last),
             ("node_cpu_usage_p95_cores", "95th percentile of node CPU over the window.",
-             usage.cpu_cores and usage.cpu_cores.p95),
+             None if usage.cpu_cores is None else usage.cpu_cores.p95),
             ("node_cpu_allocatable_cores", "CPU the agent treats as allocatable.", snap.cpu_allocatable_cores),
             ("node_memory_working_set_bytes", "Node memory in use, page cache excluded.",
-             usage.memory_bytes and usage.memory_bytes.last),
+             None if usage.memory_bytes is None else usage.memory_bytes.last),
             ("node_memory_allocatable_bytes", "Memory the agent treats as allocatable.", snap.memory_allocatable_bytes),
             ("batch_cpu_cores", "CPU offered to offline pods as kubernetes.io/batch-cpu (absent: usage unknown).",
              None if snap.batch_cpu_millicores is None else snap.batch_cpu_millicores / 1000),
@@ -98,7 +99,7 @@ class AgentCollector:
         yield from self._gpus(node, snap)
         yield from self._pods(node, snap)
 
-    def _gpus(self, node: str, snap) -> Iterator[Metric]:
+    def _gpus(self, node: str, snap: NodeSnapshot) -> Iterator[Metric]:
         labels = ["node", "gpu", "uuid"]
         info = _gauge("gpu_info", "One per GPU; descriptive labels.", [*labels, "model", "numa", "mig_mode"])
         total = _gauge("gpu_memory_total_bytes", "GPU memory.", labels)
@@ -127,7 +128,7 @@ class AgentCollector:
             xids.add_metric([node, uuid, str(xid)], n)
         yield from (info, total, used, util, healthy, pod_mem, xids)
 
-    def _pods(self, node: str, snap) -> Iterator[Metric]:
+    def _pods(self, node: str, snap: NodeSnapshot) -> Iterator[Metric]:
         labels = ["node", "namespace", "pod", "qos_level"]
         info = _gauge("pod_qos_info", "One per pod: its co-location level and Kubernetes QoS class.",
                       [*labels, "kube_qos_class"])

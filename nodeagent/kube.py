@@ -35,7 +35,8 @@ class KubeApi:
         if self._token_file is not None:
             request.add_header("Authorization", f"Bearer {self._token_file.read_text().strip()}")
         with urllib.request.urlopen(request, timeout=self._timeout, context=self._ssl) as answer:
-            return json.loads(answer.read() or b"{}")
+            decoded: dict[str, Any] = json.loads(answer.read() or b"{}")
+            return decoded
 
     def evict(self, namespace: str, name: str) -> None:
         self._call("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", {

@@ -105,7 +105,9 @@ def pod_info(item: dict[str, Any], default_level: str = "") -> PodInfo | None:
         return None
     if not isinstance(meta.get("uid"), str) or not meta["uid"] or status.get("phase") not in ("Running", "Pending"):
         return None
-    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = {}
     qos_class = status.get("qosClass")
     if qos_class not in LEVEL_BY_KUBE_QOS:
         qos_class = kube_qos_class(spec)
@@ -154,7 +156,8 @@ def _summed(spec: dict[str, Any], kind: str) -> tuple[float | None, float | None
                     value = None
             except ValueError:
                 value = None
-            totals[i] = None if value is None or totals[i] is None else totals[i] + value
+            total = totals[i]
+            totals[i] = None if value is None or total is None else total + value
     return totals[0], totals[1]
 
 

@@ -117,7 +117,9 @@ class WatchPodSource:
             if obj.get("code") == 410:
                 raise WatchExpired()
             raise RuntimeError(f"watch error: {str(obj.get('message'))[:200]}")
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         with self._lock:
             self._version = str(meta.get("resourceVersion", self._version))
             if kind == "BOOKMARK":

@@ -47,12 +47,11 @@ class TlsFiles:
 
 
 def channel_credentials(tls: TlsFiles) -> grpc.ChannelCredentials:
-    client = tls.cert_file is not None and tls.key_file is not None
-    return grpc.ssl_channel_credentials(
-        root_certificates=tls.ca_file.read_bytes(),
-        private_key=tls.key_file.read_bytes() if client else None,
-        certificate_chain=tls.cert_file.read_bytes() if client else None,
-    )
+    root = tls.ca_file.read_bytes()
+    key = chain = None
+    if tls.cert_file is not None and tls.key_file is not None:  # a client certificate: mTLS
+        key, chain = tls.key_file.read_bytes(), tls.cert_file.read_bytes()
+    return grpc.ssl_channel_credentials(root_certificates=root, private_key=key, certificate_chain=chain)
 
 
 @dataclass
@@ -92,7 +91,7 @@ class ReportStream:
             self._cond.notify_all()
 
     def backoff_delay(self, attempt: int) -> float:
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt)
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** attempt)
         return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
     def run(self, stop: threading.Event) -> None:
@@ -123,7 +122,7 @@ class ReportStream:
         self._last_failure = message
 
     def _channel(self) -> grpc.Channel:
-        options = [("grpc.keepalive_time_ms", 30_000), ("grpc.keepalive_timeout_ms", 10_000)]
+        options: list[tuple[str, int | str]] = [("grpc.keepalive_time_ms", 30_000), ("grpc.keepalive_timeout_ms", 10_000)]
         if self.tls is None:
             return grpc.insecure_channel(self.target, options=options)
         if self.tls.server_name:

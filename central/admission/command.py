@@ -28,6 +28,7 @@ from central.admission.config import AdmissionConfig, add_job_limit_arguments
 from central.admission.review import Review, admit
 from central.errors import printable
 from central.manifests import read_objects
+from central.model.fields import map_at
 
 CLUSTER_SCOPED = frozenset(
     {
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 def object_key(obj: Mapping[str, Any]) -> str:
     kind = str(obj.get("kind") or "")
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = map_at(obj, "metadata")
     namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
     return f"{kind}/{namespace}/{meta.get('name') or ''}"
 

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from central.errors import InputError, shown
-from central.model import annotations
+from central.model import annotations as model_annotations
 from central.resources.quantity import parse_quantity
 
 Problems = list[str]
@@ -41,7 +41,7 @@ def readable(problems: Problems, parse: Callable[..., Any], *args: Any, prefix: 
 def interpreted(problems: Problems, raw_annotations: Any, kind: str, prefix: str = "") -> None:
     """The annotations plugins and the agent interpret (central.model.annotations), each valid."""
     if isinstance(raw_annotations, Mapping):
-        for err in annotations.check(raw_annotations, kind):
+        for err in model_annotations.check(raw_annotations, kind):
             add(problems, f"{prefix}{err.where}", err.message)
 
 

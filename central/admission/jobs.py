@@ -32,6 +32,7 @@ from central.admission.templates import validate_template, validate_topology_pol
 from central.controllers.jobplugins import NEEDS, PLUGINS
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES
+from central.model.fields import list_at, map_at
 from central.model.parse import parse_pod
 
 DEFAULT_MAX_RETRY = 3
@@ -69,7 +70,7 @@ def mutate_job(job: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG)
 def _default_task(task: dict[str, Any], index: int) -> None:
     task["name"] = task.get("name") or f"default{index}"
     task.setdefault("replicas", 1)
-    partition = task.get("partitionPolicy") if isinstance(task.get("partitionPolicy"), dict) else {}
+    partition = map_at(task, "partitionPolicy")
     if (
         task.get("minAvailable") is None
         and _is_int(partition.get("minPartitions"))
@@ -290,8 +291,7 @@ def _validate_plugins(problems: Problems, job: Mapping[str, Any], spec: Mapping[
         except InputError as err:
             add(problems, err.where, err.message)
             continue
-        tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
-        task_names = {str(t.get("name")) for t in tasks if isinstance(t, Mapping)}
+        task_names = {str(t.get("name")) for t in list_at(spec, "tasks") if isinstance(t, Mapping)}
         if name == "mpi" and plugin.option("master") not in task_names:
             add(problems, "spec.plugins.mpi", f"the mpi master task {quote(plugin.option('master'))} is not among spec.tasks")
         if name == "ray" and plugin.option("head") not in task_names:

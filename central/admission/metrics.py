@@ -8,6 +8,8 @@ Served on the webhook's health port (`/metrics` next to `/healthz` and `/readyz`
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
@@ -37,7 +39,7 @@ class WebhookMetrics:
         self.ready = Gauge("caldera_webhook_ready", "1 while this replica can answer (certificate usable, caches "
                            "synced, caBundle filled in)", registry=r)
 
-    def observe(self, route: str, operation: object, response: dict, seconds: float) -> None:
+    def observe(self, route: str, operation: object, response: dict[str, Any], seconds: float) -> None:
         resource, verb = route_labels(route)
         op = operation if operation in OPERATIONS else "other"
         allowed = bool(response.get("allowed"))

@@ -18,6 +18,7 @@ from central.admission.cluster import DEFAULT_QUEUE, Cluster
 from central.admission.fields import Problems, add, quote
 from central.admission.jobs import exclusive_tiers, namespace_of
 from central.model.annotations import ALLOWED_NAMESPACES
+from central.model.fields import map_at
 from central.model.parse import parse_podgroup
 
 
@@ -27,8 +28,7 @@ def mutate_podgroup(podgroup: Mapping[str, Any], cluster: Cluster) -> dict[str, 
     if not isinstance(spec, dict):
         return out
     if (spec.get("queue") or DEFAULT_QUEUE) == DEFAULT_QUEUE:
-        meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
-        namespace = str(meta.get("namespace") or "default")
+        namespace = str(map_at(out, "metadata").get("namespace") or "default")
         spec["queue"] = cluster.namespace_queue(namespace) or DEFAULT_QUEUE
     return out
 

@@ -24,14 +24,14 @@ from central.admission import fields
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
 from central.errors import InputError
-from central.model import annotations
+from central.model import annotations as model_annotations
+from central.model.fields import map_at
 from central.model.parse import parse_pod
 
 
 def concerns(pod: Mapping[str, Any], config: AdmissionConfig, old: Mapping[str, Any] | None = None) -> bool:
     """Whether admission has rules for this pod (the webhook lets every other pod through)."""
-    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
-    return spec.get("schedulerName") == config.scheduler_name or bool(_pinning(pod)) or bool(_pinning(old))
+    return map_at(pod, "spec").get("schedulerName") == config.scheduler_name or bool(_pinning(pod)) or bool(_pinning(old))
 
 
 def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG,
@@ -42,9 +42,8 @@ def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFI
     meta = fields.mapping(problems, pod.get("metadata"), "metadata") or {}
     raw = fields.mapping(problems, meta.get("annotations"), "metadata.annotations") or {}
     _pinning_is_the_schedulers(problems, pod, old, user, config)
-    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     refused: set[str] = set()
-    if spec.get("schedulerName") == config.scheduler_name:  # another scheduler's pod: its JDB is not ours (Volcano)
+    if map_at(pod, "spec").get("schedulerName") == config.scheduler_name:  # another scheduler's pod: its JDB is not ours (Volcano)
         refused = _disruption_budget(problems, raw)
     fields.interpreted(problems, {k: v for k, v in raw.items() if k not in refused}, "Pod")
     if not problems:  # the model's parser repeats the checks above in its own words
@@ -55,7 +54,7 @@ def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFI
 def _pinning(pod: Mapping[str, Any] | None) -> dict[str, Any]:
     meta = pod.get("metadata") if isinstance(pod, Mapping) else None
     raw = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return {k: raw[k] for k in sorted(annotations.SCHEDULER_ONLY) if k in raw} if isinstance(raw, Mapping) else {}
+    return {k: raw[k] for k in sorted(model_annotations.SCHEDULER_ONLY) if k in raw} if isinstance(raw, Mapping) else {}
 
 
 def _pinning_is_the_schedulers(problems: Problems, pod: Mapping[str, Any], old: Mapping[str, Any] | None,
@@ -74,11 +73,11 @@ def _disruption_budget(problems: Problems, raw: Mapping[str, Any]) -> set[str]:
     """Volcano's pod webhook is stricter than its tdm plugin: no 0, no 0% or 100%. Returns the
     keys refused, each reported once, in Volcano's words."""
     refused: set[str] = set()
-    for key in (annotations.JDB_MIN_AVAILABLE, annotations.JDB_MAX_UNAVAILABLE):
+    for key in (model_annotations.JDB_MIN_AVAILABLE, model_annotations.JDB_MAX_UNAVAILABLE):
         if key not in raw:
             continue
         try:
-            value, percent = annotations.count_or_percent(raw[key], key)
+            value, percent = model_annotations.count_or_percent(raw[key], key)
         except InputError:
             value, percent = 0, False
         if (percent and not 1 <= value <= 99) or (not percent and value < 1):

@@ -30,6 +30,7 @@ from central.admission import fields
 from central.admission.cluster import DEFAULT_QUEUE, ROOT, Cluster
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
+from central.model.fields import map_at
 from central.model.parse import parse_queue
 
 QUOTAS = (("capability", "spec.capability"), ("deserved", "spec.deserved"), ("guarantee", "spec.guarantee.resource"))
@@ -52,12 +53,11 @@ def mutate_queue(queue: Mapping[str, Any]) -> dict[str, Any]:
 def quotas(queue: Mapping[str, Any], problems: Problems | None = None) -> dict[str, dict[str, Decimal]]:
     """{"capability"|"deserved"|"guarantee": {resource: quantity}}; bad quantities go to problems."""
     sink: Problems = [] if problems is None else problems
-    spec = queue.get("spec") if isinstance(queue.get("spec"), Mapping) else {}
-    guarantee = spec.get("guarantee") if isinstance(spec.get("guarantee"), Mapping) else {}
+    spec = map_at(queue, "spec")
     raw = {
         "capability": spec.get("capability"),
         "deserved": spec.get("deserved"),
-        "guarantee": guarantee.get("resource"),
+        "guarantee": map_at(spec, "guarantee").get("resource"),
     }
     return {key: fields.resources(sink, raw[key], path) for key, path in QUOTAS}
 
@@ -208,8 +208,7 @@ def _validate_hierarchy_annotations(problems: Problems, queue: Mapping[str, Any]
 
 
 def _allocated_pods(queue: Mapping[str, Any]) -> int:
-    status = queue.get("status") if isinstance(queue.get("status"), Mapping) else {}
-    allocated = status.get("allocated") if isinstance(status.get("allocated"), Mapping) else {}
+    allocated = map_at(map_at(queue, "status"), "allocated")
     try:
         return int(str(allocated.get("pods", 0)))
     except ValueError:

@@ -19,7 +19,10 @@ from central.admission import fields
 from central.admission.fields import Problems, add, fmt, quote
 from central.errors import InputError
 from central.model.annotations import SCHEDULER_ONLY
+from central.model.fields import list_at, map_at
 from central.resources.quantity import parse_quantity
+
+Declared = dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]  # containers' (requests, limits) by kind
 
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 POD_LEVEL_RESOURCES = ("cpu", "memory")  # and hugepages-*
@@ -43,7 +46,7 @@ def validate_template(problems: Problems, raw: Any, where: str) -> None:
             f"{where}.spec.restartPolicy",
             f"must be Always, OnFailure or Never, got {quote(spec['restartPolicy'])}",
         )
-    declared: dict[str, list[tuple[dict, dict]]] = {}  # containers' (requests, limits) by kind
+    declared: Declared = {}
     for key in ("containers", "initContainers"):
         containers = fields.sequence(problems, spec.get(key), f"{where}.spec.{key}")
         if key == "containers" and containers == []:
@@ -69,7 +72,7 @@ def validate_template(problems: Problems, raw: Any, where: str) -> None:
         _validate_pod_resources(problems, spec["resources"], declared, f"{where}.spec.resources")
 
 
-def _validate_pod_resources(problems: Problems, raw: Any, declared: dict[str, list[tuple[dict, dict]]], path: str) -> None:
+def _validate_pod_resources(problems: Problems, raw: Any, declared: Declared, path: str) -> None:
     """Pod-level resources: cpu, memory and hugepages only; requests <= limits; requests at
     least what the containers ask together (the larger of the app containers' sum and any
     init container's); no container's limit above the pod's."""
@@ -103,11 +106,9 @@ def validate_topology_policy(problems: Problems, task: Mapping[str, Any], where:
     if policy not in TOPOLOGY_POLICIES:
         add(problems, f"{where}.topologyPolicy", f"must be one of {', '.join(TOPOLOGY_POLICIES)}, got {quote(policy)}")
         return
-    template = task.get("template") if isinstance(task.get("template"), Mapping) else {}
-    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+    spec = map_at(map_at(task, "template"), "spec")
     for key in ("containers", "initContainers"):
-        containers = spec.get(key) if isinstance(spec.get(key), list) else []
-        for j, container in enumerate(containers):
+        for j, container in enumerate(list_at(spec, key)):
             resources = container.get("resources") if isinstance(container, Mapping) else None
             resources = resources if isinstance(resources, Mapping) else {}
             source = "requests" if (resources.get("requests") or {}) else "limits"

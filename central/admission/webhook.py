@@ -46,7 +46,7 @@ from central.certs.issue import KeyPair, certificate_problem
 from central.errors import InputError
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
-from central.model.fields import check_tree, is_object_name
+from central.model.fields import check_tree, is_object_name, map_at
 from central.scheduler.metrics import serve
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     if route.startswith("/pods/") and not concerns(obj, config, old):
         return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
     cluster = view.cluster(_named_queue(obj))
-    user_info = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
+    user_info = map_at(request, "userInfo")
     if request.get("operation") == "DELETE":
         decision = admit_delete(old or {}, cluster, config)
     else:
@@ -174,7 +174,7 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
 
 def _named_queue(obj: dict[str, Any]) -> Any:
     """The queue a Job or PodGroup goes to, or a Queue's parent: what admission looks up."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = map_at(obj, "spec")
     return spec.get("parent") if obj.get("kind") == "Queue" else spec.get("queue")
 
 

@@ -81,7 +81,7 @@ def _parse(file: Path) -> pb.NodeReport:
     except RecursionError:
         raise InputError(str(file), "nested too deep") from None
     try:
-        report = json_format.ParseDict(raw, pb.NodeReport())
+        report: pb.NodeReport = json_format.ParseDict(raw, pb.NodeReport())
     except json_format.ParseError as err:
         raise InputError(str(file), f"not a node report: {str(err).splitlines()[0]}") from None
     if not report.node_name:

@@ -194,6 +194,7 @@ class ReceiverServer:
         ]
         self._server = grpc.aio.server(options=options)
         pb_grpc.add_NodeReportServiceServicer_to_server(self.service, self._server)
+        port: int
         if self.tls is None:
             port = self._server.add_insecure_port(self.address)
         else:

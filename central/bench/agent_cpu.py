@@ -40,9 +40,10 @@ sys.stdin.read()
 """
 
 
-def start_receiver() -> tuple[subprocess.Popen, int]:
+def start_receiver() -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen([sys.executable, "-c", SERVE.format(repo=str(SOURCE))],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None  # a pipe, as asked
     return proc, int(proc.stdout.readline())
 
 
@@ -84,7 +85,8 @@ def bench_agent(seconds: float) -> None:
     finally:
         agent.terminate()
         agent.wait(timeout=10)
-        receiver.stdin.close()
+        if receiver.stdin is not None:  # closing it tells the receiver to end
+            receiver.stdin.close()
         receiver.wait(timeout=10)
 
 
@@ -144,7 +146,8 @@ def bench_receiver(total: int, streams: int) -> None:
                   f"{1000 * cpu / count:.3f} s of CPU per 1,000 reports, i.e. "
                   f"{100 * cpu / count * 1000:.1f} % of one core per 1,000 reports/s")
         finally:
-            receiver.stdin.close()
+            if receiver.stdin is not None:
+                receiver.stdin.close()
             receiver.wait(timeout=10)
 
 

@@ -247,7 +247,7 @@ def run_caldera(work: Workload, directory: Path, say: Callable[[str], None], tim
         _concurrently(lambda pg: admin.create(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{NAMESPACE}/podgroups",
                                               pg), work.podgroups)
         say(f"caldera: creating {len(work.pods)} pods ...")
-        start = lambda: None  # noqa: E731 (`up` started it)
+        start: Callable[[], Any] = lambda: None  # noqa: E731 (`up` started it)
         if backlog:  # it starts again, on the same ports, once the pods exist
             cluster.sup.stop("caldera-scheduler")
             start = lambda: cluster.start("caldera-scheduler")  # noqa: E731

@@ -59,7 +59,8 @@ def _steps(tasks: int, plugins: list[str], rounds: int) -> None:
                             for i in range(tasks)]
     job["spec"]["minAvailable"] = 2 * tasks
     job["metadata"]["generation"] = 1
-    podgroup, pods = None, []
+    podgroup: dict[str, Any] | None = None
+    pods: list[dict[str, Any]] = []
     for label in ("new job (creates the PodGroup)", f"PodGroup Inqueue (creates {2 * tasks} pods)",
                   "its pods started (-> Running)", "steady, every pod running"):
         decision = reconcile(job, podgroup, pods, 0.0)

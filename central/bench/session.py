@@ -77,7 +77,7 @@ def synthetic_reports(cache: ClusterCache, now: datetime, seed: int = 5) -> None
                                      memory_usage=rng.uniform(0.05, 0.5) * node.allocatable["memory"]))
 
 
-def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, float]:
+def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, Any]:
     objects = synthetic_cluster(nodes, pods)
     per_pod = bytes_per_pod(objects)
     started = time.perf_counter()
@@ -163,7 +163,7 @@ def report_preemption(row: dict[str, float]) -> str:
     ])
 
 
-def report(row: dict[str, float]) -> str:
+def report(row: dict[str, Any]) -> str:
     if row["floor_pods_per_s"] is None or not row["session_cpu_pods_per_s"]:
         why = floor.unavailable() or "nothing placed"
         floor_line = f"  compiled floor:       not measured ({why})"

@@ -34,12 +34,12 @@ def synthetic_cluster(nodes: int, pods: int, seed: int = 7) -> list[dict[str, An
     made, job = 0, 0
     while made < pods:
         size = min(pods - made, rng.choice([1, 1, 2, 4, 8, 8, 16, 32, 64]))
-        cpu, mem, gpu = rng.choice(POD_SHAPES)
+        pod_cpu, pod_mem, gpu = rng.choice(POD_SHAPES)
         queue = rng.choice(list(QUEUES))
         name = f"job-{job:05d}"
         objects.append({"kind": "PodGroup", "metadata": {"name": name, "namespace": "bench"},
                         "spec": {"minMember": size, "queue": queue}, "status": {"phase": "Pending"}})
-        requests = {"cpu": cpu, "memory": mem, **({"nvidia.com/gpu": str(gpu)} if gpu else {})}
+        requests = {"cpu": pod_cpu, "memory": pod_mem, **({"nvidia.com/gpu": str(gpu)} if gpu else {})}
         tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}] if gpu else []
         for t in range(size):
             objects.append({"kind": "Pod", "metadata": {

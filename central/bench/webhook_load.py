@@ -20,13 +20,14 @@ import tempfile
 import threading
 import time
 import urllib.request
+from typing import Any
 
 from central.admission import DEFAULT_CONFIG
 from central.admission.webhook import ClusterView, TLSContext, WebhookServer
 from central.certs.issue import ServingRequest, issue_serving, new_ca
 
 
-def requests_mix(i: int) -> tuple[str, dict]:
+def requests_mix(i: int) -> tuple[str, dict[str, Any]]:
     bad = i % 4 == 0
     cpu = "1e999999999" if bad else "1"
     pod_spec = {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x",

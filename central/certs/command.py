@@ -143,6 +143,7 @@ def ensure_serving(client: KubeClient, namespace: str, target: Target, ca: KeyPa
     def step() -> Outcome:
         at = now or _now()
         secret = client.get_or_none(path(CORE, "secrets", namespace, target.secret))
+        problem: str | None
         if secret is None:
             problem, action = "", "created"
         else:

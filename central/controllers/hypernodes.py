@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from central.errors import InputError
+from central.model.fields import map_at
 from central.model.hypernodes import HyperNodeSpec, parse_hypernode
 from central.model.objects import NodeInfo
 from central.model.topology import Topology
@@ -30,10 +31,10 @@ def node_counts(hypernodes: Iterable[Mapping[str, Any]], nodes: Iterable[Mapping
         except InputError:
             continue
         specs[spec.name] = spec
-    infos = []
+    infos: list[NodeInfo] = []
     for obj in nodes:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-        labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+        meta = map_at(obj, "metadata")
+        labels = map_at(meta, "labels")
         if isinstance(meta.get("name"), str):
             infos.append(NodeInfo(name=meta["name"], index=len(infos), labels={str(k): str(v) for k, v in labels.items()},
                                   taints=(), unschedulable=False, allocatable={}, max_pods=0))

@@ -26,7 +26,7 @@ from central.model.jobspec import JobSpec, TaskSpec
 
 def surplus_pods(spec: JobSpec, pods: Collection[PodFacts]) -> list[str]:
     replicas = {t.name: t.replicas for t in spec.tasks}
-    return [p.name for p in pods if p.task not in replicas or p.index >= replicas[p.task]]
+    return [p.name for p in pods if p.task not in replicas or p.pod_index >= replicas[p.task]]
 
 
 def missing_pods(spec: JobSpec, pods: Mapping[str, PodFacts]) -> dict[str, TaskSpec]:

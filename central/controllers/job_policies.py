@@ -74,7 +74,7 @@ def format_time(epoch: float) -> str:
 class PodFacts(NamedTuple):  # a NamedTuple: a job's pods are read on every reconcile, and it is built fastest
     name: str
     task: str  # the task-spec annotation
-    index: int
+    pod_index: int  # the task-index annotation (`index` would hide the tuple's method)
     version: int  # the job version the pod was made for
     phase: str
     terminating: bool  # has a deletionTimestamp
@@ -178,13 +178,13 @@ def triggers(spec: JobSpec, pods: Iterable[PodFacts], version: int,
         task = tasks[pod.task]
         for event, when, codes in pod_events(pod, task.max_retry):
             consider(task, pod.name, event, when, codes)
-    if _unknown_gang(podgroup, version):
+    if podgroup is not None and _unknown_gang(podgroup, version):
         policy = _first_match(spec.policies, bus.UNKNOWN, [])
         if policy is not None:
             timeout = bus.parse_duration(policy["timeout"]) if policy.get("timeout") else 0.0
             found.append(Trigger(bus.UNKNOWN, str(policy.get("action")), (_phase_since(podgroup) or 0.0) + timeout, "", ""))
     for task in spec.tasks:
-        done = [p for p in current if p.task == task.name and p.phase == "Succeeded" and p.index < task.replicas]
+        done = [p for p in current if p.task == task.name and p.phase == "Succeeded" and p.pod_index < task.replicas]
         if task.replicas and len(done) == task.replicas:
             finished = [t for t in (_finished_at(p.pod) for p in done) if t is not None]
             consider(task, "", bus.TASK_COMPLETED, max(finished) if finished else None, [])

@@ -294,8 +294,8 @@ class _Step:
         live = [p for p in self.pods.values() if not p.terminating]
         startable = {t.name for t in missing.values() if dependencies_met(spec, t, live)}
         names = {name for name, task in missing.items() if task.name in startable}
-        group = str(self.podgroup["metadata"]["name"]) if self.podgroup is not None else None
-        self.decision.create_pods = build_job_pods(self.job, spec, names, self.version, group)
+        group_name = str(self.podgroup["metadata"]["name"]) if self.podgroup is not None else None
+        self.decision.create_pods = build_job_pods(self.job, spec, names, self.version, group_name)
         self.created = [read_pod(pod) for pod in self.decision.create_pods]
 
     def _succeeded_enough(self, counts: Tally) -> bool:

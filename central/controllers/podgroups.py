@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from central.model.fields import map_at
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
 from central.model.podspec import pod_requests
 from central.resources.vectors import format_value
@@ -108,7 +109,7 @@ def _network_topology(annotations: Mapping[str, Any]) -> dict[str, Any] | None:
 def podgroup_of_idle_owner(owner: Mapping[str, Any]) -> str | None:
     """`podgroup-<uid>` of a ReplicaSet or StatefulSet whose spec.replicas is 0, else None (an
     unset replicas is 1)."""
-    spec = owner.get("spec") if isinstance(owner.get("spec"), Mapping) else {}
+    spec = map_at(owner, "spec")
     uid = (owner.get("metadata") or {}).get("uid")
     if owner.get("kind") not in ("ReplicaSet", "StatefulSet") or not uid or spec.get("replicas", 1) != 0:
         return None

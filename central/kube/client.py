@@ -88,7 +88,7 @@ class KubeClient:
         self.api = api_client
         self.limiter = RateLimiter(qps, burst)
         self._base = api_client.configuration.host.rstrip("/")
-        self._pool: Any = None
+        self._pool: urllib3.HTTPConnectionPool | None = None  # the API server's, made at the first call
         self.fence: threading.Event | None = None  # set: no more writes through this client (see fenced)
 
     @classmethod
@@ -181,10 +181,11 @@ class KubeClient:
         else:
             limits = urllib3.Timeout(total=timeout)
         try:
-            if self._pool is None:
-                self._pool = self.api.rest_client.pool_manager.connection_from_url(full_url)
+            pool = self._pool
+            if pool is None:
+                pool = self._pool = self.api.rest_client.pool_manager.connection_from_url(full_url)
             target = full_url[len(self._base):] if full_url.startswith(self._base) else full_url
-            response = self._pool.urlopen(method, target, body=body, headers=headers, preload_content=False,
+            response = pool.urlopen(method, target, body=body, headers=headers, preload_content=False,
                                           timeout=limits)
         except urllib3.exceptions.HTTPError as err:  # no answer at all (refused, reset, TLS): code 0
             raise ApiError(0, type(err).__name__, str(err)) from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 AGGREGATE_MAX_EVENTS = 10  # client-go defaultAggregateMaxEvents
 AGGREGATE_INTERVAL = 600.0  # seconds, defaultAggregateIntervalInSeconds
@@ -28,6 +29,8 @@ CACHE_SIZE = 4096  # maxLruCacheEntries
 COMBINED = "(combined from similar events): "
 
 ObjectKey = tuple[str, ...]  # the involved object: kind, namespace, name, uid, apiVersion
+
+V = TypeVar("V")  # what one of the correlator's caches holds
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class EventCorrelator:
         return allowed
 
 
-def _put(cache: OrderedDict, key: tuple[str, ...], value: object, size: int) -> None:
+def _put(cache: OrderedDict[tuple[str, ...], V], key: tuple[str, ...], value: V, size: int) -> None:
     cache[key] = value
     cache.move_to_end(key)
     if len(cache) > size:

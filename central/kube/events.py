@@ -46,7 +46,9 @@ class EventRecorder:
         self._stamp = clock()
         self._names: OrderedDict[tuple[str, ...], str] = OrderedDict()  # correlation key -> Event name
         self._lock = threading.Lock()  # binder workers emit concurrently
-        self._work: queue.Queue = queue.Queue(maxsize=1000)
+        # what `_write` takes, in its order
+        self._work: queue.Queue[tuple[dict[str, Any], str, str, Correlated, str, str]] = (
+            queue.Queue(maxsize=1000))
         threading.Thread(target=self._worker, name="events", daemon=True).start()
 
     def emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:

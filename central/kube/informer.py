@@ -115,7 +115,7 @@ class Reflector:
         if self._stop.is_set():
             self._stream.close()
         for event in self._stream:
-            kind, obj = event.get("type"), event.get("object") or {}
+            kind, obj = event.get("type") or "", event.get("object") or {}
             if kind == "ERROR":
                 raise ApiError(obj.get("code") or 500, obj.get("reason") or "Error", obj.get("message") or "")
             version = (obj.get("metadata") or {}).get("resourceVersion")

@@ -54,7 +54,7 @@ class WorkQueue:
         with self._cond:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
-        delay = min(self.base_delay * 2 ** failures, self.max_delay)
+        delay = min(self.base_delay * 2.0 ** failures, self.max_delay)
         self.add_after(key, delay)
         return delay
 

@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TextIO
 
 from central.localcluster import versions
 
@@ -146,7 +147,7 @@ def _build(root: Path, names: list[str], say: Progress) -> None:
     say(f"built {', '.join(names)} in {time.monotonic() - started:.0f} s")
 
 
-def _write_module(src: Path, out, env: dict[str, str]) -> None:
+def _write_module(src: Path, out: TextIO, env: dict[str, str]) -> None:
     src.mkdir(parents=True, exist_ok=True)
     info = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.KUBERNETES}"],
                           cwd=src, env=env, capture_output=True, text=True)
@@ -172,14 +173,15 @@ def _write_module(src: Path, out, env: dict[str, str]) -> None:
     (src / "etcd" / "main.go").write_text(_ETCD_MAIN)
 
 
-def _run(cmd: list[str], cwd: Path, out, env: dict[str, str], log: Path, what: str,
+def _run(cmd: list[str], cwd: Path, out: TextIO, env: dict[str, str], log: Path, what: str,
          say: Progress | None = None, started: float = 0.0) -> None:
     """Run a go command into the log; with `say`, a progress line every 20 s."""
     out.write(f"\n$ {' '.join(cmd)}\n")
     out.flush()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
-    compiled, last, tail = 0, time.monotonic(), []
+    compiled, last = 0, time.monotonic()
+    tail: list[str] = []
     for line in proc.stdout:
         out.write(line)
         tail = (tail + [line.rstrip()])[-5:]

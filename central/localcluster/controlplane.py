@@ -38,7 +38,12 @@ class Endpoints:
 def write_kubeconfig(path: Path, server: str, ca: Path, *, cert: pki.Pair | None = None,
                      token: str | None = None, namespace: str = "default") -> Path:
     """A self-contained kubeconfig (file paths to the local PKI, or a bearer token)."""
-    user: dict = {"token": token} if token else {"client-certificate": str(cert.cert), "client-key": str(cert.key)}
+    if token:
+        user = {"token": token}
+    elif cert is not None:
+        user = {"client-certificate": str(cert.cert), "client-key": str(cert.key)}
+    else:
+        raise ValueError("a kubeconfig needs a client certificate or a token")
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "caldera-local",
            "clusters": [{"name": "caldera-local", "cluster": {"server": server, "certificate-authority": str(ca)}}],
            "users": [{"name": "caldera-local", "user": user}],
@@ -52,7 +57,8 @@ def write_kubeconfig(path: Path, server: str, ca: Path, *, cert: pki.Pair | None
 
 def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> bytes:
     with urllib.request.urlopen(url, context=context, timeout=timeout) as resp:  # noqa: S310 (loopback only)
-        return resp.read()
+        body: bytes = resp.read()
+        return body
 
 
 def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS) -> Endpoints:

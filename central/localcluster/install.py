@@ -78,8 +78,9 @@ def install(kube: KubeClient, directory: Path, configmaps: dict[str, dict[str, s
     `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
     discovery = Discovery(kube)
     workloads = []
+    configmaps = configmaps or {}
     for obj in kustomization_objects(directory):
-        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] in (configmaps or {}):
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] in configmaps:
             obj = dict(obj, data=configmaps[obj["metadata"]["name"]])
         if (obj.get("apiVersion"), obj["kind"]) in RUN_LOCALLY:
             workloads.append(obj)
@@ -112,4 +113,5 @@ def service_account_token(kube: KubeClient, namespace: str, name: str, audience:
                                   "uid": node["metadata"]["uid"]}
     answer = kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
-    return answer["status"]["token"]
+    token: str = answer["status"]["token"]
+    return token

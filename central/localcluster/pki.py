@@ -62,6 +62,8 @@ def issue(ca: Pair, directory: Path, stem: str, cn: str, orgs: tuple[str, ...] =
     (CN is the user name and O the groups, as the apiserver reads them)."""
     ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
     ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):  # `ca` made it (`_key`)
+        raise ValueError(f"{ca.key}: not the EC key this module makes")
     key = _key()
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (x509.CertificateBuilder().subject_name(_name(cn, orgs)).issuer_name(ca_cert.subject)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from central.kube.client import KubeClient
 from central.localcluster import controlplane, install, synthhost
-from central.localcluster.processes import StartError, Supervisor
+from central.localcluster.processes import Process, StartError, Supervisor
 from central.localcluster.simkubelet import NodeSpec
 
 NAMESPACE = "caldera-system"
@@ -52,7 +52,8 @@ class PodRunner:
         spec = obj["spec"]
         if obj["kind"] == "CronJob":
             spec = spec["jobTemplate"]["spec"]
-        return spec["template"]["spec"]
+        template: dict[str, Any] = spec["template"]["spec"]
+        return template
 
     def _argv(self, pod: str, template: dict[str, Any], declared: dict[str, str], mounts: dict[str, Path],
               ports: dict[str, int], extra: list[str]) -> list[str]:
@@ -164,7 +165,7 @@ class PodRunner:
             raise StartError(f"the {name} Job failed (exit {done.returncode}); log: {log}")
 
     def start(self, name: str, extra: list[str] | None = None, ports: dict[str, int] | None = None,
-              process_name: str | None = None):
+              process_name: str | None = None) -> Process:
         template = self._template(name)
         process_name = process_name or name
         mounts, account = self._materialise(process_name, template)
@@ -174,7 +175,7 @@ class PodRunner:
         env = {**checkout_env(), **declared}
         return self.cluster.sup.start(process_name, argv, env=env)
 
-    def start_agent(self, node: NodeSpec):
+    def start_agent(self, node: NodeSpec) -> Process:
         """The DaemonSet's pod on `node`: its host paths are the simulated node's trees."""
         name = f"caldera-nodeagent-{node.name}"
         template = self._template("caldera-nodeagent")

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 STATE = "state.json"
 
@@ -30,7 +31,8 @@ class Process:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 class PortPool:
@@ -131,7 +133,7 @@ class Supervisor:
         os.replace(tmp, self.dir / STATE)
 
 
-def _read_state(directory: Path) -> list[dict]:
+def _read_state(directory: Path) -> list[dict[str, Any]]:
     try:
         data = json.loads((directory / STATE).read_text())
         return [p for p in data.get("processes", []) if isinstance(p, dict) and isinstance(p.get("pid"), int)]

@@ -27,6 +27,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -194,7 +195,7 @@ class SimKubelet:
             with self._wake:
                 self._busy.discard(key)
 
-    def _guard(self, fn, *args) -> None:
+    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)
         except InputError as err:
@@ -373,7 +374,8 @@ def _last_start(pod: dict[str, Any]) -> str | None:
     for c in pod.get("status", {}).get("containerStatuses") or []:
         running = (c.get("state") or {}).get("running")
         if running:
-            return running.get("startedAt")
+            started: str | None = running.get("startedAt")
+            return started
     return None
 
 

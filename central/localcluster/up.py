@@ -65,7 +65,7 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 
 
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
-       agents: bool = True, scheduler_conf: str | None = None, say=print, controllers: bool = True,
+       agents: bool = True, scheduler_conf: str | None = None, say: build.Progress = print, controllers: bool = True,
        kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
@@ -88,7 +88,7 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
-        scheduler_conf: str | None, say, controllers: bool, kcm_controllers: str) -> Cluster:
+        scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -138,7 +138,7 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
 def _http_ok(port: int, path: str) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:  # noqa: S310
-            return resp.status == 200
+            return bool(resp.status == 200)
     except OSError:
         return False
 
@@ -163,7 +163,7 @@ def _webhooks_have_ca(admin: KubeClient) -> bool:
     return True
 
 
-def down(directory: Path, say=None) -> int:
+def down(directory: Path, say: build.Progress | None = None) -> int:
     """Stop every process `up` recorded in DIR and remove DIR's state; safe on a half-started
     or missing DIR; `say` hears which process it waits for. Returns how many were stopped."""
     sup = Supervisor(directory)

@@ -8,6 +8,12 @@ changes (pipelines) when it closes.
 
 Every task status change goes through `set_status`, which keeps the node table, the node's
 task set and the job's counters in step.
+
+A pod the cycle bound is Binding until the API shows it bound: that status is the one record
+of a bind in flight (assume-then-bind, as kube-scheduler's and Volcano's caches do). The node
+stays charged for it against watch updates that do not show the binding yet; it ends when an
+update shows the pod bound, when the pod is deleted, or when a failed bind is reported (the
+scheduler then deletes the pod here and shows it again as the API has it).
 """
 
 from __future__ import annotations
@@ -53,16 +59,19 @@ def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
     if status in READY_STATUSES:
         job.ready += sign
         job.role_ready[task.role] = job.role_ready.get(task.role, 0) + sign
+    # the cache lays out the task's vector and the job's sums before it counts a task in
+    resreq, allocated, pending = task.resreq, job.allocated, job.pending_request
+    assert resreq is not None and allocated is not None and pending is not None
     if status in ALLOCATED_STATUSES:
         if sign > 0:
-            job.allocated += task.resreq
+            allocated += resreq
         else:
-            job.allocated -= task.resreq
+            allocated -= resreq
     elif status == TaskStatus.PENDING:
         if sign > 0:
-            job.pending_request += task.resreq
+            pending += resreq
         else:
-            job.pending_request -= task.resreq
+            pending -= resreq
         if task.best_effort:
             job.best_effort_pending[task.role] = job.best_effort_pending.get(task.role, 0) + sign
 
@@ -84,6 +93,16 @@ def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> No
         sign = 1 if status in READY_STATUSES else -1
         job.ready += sign
         job.role_ready[role] = job.role_ready.get(role, 0) + sign
+
+
+def _keep_binding(task: TaskInfo, node: str | None) -> None:
+    """A bind is in flight for `task` (the API has not shown the pod bound yet): a version of
+    the pod that does not show the binding (a label change, a stale event, a re-list) keeps it
+    on the node the cycle charged, or the next cycle would place it a second time (Volcano
+    #1857). Its phase still counts: a pod being deleted is Releasing there."""
+    task.node = node
+    if task.status == TaskStatus.PENDING:
+        task.status = TaskStatus.BINDING
 
 
 def _charge_factors(status: TaskStatus) -> tuple[float, float, float]:
@@ -115,7 +134,7 @@ class ClusterCache:
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool]] = {}
         self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
-        self._vectors: dict[tuple, np.ndarray] = {}
+        self._vectors: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
         self.node_data_faults: dict[str, str] = {}  # node -> why its agent's latest report was refused
@@ -136,10 +155,11 @@ class ClusterCache:
 
     def apply(self, obj: Mapping[str, Any]) -> None:
         """Add or replace one object. InputError names the object and field; nothing changes then."""
-        kind = obj.get("kind") if isinstance(obj, Mapping) else None
-        handler = {"Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
-                   "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class,
-                   "HyperNode": self._apply_hypernode}.get(kind)
+        kind: object = obj.get("kind") if isinstance(obj, Mapping) else None
+        handlers: dict[object, Callable[[Mapping[str, Any]], None]] = {
+            "Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
+            "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class, "HyperNode": self._apply_hypernode}
+        handler = handlers.get(kind)
         if handler is None:
             raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
         try:
@@ -199,6 +219,8 @@ class ClusterCache:
         self._vectorise(task)
         old = self.tasks.get(task.uid)
         if old is not None:
+            if old.status == TaskStatus.BINDING and task.node is None:
+                _keep_binding(task, old.node)
             self._remove_task(old)
         task.priority = self._task_priority(task)
         if task.scheduler_name == self.scheduler_name:
@@ -378,6 +400,7 @@ class ClusterCache:
                 orphans.add(task.uid) if sign > 0 else orphans.discard(task.uid)
             return
         used, releasing, pipelined = _charge_factors(task.status)
+        assert task.resreq is not None  # laid out when the task came in
         self.table.charge(node.index, task.resreq, sign * used, sign * releasing, sign * pipelined, sign)
         if sign > 0:
             node.tasks[task.uid] = task
@@ -388,11 +411,11 @@ class ClusterCache:
 
     def _job_for(self, task: TaskInfo, group: str | None) -> JobInfo:
         if group is None:
-            job = parse.implicit_job(task)
-            job.priority = self._class_priority(job.priority_class)
-            job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
-            self._vectorise_job(job)
-            return self.jobs.setdefault(job.uid, job)
+            implicit = parse.implicit_job(task)
+            implicit.priority = self._class_priority(implicit.priority_class)
+            implicit.allocated, implicit.pending_request = self.dims.zeros(), self.dims.zeros()
+            self._vectorise_job(implicit)
+            return self.jobs.setdefault(implicit.uid, implicit)
         uid = f"{task.namespace}/{group}"
         job = self.jobs.get(uid)
         if job is None:  # the PodGroup has not arrived yet

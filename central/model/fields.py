@@ -31,9 +31,24 @@ def is_object_name(name: object) -> bool:
     return isinstance(name, str) and len(name) <= 253 and _DNS_SUBDOMAIN.match(name) is not None
 
 
+def map_at(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """`obj[key]` where it is a map, else an empty one: for reading a part of an object that
+    may be missing or malformed (what refuses it is checked elsewhere)."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def list_at(obj: Mapping[str, Any], key: str) -> list[Any]:
+    """`obj[key]` where it is a list, else an empty one (as `map_at`)."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
 def object_ref(obj: Mapping[str, Any]) -> str:
     """`Kind namespace/name` (or `Kind name` for cluster-scoped kinds) for messages."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
     kind = obj.get("kind", "<no kind>")
     name = meta.get("name", "<unnamed>")
     if kind in CLUSTER_SCOPED:
@@ -163,8 +178,8 @@ def integer(value: Any, where: str, minimum: int | None = None) -> int:
 
 
 def listed(obj: Mapping[str, Any], path: str) -> list[Any]:
-    value = get_path(obj, path, [])
-    return typed(value, list, path)
+    value: list[Any] = typed(get_path(obj, path, []), list, path)
+    return value
 
 
 def str_map(obj: Mapping[str, Any], path: str) -> dict[str, str]:

@@ -65,9 +65,10 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         template = pod_template(namespace, labels, spec)
     else:
         key = repr((namespace, labels, [(k, v) for k, v in spec.items() if k not in _PER_POD_FIELDS]))
-        template = templates.get(key)
-        if template is None:
-            template = templates[key] = pod_template(namespace, labels, spec)
+        known = templates.get(key)
+        if known is None:
+            known = templates[key] = pod_template(namespace, labels, spec)
+        template = known
     phase = typed(get_path(obj, "status.phase", "Pending"), str, "status.phase")
     node = typed(spec.get("nodeName") or "", str, "spec.nodeName") or None
     status = task_status(phase, node, bool(meta.get("deletionTimestamp")))

@@ -27,14 +27,12 @@ def check_queues(queues: dict[str, QueueInfo], sources: dict[str, str] | None = 
         if parent is not None:
             _within(queue.capability, parent.capability, f"{where}: spec.capability", f"parent queue {parent.name}'s spec.capability")
         seen = {name}
-        current = queue
-        while current.parent and current.parent != "root":
+        current: QueueInfo | None = queue
+        while current is not None and current.parent and current.parent != "root":
             if current.parent in seen:
                 raise InputError(f"{where}: spec.parent", f"queue tree has a cycle: {' -> '.join([*seen, current.parent])}")
             seen.add(current.parent)
             current = queues.get(current.parent)
-            if current is None:
-                break
 
 
 def _within(small: dict[str, float], big: dict[str, float], where: str, bound: str) -> None:

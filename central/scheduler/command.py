@@ -9,13 +9,17 @@ import signal
 import socket
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, run_terms
 from central.scheduler.loop import ConfigFile, Scheduler
 from central.scheduler.metrics import SchedulerMetrics, serve
+
+if TYPE_CHECKING:  # imported when asked for (--agent-address): gRPC is not loaded otherwise
+    from central.agents.feed import NodeDataFeed
+    from central.agents.server import ReceiverServer
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="accept agent streams without TLS (tests and trusted networks only)")
 
 
-def agent_receiver(args: argparse.Namespace, client: KubeClient) -> tuple[Any, Any]:
+def agent_receiver(args: argparse.Namespace,
+                   client: KubeClient) -> tuple[ReceiverServer, NodeDataFeed] | tuple[None, None]:
     """(receiver, feed) for the agents' reports, or (None, None) when not asked for."""
     if not args.agent_address:
         return None, None
@@ -84,7 +89,7 @@ def agent_receiver(args: argparse.Namespace, client: KubeClient) -> tuple[Any, A
     return ReceiverServer(store, args.agent_address, tls=tls, authenticate=authenticate), NodeDataFeed(store)
 
 
-def start_receiver(receiver: Any, stop: threading.Event) -> Callable[[], bool]:
+def start_receiver(receiver: ReceiverServer, stop: threading.Event) -> Callable[[], bool]:
     """Start the agent endpoint now or, while its certificate cannot be read (the Secret not
     made yet), retry every 5 s after one log line; returns "is it serving" for /readyz."""
     def attempt() -> bool:
@@ -111,7 +116,7 @@ def start_receiver(receiver: Any, stop: threading.Event) -> Callable[[], bool]:
 LEADER_LABEL = "caldera.sh/leader"
 
 
-def leader_label(client: KubeClient) -> Any:
+def leader_label(client: KubeClient) -> Callable[[bool], None] | None:
     """Marks this replica's pod `caldera.sh/leader: "true"` while it leads, so the Service the
     agents stream to selects the leader only. Needs POD_NAME/POD_NAMESPACE (downward API)."""
     name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")

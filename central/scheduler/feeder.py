@@ -1,16 +1,17 @@
-"""Reflector events into the scheduler's `ClusterCache`, and the assumed pods of in-flight binds.
+"""Reflector events into the scheduler's `ClusterCache`, and the backoff of pods whose bind failed.
 
 One lock serialises cache changes: the reflector threads hold it per event, the scheduling
-loop holds it for a whole cycle, so a session sees a consistent cache.
+loop holds it for a whole cycle, and the binder's failure reports take it too, so a session
+sees a consistent cache.
 
-Assume-then-bind (kube-scheduler, Volcano #1383): the cycle charges the node in the cache,
-the bind runs later on a worker. Until the API confirms it, the pod is *assumed*: a watch
-update that still shows the pod unbound (a label change, a stale event) must not put it back
-to Pending, or the next cycle would place it a second time (Volcano #1857). Such an update
-is applied with the assumed node filled in. The assumption ends when the API shows the pod
-bound, or when the bind fails: the binder then hands over the pod as the API has it now,
-which releases the node, and the pod is retried in a later cycle, after a backoff that
-doubles with each failure of the same pod (1 s to 10 s, as kube-scheduler's).
+Assume-then-bind (kube-scheduler, Volcano #1383): the cycle charges the node in the cache
+(the pod is Binding there), the bind runs later on a worker. The cache keeps that record
+against watch updates that still show the pod unbound (see `central.model.cache`); it ends
+when the API shows the pod bound, or when the bind fails: the binder then reports the pod as
+the API has it now (`bind_failed`), which releases the node, and the pod is retried in a
+later cycle, after a backoff that doubles with each failure of the same pod (1 s to 10 s, as
+kube-scheduler's). A backing-off pod is kept out of the cache (`parked`); its watch updates
+are kept for when it is due.
 
 An object the cache cannot read (a quantity beyond int64, a map where a name belongs) is
 refused whole: the cache keeps the last good version, or none, and never half of it. The
@@ -28,20 +29,20 @@ from typing import Any
 
 from central.errors import InputError
 from central.kube.informer import Handler
+from central.model.cache import ClusterCache
 from central.model.fields import object_ref
 
 log = logging.getLogger(__name__)
 
 
 class CacheFeeder:
-    def __init__(self, cache: Any, scheduler_name: str = "volcano", clock: Callable[[], float] = time.monotonic,
+    def __init__(self, cache: ClusterCache, scheduler_name: str = "volcano", clock: Callable[[], float] = time.monotonic,
                  on_refused: Callable[[dict[str, Any], str], None] | None = None):
         self.cache = cache
         self.on_refused = on_refused
         self.scheduler_name = scheduler_name
         self.clock = clock
         self.lock = threading.RLock()
-        self.assumed: dict[str, str] = {}  # pod key -> node, binds not yet confirmed
         self.parked: dict[str, tuple[float, dict[str, Any]]] = {}  # pod key -> (until, latest pod): backing off
         self.rejected = 0  # objects the cache refused (malformed); logged, never fatal
         self.refused: dict[str, str] = {}  # "Kind ns/name" -> why the cache holds no current version of it
@@ -64,14 +65,14 @@ class CacheFeeder:
             if event == "DELETED":
                 self.refused.pop(object_ref(obj), None)
                 if kind == "Pod":
-                    self.assumed.pop(f"{meta.get('namespace')}/{meta['name']}", None)
                     self.parked.pop(f"{meta.get('namespace')}/{meta['name']}", None)
                 self.cache.delete(kind, meta.get("namespace"), meta["name"])
                 return
             if kind == "Pod":
-                obj = self._pod_view(obj)
-                if obj is None:
+                shown = self._pod_view(obj)
+                if shown is None:
                     return
+                obj = shown
             try:
                 self.cache.apply(obj)
             except InputError as err:
@@ -90,11 +91,13 @@ class CacheFeeder:
                 self.on_refused(obj, reason)
 
     def _pod_view(self, pod: dict[str, Any]) -> dict[str, Any] | None:
-        """The pod as the cache should see it, or None for pods that are none of our business."""
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        """The pod as the cache should see it, or None for pods that are none of our business
+        or backing off."""
+        spec = pod.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         key = f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
         if spec.get("nodeName"):
-            self.assumed.pop(key, None)
             self.parked.pop(key, None)
             return pod
         if spec.get("schedulerName", "default-scheduler") != self.scheduler_name:
@@ -102,32 +105,26 @@ class CacheFeeder:
         if key in self.parked:
             self.parked[key] = (self.parked[key][0], pod)  # keep the latest, show it when due
             return None
-        node = self.assumed.get(key)
-        if node is None:
-            return pod
-        return dict(pod, spec=dict(spec, nodeName=node))
+        return pod
 
-    # --- the binder's side --------------------------------------------------------------------
+    # --- the binder's reports -----------------------------------------------------------------
 
-    def assume(self, pod_key: str, node: str) -> None:
+    def bind_failed(self, pod_key: str, current: dict[str, Any] | None, backoff: float = 0.0) -> None:
+        """A bind failed: show the cache the pod as the API has it (`None` when it is gone). A
+        pod still unbound leaves the cache first, which ends its bind in flight and releases
+        the node. With `backoff`, such a pod is kept out of the cache that long
+        (kube-scheduler's backoff queue), so a bind the API keeps refusing is not retried
+        every cycle."""
         with self.lock:
-            self.assumed[pod_key] = node
-
-    def forget(self, pod_key: str, current: dict[str, Any] | None, backoff: float = 0.0) -> None:
-        """A bind failed: drop the assumption and show the cache the pod as the API has it
-        (`None` when it is gone), which releases the node unless the pod is in fact bound.
-        With `backoff`, a still-unbound pod is kept out of the cache that long (kube-scheduler's
-        backoff queue), so a bind the API keeps refusing is not retried every cycle."""
-        with self.lock:
-            self.assumed.pop(pod_key, None)
             namespace, name = pod_key.split("/", 1)
-            if current is None:
+            bound = current is not None and bool((current.get("spec") or {}).get("nodeName"))
+            if not bound:
                 self.cache.delete("Pod", namespace, name)
+            if current is None:
                 return
             current.setdefault("kind", "Pod")
             current.setdefault("apiVersion", "v1")
-            if backoff > 0 and not (current.get("spec") or {}).get("nodeName"):
-                self.cache.delete("Pod", namespace, name)
+            if backoff > 0 and not bound:
                 self.parked[pod_key] = (self.clock() + backoff, current)
                 return
             self.on_event("MODIFIED", current)

@@ -1,9 +1,10 @@
 """`KubeSink`: a scheduling cycle's decisions turned into API calls.
 
-- **bind**: the cycle already charged the node in the cache; the pod is marked assumed and a
-  worker pool (bounded concurrency, the client's QPS limiter) posts `pods/binding`. On
-  failure the pod is read back from the API and handed to the cache as it is, releasing the
-  node; a later cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
+- **bind**: the cycle already charged the node in the cache (the pod is Binding there until
+  the watch shows it bound); a worker pool (bounded concurrency, the client's QPS limiter)
+  posts `pods/binding`. On failure the pod is read back from the API and reported to
+  `bind_failed` as it is (the scheduler hands it to the cache, releasing the node); a later
+  cycle retries it. The pod gets a PodScheduled=False/SchedulerError condition
   and a FailedScheduling Event saying why. The API server is the fence against a double bind: a
   second Binding for a bound pod gets 409, and the read-back then shows the pod bound. The
   Binding carries the UID of the pod decided on (as Volcano's), so a pod deleted and created
@@ -53,13 +54,12 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from central.framework.faults import EVENT_REASON
+from central.framework.faults import EVENT_REASON, Fault
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
 from central.model.objects import QUEUE_CONTROLLER_FIELDS
 from central.model.pgstatus import as_written, semantic
-from central.scheduler.feeder import CacheFeeder
 from central.scheduler.podscheduled import PodScheduledMarks
 
 log = logging.getLogger(__name__)
@@ -68,19 +68,23 @@ CONFLICT_RETRIES = 3
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
+# Told of each failed bind: the pod's key, the pod as the API has it now (None: gone) and how
+# many seconds to hold it back before a cycle may place it again.
+BindFailed = Callable[[str, dict[str, Any] | None, float], None]
+
 
 class KubeSink:
-    def __init__(self, client: KubeClient, feeder: CacheFeeder, objects: dict[str, dict[str, dict[str, Any]]],
+    def __init__(self, client: KubeClient, bind_failed: BindFailed, objects: dict[str, dict[str, dict[str, Any]]],
                  events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
                  status_workers: int = 4, condition_interval: float = 10.0,
                  clock: Callable[[], float] = time.monotonic):
         self.client = client
-        self.feeder = feeder
+        self.bind_failed = bind_failed
         self.objects = objects  # kind -> the reflector's latest objects by key
         self.events = events
         self.pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self.statuses = LatestWriter(self._write_status, status_workers, "status")
-        self._inflight: set[Future] = set()
+        self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
@@ -105,7 +109,6 @@ class KubeSink:
         # the UID the decision was made for: a pod deleted and recreated under the same name
         # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
         uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
-        self.feeder.assume(pod_key, node)
         self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid)
 
     def nominate(self, pod_key: str, node: str) -> None:
@@ -136,7 +139,9 @@ class KubeSink:
         now = self.clock()
         for pod_key, message in reasons.items():
             pod = pods.get(pod_key)
-            condition = None if pod is None else self.marks.due(pod_key, pod, message, now)
+            if pod is None:
+                continue
+            condition = self.marks.due(pod_key, pod, message, now)
             if condition is not None:
                 self.events.emit(pod, "Warning", "FailedScheduling", message)
                 self.statuses.put(("PodScheduled", pod_key), condition)
@@ -152,9 +157,8 @@ class KubeSink:
             if podgroup is not None:
                 self.events.emit(podgroup, "Warning", "Unschedulable", message)
 
-    def faults(self, faults: list[Any]) -> None:
-        """This cycle's faults (`central.framework.faults.Fault`) become Warning Events on
-        the objects concerned."""
+    def faults(self, faults: list[Fault]) -> None:
+        """This cycle's faults become Warning Events on the objects concerned."""
         for fault in faults:
             obj = self.objects.get(fault.kind, {}).get(fault.key)
             if obj is not None:
@@ -185,13 +189,13 @@ class KubeSink:
 
     # --- workers ------------------------------------------------------------------------------
 
-    def _submit(self, fn: Any, *args: Any) -> None:
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         future = self.pool.submit(fn, *args)
         with self._lock:
             self._inflight.add(future)
         future.add_done_callback(self._done)
 
-    def _done(self, future: Future) -> None:
+    def _done(self, future: Future[None]) -> None:
         with self._lock:
             self._inflight.discard(future)
 
@@ -226,7 +230,7 @@ class KubeSink:
             log.warning("bind %s to %s failed (%d in a row): %s", pod_key, node, failures, err)
             current = self._read_back(pod_key)
             first, most = self.bind_backoff
-            self.feeder.forget(pod_key, current, min(first * 2 ** (failures - 1), most))
+            self.bind_failed(pod_key, current, min(first * 2 ** (failures - 1), most))
             if current is not None and not current.get("spec", {}).get("nodeName"):
                 message = f"Binding rejected: {err.message or err}"
                 self.events.emit(current, "Warning", "FailedScheduling", message)

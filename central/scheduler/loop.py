@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from central.errors import InputError
 from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
@@ -39,6 +39,17 @@ from central.kube.leader import LeaderElector
 from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
 from central.scheduler.kubesink import KubeSink
+
+if TYPE_CHECKING:  # the collaborators' types only: they are passed in
+    from central.agents.feed import NodeDataFeed
+    from central.framework.closing import CycleResult
+    from central.framework.conf import SchedulerConf
+    from central.model.cache import ClusterCache
+    from central.model.sink import ClusterSink
+    from central.scheduler.metrics import SchedulerMetrics
+
+    # one scheduling cycle over the live cache, its decisions handed to the sink (`run_cycle`)
+    Cycle = Callable[[ClusterCache, SchedulerConf, ClusterSink], CycleResult]
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +69,7 @@ class ConfigFile:
     """The scheduler configuration, re-read when the file changes (a ConfigMap mount swaps a
     symlink). An invalid new version is logged and the last good one kept."""
 
-    def __init__(self, filename: str | None, loader: Callable[[bytes, str], Any], default: Any):
+    def __init__(self, filename: str | None, loader: Callable[[bytes, str], SchedulerConf], default: SchedulerConf):
         self.filename = filename
         self.loader = loader
         self.conf = default
@@ -75,7 +86,7 @@ class ConfigFile:
             self.conf = loader(data, filename)
             self._digest = hashlib.sha256(data).hexdigest()
 
-    def current(self) -> Any:
+    def current(self) -> SchedulerConf:
         if not self.filename:
             return self.conf
         try:
@@ -99,10 +110,10 @@ class ConfigFile:
 
 
 class Scheduler:
-    def __init__(self, client: KubeClient, cache: Any, cycle: Callable[[Any, Any, Any], Any], config: ConfigFile, *,
+    def __init__(self, client: KubeClient, cache: ClusterCache, cycle: Cycle, config: ConfigFile, *,
                  scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
-                 metrics: Any = None, bind_workers: int = 16, watch_timeout: int = 300,
-                 bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: Any = None,
+                 metrics: SchedulerMetrics | None = None, bind_workers: int = 16, watch_timeout: int = 300,
+                 bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
                  on_leading: Callable[[bool], None] | None = None,
                  queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic):
         self.client = client
@@ -112,7 +123,7 @@ class Scheduler:
         self.period = period
         self.elector = elector
         self.metrics = metrics
-        self.node_feed = node_feed  # the agents' reports (central.agents.feed.NodeDataFeed), if any
+        self.node_feed = node_feed  # the agents' reports, if any
         self.on_leading = on_leading  # told True once leading, False when stopping
         events = EventRecorder(client, scheduler_name)
         self.feeder = CacheFeeder(cache, scheduler_name,
@@ -120,7 +131,7 @@ class Scheduler:
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
-        self.sink = KubeSink(client, self.feeder, objects, events, bind_workers, bind_backoff)
+        self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff)
         self.queue_backoff, self.clock = queue_backoff, clock
         self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0
@@ -172,7 +183,7 @@ class Scheduler:
             if self.elector is not None:
                 self.elector.release()
 
-    def run_once(self) -> Any:
+    def run_once(self) -> CycleResult:
         conf = self.config.current()
         started = time.perf_counter()
         with self.feeder.lock:
@@ -195,11 +206,11 @@ class Scheduler:
             self.metrics.observe_queues(queues)
         return result
 
-    def _queue_figures(self, result: Any) -> dict[str, dict[str, dict[str, float]]]:
+    def _queue_figures(self, result: CycleResult) -> dict[str, dict[str, dict[str, float]]]:
         """allocated (from the cycle's queue statuses), deserved (the share proportion or
         capacity computed, as Volcano's proportion exports it; spec.deserved with neither) and
         capability (from the cache, read under the feeder's lock)."""
-        figures = {}
+        figures: dict[str, dict[str, dict[str, float]]] = {}
         for name, queue in self.cache.queues.items():
             status = result.queues.get(name) or {}
             deserved = result.deserved.get(name, {}) if result.deserved_by else dict(queue.deserved)

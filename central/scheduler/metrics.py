@@ -14,10 +14,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from central.framework.faults import Fault
 
 PREFIX = "volcano"
 MS_BUCKETS = tuple(5.0 * 2**i for i in range(10))  # Volcano: ExponentialBuckets(5, 2, 10)
@@ -79,7 +82,7 @@ class SchedulerMetrics:
         if evicted:
             self.preemption_attempts.inc()
 
-    def observe_faults(self, faults: Iterable[Any]) -> None:
+    def observe_faults(self, faults: Iterable[Fault]) -> None:
         """Count a cycle's faults by object kind and the plugin or action that met them."""
         for fault in faults:
             self.faults.labels(fault.kind, fault.source).inc()
@@ -109,7 +112,7 @@ class QueuePodGroupCounts:
     def __init__(self, queues: Mapping[str, Mapping[str, Any]], prefix: str = PREFIX):
         self.queues, self.prefix = queues, prefix
 
-    def collect(self) -> Any:
+    def collect(self) -> list[GaugeMetricFamily]:
         families = {phase: GaugeMetricFamily(f"{self.prefix}_queue_pod_group_{phase}_count",
                                              f"The number of {phase} PodGroups in this queue", labels=["queue_name"])
                     for phase in self.PHASES}

@@ -23,6 +23,7 @@ from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
 from central.manifests import read_file
 from central.model.cache import ClusterCache
 from central.model.fields import parse_duration, parse_time
+from central.model.nodedata import NodeData
 from central.model.queuetree import check_queues
 from central.progress import progress_bar
 from central.scheduler import load_config
@@ -134,7 +135,7 @@ def _conf(path: str | None) -> SchedulerConf:
     return load_config(read_file(path), path) if path else load_config(DEFAULT_CONF_YAML, "default configuration")
 
 
-def _node_reports(args: argparse.Namespace) -> list:
+def _node_reports(args: argparse.Namespace) -> list[NodeData]:
     if not args.node_reports:
         return []
     from central.agents.nodedata import read_node_reports  # only dry runs with reports need protobuf

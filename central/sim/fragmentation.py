@@ -28,6 +28,8 @@ from central.progress import progress_bar
 from central.scheduler import load_config
 from central.sim.simulate import simulate
 
+Row = dict[str, Any]  # one run's figures, and the policy's name under "policy"
+
 CARD_MIB = 16000
 SHARED_MIB = (2000, 4000, 6000, 8000, 12000)
 WHOLE_CARDS = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
@@ -56,7 +58,7 @@ def _pod(n: int, request: dict[str, str]) -> dict[str, Any]:
 
 
 def run_policy(policy: str, nodes: int, steps: int, shared: float, backlog: int, finish: float,
-               seed: int) -> dict[str, float]:
+               seed: int) -> Row:
     rng = random.Random(seed)
     cache = ClusterCache()
     for i in range(nodes):
@@ -109,7 +111,7 @@ def _cards_in_use(cache: ClusterCache) -> int:
     return len(held)
 
 
-def combine(rows: list[dict[str, float]]) -> dict[str, float]:
+def combine(rows: list[Row]) -> Row:
     """Runs of one policy over several seeds: averages of the averages, sums of the counts."""
     out = dict(rows[0])
     for key in ("stranded", "busy"):
@@ -119,7 +121,7 @@ def combine(rows: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
-def report(rows: list[dict[str, float]], seeds: int) -> str:
+def report(rows: list[Row], seeds: int) -> str:
     first = rows[0]
     title = (f"{first['cards']} GPUs on {first['nodes']} nodes at saturation, {seeds} seeded streams; "
              f"averages over {first['measured']} steps with whole-card jobs waiting")

@@ -11,7 +11,7 @@ not a run. With several --config files the same workload runs under each, and JS
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +42,7 @@ class Workload:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def read_workload(paths: list[str], traces: list[str] = ()) -> Workload:
+def read_workload(paths: list[str], traces: Sequence[str] = ()) -> Workload:
     """Every object under `paths` and every job of `traces`, checked: InputError names the
     file, object (or trace row) and field. Jobs pass admission as the webhook would admit them
     against the workload's Queues."""

@@ -25,7 +25,7 @@ POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion
        "status": {"phase": "Running", "qosClass": "BestEffort"}}
 
 
-def serve(counts: Counter) -> ThreadingHTTPServer:
+def serve(counts: Counter[tuple[str, str]]) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             query = parse_qs(urlparse(self.path).query)
@@ -57,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
-    counts: Counter = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     server = serve(counts)
     url = f"http://127.0.0.1:{server.server_port}"
     old = HttpPodSource(f"{url}/api/v1/pods?fieldSelector=spec.nodeName%3Dold", None)

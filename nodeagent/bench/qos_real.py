@@ -47,9 +47,10 @@ time.sleep(600)
 """
 
 
-def holder(group: str, anon: int, cache: int, path: str) -> subprocess.Popen:
+def holder(group: str, anon: int, cache: int, path: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(anon=anon, cache=cache, path=path)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None  # pipes, as asked
     (ROOT / "memory" / group / "cgroup.procs").write_text(str(proc.pid))
     proc.stdin.write("go\n")
     proc.stdin.flush()
@@ -64,7 +65,7 @@ def case(name: str, anon: int, cache: int, target: int, tmp: str) -> None:
         proc = holder(group, anon, cache, f"{tmp}/{group}.bin")
         writer = CgroupWriter(Health())
         driver = open_driver(CgroupLayout(ROOT, 1, "cgroupfs"), writer)
-        start = driver.memory_usage(group)
+        start = _known(driver.memory_usage(group), f"{group}'s memory usage")
         try:
             samples = 0
             if mode == "before":  # the old agent: write the target once per second, whatever happens
@@ -73,7 +74,7 @@ def case(name: str, anon: int, cache: int, target: int, tmp: str) -> None:
                 ebusy = writer.results[("memory.limit_in_bytes", "failed")]
                 print(f"{name}: before: {samples} writes of {target // MB} MiB, {ebusy} refused "
                       f"({errno.errorcode.get(writer.last_errno, '-')}); usage {start // MB} -> "
-                      f"{driver.memory_usage(group) // MB} MiB, limit {_mib(driver.memory_cap(group))}")
+                      f"{_known(driver.memory_usage(group), 'memory usage') // MB} MiB, limit {_mib(driver.memory_cap(group))}")
                 continue
             strategy = MemoryProtection(MemoryProtectConfig(min_bytes=target, step_bytes=64 * MB,
                                                             evict_after_samples=3), driver, group)
@@ -81,7 +82,8 @@ def case(name: str, anon: int, cache: int, target: int, tmp: str) -> None:
                 samples += 1
                 strategy.apply(64 << 30, 64 << 30)  # online uses it all: the target is the floor
             stuck = strategy.stuck_groups()
-            line = (f"{name}: after: {samples} samples, usage {start // MB} -> {driver.memory_usage(group) // MB} MiB, "
+            usage = _known(driver.memory_usage(group), "memory usage")
+            line = (f"{name}: after: {samples} samples, usage {start // MB} -> {usage // MB} MiB, "
                     f"limit {_mib(driver.memory_cap(group))}, "
                     f"force_empty {writer.results[('memory.force_empty', 'ok')]}, "
                     f"holder {'alive' if proc.poll() is None else 'killed'}")
@@ -104,6 +106,13 @@ def case(name: str, anon: int, cache: int, target: int, tmp: str) -> None:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def _known(value: int | None, what: str) -> int:
+    """A figure the bench cannot go on without (the cgroup it made must be readable)."""
+    if value is None:
+        raise RuntimeError(f"cannot read {what}")
+    return value
 
 
 def _mib(value: int | None) -> str:
@@ -129,10 +138,11 @@ def cpu_suppression() -> None:
         time.sleep(0.5)
 
         def shares() -> tuple[float, float]:
-            before = [driver.cpu_usage_ns(f"{group}/{g}") for g in ("offline", "online")]
+            before = [_known(driver.cpu_usage_ns(f"{group}/{g}"), f"{g} CPU usage") for g in ("offline", "online")]
             time.sleep(2.0)
-            after = [driver.cpu_usage_ns(f"{group}/{g}") for g in ("offline", "online")]
-            return tuple((a - b) / 2e9 for a, b in zip(after, before))
+            after = [_known(driver.cpu_usage_ns(f"{group}/{g}"), f"{g} CPU usage") for g in ("offline", "online")]
+            offline, online = ((a - b) / 2e9 for a, b in zip(after, before))
+            return offline, online
 
         offline0, online0 = shares()
         strategy = CpuSuppression(CpuSuppressConfig(threshold_percent=40, min_cores=0.1), driver, f"{group}/offline")

@@ -71,6 +71,7 @@ class CgroupWriter:
 
 class CgroupDriver(Protocol):
     layout: CgroupLayout
+    writer: CgroupWriter  # every write goes through it, counted
 
     def cpu_usage_ns(self, rel: str) -> int | None: ...
     def memory_working_set(self, rel: str) -> int | None: ...
@@ -106,8 +107,10 @@ class _Base:
 
     def _int(self, controller: str, rel: str, file: str) -> int | None:
         text = self._read(controller, rel, file)
+        if text is None:
+            return None
         try:
-            return None if text is None else int(text.split()[0])
+            return int(text.split()[0])
         except (ValueError, IndexError):
             self.health.error(NAME, "garbled_file", f"{rel}/{file}: {text[:40]!r}")
             return None

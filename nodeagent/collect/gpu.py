@@ -195,7 +195,9 @@ def open_gpu_collector(paths: HostPaths, health: Health, nvml: Any = None,
                        xid_recovery_s: float = 300.0) -> NvmlGpuCollector | NullGpuCollector:
     try:
         if nvml is None:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         nvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, or no module at all
         health.error(NAME, "nvml_unavailable", exc)

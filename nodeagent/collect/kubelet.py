@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -53,7 +54,7 @@ def read_kubelet_cpu_state(kubelet_root: Path, health: Health) -> KubeletCpuStat
     return KubeletCpuState(cpu_policy, topology_policy, shared)
 
 
-def _config(path: Path, health: Health) -> dict | None:
+def _config(path: Path, health: Health) -> dict[str, Any] | None:
     if not path.exists():
         return None
     text = read_text(path, health, NAME)

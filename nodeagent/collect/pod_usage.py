@@ -52,10 +52,11 @@ class PodUsageCollector:
             state = self._state.setdefault(pod.uid, _PodState(self._window))
             rel = self._driver.layout.pod_dir(pod.uid, pod.qos_class)
             usage = self._driver.cpu_usage_ns(rel)
-            state.cpu_fresh = usage is not None and state.prev is not None and now > state.prev[0]
+            prev, state.cpu_fresh = state.prev, False
             if usage is not None:
-                if state.cpu_fresh:
-                    state.cpu.add(max(0.0, (usage - state.prev[1]) / 1e9 / (now - state.prev[0])))
+                if prev is not None and now > prev[0]:
+                    state.cpu_fresh = True
+                    state.cpu.add(max(0.0, (usage - prev[1]) / 1e9 / (now - prev[0])))
                 state.prev = (now, usage)
             memory = self._driver.memory_working_set(rel)
             state.mem_fresh = memory is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from nodeagent.health import Health
 from nodeagent.host.paths import HostPaths, parse_cpu_list, read_int, read_text
@@ -46,7 +47,7 @@ class Topology:
     cpus: list[CpuInfo] = field(default_factory=list)
 
 
-def _l3_id(cpu_dir, health: Health) -> int:
+def _l3_id(cpu_dir: Path, health: Health) -> int:
     """The L3 cache's id (older kernels have no `id`: the first CPU sharing it stands in)."""
     for index in sorted(cpu_dir.glob("cache/index[0-9]*")):
         if (read_text(index / "level", health, NAME) or "").strip() != "3":

@@ -108,9 +108,12 @@ class Eviction:
         """Memory and node-CPU watermarks; an unknown figure is no evidence either way."""
         high, low = self.cfg.high_watermark_percent, self.cfg.low_watermark_percent
         found = []
-        if self._held("node_memory", memory_percent is not None and memory_percent >= high):
+        # `_held` counts consecutive samples, so both are asked every time; neither holds for an unknown figure
+        memory_held = self._held("node_memory", memory_percent is not None and memory_percent >= high)
+        cpu_held = self._held("node_cpu", cpu_percent is not None and cpu_percent >= high and not offline_held)
+        if memory_held and memory_percent is not None:
             found.append(Pressure("memory", (memory_percent - low) / 100 * allocatable_bytes, "node_memory"))
-        if self._held("node_cpu", cpu_percent is not None and cpu_percent >= high and not offline_held):
+        if cpu_held and cpu_percent is not None:
             found.append(Pressure("cpu", (cpu_percent - low) / 100 * allocatable_cores, "node_cpu"))
         return found
 

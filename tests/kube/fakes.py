@@ -11,20 +11,38 @@ from typing import Any
 
 
 class RecordingCache:
-    """Keeps the latest object per (kind, key), as `ClusterCache.apply/delete` would see them."""
+    """Keeps the latest object per (kind, key), as `ClusterCache.apply/delete` would see them.
+
+    As the real cache keeps a bind in flight, a pod the cycle bound (`binding`) stays on its
+    node against updates that do not show it bound yet, until one does or the pod is deleted."""
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.binding: dict[str, str] = {}  # pod key -> node
         self.applied = 0
 
     def apply(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        if obj["kind"] == "Pod" and key in self.binding:
+            if obj["spec"].get("nodeName"):
+                del self.binding[key]
+            else:
+                obj = dict(obj, spec=dict(obj["spec"], nodeName=self.binding[key]))
         self.objects[(obj["kind"], key)] = obj
         self.applied += 1
 
+    def bind(self, key: str, node: str) -> None:
+        """What the core's commit does: the pod is charged on the node while the bind is in flight."""
+        pod = self.objects[("Pod", key)]
+        self.objects[("Pod", key)] = dict(pod, spec=dict(pod["spec"], nodeName=node))
+        self.binding[key] = node
+
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
-        self.objects.pop((kind, f"{namespace}/{name}" if namespace else name), None)
+        key = f"{namespace}/{name}" if namespace else name
+        self.objects.pop((kind, key), None)
+        if kind == "Pod":
+            self.binding.pop(key, None)
 
     def of(self, kind: str) -> dict[str, dict[str, Any]]:
         return {key: obj for (k, key), obj in self.objects.items() if k == kind}
@@ -52,7 +70,7 @@ def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamesp
         for name, node in nodes:
             if used.get(name, 0) < int(node["status"]["allocatable"]["pods"]):
                 used[name] = used.get(name, 0) + 1
-                cache.apply(dict(pod, spec=dict(pod["spec"], nodeName=name)))
+                cache.bind(key, name)
                 sink.bind(key, name)
                 binds[key] = name
                 break

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import threading
 
+from central.framework.conf import DEFAULT_CONF_YAML
 from central.kube.client import CORE, path
 from central.kube.informer import Reflector
+from central.model.cache import ClusterCache
+from central.model.objects import TaskStatus
+from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
 from central.scheduler.feeder import CacheFeeder
 from tests.builders import node, pod
 from tests.kube.fakes import RecordingCache
@@ -88,19 +93,39 @@ def test_field_selector_transition_removes_bound_pod(real):
         reflector.stop()
 
 
-def test_feeder_keeps_assumed_node_against_stale_updates():
-    cache = RecordingCache()
+def test_a_bind_in_flight_keeps_its_node_against_stale_updates_until_it_fails():
+    cache = ClusterCache()
     feeder = CacheFeeder(cache, "volcano")
+    feeder.handler("Node")("ADDED", node("n1", pods=10))
     on_pod = feeder.handler("Pod")
     on_pod("ADDED", pod("a"))
-    feeder.assume("default/a", "n1")
+    conf = load_config(DEFAULT_CONF_YAML, "default")
+    assert run_cycle(cache, conf).binds == {"default/a": "n1"}
     stale = pod("a")
     stale["metadata"]["labels"] = {"x": "y"}
     on_pod("MODIFIED", stale)  # e.g. a label change seen before the binding
-    assert cache.of("Pod")["default/a"]["spec"]["nodeName"] == "n1"
-    feeder.forget("default/a", pod("a"))  # the bind failed: the node is released
-    assert "nodeName" not in cache.of("Pod")["default/a"]["spec"]
-    assert feeder.assumed == {}
+    task = cache.tasks["default/a"]
+    assert (task.status, task.node, cache.table.pods[0]) == (TaskStatus.BINDING, "n1", 1)
+    assert run_cycle(cache, conf).binds == {}  # not placed a second time
+    feeder.bind_failed("default/a", pod("a"))  # the bind failed: the node is released
+    task = cache.tasks["default/a"]
+    assert (task.status, task.node, cache.table.pods[0]) == (TaskStatus.PENDING, None, 0)
+
+
+def test_a_bind_in_flight_ends_when_the_pod_shows_bound_or_is_deleted():
+    cache = ClusterCache()
+    feeder = CacheFeeder(cache, "volcano")
+    feeder.handler("Node")("ADDED", node("n1", pods=10))
+    on_pod = feeder.handler("Pod")
+    for name in ("a", "b"):
+        on_pod("ADDED", pod(name))
+    assert run_cycle(cache, load_config(DEFAULT_CONF_YAML, "default")).binds == {"default/a": "n1", "default/b": "n1"}
+    on_pod("MODIFIED", pod("a", node="n1"))
+    on_pod("DELETED", pod("b"))
+    on_pod("MODIFIED", pod("a"))  # the record ended: an unbound version is taken as it is
+    assert (cache.tasks["default/a"].status, cache.tasks["default/a"].node, cache.table.pods[0]) == (
+        TaskStatus.PENDING, None, 0)
+    assert "default/b" not in cache.tasks
 
 
 def test_feeder_ignores_pending_pods_of_other_schedulers_but_counts_bound_ones():
@@ -123,8 +148,7 @@ def test_a_pod_whose_bind_failed_backs_off_before_it_is_seen_again():
     feeder = CacheFeeder(cache, "volcano", clock=lambda: now[0])
     on_pod = feeder.handler("Pod")
     on_pod("ADDED", pod("a"))
-    feeder.assume("default/a", "n1")
-    feeder.forget("default/a", pod("a"), backoff=2.0)
+    feeder.bind_failed("default/a", pod("a"), backoff=2.0)
     assert "default/a" not in cache.of("Pod")  # parked: no cycle can place it meanwhile
     relabelled = pod("a")
     relabelled["metadata"]["labels"] = {"v": "2"}
@@ -142,7 +166,7 @@ def test_a_parked_pod_that_gets_bound_or_deleted_leaves_the_backoff():
     feeder = CacheFeeder(cache, "volcano")
     on_pod = feeder.handler("Pod")
     for name in ("bound", "gone"):
-        feeder.forget(f"default/{name}", pod(name), backoff=60.0)
+        feeder.bind_failed(f"default/{name}", pod(name), backoff=60.0)
     bound = pod("bound")
     bound["spec"]["nodeName"] = "n2"  # bound after all (the reply had been lost)
     on_pod("MODIFIED", bound)

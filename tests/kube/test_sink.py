@@ -46,7 +46,7 @@ def test_failed_bind_is_retried_and_never_doubled(real, fault):
     scheduler, stop, thread = start(real.kube)
     try:
         eventually(lambda: bound_to(real, "a"), what="pod a bound")
-        eventually(lambda: not scheduler.feeder.assumed, what="the assumption to end")
+        eventually(lambda: not scheduler.cache.binding, what="the bind in flight to end")
         scheduler.sink.drain()
     finally:
         stop.set()

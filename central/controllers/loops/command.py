@@ -25,7 +25,7 @@ from central.controllers.loops.queues import QueueController
 from central.kube.client import KubeClient
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, run_terms
-from central.model.jobs import DEFAULT_LIMITS, JobLimits
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits
 from central.scheduler.metrics import QueuePodGroupCounts, serve
 
 log = logging.getLogger(__name__)

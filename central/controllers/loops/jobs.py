@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from central.controllers.bus import TERMINATE_JOB
 from central.controllers.job_podgroup import job_podgroup
@@ -18,8 +18,11 @@ from central.controllers.loops.base import MAX_REQUEUE, ControllerLoop, url_for
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.informer import object_key
-from central.model.jobs import DEFAULT_LIMITS, JobLimits
 from central.model.jobs import JOB_NAME as JOB_NAME_LABEL
+from central.model.jobspec import DEFAULT_LIMITS, JobLimits
+
+if TYPE_CHECKING:
+    from central.controllers.jobs import JobDecision
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ class JobController(ControllerLoop):
         self._apply(job, decision)
         return decision.requeue_after
 
-    def _reconcile(self, key: str, job: dict[str, Any], action: str | None = None) -> Any:
+    def _reconcile(self, key: str, job: dict[str, Any], action: str | None = None) -> JobDecision:
         namespace = job["metadata"]["namespace"]
         with self._index_lock:
             pod_keys = list(self._pods_of.get(key, ()))
@@ -114,7 +117,7 @@ class JobController(ControllerLoop):
         return self.reconcile(job, job_podgroup(self.podgroups.objects, job), pods, self.clock(), commands, action,
                               self.limits)
 
-    def _apply(self, job: dict[str, Any], d: Any) -> None:
+    def _apply(self, job: dict[str, Any], d: JobDecision) -> None:
         """Objects first, pods last: a write that fails raises before the pods change, and the
         retry makes the same decision again (a scale's host lists and PodGroup are not lost)."""
         namespace = job["metadata"]["namespace"]
