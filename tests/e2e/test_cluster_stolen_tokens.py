@@ -144,11 +144,11 @@ def test_a_stolen_webhook_token_cannot_widen_its_webhooks(tenant: Tenant) -> Non
         c["webhooks"][0]["rules"] = [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*/*"]}]
 
     def always(c: dict[str, Any]) -> None:
-        pods = next(w for w in c["webhooks"] if w["name"] == "validatepod.volcano.sh")
+        pods = next(w for w in c["webhooks"] if w["name"] == "validatepod.caldera.sh")
         pods["matchConditions"][0]["expression"] = "true"
 
     def smuggled(c: dict[str, Any]) -> None:
-        pods = next(w for w in c["webhooks"] if w["name"] == "validatepod.volcano.sh")
+        pods = next(w for w in c["webhooks"] if w["name"] == "validatepod.caldera.sh")
         old = pods["matchConditions"][0]["expression"]
         pods["matchConditions"][0]["expression"] = "object.spec.schedulerName == 'x' || true" + old[old.index(" ||"):]
 
@@ -163,7 +163,7 @@ def test_a_stolen_webhook_token_cannot_widen_its_webhooks(tenant: Tenant) -> Non
             w["clientConfig"]["caBundle"] = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
 
     def renamed(c: dict[str, Any]) -> None:
-        pods = next(w for w in c["webhooks"] if w["name"] == "validatepod.volcano.sh")
+        pods = next(w for w in c["webhooks"] if w["name"] == "validatepod.caldera.sh")
         old = pods["matchConditions"][0]["expression"]
         pods["matchConditions"][0]["expression"] = "object.spec.schedulerName == 'batch-2'" + old[old.index(" ||"):]
 
