@@ -21,6 +21,13 @@ from central.localcluster.processes import Supervisor
 from tests.kube.faultproxy import FaultProxy
 from tests.waiting import eventually
 
+# No kubelet posts Node status here, so the node lifecycle controller would taint every Node
+# unreachable once its start-up grace (1 min) ran out; and tests recreate the same names
+# (n1, n2) faster than its 5 s sweep notices a deletion, so a new n1 inherits the old one's
+# first sighting and is tainted within seconds, some minutes into a session. Without it,
+# `Api.put` lifts the not-ready taint admission gives a new Node, as that controller would.
+BARE_CONTROLLERS = f"{controlplane.CONTROLLERS},-node-lifecycle-controller"
+
 _RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 
@@ -60,7 +67,7 @@ def real_api(tmp_path_factory) -> Iterator[RealApi]:
     directory = tmp_path_factory.mktemp("realapi")
     sup = Supervisor(directory)
     try:
-        endpoints = controlplane.start(sup, build.binaries())
+        endpoints = controlplane.start(sup, build.binaries(), controllers=BARE_CONTROLLERS)
         admin = KubeClient.connect(str(directory / "kubeconfig"), qps=1000, burst=1000)
         discovery = Discovery(admin)
         for obj in kustomization_objects(repo_manifests()):
@@ -99,14 +106,18 @@ class Api:
     def put(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create `obj` (in this test's namespace where namespaced) and write the status it
         carries, which a create ignores where the kind has a status subresource: the test
-        plays the kubelet or the controller that would have written it."""
+        plays the kubelet or the controller that would have written it (a Node keeps only
+        the taints it was written with)."""
         obj = copy.deepcopy(obj)
         if obj["metadata"].get("namespace") is not None or self._namespaced(obj):
             obj["metadata"]["namespace"] = self.namespace
         url = self.url(obj["apiVersion"], obj["kind"])
         stored = self.admin.create(url, obj)
+        if obj["kind"] == "Node" and stored["spec"].get("taints") != obj.get("spec", {}).get("taints"):
+            stored = self.admin.merge_patch(f"{url}/{obj['metadata']['name']}",
+                                            {"spec": {"taints": obj.get("spec", {}).get("taints")}})
         if obj.get("status") and stored.get("status") != obj["status"]:
-            # a merge patch: the node controller may have written the new Node already
+            # a merge patch: it leaves alone what others wrote meanwhile
             stored = self.admin.merge_patch(f"{url}/{obj['metadata']['name']}/status", {"status": obj["status"]})
         return stored
 

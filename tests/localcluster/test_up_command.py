@@ -127,6 +127,7 @@ def test_up_with_a_port_range_listens_only_on_loopback_inside_it(tmp_path: Path)
     try:
         listening = {}
         for proc in cluster.sup.procs:
+            assert alive(proc.pid), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-3000:]}"
             family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
             for member in family:
                 for conn in member.net_connections(kind="inet"):
