@@ -46,10 +46,11 @@ class EventRecorder:
         self._stamp = clock()
         self._names: OrderedDict[tuple[str, ...], str] = OrderedDict()  # correlation key -> Event name
         self._lock = threading.Lock()  # binder workers emit concurrently
-        # what `_write` takes, in its order
-        self._work: queue.Queue[tuple[dict[str, Any], str, str, Correlated, str, str]] = (
+        # what `_write` takes, in its order; None ends the worker
+        self._work: queue.Queue[tuple[dict[str, Any], str, str, Correlated, str, str] | None] = (
             queue.Queue(maxsize=1000))
-        threading.Thread(target=self._worker, name="events", daemon=True).start()
+        self._thread = threading.Thread(target=self._worker, name="events", daemon=True)
+        self._thread.start()
 
     def emit(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
@@ -76,9 +77,18 @@ class EventRecorder:
         except queue.Full:
             self.dropped += 1
 
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, for up to `timeout` seconds, then end the worker thread (a
+        scheduler's leadership term owns one recorder; the process outlives many terms)."""
+        try:
+            self._work.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+
     def _worker(self) -> None:
-        while True:
-            self._write(*self._work.get())
+        while (work := self._work.get()) is not None:
+            self._write(*work)
 
     def _write(self, obj: dict[str, Any], event_type: str, reason: str, seen: Correlated, name: str,
                namespace: str) -> None:

@@ -180,6 +180,7 @@ class Scheduler:
             for reflector in self.reflectors.values():
                 reflector.stop()
             self.sink.close()
+            self.sink.events.close()
             if self.elector is not None:
                 self.elector.release()
 
