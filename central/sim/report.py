@@ -51,7 +51,7 @@ def render(console: Console, result: SimulationResult, cache: ClusterCache, path
         (len(cache.nodes), "node"), (len(cache.all_queues()), "queue"), (len(cache.jobs), "podgroup"),
         (len(pods), "pod"))))
     if skipped:
-        console.print("  skipped (not scheduling objects): "
+        console.print("  skipped (not scheduling objects, or workloads of other schedulers): "
                       + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
     if foreign:
         names = sorted({t.scheduler_name or "default-scheduler" for t in foreign})
