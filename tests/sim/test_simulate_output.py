@@ -106,3 +106,26 @@ def test_queue_table_counts_inqueue(tmp_path, capsys):
     assert header[-3:] == ["PENDING", "INQUEUE", "RUNNING"]
     default = next(line.split() for line in lines if line.split()[:1] == ["default"])
     assert default[-3:] == ["2", "4", "0"]
+
+
+def test_until_progress_is_one_bar_cleared_at_the_end(capsys, monkeypatch):
+    """The bar of a run over simulated time is central/progress.py's: one line redrawn in place
+    over every configuration and erased when done, so no stale percentage stays above the
+    result; nothing on stderr when it is not a terminal."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[2] / "examples" / "experiments" / "gang-deadlock"
+    argv = ["simulate", "--manifests", str(here / "cluster.yaml"), "--manifests", str(here / "jobs-gang.yaml"),
+            "--until", "1h", "--config", str(here.parent / "task-topology" / "spread.conf"),
+            "--config", str(here.parent / "task-topology" / "task-topology.conf")]
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    assert main(argv) == 0
+    piped = capsys.readouterr()
+    assert piped.err == ""
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich's switch: treat the stream as a terminal
+    assert main(argv) == 0
+    terminal = capsys.readouterr()
+    assert "spread.conf: simulated" in terminal.err and "task-topology.conf: simulated" in terminal.err
+    assert "\n" not in terminal.err.split("\x1b[?25h")[0].rstrip("\n")  # redrawn in place: one line
+    assert terminal.err.endswith("\x1b[2K")  # and that line erased at the end
+    assert terminal.out == piped.out
