@@ -193,7 +193,7 @@ JOB_COLUMNS = ("JOB", "QUEUE", "PHASE", "SUBMITTED", "STARTED", "FINISHED", "WAI
 def job_rows(result: TimedResult) -> list[tuple[str, ...]]:
     """One row per job, in order of submission: times from the start of the run, then the wait
     (submitted to started) and the JCT (submitted to finished); "-" where not reached."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for key, job in sorted(result.jobs.items(), key=lambda kj: (kj[1]["submitted"], kj[0])):
         submitted, started, finished = job["submitted"], job["started"], job["finished"]
         rows.append((key, job["queue"], job["phase"], _clock(submitted), _clock(started), _clock(finished),
@@ -239,15 +239,21 @@ def summary(result: TimedResult) -> str:
 
 
 def comparison(runs: dict[str, TimedResult]) -> str:
-    rows = [("configuration", "finished", "makespan", "mean wait", "mean JCT", "p95 JCT", "stuck", "utilization")]
+    rows = comparison_rows(runs)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def comparison_rows(runs: dict[str, TimedResult]) -> list[tuple[str, ...]]:
+    """The header, then one row of figures per configuration."""
+    rows: list[tuple[str, ...]] = [("configuration", "finished", "makespan", "mean wait", "mean JCT", "p95 JCT", "stuck", "utilization")]
     for name, r in runs.items():
         m = r.metrics
         done = sum(1 for j in r.jobs.values() if j["finished"] is not None)
         rows.append((name, f"{done}/{len(r.jobs)}", _span(m["makespan_s"]), _span(m["mean_wait_s"]),
                      _span(m["mean_jct_s"]), _span(m["p95_jct_s"]), str(len(m["stuck"])),
                      " ".join(f"{n}={v:.0%}" for n, v in m["utilization"].items())))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+    return rows
 
 
 def _span(seconds: float | None) -> str:

@@ -50,14 +50,14 @@ def expand_workload(obj: Mapping[str, Any], scheduler_name: str) -> list[dict[st
     namespace = str(meta.get("namespace") or "default")
     name = str(meta["name"])
     annotations = dict(meta.get("annotations") or {})
-    owner = {"apiVersion": str(obj["apiVersion"]), "kind": kind, "name": name,
+    owner: dict[str, Any] = {"apiVersion": str(obj["apiVersion"]), "kind": kind, "name": name,
              "uid": str(meta.get("uid") or f"{namespace}-{name}"), "controller": True, "blockOwnerDeletion": True}
     if kind == "Deployment":  # its controller makes a ReplicaSet (carrying its annotations) that owns the pods
         rs_name = f"{name}-{_letters(repr(sorted(template.items())), 10)}"
         owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "uid": f"{namespace}-{rs_name}",
                  "controller": True, "blockOwnerDeletion": True}
     pods = [_pod(template, owner, namespace, pod_name, annotations.get(SUBMIT_AT))
-            for pod_name in _pod_names(kind, owner["name"], _count(obj, kind, spec))]
+            for pod_name in _pod_names(kind, str(owner["name"]), _count(obj, kind, spec))]
     if not pods:
         return []
     decision = podgroup_for_pod(pods[0], {"metadata": {"annotations": annotations}}, (scheduler_name,))
