@@ -3,7 +3,7 @@
     caldera simulate --manifests PATH [--manifests PATH ...] [--config FILE] [--cycles N]
                      [--output json|table] [--node-reports PATH ...] [--now TIME]
     caldera simulate ... --until DURATION [--period 1s] [--stuck-after 10m]
-                     [--config A --config B ...] [--report FILE.html]
+                     [--config A --config B ...] [--details] [--report FILE.html]
 
 Without --manifests it runs on the example cluster shipped with Caldera. With --until it
 runs over simulated time instead of for a number of cycles (central/sim/timed.py).
@@ -45,9 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table",
                         help="table: a summary, then details capped at %d rows each; wide: every row; "
                              "json: everything, for scripts (default: table)" % DETAIL_ROWS)
-    parser.add_argument("--details", action="store_true", help="with table output, every row of every section")
+    parser.add_argument("--details", action="store_true",
+                        help="with table output, every row of every section; with --until, a table of every job's "
+                             "times")
     parser.add_argument("-q", "--quiet", action="store_true",
-                        help="the summary only, and no progress on stderr")
+                        help="the summary only, and no progress bar on stderr")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
     parser.add_argument("--node-reports", action="append", metavar="PATH",
                         help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
@@ -104,6 +106,8 @@ def run_timed(args: argparse.Namespace) -> int:
     from central.sim import timed
 
     until = _duration(args.until, "--until", positive=True)
+    if args.output == "json" and args.details:
+        raise InputError("--details", "applies to table output, not json (which has every job)")
     options = timed.RunOptions(
         until=until, period=_duration(args.period, "--period", positive=True),
         stuck_after=_duration(args.stuck_after, "--stuck-after"),

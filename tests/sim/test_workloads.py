@@ -75,3 +75,8 @@ def test_job_table_marks_what_was_not_reached():
                          jobs={"ns/b": {"phase": "Running", "queue": "q", "submitted": 86400.0, "started": None,
                                         "finished": None}})
     assert job_table(result).splitlines()[1].split() == ["ns/b", "q", "Running", "1d", "0:00:00", "-", "-", "-", "-"]
+
+
+def test_until_details_with_json_is_refused(capsys):
+    assert main(["simulate", "--manifests", str(MANIFESTS), "--until", "1h", "-o", "json", "--details"]) == 2
+    assert "--details: applies to table output" in capsys.readouterr().err
