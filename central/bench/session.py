@@ -187,11 +187,11 @@ def report(row: dict[str, Any]) -> str:
     ])
 
 
-# How long each mode runs, for --help: measured on 2 cores shared with other work (load ~17),
-# so a quiet machine is faster.
+# How long each mode runs, for --help: wall times measured on 2 cores shared with other work
+# (load ~17: 36 s, 4 m 57 s and 1 m 57 s), so a quiet machine is faster.
 RUN_TIMES = (
-    "How long it runs (2 busy cores): the default, both sizes then the preemption run, about 5-7 minutes; "
-    "1000x10000 alone about 40 s (add --preemption none), 5000x50000 about 3-4 minutes, the preemption run "
+    "How long it runs (2 busy cores): the default, both sizes then the preemption run, about 8 minutes; "
+    "1000x10000 alone about 40 s (add --preemption none), 5000x50000 about 5 minutes, the preemption run "
     "at 1000x15000 about 2 minutes. --e2e first builds kube-apiserver and kube-scheduler from Go modules "
     "(7-12 minutes, once: cached under ~/.cache/caldera), then starts two control planes and schedules "
     "every pod through each: several minutes per size."
@@ -202,7 +202,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = RUN_TIMES
     parser.add_argument("--size", action="append", metavar="NODESxPODS", type=cluster_size,
                         help="cluster sizes to run (repeatable; default: 1000x10000, about 40 s, and 5000x50000, "
-                             "about 3-4 minutes)")
+                             "about 5 minutes)")
     parser.add_argument("--agent-plugins", action="store_true",
                         help="give every node an agent report and add the usage and numa-aware plugins")
     parser.add_argument("--e2e", action="store_true",
