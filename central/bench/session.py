@@ -187,21 +187,35 @@ def report(row: dict[str, Any]) -> str:
     ])
 
 
+# How long each mode runs, for --help: wall times measured on 2 cores shared with other work
+# (load ~17: 36 s, 4 m 57 s and 1 m 57 s), so a quiet machine is faster.
+RUN_TIMES = (
+    "How long it runs (2 busy cores): the default, both sizes then the preemption run, about 8 minutes; "
+    "1000x10000 alone about 40 s (add --preemption none), 5000x50000 about 5 minutes, the preemption run "
+    "at 1000x15000 about 2 minutes. --e2e first builds kube-apiserver and kube-scheduler from Go modules "
+    "(7-12 minutes, once: cached under ~/.cache/caldera), then starts two control planes and schedules "
+    "every pod through each: several minutes per size."
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = RUN_TIMES
     parser.add_argument("--size", action="append", metavar="NODESxPODS", type=cluster_size,
-                        help="cluster sizes to run (repeatable; default: 1000x10000 and 5000x50000)")
+                        help="cluster sizes to run (repeatable; default: 1000x10000, about 40 s, and 5000x50000, "
+                             "about 5 minutes)")
     parser.add_argument("--agent-plugins", action="store_true",
                         help="give every node an agent report and add the usage and numa-aware plugins")
     parser.add_argument("--e2e", action="store_true",
                         help="end to end through a real local API server instead: Caldera's scheduler process, "
-                             "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000)")
+                             "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000; "
+                             "a one-time build of 7-12 minutes, then several minutes per size)")
     parser.add_argument("--backlog", action="store_true",
                         help="with --e2e: create every pod first, then start the scheduler; the clock runs from "
                              "its start (the scheduler and its binds alone, not the creates)")
     parser.add_argument("--preemption", metavar="NODESxPODS", default=cluster_size("1000x15000"),
                         type=lambda text: None if text == "none" else cluster_size(text),
                         help="size of the preemption run: nodes x low-priority pods that fill them, or none "
-                             "to skip (default: 1000x15000)")
+                             "to skip (default: 1000x15000, about 2 minutes)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
     caldera simulate --manifests PATH [--manifests PATH ...] [--config FILE] [--cycles N]
                      [--output json|table] [--node-reports PATH ...] [--now TIME]
     caldera simulate ... --until DURATION [--period 1s] [--stuck-after 10m]
-                     [--config A --config B ...] [--report FILE.html]
+                     [--config A --config B ...] [--details] [--report FILE.html]
 
 Without --manifests it runs on the example cluster shipped with Caldera. With --until it
 runs over simulated time instead of for a number of cycles (central/sim/timed.py).
@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from central.errors import InputError
@@ -46,9 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table",
                         help="table: a summary, then details capped at %d rows each; wide: every row; "
                              "json: everything, for scripts (default: table)" % DETAIL_ROWS)
-    parser.add_argument("--details", action="store_true", help="with table output, every row of every section")
+    parser.add_argument("--details", action="store_true",
+                        help="with table output, every row of every section; with --until, a table of every job's "
+                             "times")
     parser.add_argument("-q", "--quiet", action="store_true",
-                        help="the summary only, and no progress on stderr")
+                        help="the summary only, and no progress bar on stderr")
     parser.add_argument("--scheduler-name", default="volcano", help="pods of this scheduler are scheduled")
     parser.add_argument("--node-reports", action="append", metavar="PATH",
                         help="agent reports (the JSON `caldera agent --once --output json` prints), a file "
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     paths = args.manifests or DEFAULT_MANIFESTS
     # the bar's total is the cycles; reading a large cluster shows as its own stage first
     with progress_bar("reading manifests", args.cycles, enabled=not args.quiet) as step:
-        manifests = read_manifests(paths)
+        manifests = read_manifests(paths, args.scheduler_name)
         cache = ClusterCache(scheduler_name=args.scheduler_name)
         load_into(cache, manifests)
         check_queues(cache.all_queues(), sources_of(manifests, "Queue"))
@@ -103,27 +104,29 @@ def run(args: argparse.Namespace) -> int:
 
 def run_timed(args: argparse.Namespace) -> int:
     from central.sim import timed
-    from central.sim.timeline import progress_bar
 
     until = _duration(args.until, "--until", positive=True)
-    bar = sys.stderr.isatty()  # a progress bar on a terminal only
+    if args.output == "json" and args.details:
+        raise InputError("--details", "applies to table output, not json (which has every job)")
     options = timed.RunOptions(
         until=until, period=_duration(args.period, "--period", positive=True),
         stuck_after=_duration(args.stuck_after, "--stuck-after"),
         start=parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc),
-        scheduler_name=args.scheduler_name, node_reports=tuple(_node_reports(args)),
-        progress=progress_bar(until) if bar else None)
-    workload = timed.read_workload(args.manifests or DEFAULT_MANIFESTS, args.trace or [])
+        scheduler_name=args.scheduler_name, node_reports=tuple(_node_reports(args)))
+    workload = timed.read_workload(args.manifests or DEFAULT_MANIFESTS, args.trace or [], args.scheduler_name)
     configs = args.config or [None]
     names = [timed.config_name(path) for path in configs]
     if len(set(names)) < len(names):
         raise InputError("--config", f"two configurations share a file name: {', '.join(names)}")
     runs = {}
-    for name, path in zip(names, configs):
-        runs[name] = timed.run_once(workload, _conf(path), options)
-        if bar:
-            sys.stderr.write(f"  {name}\n" if len(configs) > 1 else "\n")
-    timed.print_runs(runs, args.output)
+    # one bar over every configuration's simulated time, so nothing is left behind between runs
+    with progress_bar("simulating", until * len(configs), enabled=not args.quiet, counted=False) as step:
+        for i, (name, path) in enumerate(zip(names, configs)):
+            def at(now: float, done: float = i * until, label: str = f"{name}: simulated ") -> None:
+                step(0, label + str(timedelta(seconds=int(now))), completed=done + now)
+
+            runs[name] = timed.run_once(workload, _conf(path), replace(options, progress=at))
+    timed.print_runs(runs, args.output, details=args.details or args.output == "wide")
     if args.report:
         from central.sim.htmlreport import write_report
 

@@ -123,7 +123,8 @@ def combine(rows: list[Row]) -> Row:
 
 def report(rows: list[Row], seeds: int) -> str:
     first = rows[0]
-    title = (f"{first['cards']} GPUs on {first['nodes']} nodes at saturation, {seeds} seeded streams; "
+    streams = "1 seeded stream" if seeds == 1 else f"{seeds} seeded streams"
+    title = (f"{first['cards']} GPUs on {first['nodes']} nodes at saturation, {streams}; "
              f"averages over {first['measured']} steps with whole-card jobs waiting")
     header = (f"  {'policy':<22}{'stranded GPUs':>14}{'cards busy':>12}{'whole-card jobs':>17}{'shared pods':>13}"
               f"{'whole waiting':>15}")
@@ -131,6 +132,13 @@ def report(rows: list[Row], seeds: int) -> str:
     for row in rows:
         lines.append(f"  {row['policy']:<22}{row['stranded']:>14.1f}{row['busy']:>11.1%}{row['whole_placed']:>17}"
                      f"{row['shared_placed']:>13}{row['whole_waiting']:>15}")
+    summed = "" if seeds == 1 else f", summed over the {seeds} streams"
+    lines += ["", "  stranded GPUs    cards wholly idle while a whole-card job waits (idle but unusable: too few free "
+                  "together on one node), averaged over those steps; lower is better",
+              "  cards busy       share of all cards some pod holds, averaged over the same steps",
+              f"  whole-card jobs  jobs asking {GPU_NUMBER} (whole cards) placed over the run{summed}",
+              f"  shared pods      pods asking {GPU_MEMORY} (part of a card) placed over the run{summed}",
+              f"  whole waiting    whole-card jobs still waiting at the end{summed}"]
     return "\n".join(lines)
 
 

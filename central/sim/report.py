@@ -46,15 +46,16 @@ def render(console: Console, result: SimulationResult, cache: ClusterCache, path
     pods = [t for t in cache.tasks.values() if t.job_uid]
     pending = pending_reasons(result, cache)
     foreign = [t for t in cache.tasks.values() if not t.job_uid and t.node is None]
-    console.print(f"Simulated {result.cycles} cycle(s) on {', '.join(paths)}")
-    console.print(f"  {len(cache.nodes)} nodes, {len(cache.all_queues())} queues, {len(cache.jobs)} podgroups, "
-                  f"{len(pods)} pods")
+    console.print(f"Simulated {counted(result.cycles, 'cycle')} on {', '.join(paths)}")
+    console.print("  " + ", ".join(counted(n, noun) for n, noun in (
+        (len(cache.nodes), "node"), (len(cache.all_queues()), "queue"), (len(cache.jobs), "podgroup"),
+        (len(pods), "pod"))))
     if skipped:
-        console.print("  skipped (not scheduling objects): "
+        console.print("  skipped (not scheduling objects, or workloads of other schedulers): "
                       + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
     if foreign:
         names = sorted({t.scheduler_name or "default-scheduler" for t in foreign})
-        console.print(f"  {len(foreign)} pending pod(s) left to other schedulers ({', '.join(names)}); "
+        console.print(f"  {counted(len(foreign), 'pending pod')} left to other schedulers ({', '.join(names)}); "
                       f"--scheduler-name picks whose pods are scheduled")
     console.print()
     console.print(_summary(result, cache, pending))
@@ -114,25 +115,32 @@ def _summary(result: SimulationResult, cache: ClusterCache, pending: dict[str, s
         table.add_row("Pending", _grouped_reasons(pending, cache))
     table.add_row("Queues", _queues(result, cache))
     if result.faults:
-        table.add_row("Bad data", Text(f"{len(result.faults)} object(s) the scheduler could not use", style="red"))
+        table.add_row("Bad data", Text(f"{counted(len(result.faults), 'object')} the scheduler could not use", style="red"))
     return table
 
 
 def _grouped_reasons(pending: dict[str, str], cache: ClusterCache) -> Table:
     """One row per reason, counted: the pod's and its PodGroup's names are masked so that
-    8,000 pods of 1,000 groups waiting for the same thing make one row."""
+    8,000 pods of 1,000 groups waiting for the same thing make one row. A row shows the
+    reason of its first pod as written (names and all) when its pods share one PodGroup, else
+    with the PodGroup called "its PodGroup", since each pod's is another."""
     groups: dict[str, list[str]] = {}
+    owners: dict[str, set[str]] = {}
     for pod, reason in sorted(pending.items()):
         task = cache.tasks.get(pod)
-        if task is not None and task.job_uid:
-            reason = reason.replace(task.job_uid, "<its podgroup>")
-        groups.setdefault(reason.replace(pod, "<pod>"), []).append(pod)
+        group = task.job_uid if task is not None and task.job_uid else ""
+        masked = reason.replace(pod, "\0pod\0")
+        if group:
+            masked = masked.replace(f"PodGroup {group}", "\0group\0").replace(group, "\0group\0")
+        groups.setdefault(masked, []).append(pod)
+        owners.setdefault(masked, set()).add(group)
     ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("PODS", justify="right")
     table.add_column("PENDING BECAUSE", overflow="fold")
     table.add_column("E.G.", overflow="fold")
-    for reason, pods in ranked[:REASON_ROWS]:
+    for masked, pods in ranked[:REASON_ROWS]:
+        reason = pending[pods[0]] if len(owners[masked]) == 1 else _unmask(masked)
         table.add_row(str(len(pods)), cell(reason if len(reason) <= REASON_WIDTH else reason[:REASON_WIDTH - 1] + "…"),
                       cell(pods[0]))
     if len(ranked) > REASON_ROWS:
@@ -141,12 +149,25 @@ def _grouped_reasons(pending: dict[str, str], cache: ClusterCache) -> Table:
     return table
 
 
+def _unmask(reason: str) -> str:
+    """A reason shared by pods of several PodGroups, in words: "its PodGroup", "the pod"."""
+    text = reason.replace("\0group\0", "its PodGroup").replace("\0pod\0", "the pod")
+    return text[:1].upper() + text[1:]
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 podgroup`, `2 podgroups`: a count with its noun in the number it takes."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _queues(result: SimulationResult, cache: ClusterCache) -> Table:
     """DESERVED is the share the last cycle's proportion or capacity plugin computed (the header
     names it); with neither enabled, the Queue's own spec.deserved."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     deserved = f"DESERVED ({result.deserved_by})" if result.deserved_by else "DESERVED (spec)"
-    for column in ("QUEUE", "ALLOCATED", deserved, "CAPABILITY", "RUNNING", "PENDING"):
+    # PodGroups by phase, as `kubectl get queue` counts them: INQUEUE holds those admitted
+    # whose pods are not running yet (the pods a cycle just bound included)
+    for column in ("QUEUE", "ALLOCATED", deserved, "CAPABILITY", "PENDING", "INQUEUE", "RUNNING"):
         table.add_column(column, overflow="fold")
     for queue in sorted(cache.all_queues().values(), key=lambda q: q.name):
         status = result.queues.get(queue.name) or {}
@@ -154,7 +175,7 @@ def _queues(result: SimulationResult, cache: ClusterCache) -> Table:
         share = result.deserved.get(queue.name, {}) if result.deserved_by else queue.deserved
         table.add_row(cell(queue.name), ",".join(f"{k}={v}" for k, v in sorted(allocated.items())) or "-",
                       _resources(share), _resources(queue.capability),
-                      str(status.get("running", 0)), str(status.get("pending", 0)))
+                      str(status.get("pending", 0)), str(status.get("inqueue", 0)), str(status.get("running", 0)))
     return table
 
 

@@ -11,7 +11,7 @@ not a run. With several --config files the same workload runs under each, and JS
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from central.model.hypernodes import parse_hypernode
 from central.model.queuetree import check_queues
 from central.sim.timeline import TimedResult, Timeline
 from central.sim.trace import read_trace
+from central.sim.workloads import expand_workload, is_workload
 
 STATIC = ("PriorityClass", "Node", "HyperNode")
 SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")
@@ -42,10 +43,11 @@ class Workload:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def read_workload(paths: list[str], traces: Sequence[str] = ()) -> Workload:
+def read_workload(paths: list[str], traces: Sequence[str] = (), scheduler_name: str = "volcano") -> Workload:
     """Every object under `paths` and every job of `traces`, checked: InputError names the
     file, object (or trace row) and field. Jobs pass admission as the webhook would admit them
-    against the workload's Queues."""
+    against the workload's Queues. Deployments, ReplicaSets, StatefulSets and batch Jobs whose
+    pods name `scheduler_name` become their PodGroup and pods (central/sim/workloads.py)."""
     out = Workload()
     found = [(source, obj) for path in paths for source, obj in read_objects(path)]
     cluster = Cluster.from_objects(obj for _, obj in found if obj["kind"] == "Queue")
@@ -55,12 +57,12 @@ def read_workload(paths: list[str], traces: Sequence[str] = ()) -> Workload:
             out.submitted.append((where, admit_job(job, cluster)))
         except InputError as err:
             raise err.within(where) from None
-    for source, obj in found:
+    for source, obj in _expanded(found, scheduler_name, out.skipped):
         kind = obj["kind"]
         try:
             if kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
                 obj = admit_job(obj, cluster)
-            elif kind not in STATIC + SUBMITTED:
+            elif kind not in STATIC + SUBMITTED or kind == "Job":  # a Job not Volcano's and not expanded
                 out.skipped[kind] = out.skipped.get(kind, 0) + 1
                 continue
             check_object(obj, templates)
@@ -68,6 +70,23 @@ def read_workload(paths: list[str], traces: Sequence[str] = ()) -> Workload:
             raise err.within(source) from None
         (out.static if kind in STATIC else out.submitted).append((source, obj))
     return out
+
+
+def _expanded(found: list[tuple[str, dict[str, Any]]], scheduler_name: str,
+              skipped: dict[str, int]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The objects, with each workload of Kubernetes' controllers replaced by what it makes
+    (its PodGroup and pods); one for another scheduler is counted in `skipped`."""
+    for source, obj in found:
+        if not is_workload(obj):
+            yield source, obj
+            continue
+        try:
+            made = expand_workload(obj, scheduler_name)
+        except InputError as err:
+            raise err.within(source) from None
+        if not made:
+            skipped[obj["kind"]] = skipped.get(obj["kind"], 0) + 1
+        yield from ((source, made_obj) for made_obj in made)
 
 
 def admit_job(job: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
@@ -153,15 +172,50 @@ def run_once(workload: Workload, conf: SchedulerConf, options: RunOptions) -> Ti
     return timeline.run(options.until, options.progress)
 
 
-def print_runs(runs: dict[str, TimedResult], output: str) -> None:
+def print_runs(runs: dict[str, TimedResult], output: str, details: bool = False) -> None:
+    """JSON, or for a person the summary (one run) or the comparison (several); `details` adds
+    each run's per-job table."""
     if output == "json":
         body = next(iter(runs.values())).to_json() if len(runs) == 1 else {
             "runs": {name: r.to_json() for name, r in runs.items()}}
         print(json.dumps(body, indent=2))
-    elif len(runs) == 1:
-        print(summary(next(iter(runs.values()))))
-    else:
-        print(comparison(runs))
+        return
+    print(summary(next(iter(runs.values()))) if len(runs) == 1 else comparison(runs))
+    if details:
+        for name, run in runs.items():
+            print(f"\nJobs ({len(run.jobs)})" + (f" under {name}" if len(runs) > 1 else ""))
+            print(job_table(run))
+
+
+JOB_COLUMNS = ("JOB", "QUEUE", "PHASE", "SUBMITTED", "STARTED", "FINISHED", "WAIT", "JCT")
+
+
+def job_rows(result: TimedResult) -> list[tuple[str, ...]]:
+    """One row per job, in order of submission: times from the start of the run, then the wait
+    (submitted to started) and the JCT (submitted to finished); "-" where not reached."""
+    rows: list[tuple[str, ...]] = []
+    for key, job in sorted(result.jobs.items(), key=lambda kj: (kj[1]["submitted"], kj[0])):
+        submitted, started, finished = job["submitted"], job["started"], job["finished"]
+        rows.append((key, job["queue"], job["phase"], _clock(submitted), _clock(started), _clock(finished),
+                     _span(started - submitted if started is not None else None),
+                     _span(finished - submitted if finished is not None else None)))
+    return rows
+
+
+def job_table(result: TimedResult) -> str:
+    rows = [JOB_COLUMNS, *job_rows(result)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(JOB_COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _clock(seconds: float | None) -> str:
+    """A moment of the run as H:MM:SS from its start (days as `2d 3:04:05`)."""
+    if seconds is None:
+        return "-"
+    days, rest = divmod(int(round(seconds)), 86400)
+    hours, rest = divmod(rest, 3600)
+    text = f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days}d {text}" if days else text
 
 
 def summary(result: TimedResult) -> str:
@@ -185,15 +239,21 @@ def summary(result: TimedResult) -> str:
 
 
 def comparison(runs: dict[str, TimedResult]) -> str:
-    rows = [("configuration", "finished", "makespan", "mean wait", "mean JCT", "p95 JCT", "stuck", "utilization")]
+    rows = comparison_rows(runs)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def comparison_rows(runs: dict[str, TimedResult]) -> list[tuple[str, ...]]:
+    """The header, then one row of figures per configuration."""
+    rows: list[tuple[str, ...]] = [("configuration", "finished", "makespan", "mean wait", "mean JCT", "p95 JCT", "stuck", "utilization")]
     for name, r in runs.items():
         m = r.metrics
         done = sum(1 for j in r.jobs.values() if j["finished"] is not None)
         rows.append((name, f"{done}/{len(r.jobs)}", _span(m["makespan_s"]), _span(m["mean_wait_s"]),
                      _span(m["mean_jct_s"]), _span(m["p95_jct_s"]), str(len(m["stuck"])),
                      " ".join(f"{n}={v:.0%}" for n, v in m["utilization"].items())))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+    return rows
 
 
 def _span(seconds: float | None) -> str:

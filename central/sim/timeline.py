@@ -22,7 +22,6 @@ import copy
 import heapq
 import itertools
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -173,17 +172,3 @@ class Timeline:
     def _unfinished(self) -> bool:
         return any(self.world.job_phase(k) not in ENDED for k in self.world.job_phases)
 
-
-def progress_bar(until: float, stream: Any = sys.stderr) -> Callable[[float], None]:
-    """A one-line bar of simulated time, redrawn at most ten times a second (terminals only)."""
-    last = [0.0]
-
-    def draw(now: float) -> None:
-        if time.monotonic() - last[0] < 0.1:
-            return
-        last[0] = time.monotonic()
-        done = min(1.0, now / until) if until else 1.0
-        stream.write(f"\r[{'#' * int(done * 40):<40}] {done:6.1%}  simulated {timedelta(seconds=int(now))}")
-        stream.flush()
-
-    return draw

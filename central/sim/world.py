@@ -89,7 +89,8 @@ class World:
 
     def _put_podgroup(self, pg: dict[str, Any], now: float) -> None:
         key = key_of(pg)
-        owned = any(o.get("kind") == "Job" for o in pg["metadata"].get("ownerReferences") or [])
+        owned = any(o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith("batch.volcano.sh/")
+                    for o in pg["metadata"].get("ownerReferences") or [])  # a Volcano Job's: its controller's
         if key not in self.podgroups and not owned:
             self.queue_of[key] = str((pg.get("spec") or {}).get("queue") or "default")
             self._phase(key, "Pending", now)

@@ -17,6 +17,10 @@ def test_small_run_compares_policies(capsys):
     for row in rows:
         whole, shared = int(row[3]), int(row[4])
         assert whole + shared > 0
+    assert "1 seeded stream;" in out
+    # every column explained under the table
+    for column in ("stranded GPUs", "cards busy", "whole-card jobs", "shared pods", "whole waiting"):
+        assert any(line.startswith(f"  {column}  ") for line in out.splitlines()), column
 
 
 @pytest.mark.parametrize("option", [

@@ -42,14 +42,3 @@ def test_task_topology_shortens_jobs(capsys):
     for job in ("tf-1", "tf-2", "tf-3"):
         assert len({node for pod, node in topology["binds"].items() if pod.startswith(f"default/{job}-")}) == 1
 
-
-def test_report_page_has_the_plots(tmp_path, capsys):
-    here = EXPERIMENTS / "gang-deadlock"
-    page = tmp_path / "r.html"
-    assert main(["simulate", "--manifests", str(here / "cluster.yaml"), "--manifests", str(here / "jobs-gang.yaml"),
-                 "--until", "1h", "--report", str(page)]) == 0
-    assert "5/5" in capsys.readouterr().out
-    text = page.read_text()
-    # JCT CDF, then utilisation and queue share for the one configuration
-    assert text.count("<svg") == 3 and "<script" not in text
-    assert ">cpu</text>" in text and ">default deserved</text>" in text

@@ -25,7 +25,7 @@ def simulate(capsys, *args: str) -> list[str]:
 
 def test_summary_groups_reasons_and_details_are_capped(tmp_path, capsys):
     lines = simulate(capsys, "--manifests", _cluster(tmp_path, 30, foreign=2))
-    assert any("2 pending pod(s) left to other schedulers (default-scheduler)" in line for line in lines)
+    assert any("2 pending pods left to other schedulers (default-scheduler)" in line for line in lines)
     assert any(line.split()[:5] == ["Pods", "4", "bound,", "26", "pending"] for line in lines)
     reason_rows = [line for line in lines if line.strip().startswith("26 ")]
     assert len(reason_rows) == 1  # 26 pods, one reason, one row
@@ -67,3 +67,65 @@ def test_deserved_is_the_share_proportion_computed(tmp_path, capsys):
     assert any("DESERVED (proportion)" in line for line in lines)
     rows = {line.split()[0]: line.split() for line in lines if line.split()[:1] in (["light"], ["heavy"])}
     assert rows["light"][2] == "cpu=2" and rows["heavy"][2] == "cpu=6"
+
+
+def _reason_rows(lines: list[str]) -> list[str]:
+    """The grouped reasons of the summary: from the PENDING BECAUSE header to the Queues table."""
+    start = next(i for i, line in enumerate(lines) if "PENDING BECAUSE" in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("Queues"))
+    return lines[start + 1:end]
+
+
+def test_grouped_reason_names_its_podgroup(tmp_path, capsys):
+    """Pods of several PodGroups waiting alike read "Its PodGroup ..."; the pods of one PodGroup
+    read its name; no placeholder is ever printed."""
+    several = simulate(capsys, "--manifests", _cluster(tmp_path, 6))
+    assert any(line.split()[:3] == ["2", "Its", "PodGroup"] for line in _reason_rows(several))
+    cluster = tmp_path / "gang.yaml"
+    cluster.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\n"
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: small}\n"
+        "spec: {weight: 1, capability: {cpu: '2'}}\n---\n"
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: big, namespace: ns}\n"
+        "spec:\n  queue: small\n  minAvailable: 3\n  tasks:\n  - name: w\n    replicas: 3\n    template:\n"
+        "      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}\n")
+    one = simulate(capsys, "--manifests", str(cluster))
+    rows = _reason_rows(one)
+    assert rows[0].split()[:3] == ["3", "PodGroup", "ns/big"]
+    # more than the queue's capability: never, with the numbers, not "quota insufficient"
+    assert "it can never be admitted (cpu: the job needs 3, more than the queue's capability 2)" in rows[0]
+    assert not any("<" in line for line in several + one)
+    assert any(line.split() == ["1", "node,", "3", "queues,", "1", "podgroup,", "3", "pods"] for line in one)
+
+
+def test_queue_table_counts_inqueue(tmp_path, capsys):
+    """A cycle admits and binds: the PodGroups are Inqueue (their pods not running yet), so the
+    queue shows them under INQUEUE, not as 0 RUNNING and nothing else."""
+    lines = simulate(capsys, "--manifests", _cluster(tmp_path, 6))
+    header = next(line.split() for line in lines if "CAPABILITY" in line)
+    assert header[-3:] == ["PENDING", "INQUEUE", "RUNNING"]
+    default = next(line.split() for line in lines if line.split()[:1] == ["default"])
+    assert default[-3:] == ["2", "4", "0"]
+
+
+def test_until_progress_is_one_bar_cleared_at_the_end(capsys, monkeypatch):
+    """The bar of a run over simulated time is central/progress.py's: one line redrawn in place
+    over every configuration and erased when done, so no stale percentage stays above the
+    result; nothing on stderr when it is not a terminal."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[2] / "examples" / "experiments" / "gang-deadlock"
+    argv = ["simulate", "--manifests", str(here / "cluster.yaml"), "--manifests", str(here / "jobs-gang.yaml"),
+            "--until", "1h", "--config", str(here.parent / "task-topology" / "spread.conf"),
+            "--config", str(here.parent / "task-topology" / "task-topology.conf")]
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    assert main(argv) == 0
+    piped = capsys.readouterr()
+    assert piped.err == ""
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich's switch: treat the stream as a terminal
+    assert main(argv) == 0
+    terminal = capsys.readouterr()
+    assert "spread.conf: simulated" in terminal.err and "task-topology.conf: simulated" in terminal.err
+    assert "\n" not in terminal.err.split("\x1b[?25h")[0].rstrip("\n")  # redrawn in place: one line
+    assert terminal.err.endswith("\x1b[2K")  # and that line erased at the end
+    assert terminal.out == piped.out
