@@ -36,6 +36,7 @@ from central.framework import extension as ext
 from central.framework.plugin import ABSTAIN, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo, TaskInfo
 from central.plugins.usagerecord import half_life_factor, read_record, write_record
+from central.resources.vectors import format_value
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
@@ -207,9 +208,9 @@ class Fairshare(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.AllocationEvents, 
         for queue, by_ns in ran.items():
             if queue not in self.columns:
                 continue
-            target = usage.setdefault(queue, {})
             for ns, amount in by_ns.items():
                 if amount > 0:
+                    target = usage.setdefault(queue, {})
                     target[ns] = target.get(ns, 0.0) + amount * elapsed
         return usage
 
@@ -243,8 +244,8 @@ class Fairshare(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.AllocationEvents, 
         asks = sum(float(t.resreq[col]) for t in job.tasks.values() if t.resreq is not None)
         if running >= share and asks > 0:
             name = self.handle.dims.names[col]
-            self.handle.note_job(job, f"namespace {ns} runs {running:g} {name} in queue {queue}, "
-                                      f"at or above its fair share {share:g} (fairshare)")
+            self.handle.note_job(job, f"namespace {ns} runs {format_value(name, running)} {name} in queue {queue}, "
+                                      f"at or above its fair share {format_value(name, share)} (fairshare)")
             return REJECT
         return ABSTAIN
 
