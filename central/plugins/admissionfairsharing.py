@@ -169,4 +169,6 @@ class AdmissionFairSharing(Plugin, ext.QueueOrder, ext.VictimQueueOrder, ext.All
                 for name, record in self.records.items()}
         self.handle.remember(self.name, "queues", kept)
         for name in sorted(self.sampled):
+            if not kept[name].consumed and ANNOTATION not in self.handle.queues[name].annotations:
+                continue  # nothing held, nothing kept before: no record to write
             self.handle.annotate_queue(name, ANNOTATION, write_record(kept[name].updated, kept[name].consumed))
