@@ -22,7 +22,7 @@ from central.model.fields import parse_duration
 from central.scheduler import load_config
 from central.sim.timed import RunOptions, read_workload, run_once
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fairshare"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fairshare"  # the shipped copy (examples/ links here)
 START = datetime(2026, 1, 5, tzinfo=timezone.utc)
 
 
