@@ -29,6 +29,9 @@ class RecordingSink:
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         self.calls.append(("queue", queue_name, status))
 
+    def annotate_queue(self, queue_name: str, annotations: dict[str, str]) -> None:
+        self.calls.append(("queue_annotations", queue_name, dict(annotations)))
+
     def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
         self.calls.append(("node_resources", node, dict(resources)))
 

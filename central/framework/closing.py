@@ -45,6 +45,7 @@ class CycleResult:
     changed_podgroups: set[str] = field(default_factory=set)  # those whose status semantically changed
     unschedulable: dict[str, str] = field(default_factory=dict)  # PodGroup -> why, for those this session could not place
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queue_annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> what plugins recorded
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
     deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
@@ -107,6 +108,7 @@ class Closing:
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = queue_statuses(self.dims, self.queues, self.jobs)
+        result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
         self._deserved(result)
         self.journal.close()
         return result

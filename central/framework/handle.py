@@ -91,5 +91,12 @@ class Handle:
         """What a plugin annotated on the pod this session."""
         return self._notes.annotation(task, key)
 
+    # --- Queue annotations, written after the session closes -------------------------------
+
+    def annotate_queue(self, queue: str, key: str, value: str) -> None:
+        """Record an annotation for the Queue (what a plugin keeps beyond the scheduler's own
+        life, read back from `QueueInfo.annotations`); a rolled back session writes nothing."""
+        self._notes.annotate_queue(queue, key, value)
+
     def is_faulted(self, job: JobInfo) -> bool:
         return self._faults.job_reason(job) is not None

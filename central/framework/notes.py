@@ -1,4 +1,5 @@
-"""What a session records for people: why a job waits, PodGroup conditions, pod annotations.
+"""What a session records for people: why a job waits, PodGroup conditions, pod and Queue
+annotations.
 
 Plugins write them through their handle, actions through theirs; closing the session turns
 them into why-pending text, PodGroup statuses and the annotations written before a bind.
@@ -20,6 +21,7 @@ class Notes:
         self.jobs: dict[str, str] = {}  # job uid -> why a gate held it back (the latest note counts)
         self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
         self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
+        self.queue_annotations: dict[str, dict[str, str]] = {}  # queue -> annotations plugins chose
 
     def note_job(self, job: JobInfo, text: str) -> None:
         self.jobs[job.uid] = text
@@ -50,3 +52,7 @@ class Notes:
 
     def annotation(self, task: TaskInfo, key: str) -> str | None:
         return self.annotations.get(task.uid, {}).get(key)
+
+    def annotate_queue(self, queue: str, key: str, value: str) -> None:
+        """Record an annotation to write on the Queue when the session closes."""
+        self.queue_annotations.setdefault(queue, {})[key] = value

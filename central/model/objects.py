@@ -304,6 +304,7 @@ class QueueInfo:
     hierarchy_weights: str = ""  # annotation volcano.sh/hierarchy-weights ("1/2/3")
     # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
     tenants: frozenset[str] | None = None
+    annotations: dict[str, str] = field(default_factory=dict)  # as read (plugins keep records there)
 
     @property
     def is_open(self) -> bool:

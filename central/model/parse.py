@@ -188,6 +188,7 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
         reclaimable=reclaimable, priority=integer(spec.get("priority", 0), "spec.priority"),
         parent=typed(spec.get("parent") or "", str, "spec.parent") or None, state=state,
         creation=str(get_path(obj, "metadata.creationTimestamp", "")), tenants=tenants,
+        annotations=dict(queue_annotations),
         hierarchy=str(typed(get_path(obj, "metadata.annotations", {}), Mapping, "metadata.annotations")
                       .get("volcano.sh/hierarchy", "")),
         hierarchy_weights=str(get_path(obj, "metadata.annotations", {}).get("volcano.sh/hierarchy-weights", "")),

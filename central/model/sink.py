@@ -31,6 +31,10 @@ class ClusterSink(Protocol):
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         """Write a Queue's `status` (allocated and the per-phase PodGroup counts)."""
 
+    def annotate_queue(self, queue_name: str, annotations: dict[str, str]) -> None:
+        """Add annotations a plugin keeps on the Queue (decayed usage that outlives a restart);
+        each plugin limits how often it hands them over."""
+
     def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
         """Set extended resources on the Node's status capacity and allocatable
         (kubernetes.io/batch-cpu and -memory for co-location)."""

@@ -1,11 +1,13 @@
 """The plugin registry: configuration names to plugin classes."""
 
 from central.framework.plugin import Plugin
+from central.plugins.admissionfairsharing import AdmissionFairSharing
 from central.plugins.binpack import Binpack
 from central.plugins.capacity import Capacity
 from central.plugins.conformance import Conformance
 from central.plugins.deviceshare import DeviceShare
 from central.plugins.drf import Drf
+from central.plugins.fairshare import Fairshare
 from central.plugins.gang import Gang
 from central.plugins.networktopology import NetworkTopologyAware
 from central.plugins.nodeorder import NodeOrder
@@ -22,5 +24,6 @@ from central.plugins.usage import Usage
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
-                NumaAware, Usage, DeviceShare, Tdm, NetworkTopologyAware)
+                NumaAware, Usage, DeviceShare, Tdm, NetworkTopologyAware, Fairshare,
+                AdmissionFairSharing)
 }

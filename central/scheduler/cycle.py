@@ -52,6 +52,8 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
             sink.update_podgroup_status(podgroup, result.podgroups[podgroup])
         for queue, status in result.queues.items():
             sink.update_queue_status(queue, status)
+        for queue, annotations in result.queue_annotations.items():
+            sink.annotate_queue(queue, annotations)
         for node, resources in cache.take_batch_changes().items():
             sink.publish_node_resources(node, resources)
     return result

@@ -32,6 +32,9 @@
   its stale values. Unchanged statuses are not written, and fields the cycle does not report
   are kept. A PodGroup the cycle could not place gets a Warning Unschedulable Event each cycle
   (`podgroup_events`), which the recorder's correlator counts and rate-limits.
+- **queue annotations** (usage a plugin keeps across restarts) go through the status lane
+  too, as a merge patch of `metadata.annotations` on the Queue; each plugin limits how often
+  it hands them over, and the sink skips values the Queue already carries.
 - **patch types**: a merge patch where the body holds only maps and scalars (annotations,
   nominatedNodeName, node resources: both kinds mean the same there), a strategic merge patch
   where a list must merge item by item (a pod's conditions, by type; a merge patch would
@@ -88,13 +91,14 @@ class KubeSink:
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
+        self._queue_annotations: dict[str, dict[str, str]] = {}
         self._annotations: dict[str, dict[str, str]] = {}
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
         self.marks = PodScheduledMarks(condition_interval)
         self.clock = clock
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
-                       "conflict": 0, "condition": 0}
+                       "conflict": 0, "condition": 0, "queue_annotations": 0}
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -130,6 +134,9 @@ class KubeSink:
         # the Queue controller owns the state and the PodGroup counts; two writers of one field
         # would fight every cycle (Volcano #3597), so the scheduler writes the rest (allocated)
         self._queues[queue_name] = {k: v for k, v in status.items() if k not in QUEUE_CONTROLLER_FIELDS}
+
+    def annotate_queue(self, queue_name: str, annotations: dict[str, str]) -> None:
+        self._queue_annotations.setdefault(queue_name, {}).update(annotations)
 
     def pending(self, reasons: dict[str, str]) -> None:
         """Why-pending reasons of this cycle become the pods' PodScheduled=False condition
@@ -174,6 +181,9 @@ class KubeSink:
             self.statuses.put(("PodGroup", key), status)
         for name, status in queues.items():
             self.statuses.put(("Queue", name), status)
+        annotations, self._queue_annotations = self._queue_annotations, {}
+        for name, marks in annotations.items():
+            self.statuses.put(("QueueAnnotations", name), marks)
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for in-flight binds, evictions and status writes (graceful shutdown, tests)."""
@@ -282,6 +292,17 @@ class KubeSink:
         kind, key = which
         if kind == "PodScheduled":
             self._write_condition(key, status)
+            return
+        if kind == "QueueAnnotations":
+            current = ((self.objects.get("Queue", {}).get(key) or {}).get("metadata") or {}).get("annotations") or {}
+            if any(current.get(k) != v for k, v in status.items()):
+                try:
+                    self.client.merge_patch(path(VOLCANO_SCHEDULING, "queues", None, key),
+                                            {"metadata": {"annotations": status}})
+                    self._count("queue_annotations")
+                except ApiError as err:
+                    if err.code != 404:
+                        log.warning("annotations of Queue %s not written: %s", key, err)
             return
         if kind == "Queue":  # its fields alone, unconditionally: the Queue controller writes the others
             current = (self.objects.get(kind, {}).get(key) or {}).get("status") or {}

@@ -11,9 +11,10 @@ The clock jumps from one instant to the next; at each instant, in order:
 4. the figures are sampled (metrics.py).
 The next instant is the earliest of: the next event, the next finish, the next cycle when
 something changed. A stretch where nothing can happen is skipped in one step, so a week with
-ten thousand jobs costs what its events cost, not 604,800 cycles. With tdm or sla in the
-configuration, time itself changes decisions (a window opens or closes, a deadline passes), so
-while pods wait or run a cycle also runs at least every IDLE_RECHECK seconds.
+ten thousand jobs costs what its events cost, not 604,800 cycles. With tdm, sla or a usage plugin
+(fairshare, admissionfairsharing) in the configuration, time itself changes decisions (a window
+opens or closes, a deadline passes, usage accrues and decays), so while pods wait or run a
+cycle also runs at least every IDLE_RECHECK seconds.
 """
 
 from __future__ import annotations

@@ -368,6 +368,12 @@ class WorldSink:
         if queue is not None:
             queue["status"] = {**(queue.get("status") or {}), "allocated": status.get("allocated", {})}
 
+    def annotate_queue(self, queue_name: str, annotations: dict[str, str]) -> None:
+        queue = self.world.queues.get(queue_name)
+        if queue is not None:
+            meta = queue.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+
     def publish_node_resources(self, node: str, resources: dict[str, str]) -> None:
         pass  # the agents' reports are static in a simulation
 

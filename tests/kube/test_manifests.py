@@ -106,13 +106,16 @@ def test_scheduler_rbac_covers_what_the_scheduler_does(real, tmp_path):
         scheduler.sink.publish_node_resources("n1", {"kubernetes.io/batch-cpu": "1000"})
         scheduler.sink.annotate(f"{ns}/big-0", {"volcano.sh/gpu-index": "0"})
         scheduler.sink.bind(f"{ns}/big-0", "n1")
+        eventually(lambda: real.get("scheduling.volcano.sh/v1beta1", "Queue", "default"), what="the default queue")
+        scheduler.sink.annotate_queue("default", {"caldera.sh/fairshare-usage": "{}"})  # usage kept across restarts
+        scheduler.sink.flush()
         scheduler.sink.drain()
     finally:
         stop.set()
         thread.join(10)
     for verb, resource in (("create", "pods/binding"), ("create", "pods/eviction"), ("create", "events"),
                            ("update", "podgroups"), ("update", "leases"), ("patch", "pods"), ("patch", "pods/status"),
-                           ("patch", "nodes/status"), ("create", "queues"), ("watch", "pods")):
+                           ("patch", "nodes/status"), ("create", "queues"), ("patch", "queues"), ("watch", "pods")):
         assert real.proxy.count(verb, resource), (verb, resource)  # the run above really exercised it
     assert not real.proxy.forbidden, f"the scheduler's RBAC lacks {real.proxy.forbidden}"
 

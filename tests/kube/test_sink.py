@@ -7,15 +7,16 @@ import threading
 import pytest
 
 from central.kube.client import VOLCANO_SCHEDULING, path
+from central.model.cache import ClusterCache
 from central.scheduler.loop import ConfigFile, Scheduler
 from tests.builders import node, pod, podgroup
 from tests.kube.fakes import RecordingCache, first_fit_cycle, result
 from tests.waiting import eventually
 
 
-def start(kube, cycle=first_fit_cycle, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:
+def start(kube, cycle=first_fit_cycle, cache=None, **kw) -> tuple[Scheduler, threading.Event, threading.Thread]:
     kw.setdefault("bind_backoff", (0.01, 0.05))
-    scheduler = Scheduler(kube, RecordingCache(), cycle, ConfigFile(None, None, None), period=0.05, **kw)
+    scheduler = Scheduler(kube, cache if cache is not None else RecordingCache(), cycle, ConfigFile(None, None, None), period=0.05, **kw)
     stop = threading.Event()
     thread = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     thread.start()
@@ -275,6 +276,36 @@ def test_queue_status_write_keeps_the_controllers_state(real):
         thread.join(10)
     # allocated is the scheduler's; state and counts stay the Queue controller's
     assert team(real)["status"] == {"state": "Closed", "allocated": {"cpu": "2"}}
+
+
+def test_queue_annotations_are_written_and_read_back_by_the_next_scheduler(real):
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team",
+              "annotations": {"owner": "ml"}}, "spec": {"weight": 1}})
+    record = '{"lastUpdate":"2026-01-05T01:00:00Z","usage":{"team-a":14400000.0}}'
+
+    def cycle(cache, conf, sink):
+        sink.annotate_queue("team", {"caldera.sh/fairshare-usage": record})
+        return result()
+
+    scheduler, stop, thread = start(real.kube, cycle=cycle)
+    try:
+        eventually(lambda: scheduler.cycles >= 3 and "caldera.sh/fairshare-usage" in team(real)["metadata"]["annotations"],
+                   what="the write")
+        scheduler.sink.drain()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert team(real)["metadata"]["annotations"] == {"owner": "ml", "caldera.sh/fairshare-usage": record}
+    assert real.proxy.count("patch", "queues") == 1  # the same value is not written again
+
+    cache = ClusterCache()  # a new scheduler finds the record on the Queue, where the plugins read it
+    restarted, stop, thread = start(real.kube, cycle=lambda cache, conf, sink: result(), cache=cache)
+    try:
+        eventually(lambda: "team" in cache.queues, what="the queue seen")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert cache.queues["team"].annotations["caldera.sh/fairshare-usage"] == record
 
 
 def test_a_failing_cycle_does_not_stop_scheduling(real):
