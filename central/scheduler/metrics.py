@@ -162,8 +162,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             self._slots.release()
 
 
-def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool],
-          host: str = "0.0.0.0") -> ThreadingHTTPServer:
+def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool], host: str = "0.0.0.0", *,
+          max_connections: int = MAX_CONNECTIONS, io_timeout_s: float = IO_TIMEOUT_S) -> ThreadingHTTPServer:
     """/metrics, /healthz (the process answers) and /readyz (`ready()`) on one port, in a thread."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -185,6 +185,6 @@ def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool],
             self.end_headers()
             self.wfile.write(body)
 
-    server = BoundedHTTPServer((host, port), Handler)
+    server = BoundedHTTPServer((host, port), Handler, max_connections=max_connections, io_timeout_s=io_timeout_s)
     threading.Thread(target=server.serve_forever, daemon=True, name="metrics").start()
     return server
