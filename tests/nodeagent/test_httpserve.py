@@ -42,16 +42,3 @@ def test_connections_over_the_cap_are_closed_at_once() -> None:
         server.shutdown()
         server.server_close()
 
-
-def test_the_exporter_serves_through_it_on_loopback_by_default(tmp_path) -> None:
-    from nodeagent.config import load_config
-
-    assert load_config().exporter.address == "127.0.0.1"
-    from nodeagent.exporter import MetricsServer
-    from tests.nodeagent.test_agent_exporter import build_agent
-
-    server = MetricsServer(build_agent(tmp_path), "127.0.0.1", 0, max_pod_series=1)
-    try:
-        assert isinstance(server.httpd, BoundedHTTPServer)
-    finally:
-        server.httpd.server_close()
