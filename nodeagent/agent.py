@@ -125,7 +125,11 @@ class Agent:
         self.pod_usage.sample(self._current_pods(), now)
         if now - self._topology_at >= self.cfg.collect.topology_period_s:
             self._topology, self._topology_at = read_topology(self.paths, self.health), now
-            self._kubelet = read_kubelet_cpu_state(self.paths.kubelet_root, self.health)
+            p = self.cfg.paths
+            self._kubelet = read_kubelet_cpu_state(
+                self.paths.kubelet_root if p.kubelet_root else None, self.health,
+                socket=Path(p.pod_resources_socket) if p.pod_resources_socket else None,
+                online_cpus=self._topology.online_cpus, topology_manager_policy=self.cfg.node.topology_manager_policy)
         usage = self.node_usage.usage()
         capacity = float(len(self._topology.online_cpus) or os.cpu_count() or 1)
         alloc_cpu = max(0.0, capacity - self.cfg.node.reserved_cpu_cores)

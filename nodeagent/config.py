@@ -18,6 +18,8 @@ import yaml
 from nodeagent.pods import QOS_LEVELS
 from nodeagent.qos.manager import QosConfig
 
+TOPOLOGY_MANAGER_POLICIES = ("", "none", "best-effort", "restricted", "single-numa-node")
+
 
 class ConfigError(ValueError):
     def __init__(self, key: str, message: str) -> None:
@@ -30,6 +32,7 @@ class NodeConfig:
     name: str = ""  # defaults to $NODE_NAME, then the host name
     reserved_cpu_cores: float = 0.0
     reserved_memory_bytes: int = 0
+    topology_manager_policy: str = ""  # "" = the kubelet's config.yaml under paths.kubelet_root says
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,8 @@ class PathsConfig:
     sys_root: str = "/sys"
     proc_root: str = "/proc"
     cgroup_root: str = "/sys/fs/cgroup"
-    kubelet_root: str = "/var/lib/kubelet"
+    kubelet_root: str = "/var/lib/kubelet"  # "" = not mounted (the DaemonSet: the socket below instead)
+    pod_resources_socket: str = "/var/lib/kubelet/pod-resources/kubelet.sock"  # "" = not used
     cgroup_version: int = 0  # 0 = detect
     cgroup_driver: Literal["", "systemd", "cgroupfs"] = ""  # "" = detect
 
@@ -84,7 +88,7 @@ class StreamConfig:
 @dataclass(frozen=True)
 class ExporterConfig:
     enabled: bool = True
-    address: str = "0.0.0.0"
+    address: str = "127.0.0.1"  # the DaemonSet passes its pod's IP: never every address of the node
     port: int = 9470
     max_pod_series: int = 300
 
@@ -117,6 +121,9 @@ _BY_SUFFIX: list[tuple[str, Callable[[Any], bool], str]] = [
 _BY_KEY: dict[str, tuple[Callable[[Any], bool], str]] = {
     "node.reserved_cpu_cores": (lambda v: v >= 0, "must not be negative"),
     "node.reserved_memory_bytes": (lambda v: v >= 0, "must not be negative"),
+    "node.topology_manager_policy": (lambda v: v in TOPOLOGY_MANAGER_POLICIES,
+                                     f"must be \"\" (as the kubelet's config says) or one of "
+                                     f"{', '.join(TOPOLOGY_MANAGER_POLICIES[1:])}"),
     "paths.cgroup_version": (lambda v: v in (0, 1, 2), "must be 0 (detect), 1 or 2"),
     "paths.cgroup_driver": (lambda v: v in ("", "systemd", "cgroupfs"), 'must be "", "systemd" or "cgroupfs"'),
     "pods.source": (lambda v: v in ("none", "kubelet", "apiserver"), 'must be "none", "kubelet" or "apiserver"'),

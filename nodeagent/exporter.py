@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from nodeagent.httpserve import BoundedHTTPServer
 from nodeagent.report import numa_cpu_usage
 
 if TYPE_CHECKING:
@@ -194,7 +195,8 @@ class AgentCollector:
 
 
 class MetricsServer:
-    """A threaded HTTP server on the configured address and port."""
+    """A threaded HTTP server on the configured address and port (the pod's IP in the DaemonSet:
+    with hostNetwork, 0.0.0.0 would be every address of the node), bounded in connections and time."""
 
     def __init__(self, agent: "Agent", address: str, port: int, max_pod_series: int) -> None:
         registry = CollectorRegistry(auto_describe=False)
@@ -223,8 +225,7 @@ class MetricsServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer((address, port), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = BoundedHTTPServer((address, port), Handler)
         self.port = self.httpd.server_port
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
 

@@ -72,7 +72,8 @@ class PodRunner:
     def _declared_env(self, template: dict[str, Any], node_name: str = "") -> dict[str, str]:
         """The container's own env as a kubelet fills it in: plain values, downward-API fields
         (but for the pod's name: no Pod object stands behind a local process) and ConfigMap keys."""
-        fields = {"metadata.name": "", "metadata.namespace": NAMESPACE, "spec.nodeName": node_name}
+        fields = {"metadata.name": "", "metadata.namespace": NAMESPACE, "spec.nodeName": node_name,
+                  "status.podIP": "127.0.0.1"}  # every local process listens on loopback
         env = {}
         for var in template["containers"][0].get("env") or []:
             source = var.get("valueFrom") or {}
@@ -182,7 +183,8 @@ class PodRunner:
         host_root = self.cluster.dir / "nodes" / node.name
         paths = synthhost.write_host(host_root, int(float(node.cpu)), node.memory, node.numa)
         host = {"/sys": host_root / "sys", "/proc": host_root / "proc", "/sys/fs/cgroup": host_root / "cgroup",
-                "/var/lib/kubelet": host_root / "kubelet"}
+                "/sys/fs/cgroup/kubepods.slice": host_root / "cgroup" / "kubepods.slice",
+                "/var/lib/kubelet/pod-resources": host_root / "kubelet" / "pod-resources"}
         mounts, account = self._materialise(name, template, token_node=node.name, host=host)
         exporter = self.cluster.sup.ports.take()
         self.cluster.ports[f"{name}:exporter"] = exporter
@@ -201,9 +203,10 @@ class PodRunner:
         }
         container = template["containers"][0]
         words = list(container.get("command") or [])
-        argv = CALDERA + [self._localise(name, w, mounts, {}) for w in words[1:]]
+        declared = self._declared_env(template, node_name=node.name)
+        argv = CALDERA + [self._localise(name, expand(w, declared), mounts, {}) for w in words[1:]]
         argv += [f"--{key}={value}" for key, value in settings.items()]
-        env = {**checkout_env(), **self._declared_env(template, node_name=node.name)}
+        env = {**checkout_env(), **declared}
         return self.cluster.sup.start(name, argv, env=env)
 
 

@@ -47,4 +47,5 @@ def write_host(root: Path, cpus: int, memory: str, numa: int) -> dict[str, str]:
         (cgroup / controller / "kubepods" / "besteffort").mkdir(parents=True, exist_ok=True)
         (cgroup / controller / "kubepods" / "burstable").mkdir(parents=True, exist_ok=True)
     return {"paths.sys_root": str(sys_root), "paths.proc_root": str(proc),
-            "paths.kubelet_root": str(kubelet), "paths.cgroup_root": str(cgroup), "paths.cgroup_version": "1"}
+            "paths.kubelet_root": str(kubelet), "paths.cgroup_root": str(cgroup), "paths.cgroup_version": "1",
+            "paths.pod_resources_socket": str(kubelet / "pod-resources" / "kubelet.sock")}  # none: the files say

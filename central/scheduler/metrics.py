@@ -11,6 +11,7 @@ Deployment's probes and Prometheus' scrape config expect them.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,8 +124,46 @@ class QueuePodGroupCounts:
         return list(families.values())
 
 
-def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool],
-          host: str = "0.0.0.0") -> ThreadingHTTPServer:
+MAX_CONNECTIONS = 16  # scrapers and probes need a handful
+IO_TIMEOUT_S = 10.0  # per read or write: an idle or trickling client is dropped after this
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` at once, every read and write timed
+    out: slow or idle clients cannot pile up threads in the component they probe."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
+                 max_connections: int = MAX_CONNECTIONS, io_timeout_s: float = IO_TIMEOUT_S) -> None:
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self.io_timeout_s = io_timeout_s
+        super().__init__(address, handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, peer = super().get_request()
+        conn.settimeout(self.io_timeout_s)
+        return conn, peer
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # over the cap: closed at once rather than queued
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool], host: str = "0.0.0.0", *,
+          max_connections: int = MAX_CONNECTIONS, io_timeout_s: float = IO_TIMEOUT_S) -> ThreadingHTTPServer:
     """/metrics, /healthz (the process answers) and /readyz (`ready()`) on one port, in a thread."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -146,7 +185,6 @@ def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool],
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
+    server = BoundedHTTPServer((host, port), Handler, max_connections=max_connections, io_timeout_s=io_timeout_s)
     threading.Thread(target=server.serve_forever, daemon=True, name="metrics").start()
     return server

@@ -12,7 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO_ROOT = REPO / "proto"
-PROTOS = ("nodeagent/api/v1/agent.proto",)
+PROTOS = ("nodeagent/api/v1/agent.proto", "nodeagent/api/v1/podresources.proto")
 
 
 def generate(out_dir: Path) -> None:

@@ -1,13 +1,18 @@
 """What the kubelet decided about CPUs: its CPU- and topology-manager policies and which CPUs
 are still shared (not held exclusively by a Guaranteed container).
 
-Sources, both under the kubelet's root directory (/var/lib/kubelet, mounted read-only):
-- `config.yaml`, the KubeletConfiguration: `cpuManagerPolicy` and `topologyManagerPolicy`
-  (both default to "none");
-- `cpu_manager_state`, the static CPU manager's checkpoint: `policyName` and
-  `defaultCpuSet`, the shared pool. CPUs outside it are pinned to containers.
-A missing or garbled file leaves that fact unknown (empty), counted in Health: the
-scheduler then treats the node as unable to prove a NUMA fit, never as free.
+Sources, in order:
+- the kubelet's pod-resources socket (`nodeagent.collect.podresources`): the CPU manager policy
+  (static when it lists allocatable CPUs) and the CPUs held exclusively; the shared pool is the
+  online CPUs less those. This is what the DaemonSet mounts: the socket's directory only.
+- under the kubelet's root directory, where one is mounted (a node in host mode, `caldera up`):
+  `config.yaml`, the KubeletConfiguration (`cpuManagerPolicy`, `topologyManagerPolicy`, both
+  default "none"), and `cpu_manager_state`, the static CPU manager's checkpoint (`policyName`
+  and `defaultCpuSet`, the shared pool).
+The topology manager policy is in no socket: `node.topology_manager_policy` states it where the
+kubelet's config is not mounted. A missing or garbled source leaves that fact unknown (empty),
+counted in Health: the scheduler then treats the node as unable to prove a NUMA fit, never as
+free.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+import grpc
 import yaml
 
+from nodeagent.collect.podresources import read_pod_resources
 from nodeagent.health import Health
 from nodeagent.host.paths import parse_cpu_list, read_text
 
@@ -36,13 +43,25 @@ class KubeletCpuState:
         return cpus if self.shared_cpus is None else [c for c in cpus if c in self.shared_cpus]
 
 
-def read_kubelet_cpu_state(kubelet_root: Path, health: Health) -> KubeletCpuState:
-    config = _config(kubelet_root / "config.yaml", health)
+def read_kubelet_cpu_state(kubelet_root: Path | None, health: Health, *, socket: Path | None = None,
+                           online_cpus: Iterable[int] = (), topology_manager_policy: str = "") -> KubeletCpuState:
+    """`kubelet_root` None: not mounted. `topology_manager_policy` "": as the kubelet's config says."""
+    config = _config(kubelet_root / "config.yaml", health) if kubelet_root is not None else None
     cpu_policy = str(config.get("cpuManagerPolicy", "none")) if config is not None else ""
-    topology_policy = str(config.get("topologyManagerPolicy", "none")) if config is not None else ""
+    topology_policy = topology_manager_policy or (
+        str(config.get("topologyManagerPolicy", "none")) if config is not None else "")
+    if socket is not None and socket.exists():
+        try:
+            resources = read_pod_resources(socket)
+        except (grpc.RpcError, OSError, ValueError) as exc:
+            health.error(NAME, "pod_resources_failed", f"{socket}: {exc}")
+            return KubeletCpuState("", topology_policy, None)
+        policy = resources.cpu_manager_policy
+        shared = frozenset(online_cpus) - resources.exclusive_cpus if policy == "static" else None
+        return KubeletCpuState(policy, topology_policy, shared)
     shared = None
-    state_path = kubelet_root / "cpu_manager_state"
-    text = read_text(state_path, health, NAME) if state_path.exists() else None
+    state_path = kubelet_root / "cpu_manager_state" if kubelet_root is not None else None
+    text = read_text(state_path, health, NAME) if state_path is not None and state_path.exists() else None
     if text is not None:
         try:
             state = json.loads(text)

@@ -5,13 +5,16 @@ write is a dry run (dryRun=All): admission runs in full, nothing is stored."""
 
 from __future__ import annotations
 
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from central.kube.client import ApiError, KubeClient
-from tests.e2e.conftest import Tenant, as_token
+from nodeagent.podwatch import WatchPodSource
+from tests.e2e.conftest import Tenant, as_token, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -184,3 +187,49 @@ def test_a_stolen_agent_token_cannot_relax_its_own_node(tenant: Tenant) -> None:
     # what the agent does: its eviction taint, and Caldera's own labels
     dry(agent, "PATCH", url, {"spec": {"taints": [{"key": "volcano.sh/offline-job-evicting", "effect": "NoSchedule"}]}})
     dry(agent, "PATCH", url, {"metadata": {"labels": {"caldera.sh/qos": "on"}}})
+
+
+def test_a_stolen_agent_token_reads_pods_only_by_listing_and_the_agent_lists_its_node_only(tenant: Tenant) -> None:
+    """RBAC cannot require a field selector and admission never sees a read, so the agent's
+    list and watch of pods stay cluster-wide (docs/reliability.md says so). What holds: no read
+    by name, nothing else readable, and the agent itself asks only for its own node's pods."""
+    agent = component(tenant, "agent")
+    ns = tenant.namespace
+    for node in ("node-1", "node-2"):
+        tenant.create(f"/api/v1/namespaces/{ns}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"on-{node}"},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox"}]}})
+    with pytest.raises(ApiError) as err:
+        agent.get(f"/api/v1/namespaces/{ns}/pods/on-node-2")
+    assert err.value.code == 403
+    for url in ("/api/v1/secrets", "/api/v1/configmaps", f"/api/v1/namespaces/{ns}/serviceaccounts"):
+        with pytest.raises(ApiError) as err:
+            agent.get(url)
+        assert err.value.code == 403, url
+    review = agent.create("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "list", "resource": "pods",
+                                        "fieldSelector": {"rawSelector": "spec.nodeName=node-2"}}}})
+    assert review["status"]["allowed"] is True  # the right RBAC cannot narrow: listed in docs/reliability.md
+
+    asked: list[str] = []
+
+    def recording(request: urllib.request.Request, **kwargs: Any) -> Any:
+        asked.append(request.full_url)
+        return urllib.request.urlopen(request, **kwargs)
+
+    cluster = tenant.cluster
+    source = WatchPodSource(cluster.server, "node-1", cluster.dir / "nodes" / "node-1" / "kube-token",
+                            cluster.dir / "pki" / "ca.crt", opener=recording)
+    try:
+        def mine() -> set[str] | None:
+            try:
+                names = {p.name for p in source.pods() if p.namespace == ns}
+            except RuntimeError:  # not in sync yet
+                return None
+            return names or None
+        assert wait_for(mine, "the agent's watch lists its node's pod") == {"on-node-1"}
+    finally:
+        source.close()
+    selector = "fieldSelector=" + urllib.parse.quote("spec.nodeName=node-1")
+    assert asked and all(selector in url for url in asked), asked

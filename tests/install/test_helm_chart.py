@@ -128,15 +128,25 @@ def test_monitoring_objects_come_from_daemonset_monitoring(helm):
     assert not {"PodMonitor", "PrometheusRule"} & {o["kind"] for o in render(helm)}
 
 
-def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
-    objects = by_key(render(helm, "json:agent.cgroupWritableSubtrees=[\"kubepods.slice\"]"))
-    pod = objects[("DaemonSet", "caldera-system", "caldera-nodeagent")]["spec"]["template"]["spec"]
-    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+def _writable_cgroups(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    pod = by_key(objects)[("DaemonSet", "caldera-system", "caldera-nodeagent")]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
-    assert mounts["/host/cgroup"]["readOnly"] is True
-    writable = [m for m in mounts.values() if not m.get("readOnly") and "hostPath" in volumes[m["name"]]]
-    assert [(m["mountPath"], volumes[m["name"]]["hostPath"]["path"]) for m in writable] == [
-        ("/host/cgroup/kubepods.slice", "/sys/fs/cgroup/kubepods.slice")]
+    assert {m["name"] for m in pod["containers"][0]["volumeMounts"]} == set(volumes)
+    return [(m["mountPath"], volumes[m["name"]]["hostPath"]["path"]) for m in pod["containers"][0]["volumeMounts"]
+            if not m.get("readOnly") and "hostPath" in volumes[m["name"]]]
+
+
+def test_the_agent_can_write_only_the_pods_cgroups_by_default(helm):
+    assert _writable_cgroups(render(helm)) == [("/host/cgroup/kubepods.slice", "/sys/fs/cgroup/kubepods.slice")]
+
+
+def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
+    v1 = ["cpu/kubepods.slice", "memory/kubepods.slice"]
+    assert _writable_cgroups(render(helm, "json:agent.cgroupWritableSubtrees=" + json.dumps(v1))) == [
+        (f"/host/cgroup/{sub}", f"/sys/fs/cgroup/{sub}") for sub in v1]
+    # empty: the whole tree, for layouts that differ from node to node
+    assert _writable_cgroups(render(helm, "json:agent.cgroupWritableSubtrees=[]")) == [
+        ("/host/cgroup", "/sys/fs/cgroup")]
 
 
 def test_scheduler_name_and_job_limits_are_one_value_each_for_every_component(helm):

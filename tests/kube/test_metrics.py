@@ -83,3 +83,19 @@ def test_queue_podgroup_counts_are_read_at_scrape_time():
     assert sample(text, 'volcano_queue_pod_group_running_count{queue_name="team"}') == 2
     del queues["team"]  # a deleted queue has no series left
     assert "team" not in generate_latest(registry).decode()
+
+
+def test_the_health_and_metrics_port_drops_idle_clients_and_caps_connections():
+    from prometheus_client import CollectorRegistry
+
+    from central.scheduler.metrics import BoundedHTTPServer
+    from tests.bounded_http import connections_over_the_cap_are_refused, idle_client_is_dropped
+
+    server = serve(CollectorRegistry(), 0, lambda: True, host="127.0.0.1", max_connections=2, io_timeout_s=0.5)
+    assert isinstance(server, BoundedHTTPServer)
+    try:
+        idle_client_is_dropped(server.server_port, 0.5)
+        connections_over_the_cap_are_refused(server.server_port, 2, "/healthz")
+    finally:
+        server.shutdown()
+        server.server_close()

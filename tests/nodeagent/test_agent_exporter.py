@@ -223,3 +223,14 @@ def test_unreadable_cgroup_tree_fails_readiness(tmp_path: Path) -> None:
     snap = agent.tick()
     assert all(u.cpu_cores is None and u.memory_bytes is None for u in snap.pods)  # unknown, not 0
     assert agent.readiness() == (False, "failing: pod_usage (no_pod_cgroup_readable)")
+
+
+def test_the_exporter_is_bounded_and_on_loopback_by_default(tmp_path: Path) -> None:
+    from nodeagent.httpserve import BoundedHTTPServer
+
+    assert load_config().exporter.address == "127.0.0.1"
+    server = MetricsServer(build_agent(tmp_path), "127.0.0.1", 0, max_pod_series=1)
+    try:
+        assert isinstance(server.httpd, BoundedHTTPServer)
+    finally:
+        server.httpd.server_close()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from nodeagent.api import generate
 
-STUBS = ("agent_pb2.py", "agent_pb2.pyi", "agent_pb2_grpc.py")
+STUBS = tuple(f"{proto}{suffix}" for proto in ("agent", "podresources")
+              for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"))
 
 
 def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:

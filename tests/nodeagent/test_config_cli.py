@@ -43,6 +43,8 @@ def test_file_and_flags_merge(tmp_path: Path) -> None:
     pytest.param("paths:\n  cgroup_driver: openrc\n", "paths.cgroup_driver", id="bad-driver"),
     pytest.param("stream:\n  server: sched:7070\n", "stream.ca_file", id="tls-without-certs"),
     pytest.param("exporter:\n  port: 70000\n", "exporter.port", id="bad-port"),
+    pytest.param("node:\n  topology_manager_policy: strict\n", "node.topology_manager_policy",
+                 id="bad-topology-policy"),
 ])
 def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     path = tmp_path / "agent.yaml"

@@ -66,7 +66,7 @@ def test_service_account_and_rbac_bind_together(docs, pod) -> None:
 
 def test_rbac_is_least_privilege(docs) -> None:
     grants = {(r, v) for rule in docs["ClusterRole"]["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods", "get"), ("pods", "list"), ("pods", "watch"),
+    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods", "list"), ("pods", "watch"),
                       ("pods/eviction", "create")}
     assert all(rule["apiGroups"] == [""] for rule in docs["ClusterRole"]["rules"])
 
@@ -76,7 +76,29 @@ def test_mounts_match_volumes(pod, container) -> None:
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert set(mounts) == set(volumes)
     writable = {n for n, m in mounts.items() if not m.get("readOnly") and "hostPath" in volumes[n]}
-    assert writable == {"host-cgroup"}  # host paths are read-only except the cgroup tree
+    assert writable == {"host-cgroup-kubepods"}  # host paths are read-only except the pods' cgroups
+
+
+def test_host_paths_are_narrow(pod, container) -> None:
+    """Not the kubelet's directory (its client key, every pod's volumes and tokens): its
+    pod-resources socket only; and of the cgroup tree only the pods' subtree is writable."""
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    host = {volumes[m["name"]]["hostPath"]["path"]: m for m in container["volumeMounts"]
+            if "hostPath" in volumes[m["name"]]}
+    assert set(host) == {"/sys", "/proc", "/sys/fs/cgroup", "/sys/fs/cgroup/kubepods.slice",
+                         "/var/lib/kubelet/pod-resources"}
+    assert not [p for p in host if "/var/lib/kubelet".startswith(p.rstrip("/") + "/") or p == "/var/lib/kubelet"]
+    assert [p for p, m in host.items() if not m.get("readOnly")] == ["/sys/fs/cgroup/kubepods.slice"]
+    # the writable subtree is mounted where the read-only tree shows it, so the agent's paths agree
+    assert host["/sys/fs/cgroup/kubepods.slice"]["mountPath"] == host["/sys/fs/cgroup"]["mountPath"] + "/kubepods.slice"
+
+
+def test_the_exporter_listens_on_the_pod_ip_only(pod, container, config) -> None:
+    assert pod["spec"]["hostNetwork"] is True  # so 0.0.0.0 would be every address of the node
+    assert "--exporter-address=$(POD_IP)" in container["command"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert load_config(config).exporter.address == "127.0.0.1"  # without the flag: loopback
 
 
 def test_config_map_holds_every_key_and_loads(docs, pod, container, config) -> None:
@@ -88,8 +110,10 @@ def test_config_map_holds_every_key_and_loads(docs, pod, container, config) -> N
     config_mount = next(p for p, n in mounts.items() if "configMap" in volumes[n])
     assert volumes[mounts[config_mount]]["configMap"]["name"] == docs["ConfigMap"]["metadata"]["name"]
     assert container["command"][-2:] == ["--config", f"{config_mount}/agent.yaml"]
-    for root in (cfg.paths.sys_root, cfg.paths.proc_root, cfg.paths.cgroup_root, cfg.paths.kubelet_root):
+    for root in (cfg.paths.sys_root, cfg.paths.proc_root, cfg.paths.cgroup_root,
+                 str(Path(cfg.paths.pod_resources_socket).parent)):
         assert root in mounts, f"{root} is not mounted"
+    assert cfg.paths.kubelet_root == ""  # not mounted: the socket instead
     identity = volumes[mounts[str(Path(cfg.stream.token_file).parent)]]["projected"]["sources"]
     assert Path(cfg.stream.ca_file).parent == Path(cfg.stream.token_file).parent
     token = next(s["serviceAccountToken"] for s in identity if "serviceAccountToken" in s)

@@ -79,18 +79,26 @@ daemonset/ has them.
 {{- end -}}
 {{- if $conf -}}{{- $_ := set $obj.data "volcano-scheduler.conf" $conf -}}{{- end -}}
 {{- end -}}
-{{- if and (eq $obj.kind "DaemonSet") (eq $obj.metadata.name "caldera-nodeagent") $v.agent.cgroupWritableSubtrees -}}
-{{- /* the cgroup tree read-only, only the named subtrees (where pods' cgroups live) writable */ -}}
+{{- if and (eq $obj.kind "DaemonSet") (eq $obj.metadata.name "caldera-nodeagent") (ne (toJson $v.agent.cgroupWritableSubtrees) (toJson (list "kubepods.slice"))) -}}
+{{- /* the manifest writes kubepods.slice only: other subtrees instead, or (empty) the whole tree */ -}}
 {{- $pod := $obj.spec.template.spec -}}
 {{- $agent := first $pod.containers -}}
+{{- $mounts := list -}}
 {{- range $m := $agent.volumeMounts -}}
-{{- if eq $m.name "host-cgroup" -}}{{- $_ := set $m "readOnly" true -}}{{- end -}}
+{{- if eq $m.name "host-cgroup" -}}{{- $_ := set $m "readOnly" (not (empty $v.agent.cgroupWritableSubtrees)) -}}{{- end -}}
+{{- if ne $m.name "host-cgroup-kubepods" -}}{{- $mounts = append $mounts $m -}}{{- end -}}
+{{- end -}}
+{{- $volumes := list -}}
+{{- range $vol := $pod.volumes -}}
+{{- if ne $vol.name "host-cgroup-kubepods" -}}{{- $volumes = append $volumes $vol -}}{{- end -}}
 {{- end -}}
 {{- range $i, $sub := $v.agent.cgroupWritableSubtrees -}}
 {{- $name := printf "host-cgroup-rw-%d" $i -}}
-{{- $_ := set $agent "volumeMounts" (append $agent.volumeMounts (dict "name" $name "mountPath" (printf "/host/cgroup/%s" $sub) "mountPropagation" "HostToContainer")) -}}
-{{- $_ := set $pod "volumes" (append $pod.volumes (dict "name" $name "hostPath" (dict "path" (printf "/sys/fs/cgroup/%s" $sub) "type" "Directory"))) -}}
+{{- $mounts = append $mounts (dict "name" $name "mountPath" (printf "/host/cgroup/%s" $sub) "mountPropagation" "HostToContainer") -}}
+{{- $volumes = append $volumes (dict "name" $name "hostPath" (dict "path" (printf "/sys/fs/cgroup/%s" $sub) "type" "Directory")) -}}
 {{- end -}}
+{{- $_ := set $agent "volumeMounts" $mounts -}}
+{{- $_ := set $pod "volumes" $volumes -}}
 {{- end -}}
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
