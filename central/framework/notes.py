@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from central.model.objects import JobInfo, TaskInfo
+from central.model.volumes import ClaimBinding
 
 
 class Notes:
@@ -20,6 +21,7 @@ class Notes:
         self.jobs: dict[str, str] = {}  # job uid -> why a gate held it back (the latest note counts)
         self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
         self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
+        self.claim_bindings: dict[str, tuple[ClaimBinding, ...]] = {}  # task uid -> volume writes before its bind
 
     def note_job(self, job: JobInfo, text: str) -> None:
         self.jobs[job.uid] = text
@@ -50,3 +52,10 @@ class Notes:
 
     def annotation(self, task: TaskInfo, key: str) -> str | None:
         return self.annotations.get(task.uid, {}).get(key)
+
+    def bind_claims(self, task: TaskInfo, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Record (with none, withdraw) what the pod's bind writes first for its claims."""
+        if bindings:
+            self.claim_bindings[task.uid] = bindings
+        else:
+            self.claim_bindings.pop(task.uid, None)

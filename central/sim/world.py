@@ -25,6 +25,7 @@ from central.controllers.queues import reconcile_queue
 from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
+from central.model.volumes import ClaimBinding
 from central.model.parse import GROUP_NAME
 from central.sim.kubelet import Kubelets
 
@@ -339,6 +340,10 @@ class WorldSink:
 
     def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
         self._annotations[pod_key] = annotations
+
+    def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Never called: the simulator reads no storage objects (its manifests skip them), so
+        volume binding is off in its sessions."""
 
     def bind(self, pod_key: str, node: str) -> None:
         self.world.start_pod(pod_key, node, self._annotations.pop(pod_key, {}), self.now)
