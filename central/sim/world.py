@@ -25,8 +25,8 @@ from central.controllers.queues import reconcile_queue
 from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
-from central.model.volumes import ClaimBinding
 from central.model.parse import GROUP_NAME
+from central.model.volumes import ClaimBinding
 from central.sim.kubelet import Kubelets
 
 ENDED = FINISHED | {"Aborted"}
