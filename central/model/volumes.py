@@ -139,8 +139,9 @@ class VolumeStore:
             self.attach_limits[node] = limits
 
     def delete(self, kind: str, key: str) -> None:
-        table: dict[str, Any] = {"PersistentVolumeClaim": self.claims, "PersistentVolume": self.volumes,
-                                 "StorageClass": self.classes, "CSINode": self.attach_limits}[kind]
+        tables: dict[str, dict[str, Any]] = {"PersistentVolumeClaim": self.claims, "PersistentVolume": self.volumes,
+                                             "StorageClass": self.classes, "CSINode": self.attach_limits}
+        table = tables[kind]
         table.pop(key, None)
 
     def delayed(self, claim: Claim) -> bool:
