@@ -48,10 +48,8 @@ IN_TREE_LIMITS = {"awsElasticBlockStore": ("attachable-volumes-aws-ebs", "volume
 class Claim:
     key: str  # "<namespace>/<name>"
     uid: str
-    resource_version: str
     storage_class: str  # "" for none
-    volume_name: str  # the volume it is bound to; "" while unbound
-    bound: bool  # status.phase Bound
+    volume_name: str  # the volume it is bound to (binding in progress counts, as in kube); "" while unbound
     request: int  # bytes
     access_modes: frozenset[str]
     volume_mode: str
@@ -67,7 +65,6 @@ class Claim:
 @dataclass(frozen=True)
 class Volume:
     name: str
-    resource_version: str
     storage_class: str
     capacity: int  # bytes
     access_modes: frozenset[str]
@@ -174,9 +171,8 @@ def parse_claim(obj: Mapping[str, Any]) -> Claim:
     raw_selector = spec.get("selector")
     requests = typed((spec.get("resources") or {}).get("requests") or {}, Mapping, "spec.resources.requests")
     return Claim(
-        key=f"{namespace}/{name}", uid=str(meta.get("uid") or ""), resource_version=str(meta.get("resourceVersion") or ""),
+        key=f"{namespace}/{name}", uid=str(meta.get("uid") or ""),
         storage_class=_class_of(obj, spec), volume_name=str(spec.get("volumeName") or ""),
-        bound=(obj.get("status") or {}).get("phase") == "Bound",
         request=_bytes(requests.get("storage"), "spec.resources.requests.storage"),
         access_modes=frozenset(str(m) for m in typed(spec.get("accessModes") or [], list, "spec.accessModes")),
         volume_mode=str(spec.get("volumeMode") or "Filesystem"),
@@ -202,7 +198,7 @@ def parse_volume(obj: Mapping[str, Any]) -> Volume:
         if isinstance(spec.get(source), Mapping):
             attach = (limit_key, str(spec[source].get(id_field) or name))
     return Volume(
-        name=name, resource_version=str(meta.get("resourceVersion") or ""), storage_class=_class_of(obj, spec),
+        name=name, storage_class=_class_of(obj, spec),
         capacity=_bytes((spec.get("capacity") or {}).get("storage"), "spec.capacity.storage"),
         access_modes=frozenset(str(m) for m in typed(spec.get("accessModes") or [], list, "spec.accessModes")),
         volume_mode=str(spec.get("volumeMode") or "Filesystem"),
