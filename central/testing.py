@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from central.model.volumes import ClaimBinding
+
 
 class RecordingSink:
     """A ClusterSink that records every call, in order, as (method, key, value)."""
@@ -13,6 +15,9 @@ class RecordingSink:
 
     def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
         self.calls.append(("annotate", pod_key, dict(annotations)))
+
+    def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
+        self.calls.append(("bind_claims", pod_key, bindings))
 
     def bind(self, pod_key: str, node: str) -> None:
         self.calls.append(("bind", pod_key, node))

@@ -154,3 +154,53 @@ def member(kind: str = "Node", **selector: Any) -> dict[str, Any]:
 def exact(name: str, kind: str = "Node") -> dict[str, Any]:
     """A HyperNode member naming one Node (or HyperNode) exactly."""
     return member(kind, exactMatch={"name": name})
+
+
+def claim(name: str = "data", namespace: str = "ml", *, storage: str = "1Gi", storage_class: str | None = "local",
+          volume: str | None = None, modes: tuple[str, ...] = ("ReadWriteOnce",), selected_node: str | None = None,
+          selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A PersistentVolumeClaim asking `storage` of `storage_class`, Bound to `volume` when given."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}",
+                                "annotations": {"volume.kubernetes.io/selected-node": selected_node} if selected_node else {}}
+    spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": storage}},
+                            **({"storageClassName": storage_class} if storage_class is not None else {}),
+                            **({"volumeName": volume} if volume else {}), **({"selector": selector} if selector else {})}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec,
+            "status": {"phase": "Bound" if volume else "Pending"}}
+
+
+def volume(name: str = "pv", *, storage: str = "1Gi", storage_class: str = "local", node: str | None = None,
+           modes: tuple[str, ...] = ("ReadWriteOnce",), claim_ref: str | None = None, csi_driver: str | None = None,
+           labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A PersistentVolume of `storage_class`, reachable from `node` only when given (a local
+    volume), claimed by `claim_ref` ("ns/name") when given, a CSI volume of `csi_driver` when given."""
+    spec: dict[str, Any] = {"capacity": {"storage": storage}, "accessModes": list(modes), "storageClassName": storage_class}
+    if node:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
+    if claim_ref:
+        namespace, claim_name = claim_ref.split("/")
+        spec["claimRef"] = {"namespace": namespace, "name": claim_name}
+    if csi_driver:
+        spec["csi"] = {"driver": csi_driver, "volumeHandle": f"handle-{name}"}
+    else:
+        spec["local"] = {"path": f"/mnt/{name}"}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": labels or {}},
+            "spec": spec, "status": {"phase": "Bound" if claim_ref else "Available"}}
+
+
+def storage_class(name: str = "local", *, provisioner: str = "kubernetes.io/no-provisioner",
+                  mode: str = "WaitForFirstConsumer", zones: list[str] | None = None) -> dict[str, Any]:
+    """A StorageClass; `zones` become its allowedTopologies (topology.kubernetes.io/zone)."""
+    out: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                           "provisioner": provisioner, "volumeBindingMode": mode}
+    if zones is not None:
+        out["allowedTopologies"] = [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": zones}]}]
+    return out
+
+
+def csinode(node: str = "n1", **limits: int) -> dict[str, Any]:
+    """A CSINode: each keyword a driver (underscores for dots) and its attach limit."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
+            "spec": {"drivers": [{"name": d.replace("_", "."), "nodeID": node, "allocatable": {"count": n}}
+                                 for d, n in limits.items()]}}

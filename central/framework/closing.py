@@ -25,6 +25,7 @@ from central.framework.points import Points
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.model.pgstatus import semantic
+from central.model.volumes import ClaimBinding
 from central.resources.vectors import Dimensions, format_value
 
 # the PodGroup phases whose Unschedulable condition is also told as a Warning Event (Volcano's
@@ -38,6 +39,7 @@ class CycleResult:
 
     binds: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
+    claim_bindings: dict[str, tuple[ClaimBinding, ...]] = field(default_factory=dict)  # bound pod -> volume writes
     evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
     nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
@@ -84,6 +86,7 @@ class Closing:
                              faults=list(self.faults.by_object.values()))
         result.plugin_timings = dict(self.plugin_timings)
         result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
+        result.claim_bindings = {uid: b for uid, b in notes.claim_bindings.items() if uid in decisions.binds}
         for job in self.jobs.values():
             if job.counts.get(TaskStatus.PIPELINED):
                 for task in job.tasks.values():

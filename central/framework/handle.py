@@ -28,6 +28,7 @@ from central.framework.notes import Notes
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.topology import Topology
+from central.model.volumes import ClaimBinding, VolumeStore
 
 if TYPE_CHECKING:
     from central.model.nodetable import NodeTable
@@ -97,6 +98,18 @@ class Handle:
         """Record an annotation for the Queue (what a plugin keeps beyond the scheduler's own
         life, read back from `QueueInfo.annotations`); a rolled back session writes nothing."""
         self._notes.annotate_queue(queue, key, value)
+
+    # --- volumes --------------------------------------------------------------------------
+
+    @property
+    def volumes(self) -> VolumeStore:
+        """Claims, volumes, storage classes and CSI attach limits (read-only by convention)."""
+        return self._cache.volumes
+
+    def bind_claims(self, task: TaskInfo, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Record (with none, withdraw) the claim bindings written before the pod's bind.
+        Call it from on_allocate / on_deallocate, so a discarded statement takes it back."""
+        self._notes.bind_claims(task, bindings)
 
     def is_faulted(self, job: JobInfo) -> bool:
         return self._faults.job_reason(job) is not None

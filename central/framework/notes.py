@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from central.model.objects import JobInfo, TaskInfo
+from central.model.volumes import ClaimBinding
 
 
 class Notes:
@@ -22,6 +23,7 @@ class Notes:
         self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
         self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.queue_annotations: dict[str, dict[str, str]] = {}  # queue -> annotations plugins chose
+        self.claim_bindings: dict[str, tuple[ClaimBinding, ...]] = {}  # task uid -> volume writes before its bind
 
     def note_job(self, job: JobInfo, text: str) -> None:
         self.jobs[job.uid] = text
@@ -56,3 +58,10 @@ class Notes:
     def annotate_queue(self, queue: str, key: str, value: str) -> None:
         """Record an annotation to write on the Queue when the session closes."""
         self.queue_annotations.setdefault(queue, {})[key] = value
+
+    def bind_claims(self, task: TaskInfo, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Record (with none, withdraw) what the pod's bind writes first for its claims."""
+        if bindings:
+            self.claim_bindings[task.uid] = bindings
+        else:
+            self.claim_bindings.pop(task.uid, None)

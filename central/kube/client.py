@@ -37,6 +37,7 @@ COORDINATION = "/apis/coordination.k8s.io/v1"
 SCHEDULING = "/apis/scheduling.k8s.io/v1"
 POLICY = "/apis/policy/v1"
 BATCH = "/apis/batch/v1"
+STORAGE = "/apis/storage.k8s.io/v1"
 
 
 class ApiError(Exception):

@@ -43,10 +43,11 @@ from central.model.objects import (
     TaskStatus,
 )
 from central.model.topology import Topology
+from central.model.volumes import VOLUME_KINDS, VolumeStore, in_tree_limits
 from central.resources.vectors import Dimensions, canonical
 
 T = TypeVar("T")
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLUME_KINDS)
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
@@ -140,6 +141,7 @@ class ClusterCache:
         self.node_data_faults: dict[str, str] = {}  # node -> why its agent's latest report was refused
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.hypernodes: dict[str, HyperNodeSpec] = {}
+        self.volumes = VolumeStore()  # claims, volumes, storage classes, CSI attach limits
         self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
         self.anti_affine: dict[str, TaskInfo] = {}  # tasks with required pod anti-affinity (few, if any)
@@ -158,7 +160,8 @@ class ClusterCache:
         kind: object = obj.get("kind") if isinstance(obj, Mapping) else None
         handlers: dict[object, Callable[[Mapping[str, Any]], None]] = {
             "Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
-            "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class, "HyperNode": self._apply_hypernode}
+            "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class, "HyperNode": self._apply_hypernode,
+            **{kind: self.volumes.apply for kind in VOLUME_KINDS}}
         handler = handlers.get(kind)
         if handler is None:
             raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
@@ -172,6 +175,7 @@ class ClusterCache:
         if kind == "Pod" and key in self.tasks:
             self._remove_task(self.tasks[key])
         elif kind == "Node" and name in self.nodes:
+            self.volumes.in_tree_limits.pop(name, None)
             self._remove_node(name)
             self._topology = None
         elif kind == "HyperNode":
@@ -190,9 +194,14 @@ class ClusterCache:
         elif kind == "PriorityClass":
             self.priority_classes.pop(name, None)
             self._resolve_priorities()
+        elif kind in VOLUME_KINDS:
+            self.volumes.delete(kind, key)
 
     def _apply_node(self, obj: Mapping[str, Any]) -> None:
         node = parse.parse_node(obj)
+        limits = in_tree_limits(obj)
+        if limits or node.name in self.volumes.in_tree_limits:
+            self.volumes.in_tree_limits[node.name] = limits
         self.node_generation += 1
         grew = any(self.dims.add(name) for name in node.allocatable)
         old = self.nodes.get(node.name)

@@ -207,6 +207,7 @@ class TaskInfo:
     spec_priority: int | None = None  # spec.priority as given; else priority_class decides
     priority_class: str = ""
     resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
+    claims: tuple[str, ...] = ()  # names of the PersistentVolumeClaims its volumes use (its namespace)
 
     @property
     def best_effort(self) -> bool:

@@ -44,7 +44,7 @@ def _requirement(expr: Any, where: str) -> LabelRequirement:
     return LabelRequirement(key, op, values)
 
 
-def _node_term(raw: Any, where: str) -> Selector:
+def node_term(raw: Any, where: str) -> Selector:
     raw = typed(raw or {}, Mapping, where)
     reqs = [_requirement(e, f"{where}.matchExpressions[{i}]") for i, e in enumerate(raw.get("matchExpressions") or [])]
     for i, f in enumerate(raw.get("matchFields") or []):
@@ -168,12 +168,12 @@ def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]
     node_aff = typed(affinity.get("nodeAffinity") or {}, Mapping, "spec.affinity.nodeAffinity")
     required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     req_where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required_terms = tuple(_node_term(t, f"{req_where}.nodeSelectorTerms[{i}]")
+    required_terms = tuple(node_term(t, f"{req_where}.nodeSelectorTerms[{i}]")
                            for i, t in enumerate(typed(required, Mapping, req_where).get("nodeSelectorTerms") or []))
     pref_where = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
     preferred = tuple(
         (integer(typed(p, Mapping, f"{pref_where}[{i}]").get("weight", 1), f"{pref_where}[{i}].weight", 1),
-         _node_term(p.get("preference"), f"{pref_where}[{i}].preference"))
+         node_term(p.get("preference"), f"{pref_where}[{i}].preference"))
         for i, p in enumerate(typed(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or [], list, pref_where)))
     pa = typed(affinity.get("podAffinity") or {}, Mapping, "spec.affinity.podAffinity")
     paa = typed(affinity.get("podAntiAffinity") or {}, Mapping, "spec.affinity.podAntiAffinity")

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from central.model.volumes import ClaimBinding
+
 
 class ClusterSink(Protocol):
     def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
         """Add annotations a plugin chose for the pod (e.g. volcano.sh/gpu-index, a cpuset).
 
         Called before `bind` for the same pod, as Volcano's PreBind writes them first."""
+
+    def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Bind the pod's unbound claims as chosen (a volume's claimRef, or the node chosen for
+        provisioning). Called before `bind` for the same pod; the pod binds only once these
+        are written, as kube-scheduler's VolumeBinding PreBind."""
 
     def bind(self, pod_key: str, node: str) -> None:
         """Bind the pod to the node. The cache already charged the node."""

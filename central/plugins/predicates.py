@@ -9,8 +9,10 @@ and affinity, taints, a required pod affinity no pod satisfies, a node without a
 constraint's topology label) is unresolvable; a port in use, an anti-affinity peer or a
 skew that evicting pods could fix is unschedulable. Pods evicted in this session no longer
 count (Volcano removes them from its node view on eviction).
+Volumes (VolumeBinding, VolumeZone, NodeVolumeLimits) are `central.plugins.volumebinding`:
+a pod's claims filter its nodes, and its placement takes their volumes for the session.
 Arguments: `predicate.<Name>Enable` for NodeAffinity, NodePorts, TaintToleration,
-PodAffinity, PodTopologySpread (all true).
+PodAffinity, PodTopologySpread, VolumeBinding, VolumeZone, NodeVolumeLimits (all true).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from central.framework.nodeindex import (
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
 from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
+from central.plugins.volumebinding import VolumeBinder
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
@@ -55,11 +58,11 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> dict[str, bool]:
-        # Volcano's volume and cache toggles: accepted for compatibility; no volumes are scheduled here.
-        args.accept("predicate.CacheEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
-                    "predicate.NodeVolumeLimitsEnable", "predicate.DynamicResourceAllocationEnable")
+        # Volcano's cache and DRA toggles: accepted for compatibility (no cache to switch, no DRA here).
+        args.accept("predicate.CacheEnable", "predicate.DynamicResourceAllocationEnable")
         return {name: args.get(f"predicate.{name}Enable", True, bool)
-                for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread")}
+                for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread",
+                             "VolumeBinding", "VolumeZone", "NodeVolumeLimits")}
 
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
@@ -70,21 +73,30 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
                              if t.node and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
         self._batchable: dict[PodTemplate, bool] = {}
+        on = self.enabled
+        self.volumes = VolumeBinder(handle, on["VolumeBinding"], on["VolumeZone"], on["NodeVolumeLimits"])
 
     def on_allocate(self, task: TaskInfo) -> None:
         self.evicted.discard(task.uid)  # an eviction undone, or a placement
         if task.template.pod_anti_affinity and task.node:
             self.anti_holders[task.uid] = task
+        if task.claims and self.volumes.wants(task):
+            self.volumes.allocated(task)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         if task.status == TaskStatus.RELEASING:
             self.evicted.add(task.uid)
         if task.uid in self.anti_holders and (task.node is None or task.status in (TaskStatus.PENDING, TaskStatus.RELEASING)):
             del self.anti_holders[task.uid]
+        if task.claims and self.volumes.wants(task):
+            self.volumes.deallocated(task)
 
     def batchable(self, task: TaskInfo) -> bool:
-        """Without ports, inter-pod terms or spread of its own, a pod's answers stay as they
-        are while its twins are placed (pods with anti-affinity move only when placed)."""
+        """Without ports, inter-pod terms, spread or claims of its own, a pod's answers stay as
+        they are while its twins are placed (pods with anti-affinity move only when placed;
+        a placed twin may take the volume a claim would have had)."""
+        if task.claims and self.volumes.wants(task):
+            return False
         template = task.template
         answer = self._batchable.get(template)
         if answer is None:
@@ -105,6 +117,8 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
             checks.extend(self._inter_pod(template, rows))
         if template.spread and self.enabled["PodTopologySpread"]:
             checks.extend(self._spread(template, rows))
+        if task.claims and self.volumes.wants(task):
+            checks.extend(self.volumes.checks(task, rows))
         return checks
 
     def static_predicate(self, template: PodTemplate) -> list[Check]:

@@ -163,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
 
     def term(term_client: KubeClient) -> int:
         # a fresh cache and a fresh view of the agents' reports: the next term starts as a restart would
-        scheduler = Scheduler(term_client, ClusterCache(scheduler_name=args.scheduler_name), run_cycle, config,
+        cache = ClusterCache(scheduler_name=args.scheduler_name)
+        cache.volumes.tracked = True  # the storage objects are watched: a claim the API lacks does not exist
+        scheduler = Scheduler(term_client, cache, run_cycle, config,
                               scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                               metrics=metrics, bind_workers=args.bind_workers,
                               node_feed=feed.anew() if feed is not None else None,

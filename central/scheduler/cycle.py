@@ -47,6 +47,8 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
         for pod, node in result.binds.items():
             if pod in result.annotations:
                 sink.annotate(pod, result.annotations[pod])
+            if pod in result.claim_bindings:
+                sink.bind_claims(pod, result.claim_bindings[pod])
             sink.bind(pod, node)
         for podgroup in sorted(result.changed_podgroups):
             sink.update_podgroup_status(podgroup, result.podgroups[podgroup])

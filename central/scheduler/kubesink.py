@@ -11,6 +11,14 @@
   again under the same name meanwhile is refused too (409), not bound unseen.
 - **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
   its Binding, as Volcano's PreBind does; a failed write fails the bind.
+- **bind_claims** (kube-scheduler's VolumeBinding PreBind), also by the bind worker before the
+  Binding: a volume chosen for a claim gets its `spec.claimRef` (and
+  `pv.kubernetes.io/bound-by-controller`), a merge patch carrying the resourceVersion the
+  decision saw, so a volume another claim took meanwhile refuses it (409); a claim to be
+  provisioned gets `volume.kubernetes.io/selected-node`. The pod is bound once its claims
+  are Bound (the PV controller completes a claimRef within moments; `claim_timeout` at most)
+  or being provisioned (the annotation is written). A failed write or a claim not bound in
+  time fails the bind, and the pod is retried like any failed bind.
 - **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured and the API
   server sets the DisruptionTarget condition and deletes with the pod's own grace period; a
   429 (a budget refuses) means "not now", counted apart from failures.
@@ -63,6 +71,7 @@ from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
 from central.model.objects import QUEUE_CONTROLLER_FIELDS
 from central.model.pgstatus import as_written, semantic
+from central.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE, ClaimBinding
 from central.scheduler.podscheduled import PodScheduledMarks
 
 log = logging.getLogger(__name__)
@@ -80,7 +89,7 @@ class KubeSink:
     def __init__(self, client: KubeClient, bind_failed: BindFailed, objects: dict[str, dict[str, dict[str, Any]]],
                  events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
                  status_workers: int = 4, condition_interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, claim_timeout: float = 60.0):
         self.client = client
         self.bind_failed = bind_failed
         self.objects = objects  # kind -> the reflector's latest objects by key
@@ -93,6 +102,8 @@ class KubeSink:
         self._queues: dict[str, dict[str, Any]] = {}
         self._queue_annotations: dict[str, dict[str, str]] = {}
         self._annotations: dict[str, dict[str, str]] = {}
+        self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
+        self.claim_timeout = claim_timeout
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
         self.marks = PodScheduledMarks(condition_interval)
@@ -109,11 +120,14 @@ class KubeSink:
     def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
         self._annotations[pod_key] = dict(annotations)  # written by the bind worker, before the Binding
 
+    def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
+        self._claims[pod_key] = bindings  # written by the bind worker, before the Binding
+
     def bind(self, pod_key: str, node: str) -> None:
         # the UID the decision was made for: a pod deleted and recreated under the same name
         # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
         uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
-        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid)
+        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid, self._claims.pop(pod_key, ()))
 
     def nominate(self, pod_key: str, node: str) -> None:
         namespace, name = pod_key.split("/", 1)
@@ -215,10 +229,13 @@ class KubeSink:
         except ApiError as err:
             log.warning("patch %s failed: %s", url, err)
 
-    def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None, uid: str | None = None) -> None:
+    def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None, uid: str | None = None,
+              claims: tuple[ClaimBinding, ...] = ()) -> None:
         namespace, name = pod_key.split("/", 1)
         meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
         try:
+            if claims:
+                self._bind_claims(claims)
             if annotations:  # Volcano's PreBind: what the plugins chose, on the pod before it runs
                 patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
                 if uid:  # metadata.uid is immutable: the API server refuses this patch on a recreated pod
@@ -248,6 +265,40 @@ class KubeSink:
                 self._patch(path(CORE, "pods", namespace, name, "status"), {"status": {"conditions": [
                     {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": message}]}},
                     STRATEGIC)
+
+    def _bind_claims(self, claims: tuple[ClaimBinding, ...]) -> None:
+        """Write what the cycle chose for the pod's claims, then wait until each claim given a
+        volume is Bound to it (the PV controller completes the binding). ApiError on failure."""
+        volumes, pvcs = self.objects.get("PersistentVolume", {}), self.objects.get("PersistentVolumeClaim", {})
+        for b in claims:
+            namespace, name = b.claim.split("/", 1)
+            claim = pvcs.get(b.claim) or {}
+            if not b.volume:
+                if (claim.get("metadata", {}).get("annotations") or {}).get(SELECTED_NODE) != b.node:
+                    self.client.merge_patch(path(CORE, "persistentvolumeclaims", namespace, name),
+                                            {"metadata": {"annotations": {SELECTED_NODE: b.node}}})
+                continue
+            volume = volumes.get(b.volume) or {}
+            ref = (volume.get("spec") or {}).get("claimRef") or {}
+            if (ref.get("namespace"), ref.get("name")) == (namespace, name):
+                continue  # pre-bound to it, or another pod of this claim wrote it
+            meta = claim.get("metadata") or {}
+            self.client.merge_patch(path(CORE, "persistentvolumes", None, b.volume), {
+                "metadata": {"resourceVersion": (volume.get("metadata") or {}).get("resourceVersion"),
+                             "annotations": {BOUND_BY_CONTROLLER: "yes"}},
+                "spec": {"claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace,
+                                      "name": name, "uid": meta.get("uid"),
+                                      "resourceVersion": meta.get("resourceVersion")}}})
+        deadline = time.monotonic() + self.claim_timeout
+        for b in claims:
+            while b.volume:
+                claim = pvcs.get(b.claim) or {}
+                if (claim.get("status") or {}).get("phase") == "Bound" and claim["spec"].get("volumeName") == b.volume:
+                    break
+                if time.monotonic() > deadline:
+                    raise ApiError(504, "Timeout", f"claim {b.claim} not bound to volume {b.volume} "
+                                                   f"within {self.claim_timeout:.0f}s")
+                time.sleep(0.1)
 
     def _write_condition(self, pod_key: str, condition: dict[str, Any]) -> None:
         """A strategic merge patch: the PodScheduled condition replaced by type, the others kept."""

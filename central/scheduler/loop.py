@@ -1,7 +1,8 @@
 """The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
 
 Order of start-up, each step a guard from Volcano's bug history:
-1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses and HyperNodes start and list;
+1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes and the storage
+   objects (PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes) start and list;
 2. no cycle runs before every one of them has synced (Volcano #1417);
 3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -32,7 +33,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from central.errors import InputError
-from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
+from central.kube.client import (
+    CORE,
+    SCHEDULING,
+    STORAGE,
+    VOLCANO_SCHEDULING,
+    VOLCANO_TOPOLOGY,
+    ApiError,
+    KubeClient,
+    path,
+)
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector
 from central.kube.leader import LeaderElector
@@ -61,6 +71,11 @@ WATCHED = {
     "PodGroup": path(VOLCANO_SCHEDULING, "podgroups"),
     "HyperNode": path(VOLCANO_TOPOLOGY, "hypernodes"),
     "Pod": path(CORE, "pods"),
+    # what volume binding reads (kube-scheduler's VolumeBinding, VolumeZone, NodeVolumeLimits)
+    "PersistentVolumeClaim": path(CORE, "persistentvolumeclaims"),
+    "PersistentVolume": path(CORE, "persistentvolumes"),
+    "StorageClass": path(STORAGE, "storageclasses"),
+    "CSINode": path(STORAGE, "csinodes"),
 }
 BUILTIN_QUEUES = ("root", "default")
 

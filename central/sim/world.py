@@ -26,6 +26,7 @@ from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
+from central.model.volumes import ClaimBinding
 from central.sim.kubelet import Kubelets
 
 ENDED = FINISHED | {"Aborted"}
@@ -340,6 +341,10 @@ class WorldSink:
 
     def annotate(self, pod_key: str, annotations: dict[str, str]) -> None:
         self._annotations[pod_key] = annotations
+
+    def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
+        """Never called: the simulator reads no storage objects (its manifests skip them), so
+        volume binding is off in its sessions."""
 
     def bind(self, pod_key: str, node: str) -> None:
         self.world.start_pod(pod_key, node, self._annotations.pop(pod_key, {}), self.now)

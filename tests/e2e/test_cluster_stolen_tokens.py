@@ -57,7 +57,7 @@ def test_every_policy_type_checks(tenant: Tenant) -> None:
     assert len(policies) >= 8
     warnings = {p["metadata"]["name"]: w for p in policies
                 if (w := ((p.get("status") or {}).get("typeChecking") or {}).get("expressionWarnings"))}
-    assert not warnings
+    assert not warnings, warnings
 
 
 def test_a_stolen_scheduler_token_cannot_rewrite_pods(tenant: Tenant) -> None:
@@ -95,6 +95,33 @@ def test_a_stolen_scheduler_token_cannot_break_nodes_or_evict_system_pods(tenant
             "metadata": {"name": url.rsplit("/", 1)[1], "namespace": "kube-system"}}), "caldera-scheduler-evictions")
     finally:
         tenant.kube.delete(url)
+
+
+def test_a_stolen_scheduler_token_binds_volumes_and_nothing_more(tenant: Tenant) -> None:
+    scheduler = component(tenant, "scheduler")
+    ns = tenant.namespace
+    claim = f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data"
+    tenant.create(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "none", "resources": {"requests": {"storage": "1Gi"}}}})
+    volume = f"/api/v1/persistentvolumes/held-{ns}"
+    tenant.create("/api/v1/persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"held-{ns}"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "none",
+                 "hostPath": {"path": f"/tmp/{ns}"}}})
+    try:
+        policy = "caldera-scheduler-claims"
+        refused(lambda: dry(scheduler, "PATCH", claim, {"metadata": {"annotations": {"owner": "thief"}}}), policy)
+        refused(lambda: dry(scheduler, "PATCH", claim, {"metadata": {"labels": {"owner": "thief"}}}), policy)
+        dry(scheduler, "PATCH", claim, {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "node-1"}}})
+        policy = "caldera-scheduler-volumes"
+        ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns, "name": "data"}
+        refused(lambda: dry(scheduler, "PATCH", volume, {"spec": {"claimRef": ref, "storageClassName": "other"}}), policy)
+        refused(lambda: dry(scheduler, "PATCH", volume, {"spec": {"persistentVolumeReclaimPolicy": "Delete"}}), policy)
+        dry(scheduler, "PATCH", volume, {"metadata": {"annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+                                         "spec": {"claimRef": ref}})
+    finally:
+        tenant.kube.delete(volume)
 
 
 def test_a_stolen_controllers_token_creates_nothing_a_job_does_not_own(tenant: Tenant) -> None:
