@@ -109,6 +109,7 @@ class SimKubelet:
         self._seq = itertools.count()
         self._wake = threading.Condition()
         self._busy: set[str] = set()  # pod keys with an action in flight: one at a time per pod
+        self._planned: dict[str, float] = {}  # pod key -> the container end already on the timers
         self._ips = iter(POD_NETWORK.hosts())
         self._stop = threading.Event()
         self.pods = Reflector(kube, "/api/v1/pods", self._on_pod, query={"fieldSelector": "spec.nodeName!="})
@@ -168,7 +169,9 @@ class SimKubelet:
     # --- pods --------------------------------------------------------------------------------
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
-        if pod["spec"].get("nodeName") in self.nodes and kind != "DELETED":
+        if kind == "DELETED":
+            self._planned.pop(object_key(pod), None)
+        elif pod["spec"].get("nodeName") in self.nodes:
             self._schedule(0.0, object_key(pod), "sync")
 
     def _schedule(self, delay: float, key: str, action: str) -> None:
@@ -282,8 +285,10 @@ class SimKubelet:
         duration = podlife.pod_duration(pod)
         if duration is None:
             due = [when for _, _, when in _due_containers(pod)]
-            if due:
-                self._schedule(max(0.0, min(due) - time.time()), object_key(pod), "exit")
+            key = object_key(pod)
+            if due and self._planned.get(key) != min(due):  # every status update syncs: plan each end once
+                self._planned[key] = min(due)
+                self._schedule(max(0.0, min(due) - time.time()), key, "exit")
             return
         started = _parse_time(_last_start(pod) or pod["status"].get("startTime"))
         left = max(0.0, duration - (time.time() - started)) if started else duration
@@ -335,15 +340,18 @@ class SimKubelet:
 
     def _exit_commands(self, pod: dict[str, Any]) -> None:
         """The containers whose command has run its course end now: restarted, or for good."""
-        status = pod["status"]
+        meta = pod["metadata"]  # read afresh: the watch may not have brought our last update yet
+        pod = self.kube.get(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}")
+        if pod["metadata"]["uid"] != meta["uid"] or pod["metadata"].get("deletionTimestamp"):
+            return
+        status = pod.get("status") or {}
         if status.get("phase") not in ("Pending", "Running"):
             return
         clock, stamp = time.time(), now()
         policy = podlife.restart_policy(pod)
         init = _running_init(pod)
         ended = [(name, run) for name, run, when in _due_containers(pod) if when <= clock]
-        if not ended:
-            self._plan_exit(pod)
+        if not ended:  # an end planned twice: the first one did the work and planned the next
             return
         if init is not None:
             name, run = ended[0]
@@ -368,7 +376,7 @@ class SimKubelet:
         statuses = list(by_name.values())
         field = "initContainerStatuses" if init else "containerStatuses"
         codes = [c["state"]["terminated"]["exitCode"] for c in statuses if "terminated" in c["state"]]
-        if init is not None and codes:  # an init container failed for good: so does the pod
+        if init is not None and any(codes):  # an init container failed for good: so does the pod
             self._finish(pod, "Failed", {field: statuses})
         elif init is None and len(codes) == len(statuses):
             self._finish(pod, "Failed" if any(codes) else "Succeeded", {field: statuses})
