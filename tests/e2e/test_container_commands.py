@@ -54,3 +54,24 @@ def test_init_containers_then_containers_and_the_pod_fails_if_one_failed(tenant:
     codes = {c["name"]: c["state"]["terminated"]["exitCode"] for c in status["containerStatuses"]}
     assert codes == {"quick": 0, "failing": 2}
     assert all(c["state"]["terminated"]["exitCode"] == 0 for c in status["initContainerStatuses"])
+
+
+def test_a_failing_init_container_restarts_under_on_failure_and_the_pod_stays_pending(tenant: Tenant) -> None:
+    def sh(name: str, script: str) -> dict[str, Any]:
+        return {"name": name, "image": "busybox", "command": ["sh", "-c", script]}
+
+    tenant.create(f"/api/v1/namespaces/{tenant.namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "crashing"},
+        "spec": {"schedulerName": "volcano", "restartPolicy": "OnFailure",
+                 "initContainers": [sh("ok", "true"), sh("bad", "exit 1")], "containers": [sh("main", "sleep 1")]}})
+    url = f"/api/v1/namespaces/{tenant.namespace}/pods/crashing"
+
+    def restarted() -> bool:
+        inits = {c["name"]: c for c in (tenant.kube.get(url).get("status") or {}).get("initContainerStatuses") or []}
+        return inits.get("bad", {}).get("restartCount", 0) >= 1
+
+    wait_for(restarted, "the failing init container restarted")
+    status = tenant.kube.get(url)["status"]
+    assert status["phase"] == "Pending", status
+    bad = next(c for c in status["initContainerStatuses"] if c["name"] == "bad")
+    assert bad["lastState"]["terminated"]["exitCode"] == 1
