@@ -109,7 +109,7 @@ class SimKubelet:
         self._seq = itertools.count()
         self._wake = threading.Condition()
         self._busy: set[str] = set()  # pod keys with an action in flight: one at a time per pod
-        self._planned: dict[str, float] = {}  # pod key -> the container end already on the timers
+        self._planned: dict[str, tuple[Any, ...]] = {}  # pod key -> the container ends already on the timers
         self._ips = iter(POD_NETWORK.hosts())
         self._stop = threading.Event()
         self.pods = Reflector(kube, "/api/v1/pods", self._on_pod, query={"fieldSelector": "spec.nodeName!="})
@@ -284,11 +284,13 @@ class SimKubelet:
     def _plan_exit(self, pod: dict[str, Any]) -> None:
         duration = podlife.pod_duration(pod)
         if duration is None:
-            due = [when for _, _, when in _due_containers(pod)]
+            due = _due_containers(pod)
             key = object_key(pod)
-            if due and self._planned.get(key) != min(due):  # every status update syncs: plan each end once
-                self._planned[key] = min(due)
-                self._schedule(max(0.0, min(due) - time.time()), key, "exit")
+            # every status update syncs: plan each end once (a container is its name and restart)
+            plan = tuple(sorted((name, count, when) for name, _, when, count in due))
+            if due and self._planned.get(key) != plan:
+                self._planned[key] = plan
+                self._schedule(max(0.0, min(when for _, _, when, _ in due) - time.time()), key, "exit")
             return
         started = _parse_time(_last_start(pod) or pod["status"].get("startTime"))
         left = max(0.0, duration - (time.time() - started)) if started else duration
@@ -350,7 +352,7 @@ class SimKubelet:
         clock, stamp = time.time(), now()
         policy = podlife.restart_policy(pod)
         init = _running_init(pod)
-        ended = [(name, run) for name, run, when in _due_containers(pod) if when <= clock]
+        ended = [(name, run) for name, run, when, _ in _due_containers(pod) if when <= clock]
         if not ended:  # an end planned twice: the first one did the work and planned the next
             return
         if init is not None:
@@ -489,10 +491,11 @@ def _running_init(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def _due_containers(pod: dict[str, Any]) -> list[tuple[str, Run, float]]:
+def _due_containers(pod: dict[str, Any]) -> list[tuple[str, Run, float, int]]:
     """The running containers (the init container, while one runs) whose command ends by itself,
     each with its run and the time it ends: its start plus its run, or plus the kubelet's
-    restart back-off when that is longer (10 s doubling to 5 min), so a crash loop stays slow."""
+    restart back-off when that is longer (10 s doubling to 5 min), so a crash loop stays slow;
+    and its restart count."""
     init = _running_init(pod) is not None
     runs = dict(podlife.init_runs(pod) if init else podlife.container_runs(pod))
     out = []
@@ -503,7 +506,7 @@ def _due_containers(pod: dict[str, Any]) -> list[tuple[str, Run, float]]:
             continue
         count = c.get("restartCount", 0)
         backoff = min(10.0 * 2 ** (count - 1), 300.0) if count else 0.0
-        out.append((c["name"], run, started + max(run.seconds, backoff)))
+        out.append((c["name"], run, started + max(run.seconds, backoff), count))
     return out
 
 
