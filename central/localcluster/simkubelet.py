@@ -5,8 +5,12 @@ renews its Lease in `kube-node-lease` every 10 s (the node lifecycle controller 
 whose Lease stops), and plays the kubelet's part for the pods bound to it:
 - a pod starts once its volumes exist (a PersistentVolumeClaim must be Bound, a ConfigMap or
   Secret must exist, as the kubelet waits for them), then runs with a pod IP;
-- it ends after its `sim.caldera.sh/duration` (default: runs until deleted) with exit code
-  `sim.caldera.sh/exit-code` (default 0); `restartPolicy` Always/OnFailure restarts it;
+- it ends after its `sim.caldera.sh/duration` with exit code `sim.caldera.sh/exit-code`
+  (default 0); `restartPolicy` Always/OnFailure restarts it;
+- without that annotation each container lives as its command says (`podlife.init_runs`,
+  `podlife.container_runs`): init containers one after the other while the pod is Pending,
+  then the regular containers side by side, each restarted as `restartPolicy` says (after the
+  kubelet's back-off); the pod ends once all have ended for good, Failed if any failed;
 - with a hosts folder (the node agents' simulated /sys, /proc and cgroup trees), a running
   pod gets its cgroup v1 directories as a container runtime makes them, so the agent finds,
   measures and pins it; they go when the pod ends;
@@ -39,6 +43,7 @@ from central.kube.client import ApiError, KubeClient
 from central.kube.informer import Reflector, object_key
 from central.localcluster import versions
 from central.model import podlife
+from central.model.commandrun import Run
 
 log = logging.getLogger("simkubelet")
 
@@ -104,6 +109,7 @@ class SimKubelet:
         self._seq = itertools.count()
         self._wake = threading.Condition()
         self._busy: set[str] = set()  # pod keys with an action in flight: one at a time per pod
+        self._planned: dict[str, tuple[Any, ...]] = {}  # pod key -> the container ends already on the timers
         self._ips = iter(POD_NETWORK.hosts())
         self._stop = threading.Event()
         self.pods = Reflector(kube, "/api/v1/pods", self._on_pod, query={"fieldSelector": "spec.nodeName!="})
@@ -163,7 +169,9 @@ class SimKubelet:
     # --- pods --------------------------------------------------------------------------------
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
-        if pod["spec"].get("nodeName") in self.nodes and kind != "DELETED":
+        if kind == "DELETED":
+            self._planned.pop(object_key(pod), None)
+        elif pod["spec"].get("nodeName") in self.nodes:
             self._schedule(0.0, object_key(pod), "sync")
 
     def _schedule(self, delay: float, key: str, action: str) -> None:
@@ -214,7 +222,7 @@ class SimKubelet:
             return
         if status.get("phase") in ("Succeeded", "Failed"):
             return
-        if status.get("phase") == "Running":
+        if status.get("phase") == "Running" or _running_init(pod) is not None:
             self._plan_exit(pod)  # e.g. after a restart of this process
             return
         missing = self._missing_volume(pod)
@@ -227,9 +235,18 @@ class SimKubelet:
         stamp = now()
         host_ip = self.host_ips[pod["spec"]["nodeName"]]
         pod_ip = str(next(self._ips))
+        addresses = {"hostIP": host_ip, "hostIPs": [{"ip": host_ip}], "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
+                     "startTime": stamp}
+        if podlife.pod_duration(pod) is None and any(run != Run(0.0) for _, run in podlife.init_runs(pod)):
+            self._plan_exit(self._start_init(pod, 0, addresses))
+            return
+        self._start_containers(pod, addresses)
+
+    def _start_containers(self, pod: dict[str, Any], extra: dict[str, Any]) -> None:
+        """Init containers done: the regular containers run."""
+        stamp = now()
         running = self._patch_status(pod, {
-            "phase": "Running", "hostIP": host_ip, "hostIPs": [{"ip": host_ip}], "podIP": pod_ip,
-            "podIPs": [{"ip": pod_ip}], "startTime": stamp,
+            "phase": "Running", **extra,
             "conditions": [_condition(t, "True", None, stamp) for t in
                            ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")],
             "initContainerStatuses": _containers(pod, {"terminated": {"exitCode": 0, "reason": "Completed",
@@ -267,13 +284,25 @@ class SimKubelet:
     def _plan_exit(self, pod: dict[str, Any]) -> None:
         duration = podlife.pod_duration(pod)
         if duration is None:
+            due = _due_containers(pod)
+            key = object_key(pod)
+            # every status update syncs: plan each end once (a container is its name and restart)
+            plan = tuple(sorted((name, count, when) for name, _, when, count in due))
+            if due and self._planned.get(key) != plan:
+                self._planned[key] = plan
+                self._schedule(max(0.0, min(when for _, _, when, _ in due) - time.time()), key, "exit")
             return
         started = _parse_time(_last_start(pod) or pod["status"].get("startTime"))
         left = max(0.0, duration - (time.time() - started)) if started else duration
         self._schedule(left, object_key(pod), "exit")
 
     def _exit(self, pod: dict[str, Any]) -> None:
-        if pod["status"].get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+        if pod["metadata"].get("deletionTimestamp"):
+            return
+        if podlife.pod_duration(pod) is None:
+            self._exit_commands(pod)
+            return
+        if pod["status"].get("phase") != "Running":
             return
         code = podlife.pod_exit_code(pod)
         policy = pod["spec"].get("restartPolicy", "Always")
@@ -290,6 +319,81 @@ class SimKubelet:
             "phase": "Succeeded" if code == 0 else "Failed",
             "conditions": [_condition(t, "False", "PodCompleted", stamp) for t in ("Ready", "ContainersReady")],
             "containerStatuses": _containers(pod, {"terminated": terminated}, ready=False)})
+
+    # --- containers that live as their commands say ------------------------------------------------
+
+    def _start_init(self, pod: dict[str, Any], index: int, extra: dict[str, Any]) -> dict[str, Any]:
+        """Init container `index` runs; those before it completed, the pod is Pending."""
+        stamp = now()
+        statuses = [_status(pod, name, {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": stamp,
+                                                       "finishedAt": stamp}} if i < index else
+                            {"running": {"startedAt": stamp}} if i == index else
+                            {"waiting": {"reason": "PodInitializing"}}, init=True)
+                    for i, (name, _) in enumerate(podlife.init_runs(pod))]
+        return self._patch_status(pod, {
+            "phase": "Pending", **extra,
+            "conditions": [_condition("Initialized", "False", "ContainersNotInitialized", stamp),
+                           _condition("Ready", "False", "ContainersNotInitialized", stamp),
+                           _condition("ContainersReady", "False", "ContainersNotInitialized", stamp),
+                           _condition("PodReadyToStartContainers", "True", None, stamp),
+                           _condition("PodScheduled", "True", None, stamp)],
+            "initContainerStatuses": statuses,
+            "containerStatuses": _containers(pod, {"waiting": {"reason": "PodInitializing"}}, ready=False)})
+
+    def _exit_commands(self, pod: dict[str, Any]) -> None:
+        """The containers whose command has run its course end now: restarted, or for good."""
+        meta = pod["metadata"]  # read afresh: the watch may not have brought our last update yet
+        pod = self.kube.get(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}")
+        if pod["metadata"]["uid"] != meta["uid"] or pod["metadata"].get("deletionTimestamp"):
+            return
+        status = pod.get("status") or {}
+        if status.get("phase") not in ("Pending", "Running"):
+            return
+        clock, stamp = time.time(), now()
+        policy = podlife.restart_policy(pod)
+        init = _running_init(pod)
+        ended = [(name, run) for name, run, when, _ in _due_containers(pod) if when <= clock]
+        if not ended:  # an end planned twice: the first one did the work and planned the next
+            return
+        if init is not None:
+            name, run = ended[0]
+            if run.exit_code == 0:
+                names = [n for n, _ in podlife.init_runs(pod)]
+                if names.index(name) + 1 < len(names):
+                    self._plan_exit(self._start_init(pod, names.index(name) + 1, {}))
+                else:
+                    self._start_containers(pod, {})
+                return
+        by_name = {c["name"]: c for c in status.get("initContainerStatuses" if init else "containerStatuses") or []}
+        for name, run in ended:
+            previous = by_name[name]
+            terminated = {"exitCode": run.exit_code, "reason": "Completed" if run.exit_code == 0 else "Error",
+                          "startedAt": previous["state"]["running"]["startedAt"], "finishedAt": stamp}
+            if podlife.restarts(policy, run.exit_code):
+                by_name[name] = {**previous, "state": {"running": {"startedAt": stamp}}, "lastState": {
+                    "terminated": terminated}, "restartCount": previous.get("restartCount", 0) + 1,
+                    "containerID": f"sim://{pod['metadata']['uid']}/{name}/{previous.get('restartCount', 0) + 1}"}
+            else:
+                by_name[name] = {**previous, "state": {"terminated": terminated}, "ready": False, "started": False}
+        statuses = list(by_name.values())
+        field = "initContainerStatuses" if init else "containerStatuses"
+        codes = [c["state"]["terminated"]["exitCode"] for c in statuses if "terminated" in c["state"]]
+        if init is not None and any(codes):  # an init container failed for good: so does the pod
+            self._finish(pod, "Failed", {field: statuses})
+        elif init is None and len(codes) == len(statuses):
+            self._finish(pod, "Failed" if any(codes) else "Succeeded", {field: statuses})
+        else:
+            ready = all("running" in c["state"] for c in statuses) or init is not None
+            patch: dict[str, Any] = {field: statuses}
+            if not ready:
+                patch["conditions"] = [_condition(t, "False", "ContainersNotReady", stamp)
+                                       for t in ("Ready", "ContainersReady")]
+            self._plan_exit(self._patch_status(pod, patch))
+
+    def _finish(self, pod: dict[str, Any], phase: str, statuses: dict[str, Any]) -> None:
+        self._cgroups(pod, create=False)
+        self._patch_status(pod, {"phase": phase, **statuses, "conditions": [
+            _condition(t, "False", "PodCompleted", now()) for t in ("Ready", "ContainersReady")]})
 
     def _terminate(self, pod: dict[str, Any]) -> None:
         meta, status = pod["metadata"], pod.get("status", {})
@@ -363,6 +467,46 @@ def _containers(pod: dict[str, Any], state: dict[str, Any], ready: bool, init: b
         if last:
             status["lastState"] = last
         out.append(status)
+    return out
+
+
+def _status(pod: dict[str, Any], name: str, state: dict[str, Any], init: bool = False) -> dict[str, Any]:
+    """One container's status in `state`, keeping the restart count it had."""
+    field = "initContainerStatuses" if init else "containerStatuses"
+    previous = {c["name"]: c for c in pod.get("status", {}).get(field) or []}.get(name, {})
+    spec = {c["name"]: c for c in pod["spec"].get("initContainers" if init else "containers") or []}[name]
+    count = previous.get("restartCount", 0)
+    return {"name": name, "image": spec.get("image", ""), "imageID": "sim://" + spec.get("image", ""),
+            "containerID": f"sim://{pod['metadata']['uid']}/{name}/{count}", "ready": False,
+            "started": "running" in state, "restartCount": count, "state": state}
+
+
+def _running_init(pod: dict[str, Any]) -> str | None:
+    """The init container running now, if the pod is still initializing."""
+    if pod.get("status", {}).get("phase") != "Pending":
+        return None
+    for c in pod.get("status", {}).get("initContainerStatuses") or []:
+        if "running" in (c.get("state") or {}):
+            return str(c["name"])
+    return None
+
+
+def _due_containers(pod: dict[str, Any]) -> list[tuple[str, Run, float, int]]:
+    """The running containers (the init container, while one runs) whose command ends by itself,
+    each with its run and the time it ends: its start plus its run, or plus the kubelet's
+    restart back-off when that is longer (10 s doubling to 5 min), so a crash loop stays slow;
+    and its restart count."""
+    init = _running_init(pod) is not None
+    runs = dict(podlife.init_runs(pod) if init else podlife.container_runs(pod))
+    out = []
+    for c in pod.get("status", {}).get("initContainerStatuses" if init else "containerStatuses") or []:
+        run = runs.get(c["name"])
+        started = _parse_time(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+        if run is None or run.seconds is None or started is None:
+            continue
+        count = c.get("restartCount", 0)
+        backoff = min(10.0 * 2 ** (count - 1), 300.0) if count else 0.0
+        out.append((c["name"], run, started + max(run.seconds, backoff), count))
     return out
 
 

@@ -5,8 +5,10 @@ simulated kubelet behind `caldera up` (wall time). Every reader is total: an abs
 annotation gives the default, a malformed one raises InputError naming the object and the
 annotation, so one line tells the user what to fix.
 
-- `sim.caldera.sh/duration` (Pod): how long the pod runs once started; absent: until deleted.
-- `sim.caldera.sh/exit-code` (Pod): the exit code it ends with; default 0 (Succeeded).
+- `sim.caldera.sh/duration` (Pod): how long the pod runs once started; absent: its containers'
+  commands say (`commandrun`: `sh -c "sleep 10; exit 1"`), and a command not understood runs
+  until deleted.
+- `sim.caldera.sh/exit-code` (Pod): the exit code it ends with when `duration` is set; default 0.
 - `sim.caldera.sh/min-peers` (Pod, PodGroup or Job): how many pods of its job must run for
   it to make progress; absent: the job's minAvailable.
 - `sim.caldera.sh/submit-at` (Job, PodGroup or Pod): when the object appears, as a duration
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from central.errors import InputError
+from central.model.commandrun import Run, container_run
 from central.model.fields import object_ref, parse_duration
 
 PREFIX = "sim.caldera.sh/"
@@ -51,6 +54,52 @@ def pod_exit_code(pod: Mapping[str, Any]) -> int:
     if not 0 <= code <= 255:
         raise InputError(_where(pod, EXIT_CODE), f"expected an exit code 0..255, got {text!r}")
     return code
+
+
+def pod_lifetime(pod: Mapping[str, Any]) -> Run:
+    """The whole pod's run from its start: the annotations when `duration` is set, else its
+    containers' commands played as the kubelet plays them (see `init_runs`, `container_runs`):
+    it ends when every regular container has ended for good, Failed if any of them failed."""
+    duration = pod_duration(pod)
+    if duration is not None:
+        return Run(duration, pod_exit_code(pod))
+    policy = restart_policy(pod)
+    elapsed = 0.0
+    for _, run in init_runs(pod):
+        if run.seconds is None:
+            return Run(None)
+        elapsed += run.seconds
+        if run.exit_code != 0:  # the pod fails, or the init container restarts for ever
+            return Run(elapsed, run.exit_code) if policy == "Never" else Run(None)
+    runs = [run for _, run in container_runs(pod)]
+    if not runs or any(run.seconds is None or restarts(policy, run.exit_code) for run in runs):
+        return Run(None)
+    failed = [run.exit_code for run in runs if run.exit_code != 0]
+    return Run(elapsed + max(run.seconds or 0.0 for run in runs), failed[0] if failed else 0)
+
+
+def init_runs(pod: Mapping[str, Any]) -> list[tuple[str, Run]]:
+    """The init containers that run to completion, in order, with their runs. One whose command
+    is not understood completes at once (an init container must end for the pod to start);
+    sidecars (`restartPolicy: Always`) run beside the pod and are left out."""
+    spec = pod.get("spec") or {}
+    return [(c["name"], container_run(c) or Run(0.0)) for c in spec.get("initContainers") or []
+            if c.get("restartPolicy") != "Always"]
+
+
+def container_runs(pod: Mapping[str, Any]) -> list[tuple[str, Run]]:
+    """The regular containers with their runs; one not understood runs until deleted."""
+    spec = pod.get("spec") or {}
+    return [(c["name"], container_run(c) or Run(None)) for c in spec.get("containers") or []]
+
+
+def restart_policy(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+
+def restarts(policy: str, exit_code: int) -> bool:
+    """Whether the kubelet starts a container again after it exits with `exit_code`."""
+    return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
 
 
 def min_peers(obj: Mapping[str, Any]) -> int | None:

@@ -230,7 +230,7 @@ class World:
         job = self.cache.jobs.get(task.job_uid)
         self._charge(key, (job.queue if job else "default", task.template.resreq))
         group = f"{task.namespace}/{pod['metadata']['annotations'].get(GROUP_NAME)}"
-        self.kubelets.start(key, group, self._needs(pod, group), node, podlife.pod_duration(pod),
+        self.kubelets.start(key, group, self._needs(pod, group), node, podlife.pod_lifetime(pod).seconds,
                             podlife.cross_node_slowdown(pod), now)
         if group in self.jobs:  # the scheduler's own binds give it nothing new to decide: no `changed`
             self.dirty_jobs.add(group)
@@ -260,7 +260,7 @@ class World:
     def finish_pod(self, key: str, now: float) -> None:
         """The pod's work is done: it exits with its exit code."""
         pod = self.pods[key]
-        code = podlife.pod_exit_code(pod)
+        code = podlife.pod_lifetime(pod).exit_code
         pod["status"] = {**pod["status"], "phase": "Succeeded" if code == 0 else "Failed", "containerStatuses": [
             {"name": "main", "restartCount": 0,
              "state": {"terminated": {"exitCode": code, "finishedAt": format_time(self.epoch0 + now)}}}]}

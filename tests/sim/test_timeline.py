@@ -52,6 +52,18 @@ def test_a_failing_pod_fails_the_job_after_its_retries():
     assert bad["finished"] == pytest.approx(2 * 600.0, abs=5.0)
 
 
+def test_a_pod_without_duration_lives_as_its_command_says():
+    # the same reading as the simulated kubelet's: `sh -c "sleep 300; exit 3"` fails after 300 s
+    bad = simulated_job("scripted", duration=None, policies=[{"event": "PodFailed", "action": "AbortJob"}])
+    template = bad["spec"]["tasks"][0]["template"]["spec"]
+    template["restartPolicy"] = "Never"
+    template["containers"][0].update(command=["/bin/sh"], args=["-c", "sleep 300; exit 3"])
+    result = run([bad])
+    scripted = result.jobs["default/scripted"]
+    assert scripted["phase"] == "Aborted"
+    assert scripted["finished"] == pytest.approx(scripted["started"] + 300.0, abs=2.0)
+
+
 def test_jobs_wait_for_room_and_run_one_after_another():
     second = simulated_job("second", cpu="4", **{"sim.caldera.sh/submit-at": "1s"})
     result = run([simulated_job("first", cpu="4"), second])
