@@ -1,7 +1,8 @@
 """The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
 
 Order of start-up, each step a guard from Volcano's bug history:
-1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses and HyperNodes start and list;
+1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, ResourceQuotas and
+   PodDisruptionBudgets start and list;
 2. no cycle runs before every one of them has synced (Volcano #1417);
 3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from central.errors import InputError
-from central.kube.client import CORE, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
+from central.kube.client import CORE, POLICY, SCHEDULING, VOLCANO_SCHEDULING, VOLCANO_TOPOLOGY, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector
 from central.kube.leader import LeaderElector
@@ -60,6 +61,8 @@ WATCHED = {
     "Queue": path(VOLCANO_SCHEDULING, "queues"),
     "PodGroup": path(VOLCANO_SCHEDULING, "podgroups"),
     "HyperNode": path(VOLCANO_TOPOLOGY, "hypernodes"),
+    "ResourceQuota": path(CORE, "resourcequotas"),  # the resourcequota plugin
+    "PodDisruptionBudget": path(POLICY, "poddisruptionbudgets"),  # the pdb plugin
     "Pod": path(CORE, "pods"),
 }
 BUILTIN_QUEUES = ("root", "default")

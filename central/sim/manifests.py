@@ -17,7 +17,7 @@ from central.model.fields import object_ref
 from central.model.jobs import expand_job
 
 # The order objects enter the cache: what others refer to comes first.
-APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod")
+APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget", "PodGroup", "Pod")
 
 
 @dataclass
