@@ -21,15 +21,30 @@ from typing import TYPE_CHECKING
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Plugin
 from central.model.objects import JobInfo
-from central.model.quota import format_quantity
+from central.model.quota import BYTES, format_quantity
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
     from central.framework.plugin import PluginOption
 
 
+_SUFFIXES = (("Gi", Decimal(2**30)), ("G", Decimal(10**9)), ("Mi", Decimal(2**20)), ("M", Decimal(10**6)),
+             ("Ki", Decimal(2**10)), ("k", Decimal(10**3)))
+
+
+def _quantity(name: str, value: Decimal) -> str:
+    """Bytes in the largest unit that divides them (2G stays 2G), the rest as cpu is written."""
+    base = name.split(".", 1)[1] if name.startswith(("requests.", "limits.")) else name
+    if base in BYTES or base.startswith("hugepages-"):
+        for suffix, size in _SUFFIXES:
+            if value >= size and value % size == 0:
+                return f"{value // size}{suffix}"
+        return str(value)
+    return format_quantity(name, value)
+
+
 def _shown(amounts: Mapping[str, Decimal], names: list[str]) -> str:
-    return ", ".join(f"{name}={format_quantity(name, amounts.get(name, Decimal(0)))}" for name in names)
+    return ", ".join(f"{name}={_quantity(name, amounts.get(name, Decimal(0)))}" for name in names)
 
 
 class ResourceQuota(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
