@@ -112,6 +112,8 @@ class NodeGroup(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.AllocationEvents)
         self.strict, self.preferred_order = self.settings
         self.group_of_row: list[str | None] = [node.labels.get(GROUP_LABEL) for node in handle.nodes]
         self.grouped_rows = np.array([g is not None for g in self.group_of_row], dtype=bool)
+        self._fits: dict[NodeGroupAffinity, np.ndarray] = {}  # per affinity, over all rows
+        self._scores: dict[NodeGroupAffinity, np.ndarray] = {}
         self.attrs: dict[str, _QueueAttr] = {}
         for name, queue in handle.queues.items():
             attr = self.attrs[name] = _QueueAttr(queue.node_groups)
@@ -165,12 +167,21 @@ class NodeGroup(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.AllocationEvents)
             checks.append(Check(~grouped, AFFINITY_NOT_FOUND))
             return checks
         assert affinity is not None and attr is not None
-        groups = [self.group_of_row[row] for row in rows]
-        checks.append(Check(np.array([g is None or group_fits(affinity, g) for g in groups], dtype=bool), UNSATISFIED))
+        checks.append(Check(self._fitting_rows(affinity)[rows], UNSATISFIED))
         if attr.limits:
-            checks.append(Check(np.array([g is None or not self._over_limit(attr, g, task) for g in groups], dtype=bool),
-                                LIMIT_EXCEEDED))
+            over = {group for group in attr.limits if self._over_limit(attr, group, task)}
+            if over:
+                checks.append(Check(np.array([self.group_of_row[row] not in over for row in rows], dtype=bool),
+                                    LIMIT_EXCEEDED))
         return checks
+
+    def _fitting_rows(self, affinity: NodeGroupAffinity) -> np.ndarray:
+        """Per node row: ungrouped, or its group fits the affinity (kept per affinity)."""
+        fits = self._fits.get(affinity)
+        if fits is None:
+            verdict = {g: group_fits(affinity, g) for g in set(self.group_of_row) if g is not None}
+            fits = self._fits[affinity] = np.array([g is None or verdict[g] for g in self.group_of_row], dtype=bool)
+        return fits
 
     def _over_limit(self, attr: _QueueAttr, group: str, task: TaskInfo) -> bool:
         limit = attr.limits.get(group)
@@ -190,9 +201,12 @@ class NodeGroup(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.AllocationEvents)
         attr = self._attr(task)
         if attr is None or attr.affinity is None:
             return None
-        affinity, order = attr.affinity, self.preferred_order
-        return np.array([0.0 if g is None else group_score(affinity, g, order)
-                         for g in (self.group_of_row[row] for row in rows)], dtype=np.float64)
+        affinity = attr.affinity
+        scores = self._scores.get(affinity)
+        if scores is None:
+            by_group = {g: group_score(affinity, g, self.preferred_order) for g in set(self.group_of_row) if g is not None}
+            scores = self._scores[affinity] = np.array([0.0 if g is None else by_group[g] for g in self.group_of_row])
+        return scores[rows]
 
     def batchable(self, task: TaskInfo) -> bool:
         attr = self._attr(task)  # with limits, each placement changes what the next pod may use
