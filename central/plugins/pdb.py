@@ -7,6 +7,9 @@ goes below zero. A pod the PDB already lists in `status.disruptedPods` (an evict
 server granted) uses none. A PDB with no selector, or an empty one, matches no pod.
 
 Where Caldera differs from Volcano, and why:
+- Evictions made earlier in the session use the budgets too. Volcano starts every call from
+  the status, so two preemptors in one session can each take a pod of a budget of one; the
+  API server then refuses the second eviction (429) after its preemptor was pipelined.
 - The filter holds whatever later tiers decide (it is also a victim guard, as gang is): in
   Volcano a tier whose answer is empty hands the choice to the next tier, so when no
   candidate is within its budgets a later tier's plugin (proportion in reclaim, say) evicts
@@ -22,13 +25,31 @@ Where Caldera differs from Volcano, and why:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from central.framework import extension as ext
 from central.framework.plugin import Plugin
-from central.model.objects import TaskInfo
+from central.model.objects import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+    from central.framework.plugin import PluginOption
+    from central.model.policy import PdbInfo
 
 
-class Pdb(Plugin, ext.Preemptable, ext.Reclaimable, ext.VictimGuard):
+class Pdb(Plugin, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.AllocationEvents):
     name = "pdb"
+
+    def __init__(self, option: PluginOption, handle: Handle) -> None:
+        super().__init__(option, handle)
+        self.evicted: dict[str, TaskInfo] = {}  # evicted in this session (an undone eviction leaves)
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.evicted.pop(task.uid, None)  # an eviction undone
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        if task.status == TaskStatus.RELEASING:
+            self.evicted[task.uid] = task
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._within_budgets(candidates)
@@ -47,19 +68,22 @@ class Pdb(Plugin, ext.Preemptable, ext.Reclaimable, ext.VictimGuard):
         if not pdbs:
             return list(candidates)
         allowed = {f"{pdb.namespace}/{pdb.name}": pdb.disruptions_allowed for pdb in pdbs}
-        victims = []
-        for task in candidates:
-            labels = task.template.label_map
-            violated = False
-            for pdb in pdbs:
-                if pdb.namespace != task.namespace or not labels or pdb.selector is None:
-                    continue
-                if not pdb.selector.matches(labels) or task.name in pdb.disrupted_pods:
-                    continue
-                key = f"{pdb.namespace}/{pdb.name}"
-                allowed[key] -= 1
-                if allowed[key] < 0:
-                    violated = True
-            if not violated:
-                victims.append(task)
-        return victims
+        for task in self.evicted.values():
+            _use(pdbs, allowed, task)
+        return [task for task in candidates if _use(pdbs, allowed, task)]
+
+
+def _use(pdbs: list[PdbInfo], allowed: dict[str, int], task: TaskInfo) -> bool:
+    """Take one disruption of every PDB that selects the task; False if one goes below zero."""
+    labels = task.template.label_map
+    within = True
+    if not labels:
+        return within
+    for pdb in pdbs:
+        if pdb.namespace != task.namespace or pdb.selector is None or task.name in pdb.disrupted_pods:
+            continue
+        if pdb.selector.matches(labels):
+            key = f"{pdb.namespace}/{pdb.name}"
+            allowed[key] -= 1
+            within = within and allowed[key] >= 0
+    return within
