@@ -27,6 +27,7 @@ from central.framework.nodeindex import NodeIndex
 from central.framework.notes import Notes
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from central.model.policy import PdbInfo, ResourceQuotaInfo
 from central.model.topology import Topology
 from central.model.volumes import ClaimBinding, VolumeStore
 
@@ -53,6 +54,8 @@ class Handle:
         self.tasks: Mapping[str, TaskInfo] = MappingProxyType(cache.tasks)  # every pod the scheduler knows
         self.starting: Mapping[str, TaskInfo] = MappingProxyType(cache.starting)  # placed, not running yet
         self.anti_affine: Mapping[str, TaskInfo] = MappingProxyType(cache.anti_affine)  # pods with required anti-affinity
+        self.quotas: Mapping[str, Mapping[str, ResourceQuotaInfo]] = MappingProxyType(cache.quotas)  # by namespace, name
+        self.pdbs: Mapping[str, PdbInfo] = MappingProxyType(cache.pdbs)  # by "ns/name"
         # recorded through these calls only
         self.note_job = notes.note_job  # why a gate held the job back (the latest note counts)
         self.job_note = notes.job_note

@@ -42,12 +42,14 @@ from central.model.objects import (
     TaskInfo,
     TaskStatus,
 )
+from central.model.policy import PdbInfo, ResourceQuotaInfo, parse_pdb, parse_resource_quota
 from central.model.topology import Topology
 from central.model.volumes import VOLUME_KINDS, VolumeStore, in_tree_limits
 from central.resources.vectors import Dimensions, canonical
 
 T = TypeVar("T")
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLUME_KINDS)
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLUME_KINDS, "ResourceQuota",
+         "PodDisruptionBudget")
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
@@ -134,6 +136,8 @@ class ClusterCache:
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool]] = {}
+        self.quotas: dict[str, dict[str, ResourceQuotaInfo]] = {}  # namespace -> name -> quota
+        self.pdbs: dict[str, PdbInfo] = {}  # "ns/name" -> PodDisruptionBudget
         self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
         self._vectors: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
@@ -161,7 +165,8 @@ class ClusterCache:
         handlers: dict[object, Callable[[Mapping[str, Any]], None]] = {
             "Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
             "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class, "HyperNode": self._apply_hypernode,
-            **{kind: self.volumes.apply for kind in VOLUME_KINDS}}
+            **{kind: self.volumes.apply for kind in VOLUME_KINDS},
+            "ResourceQuota": self._apply_resource_quota, "PodDisruptionBudget": self._apply_pdb}
         handler = handlers.get(kind)
         if handler is None:
             raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
@@ -196,6 +201,13 @@ class ClusterCache:
             self._resolve_priorities()
         elif kind in VOLUME_KINDS:
             self.volumes.delete(kind, key)
+        elif kind == "ResourceQuota":
+            in_namespace = self.quotas.get(namespace or "default", {})
+            in_namespace.pop(name, None)
+            if not in_namespace:
+                self.quotas.pop(namespace or "default", None)
+        elif kind == "PodDisruptionBudget":
+            self.pdbs.pop(key, None)
 
     def _apply_node(self, obj: Mapping[str, Any]) -> None:
         node = parse.parse_node(obj)
@@ -266,6 +278,14 @@ class ClusterCache:
             if self.dims.add(name):
                 self._rebuild_table()
         self.queues[queue.name] = queue
+
+    def _apply_resource_quota(self, obj: Mapping[str, Any]) -> None:
+        quota = parse_resource_quota(obj)
+        self.quotas.setdefault(quota.namespace, {})[quota.name] = quota
+
+    def _apply_pdb(self, obj: Mapping[str, Any]) -> None:
+        pdb = parse_pdb(obj)
+        self.pdbs[f"{pdb.namespace}/{pdb.name}"] = pdb
 
     def _apply_priority_class(self, obj: Mapping[str, Any]) -> None:
         name, value, global_default = parse.parse_priority_class(obj)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,21 @@ class LabelRequirement:
         except ValueError:
             return False
         return left > right if op == "Gt" else left < right
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupAffinity:
+    """A Queue's spec.affinity: node groups (label volcano.sh/nodegroup-name) its pods must,
+    may or must not use; preferred lists keep their order (enablePreferredOrder scores it)."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+    anti_required: tuple[str, ...] = ()
+    anti_preferred: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.required or self.preferred or self.anti_required or self.anti_preferred)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +224,7 @@ class TaskInfo:
     priority_class: str = ""
     resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
     claims: tuple[str, ...] = ()  # names of the PersistentVolumeClaims its volumes use (its namespace)
+    scheduled_at: str = ""  # lastTransitionTime of the pod's PodScheduled=True condition ("" without)
 
     @property
     def best_effort(self) -> bool:
@@ -247,6 +264,8 @@ class JobInfo:
     min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
     network_topology: NetworkTopology | None = None  # spec.networkTopology
+    # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
+    quota_request: dict[str, Decimal] | None = None
 
     def count(self, *statuses: TaskStatus) -> int:
         get, n = self.counts.get, 0
@@ -305,6 +324,7 @@ class QueueInfo:
     hierarchy_weights: str = ""  # annotation volcano.sh/hierarchy-weights ("1/2/3")
     # namespaces that may submit (annotation caldera.sh/allowed-namespaces); None: all
     tenants: frozenset[str] | None = None
+    node_groups: NodeGroupAffinity | None = None  # spec.affinity (the nodegroup plugin's)
     annotations: dict[str, str] = field(default_factory=dict)  # as read (plugins keep records there)
 
     @property

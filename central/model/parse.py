@@ -15,10 +15,19 @@ from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES, namespaces
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.hypernodes import parse_network_topology
-from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Taint, TaskInfo, task_status
+from central.model.objects import (
+    JobInfo,
+    NodeGroupAffinity,
+    NodeInfo,
+    PodTemplate,
+    QueueInfo,
+    Taint,
+    TaskInfo,
+    task_status,
+)
 from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
-from central.model.quota import is_quota_only
+from central.model.quota import is_quota_only, quantity_list
 from central.model.volumes import pod_claims
 from central.resources.vectors import parse_resource_list
 
@@ -95,8 +104,18 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         critical=class_name in CRITICAL_CLASSES or namespace == "kube-system",
         annotations=annotations, spec_priority=spec_priority, priority_class=class_name,
         claims=pod_claims(name, spec),
+        scheduled_at=_scheduled_at(obj),
     )
     return task, annotations.get(GROUP_NAME) or None
+
+
+def _scheduled_at(obj: Mapping[str, Any]) -> str:
+    """When the pod's PodScheduled condition turned True (the cdp plugin's cooldown start)."""
+    for i, cond in enumerate(listed(obj, "status.conditions")):
+        cond = typed(cond, Mapping, f"status.conditions[{i}]")
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            return str(typed(cond.get("lastTransitionTime") or "", str, f"status.conditions[{i}].lastTransitionTime"))
+    return ""
 
 
 def _annotation_int(annotations: dict[str, str], key: str) -> int:
@@ -163,6 +182,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
         annotations=annotations, conditions=listed(obj, "status.conditions"),
         reported=semantic(obj.get("status") if isinstance(obj.get("status"), Mapping) else None),
         network_topology=parse_network_topology(spec.get("networkTopology"), "spec.networkTopology"),
+        quota_request=None if min_res is None else quantity_list(min_res, "spec.minResources"),
     )
 
 
@@ -194,7 +214,25 @@ def parse_queue(obj: Mapping[str, Any]) -> QueueInfo:
         hierarchy=str(typed(get_path(obj, "metadata.annotations", {}), Mapping, "metadata.annotations")
                       .get("volcano.sh/hierarchy", "")),
         hierarchy_weights=str(get_path(obj, "metadata.annotations", {}).get("volcano.sh/hierarchy-weights", "")),
+        node_groups=_node_groups(spec.get("affinity")),
     )
+
+
+def _node_groups(raw: Any) -> NodeGroupAffinity | None:
+    """A Queue's spec.affinity (nodeGroupAffinity, nodeGroupAntiAffinity), each with
+    required/preferredDuringSchedulingIgnoredDuringExecution lists of node group names."""
+    if raw is None:
+        return None
+    raw = typed(raw, Mapping, "spec.affinity")
+    lists: dict[str, tuple[str, ...]] = {}
+    for part, prefix in (("nodeGroupAffinity", ""), ("nodeGroupAntiAffinity", "anti_")):
+        terms = typed(raw.get(part) or {}, Mapping, f"spec.affinity.{part}")
+        for kind in ("required", "preferred"):
+            key = f"{kind}DuringSchedulingIgnoredDuringExecution"
+            where = f"spec.affinity.{part}.{key}"
+            lists[prefix + kind] = tuple(typed(g, str, f"{where}[{i}]")
+                                         for i, g in enumerate(typed(terms.get(key) or [], list, where)))
+    return NodeGroupAffinity(**lists)
 
 
 def parse_priority_class(obj: Mapping[str, Any]) -> tuple[str, int, bool]:

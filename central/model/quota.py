@@ -41,7 +41,8 @@ def _extended(name: str) -> bool:
     return not _native(name) and not name.startswith("requests.")
 
 
-def _list(raw: Any, where: str) -> dict[str, Decimal]:
+def quantity_list(raw: Any, where: str) -> dict[str, Decimal]:
+    """A ResourceList with every name kept (quota names too), as exact quantities."""
     out = {}
     for name, value in typed(raw or {}, Mapping, where).items():
         try:
@@ -69,18 +70,18 @@ def pod_totals(spec: Mapping[str, Any], field: str) -> dict[str, Decimal]:
     """Kubernetes' PodRequests (`field` "requests") or PodLimits ("limits") of a pod spec."""
     total: dict[str, Decimal] = {}
     for i, c in enumerate(listed(spec, "containers")):
-        total = _add(total, _list((c.get("resources") or {}).get(field), f"spec.containers[{i}].resources.{field}"))
+        total = _add(total, quantity_list((c.get("resources") or {}).get(field), f"spec.containers[{i}].resources.{field}"))
     sidecars: dict[str, Decimal] = {}
     init_max: dict[str, Decimal] = {}
     for i, c in enumerate(listed(spec, "initContainers")):
-        own = _list((c.get("resources") or {}).get(field), f"spec.initContainers[{i}].resources.{field}")
+        own = quantity_list((c.get("resources") or {}).get(field), f"spec.initContainers[{i}].resources.{field}")
         if c.get("restartPolicy") == "Always":
             total, sidecars = _add(total, own), _add(sidecars, own)
             init_max = _max(init_max, sidecars)
         else:
             init_max = _max(init_max, _add(own, sidecars))
     total = _max(total, init_max)
-    overhead = _list(spec.get("overhead"), "spec.overhead")
+    overhead = quantity_list(spec.get("overhead"), "spec.overhead")
     if field == "requests":
         return _add(total, overhead)
     return {name: value + overhead.get(name, Decimal(0)) for name, value in total.items()}

@@ -1,8 +1,9 @@
 """The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
 
 Order of start-up, each step a guard from Volcano's bug history:
-1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes and the storage
-   objects (PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes) start and list;
+1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, ResourceQuotas,
+   PodDisruptionBudgets and the storage objects (PersistentVolumeClaims, PersistentVolumes,
+   StorageClasses, CSINodes) start and list;
 2. no cycle runs before every one of them has synced (Volcano #1417);
 3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 from central.errors import InputError
 from central.kube.client import (
     CORE,
+    POLICY,
     SCHEDULING,
     STORAGE,
     VOLCANO_SCHEDULING,
@@ -70,6 +72,8 @@ WATCHED = {
     "Queue": path(VOLCANO_SCHEDULING, "queues"),
     "PodGroup": path(VOLCANO_SCHEDULING, "podgroups"),
     "HyperNode": path(VOLCANO_TOPOLOGY, "hypernodes"),
+    "ResourceQuota": path(CORE, "resourcequotas"),  # the resourcequota plugin
+    "PodDisruptionBudget": path(POLICY, "poddisruptionbudgets"),  # the pdb plugin
     "Pod": path(CORE, "pods"),
     # what volume binding reads (kube-scheduler's VolumeBinding, VolumeZone, NodeVolumeLimits)
     "PersistentVolumeClaim": path(CORE, "persistentvolumeclaims"),

@@ -21,7 +21,7 @@ from central.model.jobs import expand_job
 from central.sim.workloads import expand_workload, is_workload
 
 # The order objects enter the cache: what others refer to comes first.
-APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod")
+APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget", "PodGroup", "Pod")
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """`caldera simulate --until`: one workload over simulated time, under one or more configurations.
 
-Objects are read as a user would `kubectl apply` them: Nodes and PriorityClasses are there
-from the start; Queues, Volcano Jobs (through admission's defaults, then the job controller),
+Objects are read as a user would `kubectl apply` them: Nodes, PriorityClasses, HyperNodes,
+ResourceQuotas and PodDisruptionBudgets are there from the start (the last two as written: no
+controller updates their status here); Queues, Volcano Jobs (through admission's defaults, then the job controller),
 PodGroups, Pods and Commands are created at their `sim.caldera.sh/submit-at` (default 0).
 Every sim annotation is checked before the run starts, so a typo costs one line and exit 2,
 not a run. With several --config files the same workload runs under each, and JSON becomes
@@ -27,12 +28,13 @@ from central.model import parse, podlife
 from central.model.cache import ClusterCache
 from central.model.fields import object_ref
 from central.model.hypernodes import parse_hypernode
+from central.model.policy import parse_pdb, parse_resource_quota
 from central.model.queuetree import check_queues
 from central.sim.timeline import TimedResult, Timeline
 from central.sim.trace import read_trace
 from central.sim.workloads import expand_workload, is_workload
 
-STATIC = ("PriorityClass", "Node", "HyperNode")
+STATIC = ("PriorityClass", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget")
 SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")
 
 
@@ -123,7 +125,8 @@ def check_object(obj: dict[str, Any], templates: dict[str, Any] | None = None) -
     if kind == "Pod":
         _check_pod_life(obj)
     parser = {"Pod": lambda o: parse.parse_pod(o, templates), "PodGroup": parse.parse_podgroup,
-              "Queue": parse.parse_queue, "HyperNode": parse_hypernode}.get(str(kind))
+              "Queue": parse.parse_queue, "HyperNode": parse_hypernode,
+              "ResourceQuota": parse_resource_quota, "PodDisruptionBudget": parse_pdb}.get(str(kind))
     if parser is not None:
         try:
             parser(obj)

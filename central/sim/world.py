@@ -223,9 +223,12 @@ class World:
         pod = self.pods[key]
         pod["spec"]["nodeName"] = node
         pod["metadata"].setdefault("annotations", {}).update(annotations)
-        pod["status"] = {"phase": "Running", "startTime": format_time(self.epoch0 + now)}
+        started = format_time(self.epoch0 + now)
+        pod["status"] = {"phase": "Running", "startTime": started,  # PodScheduled: the cdp plugin's cooldown start
+                         "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": started}]}
         task = self.cache.tasks[key]
         task.annotations.update(annotations)
+        task.scheduled_at = started
         self.cache.set_status(task, TaskStatus.RUNNING, node)
         job = self.cache.jobs.get(task.job_uid)
         self._charge(key, (job.queue if job else "default", task.template.resreq))

@@ -48,6 +48,18 @@ def run_simulate(tmp_path, manifest: str, *extra: str):
                  "  - {name: a, replicas: 1, template: {spec: {containers: [{name: c}]}}}\n"
                  "  - {name: b, replicas: many, template: {spec: {containers: [{name: c}]}}}\n",
                  "Job default/j: spec.tasks[1].replicas", id="job-replicas"),
+    pytest.param("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+                 "spec: {affinity: {nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: group1}}}\n",
+                 "Queue q: spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution: expected a list",
+                 id="queue-nodegroup-affinity"),
+    pytest.param("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: rq, namespace: ns}\nspec: {hard: {cpu: lots}}\n",
+                 "ResourceQuota ns/rq: spec.hard.cpu: invalid quantity 'lots'", id="resourcequota-hard"),
+    pytest.param("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: pdb, namespace: ns}\n"
+                 "spec: {selector: {matchExpressions: [{key: app, operator: Near}]}}\n",
+                 "PodDisruptionBudget ns/pdb: spec.selector.matchExpressions[0].operator: unknown operator 'Near'", id="pdb-selector"),
+    pytest.param("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: pdb, namespace: ns}\n"
+                 "spec: {selector: {matchLabels: {app: a}}}\nstatus: {disruptionsAllowed: -1}\n",
+                 "PodDisruptionBudget ns/pdb: status.disruptionsAllowed: must be >= 0", id="pdb-allowed"),
     pytest.param("kind: Pod\nmetadata: {}\n", "Pod default/<unnamed>: metadata.name: is required", id="no-name"),
     pytest.param("just a string\n", "document 1: expected a Kubernetes object", id="not-an-object"),
     pytest.param("kind: Node\nmetadata: {name: [unclosed\n", "malformed YAML", id="malformed-yaml"),

@@ -4,10 +4,11 @@ A scenario file holds a list of cases. Each case has a cluster, either as full K
 objects (`objects:`) or in a shorthand that expands to them:
 
     nodes:     {n1: {cpu: 4, memory: 8Gi, labels: {...}, taints: [...], unschedulable: true}}
-    queues:    {q1: {weight: 2, capability: {cpu: 4}}}        # a Queue's spec (+ state:)
+    queues:    {q1: {weight: 2, capability: {cpu: 4}}}        # a Queue's spec (+ state:, annotations:)
     podgroups: {ns/pg: {minMember: 2, queue: q1, phase: Inqueue, ...}}  # spec (+ phase:)
     pods:      {ns/p: {group: pg, cpu: 1, memory: 1Gi, node: n1, phase: Running, priority: 10,
-                       spec: {...extra pod spec...}, annotations: {...}, labels: {...}}}
+                       spec: {...extra pod spec...}, annotations: {...}, labels: {...},
+                       scheduled: <PodScheduled=True since, RFC 3339>}}
     hypernodes: {s0: {tier: 1, nodes: [n1, n2]}, s2: {tier: 2, hypernodes: [s0, s1]},
                  r1: {tier: 1, regex: "^r1-"}, l1: {tier: 1, labels: {rack: l1}}}   # HyperNodes
 
@@ -60,7 +61,9 @@ def objects_of(case: dict[str, Any]) -> list[dict[str, Any]]:
     for name, spec in (case.get("queues") or {}).items():
         spec = dict(spec)
         state = spec.pop("state", None)
-        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+        annotations = spec.pop("annotations", {})
+        objs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                     "metadata": {"name": name, "annotations": annotations},
                      "spec": spec, **({"status": {"state": state}} if state else {})})
     for key, spec in (case.get("podgroups") or {}).items():
         ns, name = key.split("/")
@@ -110,8 +113,11 @@ def _pod(key: str, spec: dict[str, Any], order: int) -> dict[str, Any]:
     if spec.pop("deleting", False):
         meta["deletionTimestamp"] = "2026-01-01T01:00:00Z"
     phase = spec.pop("phase", "Running" if "nodeName" in pod_spec else "Pending")
+    status: dict[str, Any] = {"phase": phase}
+    if "scheduled" in spec:  # when its PodScheduled condition turned True
+        status["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": spec.pop("scheduled")}]
     assert not spec, f"unknown pod shorthand keys {list(spec)}"
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec, "status": {"phase": phase}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec, "status": status}
 
 
 def node_data_of(case: dict[str, Any], now: datetime) -> list[NodeData]:

@@ -186,3 +186,26 @@ def test_reclaim_acts_in_time():
     assert len(result.last.evictions) == 2 and all(p.startswith("default/greedy-") for p in result.last.evictions)
     assert 600 <= result.jobs["default/later"]["started"] < 610
     assert result.jobs["default/greedy"]["phase"] == "Completed"
+
+
+def test_a_cooldown_holds_preemption_off_until_it_ends():
+    # As above, with cdp and a 30m cooldown on low's pods: high, submitted at 10m, waits until
+    # low's pods have run 30m (they started at about 1s).
+    cdp = load_config("""
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}, {name: cdp}]
+- plugins: [{name: overcommit, arguments: {overcommit-factor: 2.0}}, {name: drf}, {name: predicates},
+            {name: nodeorder}]
+""", "cdp")
+    low = simulated_job("low", replicas=2, min_available=1, cpu="2", duration="1h")
+    low["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["volcano.sh/cooldown-time"] = "30m"
+    high = simulated_job("high", cpu="2", duration="10m", **{"sim.caldera.sh/submit-at": "10m"})
+    high["spec"]["priorityClassName"] = "high"
+    urgent = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+              "value": 1000}
+    workload = Workload(static=[("test", urgent), ("test", node("n1", cpu="4"))],
+                        submitted=[("test", low), ("test", high)])
+    result = run_once(workload, cdp, RunOptions(until=4 * 3600.0, period=1.0, stuck_after=3600.0, start=START))
+    assert 1800 <= result.jobs["default/high"]["started"] < 1815
+    assert result.jobs["default/high"]["phase"] == "Completed"
