@@ -110,7 +110,7 @@ def test_queue_table_counts_inqueue(tmp_path, capsys):
 
 def test_until_progress_is_one_bar_cleared_at_the_end(capsys, monkeypatch):
     """The bar of a run over simulated time is central/progress.py's: one line redrawn in place
-    over every configuration and erased when done, so no stale percentage stays above the
+    across the configurations and erased when done, so no stale percentage stays above the
     result; nothing on stderr when it is not a terminal."""
     from pathlib import Path
 
@@ -125,7 +125,9 @@ def test_until_progress_is_one_bar_cleared_at_the_end(capsys, monkeypatch):
     monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich's switch: treat the stream as a terminal
     assert main(argv) == 0
     terminal = capsys.readouterr()
-    assert "spread.conf: simulated" in terminal.err and "task-topology.conf: simulated" in terminal.err
+    # drawn (rich samples the description 10 times a second, so which configuration's label a
+    # frame shows depends on the machine's speed: only the first frame is certain)
+    assert "simulating" in terminal.err
     assert "\n" not in terminal.err.split("\x1b[?25h")[0].rstrip("\n")  # redrawn in place: one line
     assert terminal.err.endswith("\x1b[2K")  # and that line erased at the end
     assert terminal.out == piped.out
