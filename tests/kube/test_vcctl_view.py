@@ -1,8 +1,12 @@
 """`caldera job view` prints vcctl's PrintJobInfo and PrintEvents layout byte for byte.
 
-The fixture is the Job and Events of vcctl's own TestViewJob (pkg/cli/job/view_test.go), as
-its fake API server returns them; the expected text is vcctl's output for them (Go's zero
-values where the Job leaves a field out, time in UTC)."""
+Each fixture under tests/data/vcctl holds a Job and its Events as the API returns them, and the
+text vcctl prints for them (time in UTC), taken from `vcctl job view` built from Volcano's
+source and pointed at a server returning the fixture. view_job is the Job and Events of vcctl's
+own TestViewJob (pkg/cli/job/view_test.go); view_running_job has every field vcctl prints. The
+one change to vcctl's text: API Version and Kind are filled in, where vcctl's typed client has
+cleared them.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +24,12 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "vcctl"
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 
 
-def test_vcctls_own_view_test_job_prints_as_vcctl_prints_it() -> None:
-    fixture = json.loads((DATA / "view_job.json").read_text())
+@pytest.mark.parametrize("name", ["view_job", "view_running_job"])
+def test_a_job_and_its_events_print_as_vcctl_prints_them(name: str) -> None:
+    fixture = json.loads((DATA / f"{name}.json").read_text())
     now = datetime.fromisoformat(fixture["now"].replace("Z", "+00:00"))
-    printed = describe_job(fixture["job"], timezone.utc) + events_section(oldest_first(fixture["events"]), now)
-    assert printed == (DATA / "view_job.txt").read_text()
+    printed = describe_job(fixture["job"], timezone.utc) + events_section(fixture["events"], now)
+    assert printed == (DATA / f"{name}.txt").read_text()
 
 
 def running_job() -> dict[str, Any]:
