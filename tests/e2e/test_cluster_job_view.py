@@ -6,6 +6,7 @@ prints)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -52,7 +53,8 @@ def test_job_view_ends_with_the_jobs_events(tenant: Tenant) -> None:
         (e["type"], e["reason"], e["message"].strip()) for e in tenant.events("Job", "viewed")} >= {
         (e["type"], e["reason"], e["message"].strip()) for e in events}
     assert {source for _, _, _, source, _ in rows} == {"vc-controller-manager"}
-    assert all(age.endswith("s") or age.endswith("m") for _, _, age, _, _ in rows)
+    ages = [age for _, _, age, _, _ in rows]  # `12s`, or `3s (x2 over 12s)` for a repeated Event
+    assert all(re.fullmatch(r"\d+[smh]\w*( \(x\d+ over \d+[smh]\w*\))?", age) for age in ages), ages
 
 
 def test_kubectl_get_prints_volcanos_columns_from_the_live_objects(tenant: Tenant) -> None:
