@@ -4,7 +4,8 @@ vcjob.spec.tasks` reads them), Volcano's groups, versions, names and subresource
 `helm.sh/resource-policy: keep`; the Job's own fields described from Volcano's Go types,
 which Volcano's Job CRD leaves bare for size. Caldera's schema is laid over it where Caldera's is stricter
 (a minimum, maximum, enum, pattern or required list Volcano's lacks) or declares a field
-Volcano's does not, and Caldera's printer columns are kept.
+Volcano's does not. The printer columns are Volcano's own, byte for byte (`kubectl get vcjob`
+and `kubectl get pg` print the same columns, named as there, over either scheduler).
 
     python3 hack/crds_from_volcano.py VOLCANO_CHECKOUT   # e.g. ~/.cache/caldera/volcano/<commit>/src
     python3 charts/sync_files.py                         # the chart's crds/ copy
@@ -132,8 +133,6 @@ def merged(volcano: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
         if mine is None:
             continue
         overlay(version["schema"]["openAPIV3Schema"], mine["schema"]["openAPIV3Schema"])
-        if mine.get("additionalPrinterColumns"):
-            version["additionalPrinterColumns"] = mine["additionalPrinterColumns"]
     missing = set(by_version) - {v["name"] for v in crd["spec"]["versions"]}
     if missing:
         raise SystemExit(f"{ours['metadata']['name']}: Volcano's CRD lacks version(s) {sorted(missing)}")

@@ -7,10 +7,12 @@ suspend and resume do not change the Job: like vcctl they create a bus.volcano.s
 from __future__ import annotations
 
 import argparse
+import sys
+from datetime import datetime, timezone
 from typing import Any
 
 from central.errors import InputError
-from central.kube.client import VOLCANO_BATCH, VOLCANO_BUS, path
+from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, ApiError, path
 from central.kube.command_errors import api_errors
 from central.manifests import read_file
 from central.model.fields import yaml_documents
@@ -28,6 +30,7 @@ from central.vcctl.common import (
     resolve_namespace,
     show,
 )
+from central.vcctl.describe import describe_job, events_section, oldest_first
 from central.vcctl.tables import job_table
 
 
@@ -90,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         show(items, args.output, columns)
     elif args.action == "view":
         job = client.get(path(VOLCANO_BATCH, "jobs", args.namespace, args.name))
-        if args.output == "table":
-            print(_describe(job), end="")
+        if args.output == "table":  # vcctl's PrintJobInfo then PrintEvents
+            print(describe_job(job) + events_section(job_events(client, job), datetime.now(timezone.utc)), end="")
         else:
             show([job], args.output, COLUMNS, single=True)
     elif args.action in ("suspend", "resume"):
@@ -113,6 +116,20 @@ def job_command(job: dict[str, Any], action: str) -> dict[str, Any]:
             "metadata": {"generateName": f"{job['metadata']['name']}-{action.lower()}-",
                          "namespace": job["metadata"]["namespace"], "ownerReferences": [ref]},
             "target": ref, "action": action}
+
+
+def job_events(client: Any, job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Events about `job` (this Job, not an earlier one of its name), oldest first; none,
+    with vcctl's message on stderr, where they cannot be listed."""
+    meta = job["metadata"]
+    about = {"involvedObject.kind": "Job", "involvedObject.name": meta["name"], "involvedObject.uid": meta.get("uid")}
+    selector = ",".join(f"{field}={value}" for field, value in about.items() if value)
+    try:
+        listed = client.request("GET", path(CORE, "events", meta["namespace"]), {"fieldSelector": selector})
+    except ApiError as err:
+        print(f"Failed to list events: {err}", file=sys.stderr)
+        return []
+    return oldest_first(listed.get("items") or [])
 
 
 def _job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -169,24 +186,3 @@ WIDE_COLUMNS: list[Column] = [
     ("Scheduler", lambda j: j["spec"].get("schedulerName") or ""),
     ("Age", age),
 ]
-
-
-def _describe(job: dict[str, Any]) -> str:
-    meta, spec, status = job["metadata"], job["spec"], job.get("status") or {}
-    lines = [f"Name:       \t{meta['name']}", f"Namespace:  \t{meta['namespace']}",
-             f"Labels:     \t{meta.get('labels') or {}}", f"Annotations:\t{meta.get('annotations') or {}}",
-             f"API Version:\t{job['apiVersion']}", "Kind:       \tJob",
-             f"Creation:   \t{meta.get('creationTimestamp', '')}", "Spec:",
-             f"  Min Available:  \t{spec.get('minAvailable', 0)}", f"  Queue:          \t{spec.get('queue', '')}",
-             f"  Scheduler Name: \t{spec.get('schedulerName', '')}", f"  Max Retry:      \t{spec.get('maxRetry', '')}",
-             f"  Plugins:        \t{spec.get('plugins') or {}}", "  Tasks:"]
-    for task in spec.get("tasks") or []:
-        lines.append(f"    Name:    \t{task.get('name', '')}")
-        lines.append(f"    Replicas:\t{task.get('replicas', 0)}")
-    lines.append("Status:")
-    lines.append(f"  State:   \t{(status.get('state') or {}).get('phase', '')}")
-    for field in ("minAvailable", "pending", "running", "succeeded", "failed", "terminating", "unknown",
-                  "retryCount", "version"):
-        if field in status:
-            lines.append(f"  {field}:\t{status[field]}")
-    return "\n".join(lines) + "\n"

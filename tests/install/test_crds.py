@@ -72,6 +72,16 @@ def test_every_description_of_volcanos_crds_is_kept():
         assert [v["name"] for v in volcano["spec"]["versions"]] == [v["name"] for v in crd["spec"]["versions"]]
 
 
+@pytest.mark.skipif(not BASES.is_dir(), reason=f"Volcano {COMMIT}'s checkout is not in the cache ({BASES})")
+def test_the_printer_columns_are_volcanos_own():
+    """`kubectl get vcjob` and `kubectl get pg` print the same columns over Caldera as over Volcano."""
+    for name, crd in CRDS.items():
+        [volcano] = [yaml.safe_load(p.read_text()) for p in BASES.glob("*.yaml") if
+                     yaml.safe_load(p.read_text())["metadata"]["name"] == name]
+        theirs = {v["name"]: v.get("additionalPrinterColumns") for v in volcano["spec"]["versions"]}
+        assert {v["name"]: v.get("additionalPrinterColumns") for v in crd["spec"]["versions"]} == theirs, name
+
+
 def test_the_api_server_serves_the_descriptions(real_api):
     """What `kubectl explain vcjob.spec.minAvailable` reads: the OpenAPI v3 the API server
     publishes (once its CRD controller has built it)."""
