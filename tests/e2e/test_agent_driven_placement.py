@@ -110,9 +110,9 @@ def test_numa_placement_from_agent_reports_then_pinning(tmp_path: Path) -> None:
             write(d, "cpuset.cpus", "0-15")
         agent_b = agents[1][0]
         agent_b.pod_source = StaticPodSource([PodInfo("ns", "db", POD_UID, qos_class="Guaranteed", qos_level="LC", cpuset=cpuset)])
-        eventually(lambda: (pod_dir / "ctr" / "cpuset.cpus").read_text() == cpuset, timeout=30,
-                   what="the agent to pin the pod")
-        assert (pod_dir / "cpuset.cpus").read_text() == cpuset
+        # the agent narrows the container first, then the pod (a cpuset parent must hold its children's)
+        eventually(lambda: all((d / "cpuset.cpus").read_text() == cpuset for d in (pod_dir / "ctr", pod_dir)),
+                   timeout=30, what="the agent to pin the pod and its container")
     finally:
         for _, stop, thread in agents:
             stop.set()
