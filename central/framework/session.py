@@ -160,9 +160,6 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         return rules.first_refusal(self.points.preemptive, queue, task)
 
-    def can_give_up(self, victim: TaskInfo) -> bool:
-        return rules.all_true(self.points.can_give_up, victim)
-
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
         return rules.union_first_tier(self.points.victim_tasks, running)
 

@@ -77,7 +77,7 @@ class Quota:
 
 
 class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEnqueueable,
-               ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
+               ext.Allocatable, ext.Preemptive, ext.Reclaimable):
     name = "capacity"
 
     @classmethod
@@ -234,17 +234,6 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
                 left[name] -= task.resreq
             victims.append(task)
         return victims
-
-    def can_give_up(self, victim: TaskInfo) -> bool:
-        """Caldera's guard, asked before each eviction: the victim's queue is above its
-        deserved on a dimension the victim uses (or shares none with it) and keeps its
-        guarantee, as things stand after the evictions already made."""
-        quota = self.quotas.get(self.handle.jobs[victim.job_uid].queue)
-        if quota is None:
-            return True
-        keeps = bool(np.all(quota.guarantee < quota.allocated - victim.resreq + EPSILON))
-        return keeps and (not _relevant(victim.resreq, quota.deserved)
-                          or _above_on_some(quota.allocated, quota.deserved, victim.resreq))
 
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.handle.queues[job.queue]
