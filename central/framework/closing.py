@@ -46,6 +46,7 @@ class CycleResult:
     unschedulable: dict[str, str] = field(default_factory=dict)  # PodGroup -> why, for those this session could not place
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    ungated: list[str] = field(default_factory=list)  # pods whose queue-allocation gate is to be removed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
     deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
     deserved_by: str = ""  # that plugin (proportion, capacity); "" when none computes shares
@@ -82,6 +83,7 @@ class Closing:
         result = CycleResult(binds=dict(decisions.binds), evictions=dict(decisions.evictions),
                              faults=list(self.faults.by_object.values()))
         result.plugin_timings = dict(self.plugin_timings)
+        result.ungated = list(decisions.ungated)
         result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
         for job in self.jobs.values():
             if job.counts.get(TaskStatus.PIPELINED):

@@ -33,6 +33,7 @@ from central.framework.statement import Statement
 from central.framework.status import Status
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.model.schedulinggate import SCHEDULING_GATES_QUEUE_ADMISSION
 from central.model.topology import HyperNode
 
 __all__ = ["CycleResult", "Session"]  # CycleResult: where callers have long found it
@@ -170,6 +171,10 @@ class Session:
     def actions(self) -> tuple[str, ...]:
         """The configured actions, in order."""
         return self.conf.actions
+
+    @property
+    def queue_gate_admission(self) -> bool:
+        return SCHEDULING_GATES_QUEUE_ADMISSION in self.conf.features
 
     # --- what actions work with -------------------------------------------------------------
 

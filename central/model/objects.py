@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from central.model.schedulinggate import only_queue_gate
+
 
 class TaskStatus(enum.IntEnum):
     PENDING = 1
@@ -207,10 +209,20 @@ class TaskInfo:
     spec_priority: int | None = None  # spec.priority as given; else priority_class decides
     priority_class: str = ""
     resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates' names: the API server binds none while any remain
 
     @property
     def best_effort(self) -> bool:
         return not any(v > 0.1 for _, v in self.template.resreq)
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.scheduling_gates)
+
+    @property
+    def externally_gated(self) -> bool:
+        """Held by a gate other than the queue-allocation gate alone: no action considers it."""
+        return bool(self.scheduling_gates) and not only_queue_gate(self.scheduling_gates)
 
 
 @dataclass(slots=True, eq=False)

@@ -19,6 +19,7 @@ from central.model.objects import JobInfo, NodeInfo, PodTemplate, QueueInfo, Tai
 from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
 from central.model.quota import is_quota_only
+from central.model.schedulinggate import gate_names
 from central.resources.vectors import parse_resource_list
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -47,7 +48,7 @@ def taints(spec: Mapping[str, Any]) -> tuple[Taint, ...]:
 
 
 # Fields that differ between the pods of one template without changing where they may go.
-_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority"})
+_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority", "schedulingGates"})
 
 
 def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None = None) -> tuple[TaskInfo, str | None]:
@@ -93,6 +94,7 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         nominated_node=typed(get_path(obj, "status.nominatedNodeName", ""), str, "status.nominatedNodeName") or None,
         critical=class_name in CRITICAL_CLASSES or namespace == "kube-system",
         annotations=annotations, spec_priority=spec_priority, priority_class=class_name,
+        scheduling_gates=gate_names(spec),
     )
     return task, annotations.get(GROUP_NAME) or None
 
