@@ -71,7 +71,8 @@ class Session:
                 self.faults.fault_node(cache.nodes[name], InputError("", reason), AGENT_REPORT)
         self.plugin_timings: dict[tuple[str, str], float] = {}
         self.handle = Handle(cache, self.now, self.jobs, self.queues, self.total, self.notes, self.faults,
-                             self.journal, self.decisions)  # what the plugins see of this session
+                             self.journal, self.decisions,  # what the plugins see of this session
+                             SCHEDULING_GATES_QUEUE_ADMISSION in conf.features)
         try:
             self.tiers: list[list[Plugin]] = [[self._open_plugin(conf.registry.plugins[opt.name], opt) for opt in tier]
                                               for tier in conf.tiers]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from central.kube.client import ApiError
 from central.model.schedulinggate import QUEUE_ALLOCATION_GATE
 from tests.e2e.conftest import Tenant, wait_for
 
@@ -54,11 +55,20 @@ def _ungated_and_running(tenant: Tenant, name: str) -> bool:
 
 
 def _cleanup(tenant: Tenant, queue: str, pods: list[str]) -> None:
+    """The pods, the PodGroup, then the queue (refused while it still holds a PodGroup)."""
     for pod in pods:
         if _pod(tenant, pod) is not None:
             tenant.kube.delete(f"/api/v1/namespaces/{tenant.namespace}/pods/{pod}")
-    tenant.kube.delete(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups/{queue}")
     wait_for(lambda: all(_pod(tenant, p) is None for p in pods), "the pods gone", timeout=60)
+    tenant.kube.delete(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{tenant.namespace}/podgroups/{queue}")
+
+    def queue_deleted() -> bool:
+        try:
+            tenant.kube.delete(f"/apis/scheduling.volcano.sh/v1beta1/queues/{queue}")
+            return True
+        except ApiError as err:
+            return err.code == 404
+    wait_for(queue_deleted, f"queue {queue} deleted", timeout=60)
 
 
 def test_a_gated_pod_in_a_queue_with_room_loses_its_gate_and_runs(tenant: Tenant) -> None:
@@ -70,7 +80,6 @@ def test_a_gated_pod_in_a_queue_with_room_loses_its_gate_and_runs(tenant: Tenant
         wait_for(lambda: _ungated_and_running(tenant, "pod-1"), "pod-1 ungated and running", timeout=120)
     finally:
         _cleanup(tenant, queue, ["pod-1"])
-        tenant.kube.delete(f"/apis/scheduling.volcano.sh/v1beta1/queues/{queue}")
 
 
 def test_a_gated_pod_in_a_full_queue_stays_gated_until_room_appears(tenant: Tenant) -> None:
@@ -90,4 +99,3 @@ def test_a_gated_pod_in_a_full_queue_stays_gated_until_room_appears(tenant: Tena
                  timeout=120)
     finally:
         _cleanup(tenant, queue, ["holder", "waiter"])
-        tenant.kube.delete(f"/apis/scheduling.volcano.sh/v1beta1/queues/{queue}")
