@@ -43,6 +43,7 @@ class Cluster:
     sup: Supervisor
     ports: dict[str, int] = field(default_factory=dict)
     runner: PodRunner | None = None
+    extra_args: dict[str, list[str]] = field(default_factory=dict)  # workload -> flags `up` added (feature gates)
 
     def admin(self) -> KubeClient:
         return KubeClient.connect(str(self.kubeconfig), qps=1000, burst=1000)
@@ -51,7 +52,7 @@ class Cluster:
         """Start (again) a replica of a workload of daemonset/; a name it ran under before keeps
         its ports, so agents and probes find a restarted scheduler where they found it."""
         assert self.runner is not None
-        proc = self.runner.start(workload, process_name=process_name)
+        proc = self.runner.start(workload, extra=self.extra_args.get(workload), process_name=process_name)
         port = self.ports.get(f"{proc.name}:--listen-port")
         if port:
             self.sup.wait_ready(proc, lambda: _http_ok(port, "/healthz"), 60)
@@ -126,6 +127,7 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     if controllers:
         proc = runner.start("caldera-controllers")
         sup.wait_ready(proc, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
+    cluster.extra_args["caldera-scheduler"] = gates  # a restarted scheduler keeps them
     scheduler = runner.start("caldera-scheduler", extra=gates)
     sup.wait_ready(scheduler, lambda: _http_ok(cluster.ports["caldera-scheduler:--listen-port"], "/readyz"), 60)
     if agents:
