@@ -28,6 +28,9 @@ class RecordingSink:
     def evict(self, pod_key: str, reason: str) -> None:
         self.calls.append(("evict", pod_key, reason))
 
+    def remove_queue_gate(self, pod_key: str) -> None:
+        self.calls.append(("remove_queue_gate", pod_key, None))
+
     def update_podgroup_status(self, podgroup_key: str, status: dict[str, Any]) -> None:
         self.calls.append(("podgroup", podgroup_key, status))
 

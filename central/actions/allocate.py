@@ -9,7 +9,10 @@
    heap's layout, which the left-out jobs' turns would have changed.)
 2. Pop a queue (QueueOrder); drop it for the rest of the action if it is Overused. Pop one
    job (JobOrder) and push the queue back, so queues take turns.
-3. Place the job's pending tasks in TaskOrder inside one statement: Allocatable must pass,
+3. Place the job's pending tasks in TaskOrder inside one statement (a task held by any
+   scheduling gate but the queue-allocation gate alone is not among them): Allocatable must
+   pass; a task the queue-allocation gate holds then only has the gate removed (with
+   SchedulingGatesQueueAdmission on and the pod opted in) and is placed once it is gone;
    a task whose template already failed to fit is skipped, the placement filters and scores
    nodes, and the task is allocated (fits idle) or pipelined (fits only future idle). Once
    the job is ready and tasks remain, it yields so other jobs get a turn. The pods of one
@@ -32,6 +35,7 @@ from central.framework.ordering import FixedLine
 from central.framework.placement import Plan
 from central.framework.statement import Statement
 from central.model.objects import READY_STATUSES, FitErrors, JobInfo, PodTemplate, QueueInfo, TaskInfo, TaskStatus
+from central.model.schedulinggate import opted_in
 
 
 class Allocate(Action):
@@ -53,7 +57,8 @@ class Allocate(Action):
             tasks = pending.get(job.uid)
             if tasks is None:
                 tasks = pending[job.uid] = FixedLine(handle.task_less, (
-                    t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort))
+                    t for t in job.tasks.values()
+                    if t.status == TaskStatus.PENDING and not t.best_effort and not t.externally_gated))
             stmt = handle.statement()
             with handle.job_boundary(job, "allocate", stmt):
                 if not place_in_hypernodes(handle, stmt, tasks, job, queue, place_tasks):
@@ -97,6 +102,10 @@ def place_tasks(handle: ActionHandle, stmt: Statement, tasks: FixedLine[TaskInfo
         if not status.ok:
             job.fit_errors[task.uid] = (f"queue {queue.name} has no room for it: its allocation plus the request exceeds "
                                         f"the queue's deserved share" + (f" ({status.reason})" if status.reason else ""))
+            continue
+        if task.gated:  # only the queue-allocation gate holds it: the queue admits it, the next cycle places it
+            if handle.queue_gate_admission and opted_in(task.annotations):
+                handle.ungate(task)
             continue
         if task.template in failed:
             job.fit_errors[task.uid] = failed[task.template]

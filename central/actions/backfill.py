@@ -21,7 +21,7 @@ class Backfill(Action):
         for job in sorted(jobs, key=lambda j: (j.creation, j.uid)):
             if job.pending_phase or handle.job_valid(job):
                 continue
-            for task in [t for t in job.tasks.values() if t.status == TaskStatus.PENDING and t.best_effort]:
+            for task in [t for t in job.tasks.values() if t.status == TaskStatus.PENDING and t.best_effort and not t.gated]:
                 stmt = handle.statement()
                 with handle.job_boundary(job, "backfill", stmt):
                     rows = placement.feasible(task)

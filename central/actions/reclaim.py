@@ -3,9 +3,10 @@
 Queues go in QueueOrder, overused ones are skipped. For a queue's starving job (JobOrder),
 its pending tasks (TaskOrder, preemptionPolicy not Never, Preemptive for the queue) each try
 to make room among the Running, preemptable tasks of other queues whose `reclaimable` is not
-false, as the Reclaimable plugins allow (proportion and capacity only give up what a queue
-holds above its deserved share, and they are asked before every eviction, whatever the
-tiers voted). The job's statement commits only if the job is then pipelined; otherwise
+false, as the Reclaimable tiers vote: the first tier with an opinion decides, as in Volcano,
+so proportion's or capacity's "only what a queue holds above its deserved share" counts
+only when their tier is the one that decides (where gang and conformance vote first,
+they decide). The job's statement commits only if the job is then pipelined; otherwise
 nothing is evicted.
 """
 
@@ -46,7 +47,7 @@ def _reclaim_for(handle: ActionHandle, stmt: Statement, queue: QueueInfo, job: J
         if task.preempt_never or task.template in no_room or not handle.preemptive(queue, task).ok:
             continue
         if not make_room(handle, stmt, task, lambda v: _reclaimable(handle, v, queue), "reclaimable",
-                         REASON.format(queue.name, task.uid), lambda: True, handle.can_give_up):
+                         REASON.format(queue.name, task.uid), lambda: True):
             no_room.add(task.template)
     if handle.job_pipelined(job):
         stmt.commit()

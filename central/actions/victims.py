@@ -98,4 +98,5 @@ def starving_jobs(handle: ActionHandle) -> list[JobInfo]:
 
 
 def pending_tasks(handle: ActionHandle, job: JobInfo) -> PriorityQueue[TaskInfo]:
-    return PriorityQueue(handle.task_less, (t for t in job.tasks.values() if t.status == TaskStatus.PENDING))
+    """The job's pending tasks but the gated ones (the API server binds no gated pod)."""
+    return PriorityQueue(handle.task_less, (t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.gated))

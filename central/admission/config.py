@@ -26,6 +26,7 @@ class AdmissionConfig:
     scheduler_user: str = "system:serviceaccount:caldera-system:caldera-scheduler"
     # Volcano's --enable-queue-allocated-pods-check: refuse deleting a queue with allocated pods.
     queue_allocated_pods_check: bool = False
+    features: frozenset[str] = frozenset()  # Volcano's --feature-gates that are on
 
     def job_limits(self) -> JobLimits:
         return JobLimits(self.max_tasks_per_job, self.max_replicas_per_task, self.max_replicas_per_job)

@@ -1,6 +1,7 @@
 """Admission of the pods Caldera schedules or pins (CREATE and UPDATE), as Volcano's pods webhook.
 
 validate_pod(pod, config, old=None, user=None) -> list
+mutate_pod(pod, config) -> dict   the pod as Volcano's pods mutating webhook leaves it (a copy)
 
 Checked for pods of Caldera's scheduler (spec.schedulerName == config.scheduler_name) and for
 any pod that carries a scheduler-only annotation:
@@ -27,6 +28,7 @@ from central.errors import InputError
 from central.model import annotations as model_annotations
 from central.model.fields import map_at
 from central.model.parse import parse_pod
+from central.model.schedulinggate import QUEUE_ALLOCATION_GATE, SCHEDULING_GATES_QUEUE_ADMISSION, gate_names, opted_in
 
 
 def concerns(pod: Mapping[str, Any], config: AdmissionConfig, old: Mapping[str, Any] | None = None) -> bool:
@@ -49,6 +51,22 @@ def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFI
     if not problems:  # the model's parser repeats the checks above in its own words
         fields.readable(problems, parse_pod, dict(pod, metadata={"name": "x", **meta}))
     return problems
+
+
+def mutate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG) -> dict[str, Any]:
+    """With SchedulingGatesQueueAdmission on, a pod that opts in (annotation
+    scheduling.volcano.sh/queue-allocation-gate: "true") gets that scheduling gate, after any
+    it has, once; the scheduler removes it when the pod's queue admits the pod. Any scheduler's
+    pod, as Volcano's webhook."""
+    out = dict(pod)
+    if SCHEDULING_GATES_QUEUE_ADMISSION not in config.features or not opted_in(map_at(pod, "metadata").get("annotations")):
+        return out
+    spec = map_at(pod, "spec")
+    if QUEUE_ALLOCATION_GATE in gate_names(spec):
+        return out
+    gates = spec.get("schedulingGates")
+    out["spec"] = {**spec, "schedulingGates": [*(gates if isinstance(gates, list) else []), {"name": QUEUE_ALLOCATION_GATE}]}
+    return out
 
 
 def _pinning(pod: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.hypernodes import validate_hypernode
 from central.admission.jobs import mutate_job, validate_job
 from central.admission.podgroups import mutate_podgroup, validate_podgroup
-from central.admission.pods import validate_pod
+from central.admission.pods import mutate_pod, validate_pod
 from central.admission.queues import mutate_queue, validate_queue, validate_queue_delete
 from central.errors import InputError
 
@@ -73,7 +73,8 @@ def _admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig, ol
         mutated = mutate_podgroup(obj, cluster)
         errors = validate_podgroup(mutated, cluster, old)
     elif kind == "Pod":
-        mutated, errors = dict(obj), validate_pod(obj, config, old, user)
+        mutated = mutate_pod(obj, config) if old is None else dict(obj)
+        errors = validate_pod(obj, config, old, user)
     elif kind == "HyperNode":
         mutated, errors = dict(obj), validate_hypernode(obj)
     else:

@@ -39,7 +39,7 @@ from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, a
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
 from central.admission.metrics import WebhookMetrics
-from central.admission.pods import concerns
+from central.admission.pods import concerns, mutate_pod
 from central.admission.webhookconfig import CaBundleInjector
 from central.certs.command import WEBHOOK_CONFIGURATIONS
 from central.certs.issue import KeyPair, certificate_problem
@@ -47,12 +47,13 @@ from central.errors import InputError
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.informer import Reflector
 from central.model.fields import check_tree, is_object_name, map_at
+from central.model.schedulinggate import parse_feature_gates
 from central.scheduler.metrics import serve
 
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
-ROUTES.update(("/pods/validate", "/hypernodes/validate"))
+ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
@@ -152,6 +153,8 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
         check_tree(request, "request")
     except InputError as err:
         return _deny(uid, 400, err.message)
+    if route == "/pods/mutate":  # the queue-allocation gate, whatever the pod's scheduler (Volcano's rule)
+        return _mutated(uid, obj, mutate_pod(obj, config) if request.get("operation") == "CREATE" else obj)
     if route.startswith("/pods/") and not concerns(obj, config, old):
         return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
     cluster = view.cluster(_named_queue(obj))
@@ -162,14 +165,19 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
         decision = admit(obj, cluster, config, old if request.get("operation") == "UPDATE" else None,
                          user=user_info.get("username"))
     if route.endswith("/mutate"):
-        patch = json_patch(obj, decision.object) if request.get("operation") == "CREATE" else []
-        response: dict[str, Any] = {"uid": uid, "allowed": True}
-        if patch:
-            response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps(patch).encode()).decode())
-        return response
+        return _mutated(uid, obj, decision.object if request.get("operation") == "CREATE" else obj)
     if decision.allowed:
         return {"uid": uid, "allowed": True}
     return _deny(uid, 400, "; ".join(decision.errors))
+
+
+def _mutated(uid: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A mutating route's answer: allowed, with the JSONPatch from `before` to `after`, if any."""
+    patch = json_patch(before, after)
+    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    if patch:
+        response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps(patch).encode()).decode())
+    return response
 
 
 def _named_queue(obj: dict[str, Any]) -> Any:
@@ -443,6 +451,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-queue-depth", type=int, default=DEFAULT_CONFIG.max_queue_depth, help="queue hierarchy depth")
     parser.add_argument("--enable-queue-allocated-pods-check", action="store_true",
                         help="refuse deleting a queue that has allocated pods (Volcano's flag of that name)")
+    parser.add_argument("--feature-gates", default="",
+                        help="Volcano's feature gates, Name=bool,...; SchedulingGatesQueueAdmission=true gives pods "
+                             "annotated scheduling.volcano.sh/queue-allocation-gate: \"true\" that scheduling gate")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
 
@@ -452,7 +463,8 @@ def run(args: argparse.Namespace) -> int:
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
                              scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user,
-                             queue_allocated_pods_check=args.enable_queue_allocated_pods_check)
+                             queue_allocated_pods_check=args.enable_queue_allocated_pods_check,
+                             features=parse_feature_gates(args.feature_gates))
     tls = TLSContext(args.tls_cert_file, args.tls_key_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()

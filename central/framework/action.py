@@ -73,6 +73,8 @@ class SessionParts(Protocol):
 
     @property
     def actions(self) -> Sequence[str]: ...
+    @property
+    def queue_gate_admission(self) -> bool: ...
     jobs: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
     nodes: list[NodeInfo]
@@ -97,7 +99,6 @@ class SessionParts(Protocol):
     def overused(self, queue: QueueInfo) -> bool: ...
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status: ...
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status: ...
-    def can_give_up(self, victim: TaskInfo) -> bool: ...
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]: ...
     def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
 
@@ -110,6 +111,7 @@ class ActionHandle:
         self._faults: Faults = ssn.faults
         self._decisions: Decisions = ssn.decisions
         self.actions: Sequence[str] = ssn.actions  # the configured actions, in order
+        self.queue_gate_admission: bool = ssn.queue_gate_admission  # SchedulingGatesQueueAdmission is on
         self.jobs: Mapping[str, JobInfo] = ssn.jobs
         self.queues = ssn.queues
         self.nodes = ssn.nodes  # by row
@@ -131,7 +133,6 @@ class ActionHandle:
         self.overused = ssn.overused
         self.allocatable = ssn.allocatable
         self.preemptive = ssn.preemptive
-        self.can_give_up = ssn.can_give_up
         self.victim_tasks = ssn.victim_tasks
         self.hypernode_gradients = ssn.hypernode_gradients
         points = ssn.points
@@ -163,6 +164,11 @@ class ActionHandle:
 
     def is_faulted(self, job: JobInfo) -> bool:
         return self._faults.job_reason(job) is not None
+
+    def ungate(self, task: TaskInfo) -> None:
+        """Its queue admitted the gated task: have its queue-allocation gate removed, after
+        the cycle and off it (`central.model.schedulinggate`)."""
+        self._decisions.ungated.setdefault(task.uid, None)
 
     def forget_placement(self, task: TaskInfo) -> None:
         """The task's placements so far were trials: it does not count as placed then

@@ -49,6 +49,7 @@ class CycleResult:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     queue_annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> what plugins recorded
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    ungated: list[str] = field(default_factory=list)  # pods whose queue-allocation gate is to be removed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
     deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
     deserved_by: str = ""  # that plugin (proportion, capacity); "" when none computes shares
@@ -85,6 +86,7 @@ class Closing:
         result = CycleResult(binds=dict(decisions.binds), evictions=dict(decisions.evictions),
                              faults=list(self.faults.by_object.values()))
         result.plugin_timings = dict(self.plugin_timings)
+        result.ungated = list(decisions.ungated)
         result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
         result.claim_bindings = {uid: b for uid, b in notes.claim_bindings.items() if uid in decisions.binds}
         for job in self.jobs.values():

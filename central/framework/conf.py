@@ -75,6 +75,7 @@ class SchedulerConf:
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)  # action -> what its read_arguments made, at load
+    features: frozenset[str] = frozenset()  # the process's enabled feature gates (--feature-gates), not the file's
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         return self.configurations.get(action, {})

@@ -27,6 +27,7 @@ class Decisions:
     pipelines: list[TaskInfo] = field(default_factory=list)  # committed pipelines: nominated at close
     discarded: dict[str, str] = field(default_factory=dict)  # task uid -> the placement last discarded
     open: list[Discardable] = field(default_factory=list)  # statements left open: discarded at close
+    ungated: dict[str, None] = field(default_factory=dict)  # gated tasks their queue admitted, in order
 
     def placed_then_discarded(self, task: TaskInfo) -> bool:
         """Did a statement place the task this session and then discard it (it fits a node;

@@ -166,13 +166,6 @@ class Reclaimable(Protocol):
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
 
 
-@point(None, ALL + ", asked before each eviction of reclaim, whatever the tiers voted")
-class CanGiveUp(Protocol):
-    """May the victim's queue lose it to reclaim now (above its deserved share)?"""
-
-    def can_give_up(self, victim: TaskInfo) -> bool: ...
-
-
 @point(None, "applied in turn, after the Preemptable or Reclaimable tiers voted; a plugin guards "
              "only the votes it takes part in (that point declared and its flag on)")
 class VictimGuard(Protocol):

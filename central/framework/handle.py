@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 class Handle:
     def __init__(self, cache: ClusterCache, now: datetime, jobs: Mapping[str, JobInfo],
                  queues: Mapping[str, QueueInfo], total: np.ndarray, notes: Notes, faults: Faults,
-                 journal: Journal, decisions: Decisions):
+                 journal: Journal, decisions: Decisions, queue_gate_admission: bool = False):
         self._cache, self._notes, self._faults = cache, notes, faults
+        self.queue_gate_admission = queue_gate_admission  # SchedulingGatesQueueAdmission is on
         self._journal, self._decisions = journal, decisions
         self.now: datetime = now  # the cycle's clock
         self.dims: Dimensions = cache.dims

@@ -122,7 +122,6 @@ class Points:
         voting = ({id(p) for tier in preemptable for p in tier}, {id(p) for tier in reclaimable for p in tier})
         self.preemptable_guards = [g for g in guards if id(g) in voting[0]]
         self.reclaimable_guards = [g for g in guards if id(g) in voting[1]]
-        self.can_give_up = [p.can_give_up for p in flat(ext.CanGiveUp)]
         self.victim_tasks = [[p.victim_tasks for p in tier] for tier in tiered(ext.VictimTasks)]
         self.static_predicate = [p.static_predicate for p in flat(ext.StaticPredicate)]
         self.row_predicate = [p.row_predicate for p in flat(ext.RowPredicate)]
@@ -159,7 +158,6 @@ class Points:
         reclaimable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
         preemptable_guards: list[ext.VictimGuard]
         reclaimable_guards: list[ext.VictimGuard]
-        can_give_up: list[Callable[[TaskInfo], bool]]
         victim_tasks: list[list[Callable[[list[TaskInfo]], list[tuple[TaskInfo, str]]]]]
         static_predicate: list[Callable[[PodTemplate], list[Check]]]
         row_predicate: list[Callable[[TaskInfo, np.ndarray], list[Check]]]

@@ -33,6 +33,7 @@ from central.framework.statement import Statement
 from central.framework.status import Status
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.model.schedulinggate import SCHEDULING_GATES_QUEUE_ADMISSION
 from central.model.topology import HyperNode
 
 __all__ = ["CycleResult", "Session"]  # CycleResult: where callers have long found it
@@ -70,7 +71,8 @@ class Session:
                 self.faults.fault_node(cache.nodes[name], InputError("", reason), AGENT_REPORT)
         self.plugin_timings: dict[tuple[str, str], float] = {}
         self.handle = Handle(cache, self.now, self.jobs, self.queues, self.total, self.notes, self.faults,
-                             self.journal, self.decisions)  # what the plugins see of this session
+                             self.journal, self.decisions,  # what the plugins see of this session
+                             SCHEDULING_GATES_QUEUE_ADMISSION in conf.features)
         try:
             self.tiers: list[list[Plugin]] = [[self._open_plugin(conf.registry.plugins[opt.name], opt) for opt in tier]
                                               for tier in conf.tiers]
@@ -160,9 +162,6 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         return rules.first_refusal(self.points.preemptive, queue, task)
 
-    def can_give_up(self, victim: TaskInfo) -> bool:
-        return rules.all_true(self.points.can_give_up, victim)
-
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
         return rules.union_first_tier(self.points.victim_tasks, running)
 
@@ -173,6 +172,10 @@ class Session:
     def actions(self) -> tuple[str, ...]:
         """The configured actions, in order."""
         return self.conf.actions
+
+    @property
+    def queue_gate_admission(self) -> bool:
+        return SCHEDULING_GATES_QUEUE_ADMISSION in self.conf.features
 
     # --- what actions work with -------------------------------------------------------------
 

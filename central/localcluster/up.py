@@ -43,6 +43,7 @@ class Cluster:
     sup: Supervisor
     ports: dict[str, int] = field(default_factory=dict)
     runner: PodRunner | None = None
+    extra_args: dict[str, list[str]] = field(default_factory=dict)  # workload -> flags `up` added (feature gates)
 
     def admin(self) -> KubeClient:
         return KubeClient.connect(str(self.kubeconfig), qps=1000, burst=1000)
@@ -51,7 +52,7 @@ class Cluster:
         """Start (again) a replica of a workload of daemonset/; a name it ran under before keeps
         its ports, so agents and probes find a restarted scheduler where they found it."""
         assert self.runner is not None
-        proc = self.runner.start(workload, process_name=process_name)
+        proc = self.runner.start(workload, extra=self.extra_args.get(workload), process_name=process_name)
         port = self.ports.get(f"{proc.name}:--listen-port")
         if port:
             self.sup.wait_ready(proc, lambda: _http_ok(port, "/healthz"), 60)
@@ -66,10 +67,12 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
        agents: bool = True, scheduler_conf: str | None = None, say: build.Progress = print, controllers: bool = True,
-       kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None) -> Cluster:
+       kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None,
+       feature_gates: str = "") -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
-    without `controllers` Caldera's controllers are not started. Every process listens on
+    without `controllers` Caldera's controllers are not started; `feature_gates` goes to the
+    webhook and the scheduler as their --feature-gates. Every process listens on
     127.0.0.1, on ports inside `port_range` where it is given."""
     pool = PortPool(*port_range) if port_range else PortPool()
     sup = Supervisor(directory, pool)
@@ -81,14 +84,15 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say,
-                   controllers, kcm_controllers)
+                   controllers, kcm_controllers, feature_gates)
     except BaseException:
         sup.stop_all()
         raise
 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
-        scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str) -> Cluster:
+        scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str,
+        feature_gates: str = "") -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -116,13 +120,15 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
         sup.wait_ready(kubelet, lambda: _nodes_schedulable(admin, nodes), 120)
 
     say(f"starting Caldera's webhook, {'controllers and ' if controllers else ''}scheduler ...")
-    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}"],
+    gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
+    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}", *gates],
                            ports={"--port": webhook_port})
     sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 60)
     if controllers:
         proc = runner.start("caldera-controllers")
         sup.wait_ready(proc, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
-    scheduler = runner.start("caldera-scheduler")
+    cluster.extra_args["caldera-scheduler"] = gates  # a restarted scheduler keeps them
+    scheduler = runner.start("caldera-scheduler", extra=gates)
     sup.wait_ready(scheduler, lambda: _http_ok(cluster.ports["caldera-scheduler:--listen-port"], "/readyz"), 60)
     if agents:
         say(f"starting {len(nodes)} node agent(s) ...")

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from central.model.schedulinggate import only_queue_gate
+
 
 class TaskStatus(enum.IntEnum):
     PENDING = 1
@@ -225,10 +227,20 @@ class TaskInfo:
     resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
     claims: tuple[str, ...] = ()  # names of the PersistentVolumeClaims its volumes use (its namespace)
     scheduled_at: str = ""  # lastTransitionTime of the pod's PodScheduled=True condition ("" without)
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates' names: the API server binds none while any remain
 
     @property
     def best_effort(self) -> bool:
         return not any(v > 0.1 for _, v in self.template.resreq)
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.scheduling_gates)
+
+    @property
+    def externally_gated(self) -> bool:
+        """Held by a gate other than the queue-allocation gate alone: no action considers it."""
+        return bool(self.scheduling_gates) and not only_queue_gate(self.scheduling_gates)
 
 
 @dataclass(slots=True, eq=False)

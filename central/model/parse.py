@@ -28,6 +28,7 @@ from central.model.objects import (
 from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
 from central.model.quota import is_quota_only, quantity_list
+from central.model.schedulinggate import gate_names
 from central.model.volumes import pod_claims
 from central.resources.vectors import parse_resource_list
 
@@ -57,7 +58,7 @@ def taints(spec: Mapping[str, Any]) -> tuple[Taint, ...]:
 
 
 # Fields that differ between the pods of one template without changing where they may go.
-_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority"})
+_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority", "schedulingGates"})
 
 
 def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None = None) -> tuple[TaskInfo, str | None]:
@@ -105,6 +106,7 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         annotations=annotations, spec_priority=spec_priority, priority_class=class_name,
         claims=pod_claims(name, spec),
         scheduled_at=_scheduled_at(obj),
+        scheduling_gates=gate_names(spec),
     )
     return task, annotations.get(GROUP_NAME) or None
 

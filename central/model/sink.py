@@ -29,6 +29,10 @@ class ClusterSink(Protocol):
     def nominate(self, pod_key: str, node: str) -> None:
         """Set the pod's status.nominatedNodeName: room is being made for it there."""
 
+    def remove_queue_gate(self, pod_key: str) -> None:
+        """Its queue admitted the pod: remove its queue-allocation scheduling gate (best effort,
+        off the cycle; see `central.model.schedulinggate`)."""
+
     def evict(self, pod_key: str, reason: str) -> None:
         """Evict the pod (the Eviction API in a cluster); `reason` is for the pod's condition."""
 

@@ -25,6 +25,10 @@ Reclaim, as Volcano's capacity does it:
   ancestor (not root) differs from the reclaimer's, that ancestor must be above its deserved
   likewise; an immediate victim under an ancestor the reclaimer shares within L levels is
   spared when the reclaimer's own deserved says nothing about what it asks.
+
+With SchedulingGatesQueueAdmission on, a pod opted in to queue admission by scheduling gate
+that the queue admitted but that is not placed yet holds its room in its (leaf) queue: the
+Allocatable check counts it as used, so a later pod cannot take the room it was admitted to.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
 from central.framework.status import ALLOWED, Status, refused
-from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.model.schedulinggate import opted_in
 from central.plugins.proportion import job_min_resources, over_share
 from central.resources.vectors import EPSILON, dominant_share, less_equal_on
 
@@ -77,7 +82,7 @@ class Quota:
 
 
 class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEnqueueable,
-               ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
+               ext.Allocatable, ext.Preemptive, ext.Reclaimable):
     name = "capacity"
 
     @classmethod
@@ -89,6 +94,10 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
         self.hierarchy = option.enabled("enableHierarchy")
         self.reclaim_levels: int = self.settings
         self.quotas: dict[str, Quota] = {}
+        # With SchedulingGatesQueueAdmission: per leaf queue, the opted-in pending tasks its
+        # capability admitted (their gate removed, or removal asked for this session) and not
+        # placed yet. They keep their room in the queue, so no later pod takes it (Volcano).
+        self.reserved: dict[str, dict[str, TaskInfo]] = {}
         for queue in handle.queues.values():
             parent = (queue.parent or ROOT) if self.hierarchy and queue.name != ROOT else None
             self.quotas[queue.name] = Quota.of(queue, queue.name, parent, handle.dims)
@@ -101,6 +110,10 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             self._lay_out_flat()
         for job in handle.jobs.values():
             self._account_job(job)
+            if handle.queue_gate_admission:
+                for task in job.tasks.values():
+                    if task.status == TaskStatus.PENDING and not task.gated and opted_in(task.annotations):
+                        self.reserved.setdefault(job.queue, {})[task.uid] = task
 
     def deserved_shares(self) -> dict[str, np.ndarray]:
         """Each queue's deserved as laid out: within its real capability, at least its guarantee."""
@@ -191,10 +204,21 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
         if not queue.is_open or not self._is_leaf(queue.name):
             return refused()
         for q in self._lineage(queue.name):
-            if not less_equal_on(q.allocated + task.resreq, q.real_capability, task.resreq):
+            used = q.allocated + self._reserved(q.name, task)
+            if not less_equal_on(used + task.resreq, q.real_capability, task.resreq):
                 return refused(f"queue {q.name}: " + over_share(
-                    self.handle.dims.names, q.allocated, task.resreq, q.real_capability, "capability"))
+                    self.handle.dims.names, used, task.resreq, q.real_capability, "capability"))
+        if self.handle.queue_gate_admission and opted_in(task.annotations):
+            self.reserved.setdefault(queue.name, {})[task.uid] = task
         return ALLOWED
+
+    def _reserved(self, queue: str, candidate: TaskInfo) -> np.ndarray:
+        """What the queue's admitted, unplaced tasks other than `candidate` hold."""
+        held = self.handle.dims.zeros()
+        for uid, task in self.reserved.get(queue, {}).items():
+            if uid != candidate.uid:
+                held += task.resreq
+        return held
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         if not queue.is_open:
@@ -235,17 +259,6 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             victims.append(task)
         return victims
 
-    def can_give_up(self, victim: TaskInfo) -> bool:
-        """Caldera's guard, asked before each eviction: the victim's queue is above its
-        deserved on a dimension the victim uses (or shares none with it) and keeps its
-        guarantee, as things stand after the evictions already made."""
-        quota = self.quotas.get(self.handle.jobs[victim.job_uid].queue)
-        if quota is None:
-            return True
-        keeps = bool(np.all(quota.guarantee < quota.allocated - victim.resreq + EPSILON))
-        return keeps and (not _relevant(victim.resreq, quota.deserved)
-                          or _above_on_some(quota.allocated, quota.deserved, victim.resreq))
-
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.handle.queues[job.queue]
         if not queue.is_open:
@@ -273,6 +286,10 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
         if job is not None:
             for quota in self._lineage(job.queue):
                 quota.allocated += sign * task.resreq
+            if sign > 0:  # placed: its room is allocated now, no longer reserved
+                self.reserved.get(job.queue, {}).pop(task.uid, None)
+            elif self.handle.queue_gate_admission and opted_in(task.annotations):  # undone: reserved again
+                self.reserved.setdefault(job.queue, {})[task.uid] = task
 
     def _ancestors_to_check(self, mine: list[Quota], victim: Quota) -> list[Quota]:
         """The victim queue's ancestors at levels 1..ancestorReclaimLevel, except root and

@@ -132,7 +132,7 @@ def water_fill(attrs: dict[str, QueueAttr], total: np.ndarray) -> None:
 
 
 class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overused,
-                 ext.Allocatable, ext.Preemptive, ext.Reclaimable, ext.CanGiveUp):
+                 ext.Allocatable, ext.Preemptive, ext.Reclaimable):
     name = "proportion"
     divides_queues = "flat"
 
@@ -181,10 +181,6 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
                 allocated -= task.resreq
                 victims.append(task)
         return victims
-
-    def can_give_up(self, victim: TaskInfo) -> bool:
-        attr = self.attrs.get(self.handle.jobs[victim.job_uid].queue)
-        return attr is None or not less_equal(attr.allocated, attr.deserved)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         queue = self.handle.queues[job.queue]

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -44,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kube-api-qps", type=float, default=2000.0, help="API requests per second")
     parser.add_argument("--kube-api-burst", type=int, default=2000, help="API requests allowed in a burst")
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
+    parser.add_argument("--feature-gates", default="",
+                        help="Volcano's feature gates, Name=bool,...; SchedulingGatesQueueAdmission=true removes the "
+                             "queue-allocation scheduling gate from opted-in pods once their queue admits them")
+    parser.add_argument("--gate-removal-worker-num", type=int, default=5,
+                        help="The number of async workers for scheduling gate removal (used when "
+                             "SchedulingGatesQueueAdmission is enabled).")
     parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
     parser.add_argument("--agent-address", default="",
@@ -135,14 +142,19 @@ def leader_label(client: KubeClient) -> Callable[[bool], None] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from central.framework.conf import DEFAULT_CONF_YAML
+    from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
     from central.model.cache import ClusterCache
+    from central.model.schedulinggate import parse_feature_gates
     from central.scheduler import load_config
     from central.scheduler.cycle import run_cycle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
-    config = ConfigFile(args.config, load_config, load_config(DEFAULT_CONF_YAML, "built-in default"))
+    features = parse_feature_gates(args.feature_gates)
+
+    def load(data: bytes | str, filename: str) -> SchedulerConf:  # the process's feature gates ride on every version
+        return replace(load_config(data, filename), features=features)
+    config = ConfigFile(args.config, load, load(DEFAULT_CONF_YAML, "built-in default"))
     elector = None
     if args.leader_elect:
         if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
@@ -169,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
                               scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                               metrics=metrics, bind_workers=args.bind_workers,
                               node_feed=feed.anew() if feed is not None else None,
-                              on_leading=on_leading)
+                              on_leading=on_leading, gate_workers=args.gate_removal_worker_num)
         current[:] = [scheduler]
         return scheduler.run(stop)
 

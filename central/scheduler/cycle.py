@@ -44,6 +44,8 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
             sink.evict(pod, reason)
         for pod, node in result.nominated.items():
             sink.nominate(pod, node)
+        for pod in result.ungated:
+            sink.remove_queue_gate(pod)
         for pod, node in result.binds.items():
             if pod in result.annotations:
                 sink.annotate(pod, result.annotations[pod])

@@ -22,6 +22,7 @@
 - **evict**: the Eviction API (policy/v1), so PodDisruptionBudgets are honoured and the API
   server sets the DisruptionTarget condition and deletes with the pod's own grace period; a
   429 (a budget refuses) means "not now", counted apart from failures.
+- **remove_queue_gate**: handed to `central.scheduler.gateremoval`'s workers, off the cycle.
 - **nominate** and **publish_node_resources** are merge patches on pods/status
   (`nominatedNodeName`) and nodes/status (extended resources such as kubernetes.io/batch-cpu).
 - **status**: PodGroup and Queue statuses are collected during the cycle and handed at
@@ -72,6 +73,8 @@ from central.kube.workqueue import WorkQueue
 from central.model.objects import QUEUE_CONTROLLER_FIELDS
 from central.model.pgstatus import as_written, semantic
 from central.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE, ClaimBinding
+from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
+from central.scheduler.gateremoval import GateRemover
 from central.scheduler.podscheduled import PodScheduledMarks
 
 log = logging.getLogger(__name__)
@@ -89,13 +92,15 @@ class KubeSink:
     def __init__(self, client: KubeClient, bind_failed: BindFailed, objects: dict[str, dict[str, dict[str, Any]]],
                  events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
                  status_workers: int = 4, condition_interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic, claim_timeout: float = 60.0):
+                 clock: Callable[[], float] = time.monotonic, claim_timeout: float = 60.0,
+                 gate_workers: int = DEFAULT_GATE_WORKERS):
         self.client = client
         self.bind_failed = bind_failed
         self.objects = objects  # kind -> the reflector's latest objects by key
         self.events = events
         self.pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self.statuses = LatestWriter(self._write_status, status_workers, "status")
+        self.gates = GateRemover(client, gate_workers)
         self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
@@ -128,6 +133,9 @@ class KubeSink:
         # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
         uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
         self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid, self._claims.pop(pod_key, ()))
+
+    def remove_queue_gate(self, pod_key: str) -> None:
+        self.gates.enqueue(pod_key)
 
     def nominate(self, pod_key: str, node: str) -> None:
         namespace, name = pod_key.split("/", 1)
@@ -210,6 +218,7 @@ class KubeSink:
         self.drain(30.0)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.statuses.close()
+        self.gates.close()
 
     # --- workers ------------------------------------------------------------------------------
 

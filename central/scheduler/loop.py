@@ -50,6 +50,7 @@ from central.kube.informer import Reflector
 from central.kube.leader import LeaderElector
 from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
+from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.kubesink import KubeSink
 
 if TYPE_CHECKING:  # the collaborators' types only: they are passed in
@@ -133,7 +134,7 @@ class Scheduler:
                  scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
                  metrics: SchedulerMetrics | None = None, bind_workers: int = 16, watch_timeout: int = 300,
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
-                 on_leading: Callable[[bool], None] | None = None,
+                 on_leading: Callable[[bool], None] | None = None, gate_workers: int = DEFAULT_GATE_WORKERS,
                  queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.cache = cache
@@ -150,7 +151,8 @@ class Scheduler:
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
-        self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff)
+        self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff,
+                             gate_workers=gate_workers)
         self.queue_backoff, self.clock = queue_backoff, clock
         self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0

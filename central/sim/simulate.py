@@ -15,6 +15,7 @@ from central.framework.conf import SchedulerConf
 from central.framework.session import CycleResult
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
+from central.model.schedulinggate import without_queue_gate
 from central.scheduler.cycle import run_cycle
 
 
@@ -31,6 +32,7 @@ class SimulationResult:
     faults: dict[str, str] = field(default_factory=dict)  # "Kind key" -> why its data could not be used
     deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # the latest cycle's computed shares
     deserved_by: str = ""  # the plugin that computed them
+    ungated: list[str] = field(default_factory=list)  # pods whose queue-allocation gate was removed, in order
     cycles: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -53,6 +55,7 @@ class SimulationResult:
         self.binds.update(result.binds)
         self.annotations.update(result.annotations)
         self.evictions.extend(result.evictions)
+        self.ungated.extend(result.ungated)
         self.eviction_reasons.update(result.evictions)
         self.podgroups.update(result.podgroups)
         self.pipelined, self.pending, self.queues = result.pipelined, result.pending_reasons, result.queues
@@ -72,16 +75,20 @@ def simulate(cache: ClusterCache, conf: SchedulerConf, cycles: int = 1, start: d
     for cycle in range(cycles):
         result = run_cycle(cache, conf, now=start + cycle * SCHEDULE_PERIOD)
         out.add(result)
-        _advance(cache, result.binds, result.annotations, result.evictions)
+        _advance(cache, result.binds, result.annotations, result.evictions, result.ungated)
         if progress is not None:
             progress()
     return out
 
 
 def _advance(cache: ClusterCache, binds: dict[str, str], annotations: dict[str, dict[str, str]],
-             evictions: dict[str, str]) -> None:
+             evictions: dict[str, str], ungated: list[str]) -> None:
     """The cluster between two cycles: binds start running (with the annotations written
-    before them); evicted and deleting pods are gone."""
+    before them); evicted and deleting pods are gone; admitted pods lose their queue gate."""
+    for pod in ungated:
+        task = cache.tasks.get(pod)
+        if task is not None:
+            task.scheduling_gates = without_queue_gate(task.scheduling_gates)
     for pod, node in binds.items():
         task = cache.tasks.get(pod)
         if task is not None:

@@ -26,6 +26,7 @@ from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
+from central.model.schedulinggate import without_queue_gate
 from central.model.volumes import ClaimBinding
 from central.sim.kubelet import Kubelets
 
@@ -359,6 +360,14 @@ class WorldSink:
 
     def evict(self, pod_key: str, reason: str) -> None:
         self.world.evict_pod(pod_key, self.now)
+
+    def remove_queue_gate(self, pod_key: str) -> None:
+        pod = self.world.pods.get(pod_key)
+        task = self.world.cache.tasks.get(pod_key)
+        if pod is None or task is None:
+            return
+        pod["spec"]["schedulingGates"] = [{"name": g} for g in without_queue_gate(task.scheduling_gates)]
+        task.scheduling_gates = without_queue_gate(task.scheduling_gates)
 
     def update_podgroup_status(self, podgroup_key: str, status: dict[str, Any]) -> None:
         pg = self.world.podgroups.get(podgroup_key)

@@ -45,6 +45,9 @@ tiers:
   - name: network-topology-aware
 """
 
+# Volcano's CI turns queue admission by scheduling gate on; only pods that opt in are affected.
+FEATURE_GATES = "SchedulingGatesQueueAdmission=true"
+
 NODES = [NodeSpec("node-1", cpu="16", memory="64Gi", numa=2),
          NodeSpec("node-2", cpu="16", memory="64Gi", numa=2),
          NodeSpec("gpu-1", cpu="16", memory="64Gi", numa=2, gpus=2)]
@@ -63,7 +66,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     directory = tmp_path_factory.mktemp("cluster")
     lines: list[str] = []
     try:
-        started = up(directory, NODES, scheduler_conf=SCHEDULER_CONF, say=lines.append)
+        started = up(directory, NODES, scheduler_conf=SCHEDULER_CONF, say=lines.append, feature_gates=FEATURE_GATES)
     except build.BuildError as err:
         pytest.fail(f"the control plane did not build: {err}")
     try:

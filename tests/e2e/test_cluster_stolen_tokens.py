@@ -78,6 +78,23 @@ def test_a_stolen_scheduler_token_cannot_rewrite_pods(tenant: Tenant) -> None:
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "why"}]}}, STRATEGIC)
 
 
+def test_a_stolen_scheduler_token_removes_no_scheduling_gate_but_the_queue_gate(tenant: Tenant) -> None:
+    scheduler = component(tenant, "scheduler")
+    ours, other = "scheduling.volcano.sh/queue-allocation-gate", "example.com/other-gate"
+    url = f"/api/v1/namespaces/{tenant.namespace}/pods/gated"
+    tenant.create(f"/api/v1/namespaces/{tenant.namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated"},
+        "spec": {"schedulerName": "nobody", "schedulingGates": [{"name": ours}, {"name": other}],
+                 "containers": [{"name": "main", "image": "busybox"}]}})
+    policy = "caldera-scheduler-pods"
+    refused(lambda: dry(scheduler, "PATCH", url, {"spec": {"schedulingGates": [{"name": other, "$patch": "delete"}]}},
+                        STRATEGIC), policy)
+    refused(lambda: dry(scheduler, "PATCH", url, {"spec": {"schedulingGates": [
+        {"name": ours, "$patch": "delete"}], "activeDeadlineSeconds": 5}}, STRATEGIC), policy)
+    left = dry(scheduler, "PATCH", url, {"spec": {"schedulingGates": [{"name": ours, "$patch": "delete"}]}}, STRATEGIC)
+    assert left["spec"]["schedulingGates"] == [{"name": other}]
+
+
 def test_a_stolen_scheduler_token_cannot_break_nodes_or_evict_system_pods(tenant: Tenant) -> None:
     scheduler = component(tenant, "scheduler")
     node = "/api/v1/nodes/node-2/status"

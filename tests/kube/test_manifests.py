@@ -197,6 +197,11 @@ def test_webhooks_point_at_the_admission_service():
                         assert "object.spec.schedulerName == 'volcano'" in conditions[0]
                         assert "caldera.sh/cpuset" in conditions[0] and kind == "ValidatingWebhookConfiguration"
                         continue
+                    if service["path"] == "/pods/mutate":  # only the pods that opt in to the queue gate
+                        assert conditions == ["has(object.metadata.annotations) && "
+                                              "'scheduling.volcano.sh/queue-allocation-gate' in object.metadata.annotations"]
+                        assert kind == "MutatingWebhookConfiguration"
+                        continue
                     assert conditions == [
                         "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-nodeagent'"]
                     assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],

@@ -100,7 +100,7 @@ def test_calls_share_one_kept_alive_connection_until_a_body_is_left_unread(webho
 
 @pytest.mark.parametrize("route, body, code", [
     pytest.param("/jobs/validate", {"no": "request"}, 400, id="not-a-review"),
-    pytest.param("/pods/mutate", admission({}), 404, id="unknown-route"),
+    pytest.param("/nodes/mutate", admission({}), 404, id="unknown-route"),
 ])
 def test_malformed_requests_get_http_errors(webhook, route, body, code):
     assert webhook(route, body)[0] == code

@@ -12,11 +12,12 @@ objects (`objects:`) or in a shorthand that expands to them:
     hypernodes: {s0: {tier: 1, nodes: [n1, n2]}, s2: {tier: 2, hypernodes: [s0, s1]},
                  r1: {tier: 1, regex: "^r1-"}, l1: {tier: 1, labels: {rack: l1}}}   # HyperNodes
 
-an optional `config:` (volcano-scheduler.conf text; default: Volcano's default), `cycles:`,
+an optional `config:` (volcano-scheduler.conf text; default: Volcano's default), `features:`
+(the scheduler's --feature-gates, e.g. "SchedulingGatesQueueAdmission=true"), `cycles:`,
 `now:` (the first cycle's time; default 2026-01-01T01:00:00Z, an hour after the shorthand
 pods' creation), `node_reports:` (agent data per node, see `node_data_of`),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
-map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
+map), `ungated` (the pods whose queue-allocation gate was removed, in order), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
 `conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`,
 `annotations` ({pod: {key: value or null for absent}}, the named keys plugins wrote on bound pods),
 `faults` ({"Kind key": substring of why the session could not use the object}).
@@ -24,6 +25,7 @@ map), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from central.framework.conf import DEFAULT_CONF_YAML
 from central.model.cache import ClusterCache
 from central.model.fields import parse_index_list, parse_time
 from central.model.nodedata import GpuCard, NodeData, NumaCell
+from central.model.schedulinggate import parse_feature_gates
 from central.resources.quantity import parse_quantity
 from central.scheduler import load_config
 from central.sim.manifests import Manifests, load_into
@@ -150,6 +153,7 @@ def _cpus(text: object) -> list[int]:
 
 def run_case(case: dict[str, Any]) -> tuple[SimulationResult, ClusterCache]:
     conf = load_config(case.get("config") or DEFAULT_CONF_YAML, "scenario config")
+    conf = replace(conf, features=parse_feature_gates(case.get("features", ""), "scenario features"))
     cache = ClusterCache()
     load_into(cache, Manifests(objects=[("scenario", o) for o in objects_of(case)]))
     start = parse_time(case.get("now", "2026-01-01T01:00:00Z"), "scenario now")
@@ -168,6 +172,8 @@ def check(case: dict[str, Any], result: SimulationResult) -> None:
         assert len(result.binds) == expect["bound_count"]
     if "evictions" in expect:
         assert sorted(result.evictions) == sorted(expect["evictions"] or [])
+    if "ungated" in expect:
+        assert result.ungated == (expect["ungated"] or [])
     if "pipelined" in expect:
         assert result.pipelined == (expect["pipelined"] or {})
     for pg, phase in (expect.get("phases") or {}).items():
