@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fragmentation": ("central.sim.fragmentation", "GPU fragmentation at saturation per deviceshare policy"),
     "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
+# The commands vcctl has too: their --help is cobra's layout, as vcctl prints it.
+VCCTL_COMMANDS = ("job", "queue", "pod")
 
 
 # Options a user may give before the command, as with kubectl (`caldera -n team job list`):
@@ -110,6 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(name: str) -> argparse.ArgumentParser:
+    if name in VCCTL_COMMANDS:
+        from central.vcctl.cobrahelp import CobraParser, program_name
+
+        return CobraParser(prog=f"{program_name()} {name}", description=COMMANDS[name][1])
+    return Parser(prog=f"caldera {name}", description=COMMANDS[name][1])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
     if not args or args[0] not in COMMANDS:
@@ -125,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args[0]} needs a command after it")  # parse_args has exited unless args[0] parsed
     name = args[0]
     module = importlib.import_module(COMMANDS[name][0])
-    parser = Parser(prog=f"caldera {name}", description=COMMANDS[name][1])
+    parser = _command_parser(name)
     module.add_arguments(parser)
     parsed = parser.parse_args(args[1:])
     try:
