@@ -104,7 +104,10 @@ def test_switches_do_not_show_a_default_that_reads_backwards() -> None:
 def test_a_port_pool_hands_out_each_free_port_of_its_range_once() -> None:
     lo = free_range(3, top=30000)  # below the ephemeral range, where outgoing connections take ports
     with socket.socket() as busy:
+        # as a server takes it (an earlier test's connection in TIME_WAIT would refuse a plain bind)
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         busy.bind(("127.0.0.1", lo + 1))
+        busy.listen()
         taken = lo + 1
         pool = PortPool(lo, lo + 2)
         got = [pool.take(), pool.take()]
