@@ -31,7 +31,7 @@ import socket
 import ssl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -48,7 +48,7 @@ from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, 
 from central.kube.informer import Reflector
 from central.model.fields import check_tree, is_object_name, map_at
 from central.model.schedulinggate import parse_feature_gates
-from central.scheduler.metrics import serve
+from central.scheduler.metrics import BoundedHTTPServer, serve
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach i
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 MAX_CONNECTIONS = 128  # open connections served at once (a thread each); more are closed at accept
+IO_TIMEOUT_S = 15.0  # seconds a client may take per read or write, the TLS handshake included
 REQUEST_DEADLINE_S = 30.0  # one request, from its first byte awaited to its answer sent (the API server gives up after 10 s)
 
 
@@ -298,47 +299,29 @@ class Deadlines:
                     pass
 
 
-class WebhookServer(ThreadingHTTPServer):
-    daemon_threads = True
+class WebhookServer(BoundedHTTPServer):
+    """The shared bounded server (a thread per connection up to `max_connections`, the rest
+    closed at accept so the API server retries on another; every read timed out) with TLS and
+    a deadline on each whole request."""
 
     def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
                  client: KubeClient | None = None, metrics: WebhookMetrics | None = None,
                  max_connections: int = MAX_CONNECTIONS, request_deadline_s: float = REQUEST_DEADLINE_S):
         self.tls, self.view, self.config, self.client = tls, view, config, client
         self.metrics = metrics or WebhookMetrics()
-        self.max_connections = max_connections
-        self.slots = threading.BoundedSemaphore(max_connections)
         self.request_deadline_s = request_deadline_s
         self.deadlines = Deadlines()
-        self.refused = 0  # connections closed at accept because every slot was taken
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, max_connections=max_connections, io_timeout_s=IO_TIMEOUT_S)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """A thread per connection, up to `max_connections`; beyond, the connection is closed
-        at once (the API server retries on another), so slow clients cannot use up threads."""
-        if not self.slots.acquire(blocking=False):
-            self.refused += 1
-            if self.refused in (1, 10, 100) or self.refused % 1000 == 0:
-                log.warning("%d connection(s) refused: all %d slots busy", self.refused, self.max_connections)
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
+    def on_refused(self) -> None:
+        if self.refused in (1, 10, 100) or self.refused % 1000 == 0:
+            log.warning("%d connection(s) refused: all %d slots busy", self.refused, self.max_connections)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.info("connection from %s failed", client_address[0], exc_info=True)  # e.g. a bad TLS handshake
 
     def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = self.socket.accept()
+        sock, address = super().get_request()  # timed out per read, the handshake included
         context = self.tls.current()
         if context is None:  # no usable certificate: refuse the connection, /readyz says why
             sock.close()
@@ -348,8 +331,8 @@ class WebhookServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: WebhookServer
-    timeout = 15  # seconds a client may take per read, the handshake included; an idle kept-alive
-    # connection is closed after it, and the API server opens another
+    timeout = IO_TIMEOUT_S  # per read, as the server's; an idle kept-alive connection is closed
+    # after it, and the API server opens another
     protocol_version = "HTTP/1.1"  # kept alive: a TLS handshake per admission call cost more than the call
 
     def log_message(self, *_: Any) -> None:

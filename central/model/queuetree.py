@@ -26,12 +26,12 @@ def check_queues(queues: dict[str, QueueInfo], sources: dict[str, str] | None = 
         parent = queues.get(queue.parent or "")
         if parent is not None:
             _within(queue.capability, parent.capability, f"{where}: spec.capability", f"parent queue {parent.name}'s spec.capability")
-        seen = {name}
+        path = [name]  # in walking order: a set would print the queues in hash order
         current: QueueInfo | None = queue
         while current is not None and current.parent and current.parent != "root":
-            if current.parent in seen:
-                raise InputError(f"{where}: spec.parent", f"queue tree has a cycle: {' -> '.join([*seen, current.parent])}")
-            seen.add(current.parent)
+            if current.parent in path:
+                raise InputError(f"{where}: spec.parent", f"queue tree has a cycle: {' -> '.join([*path, current.parent])}")
+            path.append(current.parent)
             current = queues.get(current.parent)
 
 

@@ -130,14 +130,17 @@ IO_TIMEOUT_S = 10.0  # per read or write: an idle or trickling client is dropped
 
 class BoundedHTTPServer(ThreadingHTTPServer):
     """A thread per connection, at most `max_connections` at once, every read and write timed
-    out: slow or idle clients cannot pile up threads in the component they probe."""
+    out: slow or idle clients cannot pile up threads in the component they serve. Shared by
+    the metrics and health servers and the admission webhook."""
 
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
                  max_connections: int = MAX_CONNECTIONS, io_timeout_s: float = IO_TIMEOUT_S) -> None:
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self.max_connections = max_connections
+        self.slots = threading.BoundedSemaphore(max_connections)
         self.io_timeout_s = io_timeout_s
+        self.refused = 0  # connections closed at accept because every slot was taken
         super().__init__(address, handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -146,20 +149,25 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         return conn, peer
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        if not self.slots.acquire(blocking=False):
+            self.refused += 1
+            self.on_refused()
             self.shutdown_request(request)  # over the cap: closed at once rather than queued
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self.slots.release()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self.slots.release()
+
+    def on_refused(self) -> None:
+        """Called after `refused` grew; a subclass may log it."""
 
 
 def serve(registry: CollectorRegistry, port: int, ready: Callable[[], bool], host: str = "0.0.0.0", *,

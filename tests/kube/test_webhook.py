@@ -15,6 +15,7 @@ import pytest
 
 from central.admission import DEFAULT_CONFIG, admit
 from central.admission.webhook import ClusterView, TLSContext, WebhookServer, review
+from central.scheduler.metrics import BoundedHTTPServer
 from tests.builders import job, pod, task
 from tests.kube.certs import self_signed
 from tests.waiting import eventually
@@ -257,9 +258,11 @@ def tls_connection(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
 
 
 def test_connections_beyond_the_cap_are_closed_at_once(real, tmp_path):
+    """The cap is the metrics servers' own mechanism, and a normal review is answered once a slot is free."""
     cert, key = self_signed(tmp_path)
     view = ClusterView(real.kube).start()
     server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), view, DEFAULT_CONFIG, max_connections=2)
+    assert isinstance(server, BoundedHTTPServer)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     context = ssl.create_default_context(cafile=cert)
     port = server.server_address[1]
@@ -270,9 +273,11 @@ def test_connections_beyond_the_cap_are_closed_at_once(real, tmp_path):
         assert server.refused >= 1
         held[0].close()
         eventually(lambda: server.slots._value >= 1, what="the slot given back")
+        eventually(view.synced, what="the webhook's caches")
         conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
-        conn.request("GET", "/healthz")
-        assert conn.getresponse().status in (200, 503)
+        conn.request("POST", "/jobs/validate", json.dumps(admission(job())), {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        assert answer.status == 200 and json.loads(answer.read())["response"] == {"uid": "u-1", "allowed": True}
         conn.close()
         held[1].close()
     finally:
