@@ -62,15 +62,43 @@ def resolve_namespace(args: argparse.Namespace) -> None:
 
 
 def age(obj: dict[str, Any]) -> str:
+    """kubectl's AGE column: the time since creation, as `human_duration` writes it."""
     stamp = obj.get("metadata", {}).get("creationTimestamp")
     if not stamp:
         return "<unknown>"
-    seconds = int((datetime.now(timezone.utc) - datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-        tzinfo=timezone.utc)).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
+    created = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return human_duration((datetime.now(timezone.utc) - created).total_seconds())
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery's HumanDuration, as vcctl copies it (`2m5s`, `3h10m`, `5d2h`, `2y30d`)."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        return f"{hours // 24 // 365}y{(hours // 24) % 365}d"
+    return f"{hours // 24 // 365}y"
 
 
 def show(objects: Sequence[dict[str, Any]], output: str, columns: Sequence[Column], single: bool = False) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from central.errors import InputError
 from central.resources.canonical import canonical_quantity
+from central.vcctl.common import human_duration
 
 GO_ZERO_TIME = "0001-01-01 00:00:00 +0000 UTC"
 # the pod annotations vcctl always prints, under the labels it gives them
@@ -196,37 +197,6 @@ def since(stamp: str | None, now: datetime) -> str:
     if not stamp:
         return "<unknown>"
     return human_duration((now - _parse(stamp)).total_seconds())
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's HumanDuration, as vcctl copies it (`2m5s`, `3h10m`, `5d2h`, `2y30d`)."""
-    whole = int(seconds)
-    if whole < -1:
-        return "<invalid>"
-    if whole < 0:
-        return "0s"
-    if whole < 120:
-        return f"{whole}s"
-    minutes = whole // 60
-    if minutes < 10:
-        rest = whole % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = whole // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        return f"{hours // 24 // 365}y{(hours // 24) % 365}d"
-    return f"{hours // 24 // 365}y"
 
 
 def _parse(stamp: str) -> datetime:

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from central.resources.canonical import canonical_quantity
-from central.vcctl.describe import describe_job, events_section, go_json, go_time, human_duration, oldest_first
+from central.vcctl.common import human_duration
+from central.vcctl.describe import describe_job, events_section, go_json, go_time, oldest_first
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vcctl"
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
