@@ -12,9 +12,12 @@ with `$?` kept as a shell keeps it. Understood simple commands:
 - `true`, `:` exit 0 and `false` exits 1; `tail -f FILE` never ends;
 - commands that only print or set things up (`echo`, `mkdir`, `export`, `trap`, ...) finish at
   once with 0, and `VAR=value` assignments are skipped; `> FILE` redirections are ignored.
-Anything else reached (a program such as `python3 train.py`, a pipe, a background `&`, a
-command substitution) makes the whole command not understood: the caller keeps the container
-running until it is deleted. A branch the script skips (`true || xyz`) is never read.
+In an image whose programs are all known (`images.known_programs`: busybox, nginx on Alpine), a
+command the image does not have is "not found" (status 127, the script goes on), and so is a
+script file given to `sh`. Anything else reached (a program such as `python3 train.py`, a pipe,
+a background `&`, a command substitution) makes the whole command not understood: the caller
+keeps the container running until it is deleted. A branch the script skips (`true || xyz`) is
+never read.
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from central.model.images import is_file, known_programs, on_path
+
 SHELLS = frozenset({"sh", "bash", "ash", "dash"})
+NOT_FOUND = 127  # the shell's status for a command or script file that does not exist
+START_ERROR = 128  # the runtime's exit code for a container whose program does not exist
 # Commands that finish at once with status 0 whatever their arguments: they print, or set up
 # the process or its files, and none of that changes when a simulated container ends.
 INSTANT = frozenset({
@@ -57,26 +64,26 @@ def container_run(container: Mapping[str, Any]) -> Run | None:
     if not argv:
         return None  # the image's own entrypoint: unknown here
     try:
-        return command_run(argv)
+        return command_run(argv, known_programs(container.get("image")))
     except NotUnderstood:
         return None
 
 
-def command_run(argv: Sequence[str]) -> Run:
-    """The run of one argv, `sh -c SCRIPT` included. Raises NotUnderstood."""
-    name = _base(argv[0])
-    if name in SHELLS:
-        if len(argv) >= 3 and re.fullmatch(r"-[eux]*c[eux]*", argv[1]):
-            return script_run(argv[2])
-        raise NotUnderstood(" ".join(argv))  # `sh FILE`: a script file we cannot read
-    state = _Shell()
+def command_run(argv: Sequence[str], programs: frozenset[str] | None = None) -> Run:
+    """The run of one argv, `sh -c SCRIPT` included, in an image with `programs` (None:
+    unknown). Raises NotUnderstood."""
+    if _base(argv[0]) in SHELLS:
+        return _shell_run(list(argv[1:]), programs)
+    if programs is not None and not on_path(argv[0], programs):
+        return Run(0.0, START_ERROR)  # the container cannot start: "executable file not found"
+    state = _Shell(programs)
     state.simple(list(argv))
     return state.result()
 
 
-def script_run(script: str) -> Run:
+def script_run(script: str, programs: frozenset[str] | None = None) -> Run:
     """The run of a shell script's text. Raises NotUnderstood."""
-    state = _Shell()
+    state = _Shell(programs)
     for connector, words in _commands(script):
         if state.ended or (connector == "&&" and state.status != 0) or (connector == "||" and state.status == 0):
             continue
@@ -84,8 +91,18 @@ def script_run(script: str) -> Run:
     return state.result()
 
 
+def _shell_run(args: list[str], programs: frozenset[str] | None) -> Run:
+    """A shell started with `args`: `-c SCRIPT`, or a script file."""
+    if len(args) >= 2 and re.fullmatch(r"-[eux]*c[eux]*", args[0]):
+        return script_run(args[1], programs)
+    if args and not args[0].startswith("-") and programs is not None and not is_file(args[0], programs):
+        return Run(0.0, NOT_FOUND)  # "sh: can't open 'fake.sh'": the image has no such file
+    raise NotUnderstood(" ".join(args))  # a script file we cannot read
+
+
 class _Shell:
-    def __init__(self) -> None:
+    def __init__(self, programs: frozenset[str] | None) -> None:
+        self.programs = programs
         self.seconds = 0.0
         self.status = 0
         self.ended = False
@@ -114,6 +131,14 @@ class _Shell:
             self.status = 1
         elif name in INSTANT:
             self.status = 0
+        elif name in SHELLS:
+            run = _shell_run(args, self.programs)
+            if run.seconds is None:
+                self._never_ends()
+            else:
+                self.seconds, self.status = self.seconds + run.seconds, run.exit_code
+        elif self.programs is not None and not on_path(words[0], self.programs):
+            self.status = NOT_FOUND  # "sh: xyz: not found"; the script goes on
         else:
             raise NotUnderstood(" ".join(words))
 

@@ -59,3 +59,37 @@ def test_understood_commands(container: dict, run: Run) -> None:
 ])
 def test_commands_not_understood_give_none(container: dict) -> None:
     assert container_run(container) is None
+
+
+BUSYBOX, NGINX = "busybox", "nginx:1.29.3-alpine"  # the images of Volcano's e2e specs
+
+
+def in_image(image: str, container: dict) -> dict:
+    return {**container, "image": image}
+
+
+@pytest.mark.parametrize("container, run", [
+    pytest.param(in_image(NGINX, sh("sleep 10s && xyz")), Run(10.0, 127), id="program-not-found-after-sleep"),
+    pytest.param(in_image(BUSYBOX, sh("sh fake.sh")), Run(0.0, 127), id="script-file-not-found"),
+    pytest.param(in_image(BUSYBOX, {"name": "c", "command": ["/bin/sh"], "args": ["fake.sh"]}), Run(0.0, 127),
+                 id="shell-given-a-missing-file"),
+    pytest.param(in_image(BUSYBOX, sh("xyz || exit 3")), Run(0.0, 3), id="not-found-is-a-failure"),
+    pytest.param(in_image(BUSYBOX, sh("/opt/app/run; sleep 2")), Run(2.0, 0), id="the-script-goes-on"),
+    pytest.param(in_image(BUSYBOX, {"name": "c", "command": ["train"]}), Run(0.0, 128), id="exec-of-a-missing-program"),
+    pytest.param(in_image("docker.io/library/busybox:1.36", sh("sh -c 'sleep 1; exit 2'")), Run(1.0, 2),
+                 id="nested-shell"),
+    pytest.param(in_image(BUSYBOX, sh("sleep 1; sh -c 'sleep infinity'")), Run(None), id="nested-shell-never-ends"),
+])
+def test_known_images_fail_what_they_do_not_have(container: dict, run: Run) -> None:
+    assert container_run(container) == run
+
+
+@pytest.mark.parametrize("container", [
+    pytest.param(in_image(BUSYBOX, sh("wget http://x/; sleep 1")), id="an-applet-not-modelled"),
+    pytest.param(in_image(NGINX, sh("nginx -g 'daemon off;'")), id="the-images-own-program"),
+    pytest.param(in_image(NGINX, sh("sh /docker-entrypoint.sh nginx")), id="the-images-own-script"),
+    pytest.param(in_image("nginx", sh("sleep 1 && xyz")), id="debian-nginx-is-not-known"),
+    pytest.param(in_image("python:3.12-alpine", sh("python3 -V")), id="other-alpine-images-are-not-known"),
+])
+def test_what_a_known_image_has_or_an_unknown_image_runs_is_not_understood(container: dict) -> None:
+    assert container_run(container) is None
