@@ -181,8 +181,12 @@ class _Step:
 
     def advance(self, command: str | None) -> None:
         """One step of the state machine: the command, else a due policy action, else a sync."""
+        if command:
+            self._executing(command)
         if self.phase in (PENDING, RUNNING):
             trigger = None if command else self._due_policy_trigger()
+            if trigger is not None:
+                self._executing(trigger.action)
             action = command or (trigger.action if trigger else None)
             if action in RESTART_ACTIONS:
                 self._begin_restart(action, trigger)
@@ -213,9 +217,16 @@ class _Step:
             self._requeue(min(later) - self.now)
         return due[0] if due else None
 
+    def _executing(self, action: str) -> None:
+        """Volcano's Event for every action but a sync, before the action runs; its text
+        (trailing space included) is what tools and Volcano's e2e specs match."""
+        self.decision.events.append(("ExecuteAction", f"Start to execute action {action} "))
+
     def _begin_restart(self, action: str, trigger: Trigger | None) -> None:
         if action == bus.RESTART_JOB:
-            self._delete_pods(retain_finished=False)
+            # On the last retry the finished pods stay, for their logs (Volcano's killPods).
+            last_retry = int(self.status.get("retryCount") or 0) >= self.parsed.max_retry - 1
+            self._delete_pods(retain_finished=last_retry)
             self._delete_podgroup()
             self.version += 1
         elif trigger is not None and action == bus.RESTART_TASK:

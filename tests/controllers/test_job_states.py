@@ -143,6 +143,33 @@ def test_max_retry_fails_the_job() -> None:
     assert c.status["state"]["reason"] == "MaxRetryReached"
 
 
+def test_the_last_retry_keeps_the_finished_pods() -> None:
+    c = cluster(maxRetry=2, policies=[{"event": "PodFailed", "action": "RestartJob"}])
+    c.start()
+    c.set_phase("Failed", W1, exit_code=1)
+    assert set(c.step().delete_pods) == {PS, W0, W1}  # a retry is left: everything goes
+    c.settle()
+    c.enqueue()
+    c.step()
+    c.set_phase("Running")
+    c.step()
+    c.set_phase("Failed", W0, exit_code=1)
+    assert set(c.step().delete_pods) == {PS, W1}  # the last retry: the failed pod stays, for its logs
+    c.settle()
+    assert c.phase == "Failed" and W0 in c.pods
+
+
+@pytest.mark.parametrize("action", ["TerminateJob", "RestartJob", "AbortJob"])
+def test_every_action_but_a_sync_is_announced_as_volcano_does(action: str) -> None:
+    c = cluster(policies=[{"event": "PodFailed", "action": action}])
+    c.start()
+    assert all(reason != "ExecuteAction" for reason, _ in c.step().events)  # syncs are not
+    c.set_phase("Failed", W1, exit_code=1)
+    events = c.step().events
+    assert events[0] == ("ExecuteAction", f"Start to execute action {action} ")
+    assert event_type(*events[0]) == "Normal"
+
+
 @pytest.mark.parametrize(
     "action, transient, final",
     [
