@@ -14,10 +14,17 @@ from central.localcluster import install
 from central.localcluster.simkubelet import NodeSpec
 
 CI_CONF = Path("installer/helm/chart/volcano/config/volcano-scheduler-ci.conf")
+# The feature gates Volcano's Makefile turns on, for the scheduler and the webhook, per suite.
+SUITE_FEATURE_GATES = {"schedulinggates": "SchedulingGatesQueueAdmission=true"}
 
 
 def nodes() -> list[NodeSpec]:
     return [NodeSpec(f"node-{i}", cpu="4", memory="16Gi", numa=1) for i in range(1, 5)]
+
+
+def feature_gates(suite: str) -> str:
+    """The `--feature-gates` value Volcano CI runs `suite` with ("" for none)."""
+    return SUITE_FEATURE_GATES.get(suite, "")
 
 
 def ci_scheduler_conf(src: Path) -> str:

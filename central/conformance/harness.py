@@ -28,12 +28,13 @@ def run_suite(built: Build, suite: str, system: str, out: Path, focus: str | Non
     cluster_dir = out / "cluster"
     shutil.rmtree(cluster_dir, ignore_errors=True)
     say(f"== {suite} on {system}: starting a cluster in {cluster_dir} ...")
-    cluster = up(cluster_dir, environment.nodes(), agents=False, scheduler_conf=conf, say=say)
+    gates = environment.feature_gates(suite)
+    cluster = up(cluster_dir, environment.nodes(), agents=False, scheduler_conf=conf, say=say, feature_gates=gates)
     try:
         admin = cluster.admin()
         environment.prepare(admin, conf)
         if system == VOLCANO:
-            target = volcano.replace_caldera(cluster, built, say)
+            target = volcano.replace_caldera(cluster, built, say, gates)
         else:
             target = cluster.dir / CALDERA_CONF
             if not target.exists():

@@ -72,9 +72,10 @@ def render_webhooks(src: Path, port: int, say: Progress) -> list[dict[str, Any]]
     return localise_webhooks(list(yaml.safe_load_all(done.stdout)), port)
 
 
-def replace_caldera(cluster: Cluster, built: Build, say: Progress = print) -> Path:
-    """Stop Caldera, install and start Volcano; return the scheduler's configuration file
-    (the file the ConfigMap sync keeps current)."""
+def replace_caldera(cluster: Cluster, built: Build, say: Progress = print, feature_gates: str = "") -> Path:
+    """Stop Caldera, install and start Volcano, its webhook and scheduler with `feature_gates`
+    as Volcano's chart passes them; return the scheduler's configuration file (the file the
+    ConfigMap sync keeps current)."""
     admin = cluster.admin()
     for name in CALDERA_PROCESSES:
         cluster.sup.stop(name)
@@ -102,6 +103,7 @@ def replace_caldera(cluster: Cluster, built: Build, say: Progress = print) -> Pa
     port = free_port()
     for doc in render_webhooks(built.src, port, say):
         install.apply(admin, discovery, doc)
+    gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
     say("starting Volcano's webhook manager, controller manager and scheduler ...")
     webhook = cluster.sup.start("vc-webhook-manager", [
         str(built.component("vc-webhook-manager")), f"--kubeconfig={kubeconfig}",
@@ -109,10 +111,10 @@ def replace_caldera(cluster: Cluster, built: Build, say: Progress = print) -> Pa
         f"--admission-conf={admission_conf}", f"--webhook-url=https://127.0.0.1:{port}",
         "--listen-address=127.0.0.1", f"--port={port}", "--scheduler-name=volcano",
         f"--enabled-admission={ENABLED_ADMISSIONS}", "--enable-healthz=true",
-        f"--healthz-address=127.0.0.1:{free_port()}", "--logtostderr", "-v=3"])
+        f"--healthz-address=127.0.0.1:{free_port()}", "--logtostderr", "-v=3", *gates])
     cluster.sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 120)
     for name, extra in (("vc-controller-manager", []),
-                        ("vc-scheduler", [f"--scheduler-conf={conf}", "--schedule-period=1s"])):
+                        ("vc-scheduler", [f"--scheduler-conf={conf}", "--schedule-period=1s", *gates])):
         healthz = free_port()
         proc = cluster.sup.start(name, [
             str(built.component(name)), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
