@@ -1,6 +1,7 @@
-"""One suite on one system: a fresh `caldera up` cluster shaped as Volcano CI's, Caldera (or
-Volcano in its place) with the suites' scheduler ConfigMap synced to the scheduler's file,
-the suite run by ginkgo, then the cluster stopped; its logs and report are kept."""
+"""One suite on one system: a fresh `caldera up` cluster shaped as Volcano CI's (kube-scheduler
+beside the system under test, as in kind), Caldera (or Volcano in its place) with the suites'
+scheduler ConfigMap synced to the scheduler's file, the suite run by ginkgo, then the cluster
+stopped; its logs and report are kept."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from central.conformance import environment, ginkgo, volcano
 from central.conformance.build import Build
 from central.conformance.confsync import ConfigMapSync
 from central.conformance.report import SuiteResult
+from central.localcluster import build, controlplane
 from central.localcluster.build import Progress
 from central.localcluster.processes import StartError
 from central.localcluster.up import up
@@ -31,6 +33,8 @@ def run_suite(built: Build, suite: str, system: str, out: Path, focus: str | Non
     gates = environment.feature_gates(suite)
     cluster = up(cluster_dir, environment.nodes(), agents=False, scheduler_conf=conf, say=say, feature_gates=gates)
     try:
+        # Volcano CI's kind cluster runs kube-scheduler too: some specs fill nodes with its pods.
+        controlplane.start_kube_scheduler(cluster.sup, build.binaries(["kube-scheduler"], progress=say), qps=50, burst=100)
         admin = cluster.admin()
         environment.prepare(admin, conf)
         if system == VOLCANO:
