@@ -5,6 +5,7 @@ the tests report pod phases themselves, and pods have no grace period, so a dele
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -129,6 +130,23 @@ def test_api_failures_are_retried(real, cluster):
     real.kube.create(path(VOLCANO_BATCH, "jobs", real.namespace), vcjob("train", replicas=1))
     eventually(lambda: pods_of(real, "train"), what="the pod despite three refused creates")
     assert real.proxy.count("create", "pods", real.namespace) == 4
+
+
+def test_a_status_write_refused_by_a_conflict_tells_its_events_once(real, cluster):
+    real.kube.create(path(VOLCANO_BATCH, "jobs", real.namespace), vcjob("train", replicas=1))
+    eventually(lambda: pods_of(real, "train") and all(
+        p["spec"].get("nodeName") for p in pods_of(real, "train").values()), what="the pod bound")
+    real.proxy.fail("update", "jobs/status", times=1, code=409, namespace=real.namespace)
+    kubelet(real, "train", "Running")
+    eventually(lambda: cluster("train") == "Running", what="Running despite one refused status write")
+    assert real.proxy.count("update", "jobs/status", real.namespace) >= 2
+
+    def told() -> list[int]:
+        return [int(e.get("count") or 1) for e in events(real) if e["message"].startswith("Pending -> Running")]
+
+    eventually(lambda: told(), what="the Running Event")
+    time.sleep(1)  # a second telling would follow the retried write at once
+    assert told() == [1]
 
 
 @pytest.fixture

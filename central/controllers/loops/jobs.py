@@ -119,10 +119,10 @@ class JobController(ControllerLoop):
 
     def _apply(self, job: dict[str, Any], d: JobDecision) -> None:
         """Objects first, pods last: a write that fails raises before the pods change, and the
-        retry makes the same decision again (a scale's host lists and PodGroup are not lost)."""
+        retry makes the same decision again (a scale's host lists and PodGroup are not lost).
+        Events go out once the status is written: a conflicting write is decided again, and
+        its Events must not be told twice."""
         namespace = job["metadata"]["namespace"]
-        for reason, message in d.events:
-            self.events.emit(job, event_type(reason, message), reason, message)
         for obj in d.create_objects:
             obj.setdefault("metadata", {}).setdefault("namespace", namespace)
             if self.create(obj):  # a replace right after (the first pods made) need not write it again
@@ -144,6 +144,8 @@ class JobController(ControllerLoop):
             self.create(pod)
         if d.status_changed:
             self.write_status("Job", job, d.status)
+        for reason, message in d.events:
+            self.events.emit(job, event_type(reason, message), reason, message)
         for name in d.delete_commands:
             self.delete("Command", namespace, name)
         if d.delete_job:
