@@ -114,6 +114,7 @@ def reconcile(
         if mine:
             step.decision.delete_commands.append(str(mine[0]["metadata"]["name"]))
             action = str(mine[0].get("action"))
+            step.announce(action)
     try:
         step.spec = job_spec(job, limits)
         step.advance(action)
@@ -181,12 +182,10 @@ class _Step:
 
     def advance(self, command: str | None) -> None:
         """One step of the state machine: the command, else a due policy action, else a sync."""
-        if command:
-            self._executing(command)
         if self.phase in (PENDING, RUNNING):
             trigger = None if command else self._due_policy_trigger()
             if trigger is not None:
-                self._executing(trigger.action)
+                self.announce(trigger.action)
             action = command or (trigger.action if trigger else None)
             if action in RESTART_ACTIONS:
                 self._begin_restart(action, trigger)
@@ -217,9 +216,10 @@ class _Step:
             self._requeue(min(later) - self.now)
         return due[0] if due else None
 
-    def _executing(self, action: str) -> None:
-        """Volcano's Event for every action but a sync, before the action runs; its text
-        (trailing space included) is what tools and Volcano's e2e specs match."""
+    def announce(self, action: str) -> None:
+        """Volcano's Event for an action a Command or a policy asks for, before it runs (the
+        loop's own TerminateJob after too many failures has its own); its text, trailing space
+        included, is what tools and Volcano's e2e specs match."""
         self.decision.events.append(("ExecuteAction", f"Start to execute action {action} "))
 
     def _begin_restart(self, action: str, trigger: Trigger | None) -> None:

@@ -170,6 +170,17 @@ def test_every_action_but_a_sync_is_announced_as_volcano_does(action: str) -> No
     assert event_type(*events[0]) == "Normal"
 
 
+def test_a_command_is_announced_and_the_loops_own_terminate_is_not() -> None:
+    c = cluster()
+    c.start()
+    c.commands.append(command("AbortJob", "Job", "train", "ml"))
+    assert ("ExecuteAction", "Start to execute action AbortJob ") in c.step().events
+    c = cluster()
+    c.start()
+    d = reconcile(c.job, None, c.pods.values(), 0.0, action="TerminateJob")
+    assert all(reason != "ExecuteAction" for reason, _ in d.events)
+
+
 @pytest.mark.parametrize(
     "action, transient, final",
     [
