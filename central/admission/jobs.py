@@ -69,7 +69,7 @@ def mutate_job(job: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG)
 
 def _default_task(task: dict[str, Any], index: int) -> None:
     task["name"] = task.get("name") or f"default{index}"
-    task.setdefault("replicas", 1)
+    task.setdefault("replicas", 0)  # Go reads an omitted int32 as 0 (omitempty drops a 0)
     partition = map_at(task, "partitionPolicy")
     if (
         task.get("minAvailable") is None
@@ -176,7 +176,7 @@ def _validate_tasks(
         elif name is not None:
             names[name] = i
         replicas = fields.integer(
-            problems, task.get("replicas", 1), f"{where}.replicas", maximum=config.max_replicas_per_task
+            problems, task.get("replicas", 0), f"{where}.replicas", maximum=config.max_replicas_per_task
         )
         task_min = fields.integer(problems, task.get("minAvailable", 0), f"{where}.minAvailable")
         if replicas is not None and task_min is not None and task_min > replicas:

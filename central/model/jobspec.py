@@ -154,7 +154,7 @@ def _task(raw: Any, i: int, job_policies: tuple[Mapping[str, Any], ...], limits:
     if not isinstance(raw, Mapping):
         raise InputError(where, "expected a map")
     name = typed(raw.get("name") or f"default{i}", str, f"{where}.name")
-    replicas = _count(raw.get("replicas", 1), f"{where}.replicas", limits.max_replicas_per_task)
+    replicas = _count(raw.get("replicas", 0), f"{where}.replicas", limits.max_replicas_per_task)
     if earlier_replicas + replicas > limits.max_replicas:
         raise InputError(f"{where}.replicas", f"the job's tasks ask for more than {limits.max_replicas} pods in all")
     min_available = _count(raw.get("minAvailable", replicas), f"{where}.minAvailable")

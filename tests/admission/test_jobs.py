@@ -389,6 +389,8 @@ DEFAULTS = [
         {"plugins": {"mpi": []}}, ("spec", "plugins"), {"mpi": [], "svc": [], "ssh": []}, id="mpi-adds-svc-ssh"
     ),
     pytest.param({"plugins": {"pytorch": []}}, ("spec", "plugins"), {"pytorch": [], "svc": []}, id="pytorch-adds-svc"),
+    pytest.param({"minAvailable": 0, "tasks": [{k: v for k, v in task("w", 1).items() if k != "replicas"}]},
+                 ("spec", "tasks", 0, "replicas"), 0, id="omitted-replicas-are-zero-as-go-reads-them"),
     pytest.param(
         {"plugins": {"tensorflow": [], "svc": ["--disable-network-policy"]}},
         ("spec", "plugins"),

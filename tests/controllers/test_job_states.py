@@ -496,6 +496,18 @@ def test_scaling_a_running_job_refreshes_the_svc_host_lists() -> None:
     assert c.step().update_objects[0]["data"]["worker.host"] == "train-worker-0.train"
 
 
+def test_a_task_scaled_to_zero_by_a_go_client_has_no_replicas_field() -> None:
+    """Go's clients drop a 0 (`omitempty`): a task without `replicas` has none, as Volcano reads it."""
+    c = cluster(plugins={"svc": []})
+    c.start()
+    del c.job["spec"]["tasks"][1]["replicas"]
+    c.job["spec"]["tasks"][1]["minAvailable"] = 0
+    c.job["spec"]["minAvailable"] = 1
+    d = c.step()
+    assert sorted(d.delete_pods) == [W0, W1]
+    assert d.update_objects[0]["data"]["VC_WORKER_NUM"] == "0"
+
+
 def test_a_named_claim_must_exist_before_the_job_starts() -> None:
     c = cluster(volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}, {"mountPath": "/x", "volumeClaim": {}}])
     assert missing_claims(c.job, set()) == ["shared"]  # the created one is the controller's own business

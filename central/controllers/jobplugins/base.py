@@ -114,7 +114,7 @@ def job_namespace(job: Mapping[str, Any]) -> str:
 def tasks(job: Mapping[str, Any]) -> list[tuple[str, int]]:
     """(task name, replicas) in spec order."""
     return [
-        (str(t.get("name") or f"default{i}"), int(t.get("replicas", 1)))
+        (str(t.get("name") or f"default{i}"), int(t.get("replicas", 0)))
         for i, t in enumerate(job["spec"].get("tasks") or [])
     ]
 
