@@ -346,3 +346,24 @@ def test_workers_do_not_outlive_run_controllers():
     assert not any(thread.is_alive() for thread in loop._threads)  # run_controllers waited for them
     assert sorted(loop.done) == sorted(loop.busy) == ["a", "b"]  # the other four were never taken
     assert not leading.is_set()
+
+
+def test_a_jobs_pods_are_written_concurrently_within_their_bounds():
+    controller = JobController(None, None, pod_writers=8, pod_writers_per_job=3)
+    lock, running, most, written = threading.Lock(), [0], [0], []
+
+    def write(item):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+            written.append(item)
+        if item in (4, 7):
+            raise ApiError(500, "InternalError", f"pod {item} refused")
+
+    with pytest.raises(ApiError, match="pod 4 refused"):  # every item tried, the first error raised after
+        controller._each(write, list(range(10)))
+    assert sorted(written) == list(range(10)) and most[0] == 3
+    controller.stop(1)

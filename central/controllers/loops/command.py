@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.controllers.loops.base import ControllerLoop
 from central.controllers.loops.hypernodes import HyperNodeController
-from central.controllers.loops.jobs import JobController
+from central.controllers.loops.jobs import POD_WRITERS, POD_WRITERS_PER_JOB, JobController
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
 from central.kube.client import KubeClient
@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--workers", type=int, default=3, help="Job controller workers")
+    parser.add_argument("--pod-writers", type=int, default=POD_WRITERS,
+                        help="pod creates and deletes in flight, all jobs together")
+    parser.add_argument("--pod-writers-per-job", type=int, default=POD_WRITERS_PER_JOB,
+                        help="pod creates and deletes in flight for one job")
     parser.add_argument("--scheduler-name", action="append", default=None,
                         help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
     add_job_limit_arguments(parser)  # the webhook's: give both the same values
@@ -41,16 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="elect a leader on a Lease before reconciling")
     parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
     parser.add_argument("--lock-object-name", default="vc-controller-manager", help="name of the Lease")
-    parser.add_argument("--kube-api-qps", type=float, default=50.0, help="API requests per second")
-    parser.add_argument("--kube-api-burst", type=int, default=100, help="API requests allowed in a burst")
+    # Volcano's 50/100 would cap a big job's pods at 50/s however many are written at once
+    parser.add_argument("--kube-api-qps", type=float, default=200.0, help="API requests per second")
+    parser.add_argument("--kube-api-burst", type=int, default=400, help="API requests allowed in a burst")
     parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
 
 
 def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
-          limits: JobLimits = DEFAULT_LIMITS) -> list[ControllerLoop]:
+          limits: JobLimits = DEFAULT_LIMITS, pod_writers: tuple[int, int] = (POD_WRITERS, POD_WRITERS_PER_JOB)
+          ) -> list[ControllerLoop]:
     events = EventRecorder(client, "vc-controller-manager")
-    return [JobController(client, events, workers, limits=limits), QueueController(client, events),
+    return [JobController(client, events, workers, limits=limits, pod_writers=pod_writers[0],
+                          pod_writers_per_job=pod_writers[1]), QueueController(client, events),
             PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
 
 
@@ -101,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def term(term_client: KubeClient) -> int:  # a lost lease ends the term, not the process
-        loops = build(term_client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args))
+        loops = build(term_client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args),
+                      (args.pod_writers, args.pod_writers_per_job))
         current[:] = loops
         counts = QueuePodGroupCounts(next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects)
         registry.register(counts)
