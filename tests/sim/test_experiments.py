@@ -42,3 +42,17 @@ def test_task_topology_shortens_jobs(capsys):
     for job in ("tf-1", "tf-2", "tf-3"):
         assert len({node for pod, node in topology["binds"].items() if pod.startswith(f"default/{job}-")}) == 1
 
+
+
+def test_spark_min_resources_keeps_drivers_from_holding_the_cluster(capsys):
+    here = EXPERIMENTS / "spark-minresources"
+    cluster = ["--manifests", str(here / "cluster.yaml"), "--until", "4h"]
+    loose = simulate(capsys, *cluster, "--manifests", str(here / "apps-no-minresources.yaml"))
+    whole = simulate(capsys, *cluster, "--manifests", str(here / "apps-minresources.yaml"))
+    assert loose["still_running"] == [] and whole["still_running"] == []
+    # without minResources twelve drivers start at once and four executors fit, one per application
+    assert sorted(round(j["started"]) for j in loose["jobs"].values()) == [30] * 4 + [1230] * 8
+    # with it, four whole applications at a time, in three rounds
+    assert sorted(round(j["started"]) for j in whole["jobs"].values()) == [30] * 4 + [630] * 4 + [1230] * 4
+    assert (loose["metrics"]["makespan_s"], whole["metrics"]["makespan_s"]) == (2430, 1830)
+    assert whole["metrics"]["mean_jct_s"] < 0.62 * loose["metrics"]["mean_jct_s"]  # 1230 s against 2030 s
