@@ -12,7 +12,9 @@
   computes; absent: until the job is deleted) and exitCode (default 0).
 Blank lines and lines starting with `#` are ignored. A row becomes a Volcano Job whose pods
 carry the `sim.caldera.sh/*` annotations, and goes through admission and the job controller
-like any other Job. An error names the file, the row (line) and the field.
+like any other Job. An error names the file, the row (line) and the field. Input is bounded
+before it is parsed: the file as `caldera simulate`'s manifests are, a row's tasks and pods by
+the admission webhook's default job limits.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from central.errors import InputError
+from central.manifests import read_file
 from central.model import podlife
+from central.model.jobspec import DEFAULT_LIMITS
 from central.resources.vectors import parse_resource_list
 
 ROW_FIELDS = frozenset({"name", "namespace", "submit", "queue", "priority", "minAvailable", "tasks"})
@@ -33,9 +37,9 @@ TASK_FIELDS = frozenset({"name", "replicas", "requests", "duration", "exitCode"}
 def read_trace(path: str) -> list[tuple[str, dict[str, Any]]]:
     """(where, Volcano Job) for each row of the trace file at `path`."""
     try:
-        lines = Path(path).read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, f"cannot read: {getattr(err, 'strerror', None) or err}") from None
+        lines = read_file(Path(path)).decode().splitlines()
+    except UnicodeDecodeError as err:
+        raise InputError(path, f"cannot read: {err}") from None
     out, names = [], set()
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -67,8 +71,12 @@ def job_from_row(row: Any) -> dict[str, Any]:
     tasks_in = row.get("tasks")
     if not isinstance(tasks_in, list) or not tasks_in:
         raise InputError("tasks", "expected a non-empty list of tasks")
+    if len(tasks_in) > DEFAULT_LIMITS.max_tasks:  # checked before any task is built
+        raise InputError("tasks", f"{len(tasks_in)} tasks exceed the limit of {DEFAULT_LIMITS.max_tasks} per job")
     tasks = [_task(task, f"tasks[{i}]", int(_number(row, "priority", 0))) for i, task in enumerate(tasks_in)]
     total = sum(t["replicas"] for t in tasks)
+    if total > DEFAULT_LIMITS.max_replicas:
+        raise InputError("tasks", f"{total} pods exceed the limit of {DEFAULT_LIMITS.max_replicas} per job")
     min_available = int(_number(row, "minAvailable", total, integer=True))
     if not 0 < min_available <= total:
         raise InputError("minAvailable", f"must be between 1 and the job's {total} pods, got {min_available}")
@@ -86,8 +94,9 @@ def _task(task: Any, where: str, priority: int) -> dict[str, Any]:
         raise InputError(where, "expected a JSON object")
     _known(task, TASK_FIELDS, f"{where}.")
     replicas = int(_number(task, "replicas", 1, integer=True, where=where))
-    if replicas < 1:
-        raise InputError(f"{where}.replicas", f"must be at least 1, got {replicas}")
+    if not 1 <= replicas <= DEFAULT_LIMITS.max_replicas_per_task:
+        raise InputError(f"{where}.replicas",
+                         f"must be between 1 and {DEFAULT_LIMITS.max_replicas_per_task}, got {replicas}")
     requests = task.get("requests") or {}
     if not isinstance(requests, Mapping):
         raise InputError(f"{where}.requests", "expected a map of resource quantities")

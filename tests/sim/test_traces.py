@@ -29,7 +29,7 @@ def test_a_row_becomes_a_volcano_job_with_sim_annotations():
 
 @pytest.mark.parametrize("line, message", [
     pytest.param('{"name": "j"}', "row 1: tasks: expected a non-empty list", id="no-tasks"),
-    pytest.param('{"name": "j", "tasks": [{"replicas": 0}]}', "row 1: tasks[0].replicas: must be at least 1",
+    pytest.param('{"name": "j", "tasks": [{"replicas": 0}]}', "row 1: tasks[0].replicas: must be between 1 and 10000",
                  id="zero-replicas"),
     pytest.param('{"name": "j", "tasks": [{"requests": {"cpu": "lots"}}]}', "row 1: tasks[0].requests.cpu",
                  id="bad-quantity"),
@@ -39,6 +39,10 @@ def test_a_row_becomes_a_volcano_job_with_sim_annotations():
     pytest.param('{"name": "j", "tasks": [{}], "minAvailable": 2}', "row 1: minAvailable: must be between 1 and",
                  id="min-available-over"),
     pytest.param("{name: j}", "row 1: not a JSON object", id="not-json"),
+    pytest.param('{"name": "j", "tasks": [%s]}' % ", ".join(["{}"] * 50_000),
+                 "row 1: tasks: 50000 tasks exceed the limit of 100 per job", id="fifty-thousand-tasks"),
+    pytest.param('{"name": "j", "tasks": [{"replicas": 6000}, {"replicas": 6000}]}',
+                 "row 1: tasks: 12000 pods exceed the limit of 10000 per job", id="too-many-pods"),
 ])
 def test_a_bad_row_is_named_with_its_field(tmp_path, line, message):
     path = tmp_path / "t.jsonl"
