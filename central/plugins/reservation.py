@@ -218,11 +218,12 @@ class ReservationPlugin(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.JobEnqueue
             nodes = reserved_nodes(job)
             if nodes is None:
                 continue
-            if not self._waiting(job):
+            if job.ready >= job.min_available or job.phase not in WAITING_PHASES:
                 handle.set_side_condition(job, CONDITION, False, "Started", "the job has its pods placed")
                 handle.job_event(job, "Normal", RELEASED, "reservation released: the job started")
                 continue
-            held[job.uid] = nodes
+            if self._waiting(job):  # (a job faulted this session keeps its condition, unenforced)
+                held[job.uid] = nodes
         starving = [j for j in handle.jobs.values()
                     if j.uid not in held and self._waiting(j) and self._waited(j) >= settings.wait_threshold]
         candidates = [handle.jobs[uid] for uid in held]
