@@ -21,7 +21,8 @@ from central.bench.fair_share import START, waits_by_namespace
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.model.fields import parse_duration
 from central.scheduler import load_config
-from central.sim.timed import RunOptions, TimedResult, read_workload, run_once
+from central.sim.timed import RunOptions, read_workload, run_once
+from central.sim.timeline import TimedResult
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WORKLOADS = EXAMPLES / "time-aware"

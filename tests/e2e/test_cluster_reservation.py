@@ -9,8 +9,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from central.localcluster.up import SCHEDULER_CONFIGMAP
 from tests.e2e.conftest import SCHEDULER_CONF, Tenant, volcano_job, wait_for
 

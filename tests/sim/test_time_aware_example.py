@@ -9,7 +9,8 @@ from statistics import mean
 
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.scheduler import load_config
-from central.sim.timed import RunOptions, TimedResult, read_workload, run_once
+from central.sim.timed import RunOptions, read_workload, run_once
+from central.sim.timeline import TimedResult
 from central.sim.trace import read_trace
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "time-aware"
