@@ -46,6 +46,7 @@ class CycleResult:
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
     changed_podgroups: set[str] = field(default_factory=set)  # those whose status semantically changed
     unschedulable: dict[str, str] = field(default_factory=dict)  # PodGroup -> why, for those this session could not place
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # (PodGroup, type, reason, message) plugins told
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     queue_annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> what plugins recorded
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
@@ -95,7 +96,7 @@ class Closing:
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
             new = notes.conditions.get(job.uid)
-            status = podgroup_status(job, new)
+            status = podgroup_status(job, new, notes.side_conditions.get(job.uid))
             result.podgroups[job.uid] = status
             seen = semantic(status)
             if seen != job.reported:
@@ -114,6 +115,7 @@ class Closing:
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = queue_statuses(self.dims, self.queues, self.jobs)
         result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
+        result.events = [event for event in notes.events if event[0] in self.jobs]
         self._deserved(result)
         self.journal.close()
         return result
@@ -172,10 +174,14 @@ def _renominate(task: TaskInfo, node: str | None) -> Callable[[], None]:
     return undo
 
 
-def podgroup_status(job: JobInfo, new: dict[str, Any] | None) -> dict[str, Any]:
+def podgroup_status(job: JobInfo, new: dict[str, Any] | None,
+                    side: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Volcano's jobStatus: the phase a PodGroup ends the session in, given the condition the
-    session set for it (`new`, if any)."""
+    session set for it (`new`, if any) and plugins' conditions of their own types (`side`)."""
     conditions = list(job.conditions)
+    for kind, condition in (side or {}).items():  # replaced where it stands, or added last
+        at = next((i for i, c in enumerate(conditions) if c.get("type") == kind), len(conditions))
+        conditions[at:at + 1] = [condition]
     if new is not None:  # replaced where it stands, or added last (Volcano's UpdatePodGroupCondition)
         at = next((i for i, c in enumerate(conditions) if c.get("type") == new["type"]), len(conditions))
         conditions[at:at + 1] = [new]

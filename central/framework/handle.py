@@ -11,7 +11,7 @@ what this class lists. One handle serves every plugin of a session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
@@ -61,12 +61,16 @@ class Handle:
         self.note_job = notes.note_job  # why a gate held the job back (the latest note counts)
         self.job_note = notes.job_note
         self.set_condition = notes.set_condition  # the PodGroup condition the job ends the session with
+        self.set_side_condition = notes.set_side_condition  # a plugin's own condition type, beside it
+        self.job_event = notes.job_event  # an Event on the job's PodGroup
         self.placed_then_discarded = decisions.placed_then_discarded
         self.fault_job = faults.fault_job
         self.fault_task = faults.fault_task
         self.fault_node = faults.fault_node  # exclude=False: only reported, the plugin confined the damage
         self.fault_hypernode = faults.fault_hypernode  # left out of the topology this session
         self.recall = journal.recall
+        # the session's configured job order, set once every plugin is open (ask it lazily)
+        self.job_less: Callable[[JobInfo, JobInfo], bool] = lambda a, b: (a.creation, a.uid) < (b.creation, b.uid)
         self.remember = journal.remember  # kept for later sessions; a rolled back session takes it back
 
     @cached_property

@@ -21,6 +21,8 @@ class Notes:
         self._now = now
         self.jobs: dict[str, str] = {}  # job uid -> why a gate held it back (the latest note counts)
         self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
+        self.side_conditions: dict[str, dict[str, dict[str, Any]]] = {}  # job uid -> type -> a plugin's own condition
+        self.events: list[tuple[str, str, str, str]] = []  # (job uid, Event type, reason, message)
         self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.queue_annotations: dict[str, dict[str, str]] = {}  # queue -> annotations plugins chose
         self.claim_bindings: dict[str, tuple[ClaimBinding, ...]] = {}  # task uid -> volume writes before its bind
@@ -39,6 +41,16 @@ class Notes:
         """A PodGroup condition stamped by this session."""
         return {"type": kind, "status": "True", "transitionID": self._uid, "reason": reason, "message": message,
                 "lastTransitionTime": self._stamp}
+
+    def set_side_condition(self, job: JobInfo, kind: str, status: bool, reason: str, message: str) -> None:
+        """A condition of the plugin's own type, kept beside the one `set_condition` sets (a
+        reservation stays visible while gang reports the job Unschedulable)."""
+        condition = {**self.condition(kind, reason, message), "status": "True" if status else "False"}
+        self.side_conditions.setdefault(job.uid, {})[kind] = condition
+
+    def job_event(self, job: JobInfo, kind: str, reason: str, message: str) -> None:
+        """An Event on the job's PodGroup (`kind` Normal or Warning), told once per call."""
+        self.events.append((job.uid, kind, reason, message))
 
     @cached_property
     def _stamp(self) -> str:

@@ -80,6 +80,7 @@ class Session:
             self.rollback()
             raise
         self.points = Points(self.tiers)
+        self.handle.job_less = self.job_less
         self.placement.use(self.points)
 
     def _open_plugin(self, cls: type[Plugin], option: PluginOption) -> Plugin:

@@ -36,6 +36,7 @@ from central.model.jobspec import (
 )
 from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC
 from central.model.quota import format_quantity, quota_usage
+from central.model.runtime_estimate import ANNOTATION as RUNNING_ESTIMATE
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
@@ -60,11 +61,13 @@ def podgroup_name(spec: JobSpec) -> str:
 
 
 def build_podgroup(spec: JobSpec) -> dict[str, Any]:
+    # spec.runningEstimate reaches the scheduler as an annotation (PodGroups have no such field)
+    estimate = {RUNNING_ESTIMATE: spec.running_estimate} if spec.running_estimate else {}
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": podgroup_name(spec), "namespace": spec.namespace,
-                     "annotations": {**spec.annotations, **spec.carried}, "labels": dict(spec.labels),
+                     "annotations": {**spec.annotations, **spec.carried, **estimate}, "labels": dict(spec.labels),
                      "ownerReferences": [_owner(spec)]},
         "spec": {"minMember": spec.min_available, "minTaskMember": {t.name: t.min_available for t in spec.tasks},
                  "queue": spec.queue, "minResources": min_resources(spec),

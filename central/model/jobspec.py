@@ -101,6 +101,7 @@ class JobSpec:
     claims: tuple[Claim, ...]
     network_topology: Mapping[str, Any] | None  # passed through, unread by the controller
     policies: tuple[Mapping[str, Any], ...] = ()  # the job's own, for events of the whole job (its PodGroup)
+    running_estimate: str | None = None  # `spec.runningEstimate` as written (a Go duration); Volcano never reads it
 
     @property
     def replicas(self) -> int:
@@ -145,6 +146,8 @@ def parse_job(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> Job
         claims=_claims(name, spec.get("volumes")),
         network_topology=clone(typed(topology, Mapping, "spec.networkTopology")) if topology is not None else None,
         policies=job_policies,
+        running_estimate=(typed(spec["runningEstimate"], str, "spec.runningEstimate")
+                          if spec.get("runningEstimate") is not None else None),
     )
 
 

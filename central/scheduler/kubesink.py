@@ -186,6 +186,14 @@ class KubeSink:
             if podgroup is not None:
                 self.events.emit(podgroup, "Warning", "Unschedulable", message)
 
+    def plugin_events(self, events: list[tuple[str, str, str, str]]) -> None:
+        """Events plugins told on PodGroups (a reservation made or released)."""
+        podgroups = self.objects.get("PodGroup", {})
+        for key, kind, reason, message in events:
+            podgroup = podgroups.get(key)
+            if podgroup is not None:
+                self.events.emit(podgroup, kind, reason, message)
+
     def faults(self, faults: list[Fault]) -> None:
         """This cycle's faults become Warning Events on the objects concerned."""
         for fault in faults:

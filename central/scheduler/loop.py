@@ -217,6 +217,7 @@ class Scheduler:
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
         self.sink.podgroup_events(result.unschedulable)
+        self.sink.plugin_events(result.events)
         self.sink.faults(result.faults)
         self.cycles += 1
         if self.metrics is not None:

@@ -51,7 +51,7 @@ class RecordingCache:
 def result(binds: dict[str, str] | None = None, pending: dict[str, str] | None = None) -> SimpleNamespace:
     """The parts of the core's CycleResult the adapter reads."""
     return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {}, evictions={}, timings={}, faults=[],
-                           unschedulable={})
+                           unschedulable={}, events=[])
 
 
 def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamespace:
