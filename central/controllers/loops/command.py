@@ -74,9 +74,9 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
                 return 0
         if elector is not None and not elector.acquire(stop):
             return 0
+        leading.set()  # before the workers: nothing of theirs happens while it still reads unset
         for loop in loops:
             loop.start_workers()
-        leading.set()
         while not stop.wait(0.5):
             if elector is not None and not elector.leading.is_set():
                 log.error("leadership lost: stepping down")
