@@ -88,6 +88,7 @@ class ResourceClaim:
     allocated_node: str | None = None  # the node of an existing allocation ("" for node-independent)
     results: tuple[AllocationResult, ...] = ()
     fault: str | None = None
+    reserved_for: tuple[str, ...] = ()  # names of the pods status.reservedFor lists
 
     @property
     def key(self) -> str:
@@ -204,7 +205,9 @@ def parse_claim(obj: Mapping[str, Any]) -> ResourceClaim:
                              bool(r.get("adminAccess", False)))
             for r in (allocation.get("devices") or {}).get("results") or []
         )
-    return ResourceClaim(namespace, name, tuple(requests), constraints, node, results, fault)
+    reserved = tuple(str(r.get("name", "")) for r in (obj.get("status") or {}).get("reservedFor") or []
+                     if r.get("resource") == "pods")
+    return ResourceClaim(namespace, name, tuple(requests), constraints, node, results, fault, reserved)
 
 
 def _allocation_node(selector: Any) -> str:

@@ -25,6 +25,22 @@ from central.model.dra import (
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 
 
+def pod_device_claims(pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(entry name, claim name) per `spec.resourceClaims` entry; "" for a template's claim not created yet."""
+    generated = {
+        str(s.get("name", "")): str(s.get("resourceClaimName") or "")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or [] if isinstance(s, Mapping)
+    }
+    out = []
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if not isinstance(ref, Mapping):
+            continue
+        entry = str(ref.get("name", ""))
+        name = ref.get("resourceClaimName")
+        out.append((entry, str(name) if name else generated.get(entry, "")))
+    return tuple(out)
+
+
 class MissingClaim(LookupError):
     """A pod's claim that does not exist (yet)."""
 
@@ -97,19 +113,14 @@ class DraStore:
     def pod_claims(self, pod: Mapping[str, Any]) -> list[ResourceClaim]:
         """The pod's claims, in `spec.resourceClaims` order; MissingClaim names the first one absent."""
         meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace", "default"))
-        generated = {
-            str(s.get("name", "")): s.get("resourceClaimName")
-            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-        }
+        return self.task_claims(str(meta.get("namespace", "default")), str(meta.get("name", "")), pod_device_claims(pod))
+
+    def task_claims(self, namespace: str, pod: str, refs: tuple[tuple[str, str], ...]) -> list[ResourceClaim]:
         out: list[ResourceClaim] = []
-        for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-            name = ref.get("resourceClaimName")
-            if name is None and ref.get("resourceClaimTemplateName"):
-                name = generated.get(str(ref.get("name", "")))
-                if name is None:
-                    raise MissingClaim(f"waiting for resourceclaim {ref.get('name')!r} of pod "
-                                       f"{namespace}/{meta.get('name')} to be created from its template")
+        for entry, name in refs:
+            if not name:
+                raise MissingClaim(f"waiting for resourceclaim {entry!r} of pod {namespace}/{pod} "
+                                   f"to be created from its template")
             claim = self.claims.get(f"{namespace}/{name}")
             if claim is None:
                 raise MissingClaim(f'resourceclaim "{name}" not found')
