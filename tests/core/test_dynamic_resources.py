@@ -74,3 +74,20 @@ def test_devices_of_an_allocated_claim_are_taken_and_a_missing_claim_holds_the_p
 def test_with_the_toggle_off_claims_are_ignored_as_before() -> None:
     sink, _ = cycle(gpu_claim("c0"), podgroup("pg"), with_claim("p-0", "c0"), enabled=False)
     assert len(sink.of("bind")) == 1
+
+
+def test_simulate_reads_dra_objects_from_manifests(tmp_path: Any) -> None:
+    import yaml
+
+    from central.sim.manifests import load_into, read_manifests
+
+    objects = [dra("DeviceClass", device_class("gpu", "gpu")), dra("ResourceSlice", slice_("n2", [gpu("gpu-0", 0)])),
+               gpu_claim("c0"), dra("ResourceClaimTemplate", {"metadata": {"namespace": "ml", "name": "one"}, "spec": {}})]
+    path = tmp_path / "dra.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    manifests = read_manifests([str(path)])
+    assert manifests.skipped == {}
+    cache = ClusterCache()
+    load_into(cache, manifests)
+    assert set(cache.dra.classes) == {"gpu"} and set(cache.dra.slices) == {"n2-gpus"}
+    assert set(cache.dra.claims) == {"ml/c0"} and cache.dra.templates == {"ml/one"}
