@@ -36,10 +36,19 @@ class Device:
     node: str | None  # None: reachable from every node (a slice with allNodes)
     attributes: Mapping[str, Any]  # fully qualified "domain/name" -> value
     activation: Any = field(compare=False, repr=False)
+    # selector -> answer: a device never changes (a new slice makes new devices), and a CEL
+    # evaluation costs milliseconds in pure Python, so each is evaluated once per device
+    answers: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id(self) -> DeviceId:
         return (self.driver, self.pool, self.name)
+
+    def passes(self, selector: str) -> bool:
+        answer = self.answers.get(selector)
+        if answer is None:
+            answer = self.answers[selector] = matches(selector, self.activation)
+        return answer
 
 
 @dataclass(frozen=True)
@@ -270,7 +279,7 @@ def _candidates(claim: ResourceClaim, request: Request, devices: list[Device],
     if device_class.fault:
         raise Unallocatable(device_class.fault)
     selectors = device_class.selectors + request.selectors
-    return [d for d in devices if all(matches(s, d.activation) for s in selectors)]
+    return [d for d in devices if all(d.passes(s) for s in selectors)]
 
 
 def _allocate_claim(claim: ResourceClaim, devices: list[Device], classes: Mapping[str, DeviceClass],
