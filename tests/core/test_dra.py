@@ -17,50 +17,11 @@ from central.model.dra import (
     parse_slice,
 )
 from central.model.dracel import SelectorError, compile_selector
-
-DRIVER = "gpu.sim.caldera.sh"
-
-
-def gpu(name: str, numa: int, memory: str = "80Gi", root: str | None = None) -> dict[str, Any]:
-    return {
-        "name": name,
-        "attributes": {"type": {"string": "gpu"}, "numa": {"int": numa}, "pcieRoot": {"string": root or f"pci{numa}"}},
-        "capacity": {"memory": {"value": memory}},
-    }
-
-
-def nic(name: str, numa: int) -> dict[str, Any]:
-    return {"name": name, "attributes": {"type": {"string": "nic"}, "numa": {"int": numa},
-                                          "pcieRoot": {"string": f"pci{numa}"}}}
-
-
-def slice_(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"metadata": {"name": f"{node}-gpus"},
-            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node}, "devices": devices}}
-
-
-def device_class(name: str, kind: str) -> dict[str, Any]:
-    expr = f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].type == "{kind}"'
-    return {"metadata": {"name": name}, "spec": {"selectors": [{"cel": {"expression": expr}}]}}
-
+from tests.dra_builders import DRIVER, NODE, claim, device_class, exactly, gpu, nic, slice_
 
 CLASSES = {c.name: c for c in (parse_device_class(device_class("gpu", "gpu")), parse_device_class(device_class("nic", "nic")))}
 
 
-def claim(name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None,
-          status: dict[str, Any] | None = None) -> dict[str, Any]:
-    obj: dict[str, Any] = {"metadata": {"namespace": "ns", "name": name},
-                           "spec": {"devices": {"requests": requests, "constraints": constraints or []}}}
-    if status:
-        obj["status"] = status
-    return obj
-
-
-def exactly(name: str, cls: str = "gpu", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "exactly": {"deviceClassName": cls, **fields}}
-
-
-NODE = slice_("n1", [gpu("gpu-0", 0), gpu("gpu-1", 0), gpu("gpu-2", 1, "40Gi"), gpu("gpu-3", 1), nic("nic-0", 0), nic("nic-1", 1)])
 DEVICES = node_devices([parse_slice(NODE)], "n1")
 
 

@@ -10,7 +10,7 @@ import pytest
 from central.model.cache import ClusterCache
 from central.model.dra import allocate, allocation_status, node_devices
 from central.model.drastore import MissingClaim
-from tests.core.test_dra import DRIVER, NODE, claim, device_class, exactly
+from tests.dra_builders import DRIVER, NODE, claim, device_class, exactly
 
 
 def feed(cache: ClusterCache, kind: str, obj: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from central.testing import RecordingSink
 from tests.builders import node, pod, podgroup
-from tests.core.test_dra import DRIVER, claim, device_class, exactly, gpu, slice_
+from tests.dra_builders import DRIVER, claim, device_class, exactly, gpu, slice_
 
 CONF = """
 actions: "enqueue, allocate, backfill"
