@@ -26,6 +26,7 @@ from central.framework.journal import Journal
 from central.framework.nodeindex import NodeIndex
 from central.framework.notes import Notes
 from central.model.cache import ClusterCache
+from central.model.drastore import DraStore
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.policy import PdbInfo, ResourceQuotaInfo
 from central.model.topology import Topology
@@ -108,6 +109,11 @@ class Handle:
         self._notes.annotate_queue(queue, key, value)
 
     # --- volumes --------------------------------------------------------------------------
+
+    @property
+    def dra(self) -> DraStore:
+        """Device classes, resource slices and claims (read-only by convention)."""
+        return self._cache.dra
 
     @property
     def volumes(self) -> VolumeStore:

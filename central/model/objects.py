@@ -226,6 +226,8 @@ class TaskInfo:
     priority_class: str = ""
     resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
     claims: tuple[str, ...] = ()  # names of the PersistentVolumeClaims its volumes use (its namespace)
+    # spec.resourceClaims as (entry name, ResourceClaim name or "" while its template's claim is not created)
+    device_claims: tuple[tuple[str, str], ...] = ()
     scheduled_at: str = ""  # lastTransitionTime of the pod's PodScheduled=True condition ("" without)
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates' names: the API server binds none while any remain
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES, namespaces
+from central.model.drastore import pod_device_claims
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.hypernodes import parse_network_topology
 from central.model.objects import (
@@ -105,6 +106,7 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         critical=class_name in CRITICAL_CLASSES or namespace == "kube-system",
         annotations=annotations, spec_priority=spec_priority, priority_class=class_name,
         claims=pod_claims(name, spec),
+        device_claims=pod_device_claims(obj),
         scheduled_at=_scheduled_at(obj),
         scheduling_gates=gate_names(spec),
     )

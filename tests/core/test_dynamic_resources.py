@@ -1,0 +1,93 @@
+"""Pods with ResourceClaims in a scheduling cycle: placed only where their claims can be
+allocated, gangs all or nothing, and devices of allocated claims taken."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from central.model.cache import ClusterCache
+from central.model.dra import allocation_status, parse_slice
+from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
+from central.testing import RecordingSink
+from tests.builders import node, pod, podgroup
+from tests.dra_builders import DRIVER, claim, device_class, exactly, gpu, slice_
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: drf}, {name: predicates, arguments: {predicate.DynamicResourceAllocationEnable: %s}},
+            {name: proportion}, {name: nodeorder}]
+"""
+
+
+def dra(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, **obj}
+
+
+def gpu_claim(name: str, count: int = 1, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    obj = claim(name, [exactly("g", count=count)], status=status)
+    obj["metadata"]["namespace"] = "ml"
+    return dra("ResourceClaim", obj)
+
+
+def with_claim(name: str, claim_name: str) -> dict[str, Any]:
+    return pod(name, "ml", group="pg", resourceClaims=[{"name": "gpu", "resourceClaimName": claim_name}])
+
+
+def cycle(*objects: dict[str, Any], enabled: bool = True) -> tuple[RecordingSink, Any]:
+    cache = ClusterCache()
+    for obj in (node("n1"), node("n2"), dra("DeviceClass", device_class("gpu", "gpu")),
+                dra("ResourceSlice", slice_("n2", [gpu("gpu-0", 0), gpu("gpu-1", 1)])), *objects):
+        cache.apply(obj)
+    sink = RecordingSink()
+    result = run_cycle(cache, load_config(CONF % ("true" if enabled else "false")), sink)
+    return sink, result
+
+
+def test_a_gang_goes_where_its_claims_can_be_allocated() -> None:
+    sink, _ = cycle(gpu_claim("c0"), gpu_claim("c1"), podgroup("pg", min_member=2),
+                    with_claim("p-0", "c0"), with_claim("p-1", "c1"))
+    assert sorted(sink.of("bind")) == [("ml/p-0", "n2"), ("ml/p-1", "n2")]
+
+
+def test_a_gang_that_cannot_get_all_its_devices_binds_nothing_and_names_the_claim() -> None:
+    sink, result = cycle(*(gpu_claim(f"c{i}") for i in range(3)), podgroup("pg", min_member=3),
+                         *(with_claim(f"p-{i}", f"c{i}") for i in range(3)))
+    assert sink.of("bind") == []
+    reasons = " ".join(result.pending_reasons.values())
+    assert "cannot allocate the pod's resource claims" in reasons and "class gpu" in reasons, result.pending_reasons
+
+
+def test_devices_of_an_allocated_claim_are_taken_and_a_missing_claim_holds_the_pod() -> None:
+    results = parse_slice(slice_("n2", [gpu("gpu-0", 0), gpu("gpu-1", 1)])).devices
+    held = allocation_status("n2", [])
+    held["devices"]["results"] = [{"request": "g", "driver": DRIVER, "pool": "n2", "device": d.name} for d in results]
+    sink, result = cycle(gpu_claim("held", count=2, status={"allocation": held}), gpu_claim("c0"),
+                         podgroup("pg"), with_claim("p-0", "c0"))
+    assert sink.of("bind") == [], result.pending_reasons
+    sink, result = cycle(podgroup("pg"), with_claim("p-0", "nope"))
+    assert sink.of("bind") == [] and 'resourceclaim "nope" not found' in " ".join(result.pending_reasons.values())
+
+
+def test_with_the_toggle_off_claims_are_ignored_as_before() -> None:
+    sink, _ = cycle(gpu_claim("c0"), podgroup("pg"), with_claim("p-0", "c0"), enabled=False)
+    assert len(sink.of("bind")) == 1
+
+
+def test_simulate_reads_dra_objects_from_manifests(tmp_path: Any) -> None:
+    import yaml
+
+    from central.sim.manifests import load_into, read_manifests
+
+    objects = [dra("DeviceClass", device_class("gpu", "gpu")), dra("ResourceSlice", slice_("n2", [gpu("gpu-0", 0)])),
+               gpu_claim("c0"), dra("ResourceClaimTemplate", {"metadata": {"namespace": "ml", "name": "one"}, "spec": {}})]
+    path = tmp_path / "dra.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    manifests = read_manifests([str(path)])
+    assert manifests.skipped == {}
+    cache = ClusterCache()
+    load_into(cache, manifests)
+    assert set(cache.dra.classes) == {"gpu"} and set(cache.dra.slices) == {"n2-gpus"}
+    assert set(cache.dra.claims) == {"ml/c0"} and cache.dra.templates == {"ml/one"}
