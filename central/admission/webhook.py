@@ -36,6 +36,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
+from central.admission.authorizer import NODE_NAME_CLAIM, review_access
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
 from central.admission.metrics import WebhookMetrics
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
 ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
-NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
+AUTHORIZE_ROUTE = "/authorize/agent-pods"  # the API server's authorization webhook (SubjectAccessReviews)
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 MAX_CONNECTIONS = 128  # open connections served at once (a thread each); more are closed at accept
 IO_TIMEOUT_S = 15.0  # seconds a client may take per read or write, the TLS handshake included
@@ -366,6 +367,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
+        if route == AUTHORIZE_ROUTE and 0 < length <= MAX_BODY:
+            return self._authorize(length)
         if route not in ROUTES and route != EVICTION_ROUTE or not 0 < length <= MAX_BODY:
             self.close_connection = True  # the body stays unread: the connection cannot carry another request
             if route not in ROUTES and route != EVICTION_ROUTE:
@@ -391,6 +394,16 @@ class _Handler(BaseHTTPRequestHandler):
             response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
         self.server.metrics.observe(route, request.get("operation"), response, time.monotonic() - started)
         self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def _authorize(self, length: int) -> None:
+        try:
+            sar = json.loads(self.rfile.read(length))
+            if not isinstance(sar, dict) or sar.get("kind") != "SubjectAccessReview":
+                raise TypeError
+            answer = review_access(sar)
+        except (ValueError, TypeError, AttributeError, RecursionError):
+            return self._send(400, {"message": "expected an authorization.k8s.io/v1 SubjectAccessReview"})
+        self._send(200, answer)
 
     def _pod(self, request: dict[str, Any]) -> dict[str, Any] | None:
         if self.server.client is None:

@@ -55,6 +55,50 @@ def write_kubeconfig(path: Path, server: str, ca: Path, *, cert: pki.Pair | None
     return path
 
 
+AUTHZ_CONFIG = "authorization.yaml"
+# The node agent's pod reads, and only those, go to Caldera's webhook: it allows a list or watch
+# that names the token's own node (central.admission.authorizer). Unreachable, they are denied.
+AGENT_PODS_READ = (
+    "request.user == 'system:serviceaccount:caldera-system:caldera-nodeagent'",
+    "has(request.resourceAttributes)",
+    "request.resourceAttributes.resource == 'pods'",
+    "!has(request.resourceAttributes.subresource) || request.resourceAttributes.subresource == ''",
+    "request.resourceAttributes.verb in ['list', 'watch']",
+)
+
+
+def write_authorization_config(directory: Path, webhook_kubeconfig: Path | None = None) -> Path:
+    """The apiserver's AuthorizationConfiguration: Node, then (given its kubeconfig) the agents'
+    pod-read webhook, then RBAC. The apiserver reloads the file when it changes."""
+    authorizers: list[dict[str, object]] = [{"type": "Node", "name": "node"}]
+    if webhook_kubeconfig is not None:
+        authorizers.append({"type": "Webhook", "name": "caldera-agent-pods", "webhook": {
+            "timeout": "3s", "subjectAccessReviewVersion": "v1", "matchConditionSubjectAccessReviewVersion": "v1",
+            "failurePolicy": "Deny", "authorizedTTL": "30s", "unauthorizedTTL": "10s",
+            "connectionInfo": {"type": "KubeConfigFile", "kubeConfigFile": str(webhook_kubeconfig)},
+            "matchConditions": [{"expression": e} for e in AGENT_PODS_READ]}})
+    authorizers.append({"type": "RBAC", "name": "rbac"})
+    path = directory / AUTHZ_CONFIG
+    path.write_text(yaml.safe_dump({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AuthorizationConfiguration",
+                                    "authorizers": authorizers}, sort_keys=False))
+    return path
+
+
+def enable_agent_authorizer(directory: Path, url: str, ca_pem: bytes) -> None:
+    """Add the agents' pod-read webhook at `url` (served with a certificate from `ca_pem`) to the
+    apiserver's authorization chain; it takes effect at the apiserver's next reload."""
+    ca = directory / "pki" / "webhook-ca.crt"
+    ca.write_bytes(ca_pem)
+    kubeconfig = directory / "kubeconfigs" / "authorization-webhook"
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "webhook",
+        "clusters": [{"name": "webhook", "cluster": {"server": url, "certificate-authority": str(ca)}}],
+        "users": [{"name": "apiserver", "user": {}}],
+        "contexts": [{"name": "webhook", "context": {"cluster": "webhook", "user": "apiserver"}}]}))
+    write_authorization_config(directory, kubeconfig)
+
+
 def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> bytes:
     with urllib.request.urlopen(url, context=context, timeout=timeout) as resp:  # noqa: S310 (loopback only)
         body: bytes = resp.read()
@@ -98,7 +142,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
         f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}", f"--client-ca-file={ca.cert}",
         f"--service-account-issuer={ISSUER}", f"--service-account-key-file={sa.cert}",
         f"--service-account-signing-key-file={sa.key}", f"--api-audiences={ISSUER}",
-        "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+        f"--authorization-config={write_authorization_config(d)}", "--enable-admission-plugins=NodeRestriction",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--allow-privileged=true", "--profiling=false",
         f"--cert-dir={pkidir / 'generated'}"])
     context = ssl.create_default_context(cafile=str(ca.cert))

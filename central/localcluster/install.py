@@ -73,13 +73,15 @@ def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[s
 
 
 def install(kube: KubeClient, directory: Path, configmaps: dict[str, dict[str, str]] | None = None,
-            ) -> list[dict[str, Any]]:
-    """Apply every object of the kustomization but the workloads; return the workloads.
-    `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
+            leave_out: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Apply every object of the kustomization but the workloads and those named in `leave_out`;
+    return the workloads. `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
     discovery = Discovery(kube)
     workloads = []
     configmaps = configmaps or {}
     for obj in kustomization_objects(directory):
+        if obj["metadata"]["name"] in leave_out:
+            continue
         if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] in configmaps:
             obj = dict(obj, data=configmaps[obj["metadata"]["name"]])
         if (obj.get("apiVersion"), obj["kind"]) in RUN_LOCALLY:

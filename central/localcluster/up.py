@@ -15,6 +15,7 @@ kubelets register the nodes.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import shutil
 import sys
@@ -23,6 +24,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from central.admission.authorizer import AGENT_USER, NODE_NAME_CLAIM
+from central.admission.webhook import AUTHORIZE_ROUTE
+from central.certs.command import WEBHOOK_SECRET
 from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane, install
@@ -30,6 +34,8 @@ from central.localcluster.podrunner import PodRunner, checkout_env
 from central.localcluster.processes import PortPool, Process, StartError, Supervisor, alive
 from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
+
+AGENT_LIST_PODS = "caldera-nodeagent-list-pods"  # the RBAC fallback's ClusterRole and binding
 
 
 @dataclass
@@ -106,7 +112,8 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     say(f"installing Caldera from {manifests} ...")
     webhook_port = sup.ports.take()
     configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
-    workloads = install.install(admin, manifests, configmaps)
+    # The agents' pod reads are authorised by the webhook (below), not by an RBAC grant.
+    workloads = install.install(admin, manifests, configmaps, leave_out=frozenset({AGENT_LIST_PODS}))
     runner = cluster.runner = PodRunner(cluster, admin, workloads)
     runner.run_job("caldera-certs", extra=["--ip-address=127.0.0.1"])
 
@@ -124,6 +131,9 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}", *gates],
                            ports={"--port": webhook_port})
     sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 60)
+    controlplane.enable_agent_authorizer(sup.dir, f"https://127.0.0.1:{webhook_port}{AUTHORIZE_ROUTE}",
+                                         _webhook_ca(admin))
+    sup.wait_ready(webhook, lambda: _agent_may_list_its_node(admin), 90)
     if controllers:
         proc = runner.start("caldera-controllers")
         sup.wait_ready(proc, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
@@ -156,6 +166,21 @@ def _nodes_schedulable(admin: KubeClient, nodes: list[NodeSpec]) -> bool:
              if not (n["spec"].get("taints"))
              and any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
     return all(n.name in ready for n in nodes)
+
+
+def _webhook_ca(admin: KubeClient) -> bytes:
+    secret = admin.get(f"/api/v1/namespaces/caldera-system/secrets/{WEBHOOK_SECRET}")
+    return base64.b64decode(secret["data"]["ca.crt"])
+
+
+def _agent_may_list_its_node(admin: KubeClient) -> bool:
+    """Whether the apiserver has loaded the agents' pod-read authorizer: only it allows this."""
+    review = admin.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": AGENT_USER, "extra": {NODE_NAME_CLAIM: ["node-probe"]},
+                 "resourceAttributes": {"verb": "list", "resource": "pods", "fieldSelector": {
+                     "requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-probe"]}]}}}})
+    return bool(review.get("status", {}).get("allowed"))
 
 
 def _webhooks_have_ca(admin: KubeClient) -> bool:

@@ -149,6 +149,16 @@ def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
         ("/host/cgroup", "/sys/fs/cgroup")]
 
 
+def test_the_agents_pods_list_role_is_left_out_where_the_authorizer_decides(helm):
+    def grants(objects: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        return {(o["kind"], o["metadata"]["name"]) for o in objects if "nodeagent" in o["metadata"]["name"]
+                and o["kind"].startswith("ClusterRole")}
+    fallback = {("ClusterRole", "caldera-nodeagent-list-pods"), ("ClusterRoleBinding", "caldera-nodeagent-list-pods")}
+    by_rbac = grants(render(helm))
+    assert fallback <= by_rbac
+    assert grants(render(helm, "agent.podReads=authorizer")) == by_rbac - fallback
+
+
 def test_scheduler_name_and_job_limits_are_one_value_each_for_every_component(helm):
     from tests.manifests import COMMANDS, parsed_args
 

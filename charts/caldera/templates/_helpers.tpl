@@ -115,12 +115,13 @@ metadata, ServiceAccount subjects, Service DNS names, flags and CEL expressions 
 {{- end -}}
 
 {{/*
-Beside Volcano (values besideVolcano): whether to leave this object out. Volcano's controllers
+Whether to leave this object out. Beside Volcano (values besideVolcano): Volcano's controllers
 keep reconciling every Job (Caldera's Job controller would too), so Caldera's controllers do
-not run.
+not run. With agent.podReads authorizer: the agent's pods-list ClusterRole and its binding.
 */}}
 {{- define "caldera.leftOutBesideVolcano" -}}
 {{- if and .root.Values.besideVolcano (has .obj.kind (list "Deployment" "PodDisruptionBudget")) (eq .obj.metadata.name "caldera-controllers") -}}true{{- end -}}
+{{- if and (eq .root.Values.agent.podReads "authorizer") (eq .obj.metadata.name "caldera-nodeagent-list-pods") -}}true{{- end -}}
 {{- end -}}
 
 {{/*
