@@ -9,7 +9,8 @@ write carries the resourceVersion the reflector saw and a 409 just reconciles ag
 that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` retries (Volcano's
 max-requeue-num); a Job then gets an Event and is terminated, as Volcano's handleJobError does.
 
-One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`.
+One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`, `cronjobs`,
+`jobflows`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.client import (
+    CORE,
+    VOLCANO_BATCH,
+    VOLCANO_BUS,
+    VOLCANO_FLOW,
+    VOLCANO_SCHEDULING,
+    ApiError,
+    KubeClient,
+    path,
+)
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector
 from central.kube.workqueue import WorkQueue
@@ -39,7 +49,8 @@ URLS = {
     "Secret": (CORE, "secrets"), "PersistentVolumeClaim": (CORE, "persistentvolumeclaims"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "PodGroup": (VOLCANO_SCHEDULING, "podgroups"), "Queue": (VOLCANO_SCHEDULING, "queues"),
-    "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"),
+    "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"), "CronJob": (VOLCANO_BATCH, "cronjobs"),
+    "JobFlow": (VOLCANO_FLOW, "jobflows"), "JobTemplate": (VOLCANO_FLOW, "jobtemplates"),
 }
 
 
