@@ -5,7 +5,7 @@ validate_cronjob(cronjob) -> Problems     a schedule of five cron fields (or a d
                                           CRON_TZ/TZ prefix, a time zone that exists (not Local),
                                           a name short enough for the `-<minutes>` suffix of its
                                           Jobs (52 characters)
-validate_jobflow(jobflow) -> Problems     flows named once, `dependsOn.targets` naming flows of
+validate_jobflow(jobflow) -> Problems     flows named, `dependsOn.targets` naming flows of
                                           the same JobFlow, and no cycle (Volcano: "jobflow Flow
                                           is not DAG")
 
@@ -68,22 +68,18 @@ def validate_jobflow(jobflow: Mapping[str, Any]) -> Problems:
     if not isinstance(flows, list):
         return ["spec.flows: must be a list"]
     names: list[str] = [str((f or {}).get("name") or "") for f in flows if isinstance(f, dict)]
-    seen: set[str] = set()
     graph: dict[str, list[str]] = {}
     for i, flow in enumerate(flows):
         if not isinstance(flow, dict) or not flow.get("name"):
             problems.append(f"spec.flows[{i}].name: required")
             continue
-        name = str(flow["name"])
-        if name in seen:
-            problems.append(f"spec.flows[{i}].name: flow {name!r} is named twice")
-        seen.add(name)
+        name = str(flow["name"])  # a name given twice is allowed, as Volcano's webhook allows it
         targets = ((flow.get("dependsOn") or {}).get("targets")) or []
         for j, target in enumerate(targets):
             if target not in names:
                 problems.append(f"spec.flows[{i}].dependsOn.targets[{j}]: jobflow Flow is not DAG: vertex is not "
                                 f"defined: {target!r} names no flow of this JobFlow")
-        graph[name] = [t for t in targets if t in names]
+        graph.setdefault(name, []).extend(t for t in targets if t in names)
     cycle = _cycle(graph)
     if cycle:
         at = names.index(cycle[0])
