@@ -51,7 +51,8 @@ def test_a_bad_cron_schedule_is_refused_naming_the_field(tenant: Tenant) -> None
     url = f"/apis/batch.volcano.sh/v1alpha1/namespaces/{tenant.namespace}/cronjobs"
     with pytest.raises(ApiError) as refused:
         tenant.create(url, {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "CronJob", "metadata": {"name": "bad"},
-                            "spec": {"schedule": "61 * * * *", "jobTemplate": {"spec": {"tasks": []}}}})
+                            "spec": {"schedule": "61 * * * *",
+                                     "jobTemplate": {"spec": volcano_job("x", tenant.queue, replicas=1)["spec"]}}})
     assert "spec.schedule" in refused.value.message
 
 
