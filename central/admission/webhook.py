@@ -1,7 +1,7 @@
 """`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
 
 Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
-`/hypernodes/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
+`/hypernodes/validate`, `/cronjobs/validate`, `/jobflows/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
 pinning CPUs); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
 as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
@@ -54,7 +54,7 @@ from central.scheduler.metrics import BoundedHTTPServer, serve
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
-ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate"))
+ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate", "/cronjobs/validate", "/jobflows/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
 AUTHORIZE_ROUTE = "/authorize/agent-pods"  # the API server's authorization webhook (SubjectAccessReviews)
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies

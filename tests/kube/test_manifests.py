@@ -168,15 +168,20 @@ def test_crds_serve_what_the_clients_call():
                 "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", False),  # as Volcano's
                 "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
                 "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False),
-                "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True)}
+                "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True),
+                "cronjobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "jobflows.flow.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "jobtemplates.flow.volcano.sh": ("Namespaced", "v1alpha1", True)}
+    uncolumned = {"commands.bus.volcano.sh", "cronjobs.batch.volcano.sh", "jobtemplates.flow.volcano.sh"}
     assert set(crds) == set(expected)
     for name, (scope, version, status) in expected.items():
         crd = crds[name]
         [served] = crd["spec"]["versions"]
         assert (crd["spec"]["scope"], served["name"]) == (scope, version)
         assert ("status" in (served.get("subresources") or {})) == status
-        # Volcano's own columns (`kubectl get pg` prints RUNNINGS there too); its Command has none
-        assert bool(served.get("additionalPrinterColumns")) == (name != "commands.bus.volcano.sh")
+        # Volcano's own columns (`kubectl get pg` prints RUNNINGS there too); its Command, CronJob
+        # and JobTemplate have none
+        assert bool(served.get("additionalPrinterColumns")) == (name not in uncolumned)
         assert name == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
 
 

@@ -12,7 +12,8 @@ A key whose namespace is being deleted is not retried: its writes meet 403 Names
 404 (the namespace, or an object the cascade took) or 409; each such key is logged once, at
 debug, instead of a warning per retry (deleting a namespace of 200 Jobs logged thousands).
 
-One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`.
+One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`, `cronjobs`,
+`jobflows`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.client import (
+    CORE,
+    VOLCANO_BATCH,
+    VOLCANO_BUS,
+    VOLCANO_FLOW,
+    VOLCANO_SCHEDULING,
+    ApiError,
+    KubeClient,
+    path,
+)
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector
 from central.kube.workqueue import WorkQueue
@@ -43,7 +53,8 @@ URLS = {
     "Secret": (CORE, "secrets"), "PersistentVolumeClaim": (CORE, "persistentvolumeclaims"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "PodGroup": (VOLCANO_SCHEDULING, "podgroups"), "Queue": (VOLCANO_SCHEDULING, "queues"),
-    "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"),
+    "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"), "CronJob": (VOLCANO_BATCH, "cronjobs"),
+    "JobFlow": (VOLCANO_FLOW, "jobflows"), "JobTemplate": (VOLCANO_FLOW, "jobtemplates"),
 }
 
 

@@ -1,4 +1,5 @@
-"""`caldera controllers`: the Job, Queue, PodGroup and HyperNode controllers (flags as vc-controller-manager).
+"""`caldera controllers`: the Job, Queue, PodGroup, HyperNode, CronJob, JobFlow and JobTemplate
+controllers (flags as vc-controller-manager).
 
 Reflectors start at once (a standby keeps warm caches); workers start only on the replica
 that holds the Lease, after every cache has synced. Losing the Lease ends the term: the
@@ -18,7 +19,9 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.controllers.loops.base import ControllerLoop
+from central.controllers.loops.cronjobs import CronJobController
 from central.controllers.loops.hypernodes import HyperNodeController
+from central.controllers.loops.jobflows import JobFlowController, JobTemplateController
 from central.controllers.loops.jobs import POD_WRITERS, POD_WRITERS_PER_JOB, JobController
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
@@ -58,7 +61,8 @@ def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
     events = EventRecorder(client, "vc-controller-manager")
     return [JobController(client, events, workers, limits=limits, pod_writers=pod_writers[0],
                           pod_writers_per_job=pod_writers[1]), QueueController(client, events),
-            PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events)]
+            PodGroupController(client, events, scheduler_names=scheduler_names), HyperNodeController(client, events),
+            CronJobController(client, events), JobFlowController(client, events), JobTemplateController(client, events)]
 
 
 def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None,
