@@ -65,6 +65,14 @@ class Discovery:
         return f"{base}/namespaces/{namespace}/{plural}" if namespaced and namespace else f"{base}/{plural}"
 
 
+def apply_crds(kube: KubeClient) -> None:
+    """daemonset/'s CustomResourceDefinitions alone, on a bare control plane (tests, benches)."""
+    discovery = Discovery(kube)
+    for obj in kustomization_objects(repo_manifests()):
+        if obj["kind"] == "CustomResourceDefinition":
+            apply(kube, discovery, obj)
+
+
 def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
     url = discovery.collection(obj["apiVersion"], obj["kind"], meta.get("namespace")) + "/" + meta["name"]
