@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from central.model.fields import YAML_LOADER
+
 ROOT = Path(__file__).resolve().parents[1] / "daemonset"
 
 
@@ -18,7 +20,7 @@ def documents() -> list[dict[str, Any]]:
     kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
     docs = []
     for name in kustomization["resources"]:
-        docs += [d for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
+        docs += [d for d in yaml.load_all((ROOT / name).read_text(), Loader=YAML_LOADER) if d]  # noqa: S506
     return docs
 
 

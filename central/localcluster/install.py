@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from central.kube.client import ApiError, KubeClient
+from central.model.fields import YAML_LOADER
 
 FIELD_MANAGER = "caldera-up"
 RUN_LOCALLY = {("apps/v1", "Deployment"), ("apps/v1", "DaemonSet"), ("batch/v1", "Job"), ("batch/v1", "CronJob")}
@@ -38,7 +39,7 @@ def kustomization_objects(directory: Path) -> Iterator[dict[str, Any]]:
     """The objects of `directory`'s kustomization, in its `resources` order, with its image set."""
     kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
     for resource in kustomization.get("resources", []):
-        for doc in yaml.safe_load_all((directory / resource).read_text()):
+        for doc in yaml.load_all((directory / resource).read_text(), Loader=YAML_LOADER):  # noqa: S506 (safe)
             if isinstance(doc, dict) and doc.get("kind"):
                 yield doc
 

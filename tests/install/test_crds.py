@@ -15,10 +15,11 @@ import yaml
 
 from central.kube.client import ApiError
 from central.localcluster.build import cache_dir
+from central.model.fields import YAML_LOADER
 from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = {d["metadata"]["name"]: d for d in yaml.safe_load_all((ROOT / "daemonset" / "crds.yaml").read_text()) if d}
+CRDS = {d["metadata"]["name"]: d for d in yaml.load_all((ROOT / "daemonset" / "crds.yaml").read_text(), Loader=YAML_LOADER) if d}  # noqa: S506
 COMMIT = re.search(r"volcano-sh/volcano (\w+)", (ROOT / "daemonset" / "crds.yaml").read_text())[1]
 BASES = cache_dir().parent / "volcano" / COMMIT / "src" / "installer" / "helm" / "chart" / "volcano" / "crd" / "bases"
 FLOW_BASES = BASES.parents[1] / "charts" / "jobflow" / "crd" / "bases"  # JobFlow and JobTemplate: Volcano's subchart
@@ -26,9 +27,8 @@ FLOW_BASES = BASES.parents[1] / "charts" / "jobflow" / "crd" / "bases"  # JobFlo
 
 @functools.cache
 def _volcanos_by_name() -> dict[str, dict[str, Any]]:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser: these files are megabytes
     return {d["metadata"]["name"]: d for p in [*BASES.glob("*.yaml"), *FLOW_BASES.glob("*.yaml")]
-            if (d := yaml.load(p.read_text(), Loader=loader))}
+            if (d := yaml.load(p.read_text(), Loader=YAML_LOADER))}
 
 
 def volcanos(name: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import yaml
 
 from central.localcluster import versions
 from central.localcluster.helm import cached_helm
+from central.model.fields import YAML_LOADER
 from tests.manifests import documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def render(helm: Path, *values: str, namespace: str = "caldera-system", crds: bo
         args += ["--set-json" if value.startswith("json:") else "--set", value.removeprefix("json:")]
     result = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    return [d for d in yaml.safe_load_all(result.stdout) if d]
+    return [d for d in yaml.load_all(result.stdout, Loader=YAML_LOADER) if d]  # noqa: S506
 
 
 def key(obj: dict[str, Any]) -> tuple[str, str, str]:
