@@ -79,6 +79,7 @@ class TaskSpec:
     depends_on_any: bool  # `dependsOn.iteration: any`: one named task ready is enough
     policies: tuple[Mapping[str, Any], ...]  # the task's, then the job's: the order they are tried in
     template: Mapping[str, Any]  # the pod template, copied into each pod
+    partition: Mapping[str, Any] | None = None  # partitionPolicy (admission checked its numbers)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ def _task(raw: Any, i: int, job_policies: tuple[Mapping[str, Any], ...], limits:
         depends_on_any=depends.get("iteration") == "any",
         policies=_policies(raw.get("policies"), f"{where}.policies") + job_policies,
         template=clone(template),
+        partition=clone(typed(raw["partitionPolicy"], Mapping, f"{where}.partitionPolicy")) if raw.get("partitionPolicy") else None,
     )
 
 

@@ -136,6 +136,18 @@ class NetworkTopology:
 
 
 @dataclass(frozen=True, slots=True)
+class SubGroupPolicy:
+    """One of a PodGroup's spec.subGroupPolicy (parsed and applied in `central.model.subgroups`)."""
+
+    name: str
+    size: int  # subGroupSize: the pods a sub-group needs placed together (1 when unset)
+    min_groups: int  # minSubGroups: sub-groups the job needs ready (0: no bound of its own)
+    selector: Selector | None
+    match_keys: tuple[str, ...]
+    network_topology: NetworkTopology | None
+
+
+@dataclass(frozen=True, slots=True)
 class Selector:
     """A label selector (matchLabels folded into In requirements). Empty matches everything."""
 
@@ -278,6 +290,7 @@ class JobInfo:
     min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
     network_topology: NetworkTopology | None = None  # spec.networkTopology
+    sub_group_policies: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
     # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
     quota_request: dict[str, Decimal] | None = None
 

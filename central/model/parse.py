@@ -30,6 +30,7 @@ from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
 from central.model.quota import is_quota_only, quantity_list
 from central.model.schedulinggate import gate_names
+from central.model.subgroups import parse_subgroup_policies
 from central.model.volumes import pod_claims
 from central.resources.vectors import parse_resource_list
 
@@ -186,6 +187,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
         annotations=annotations, conditions=listed(obj, "status.conditions"),
         reported=semantic(obj.get("status") if isinstance(obj.get("status"), Mapping) else None),
         network_topology=parse_network_topology(spec.get("networkTopology"), "spec.networkTopology"),
+        sub_group_policies=parse_subgroup_policies(spec.get("subGroupPolicy"), "spec.subGroupPolicy"),
         quota_request=None if min_res is None else quantity_list(min_res, "spec.minResources"),
     )
 
