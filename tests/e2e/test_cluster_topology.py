@@ -91,3 +91,34 @@ def test_hard_mode_job_no_hypernode_holds_waits_naming_the_tier(tenant: Tenant, 
     message = wait_for(unschedulable, "the PodGroup Unschedulable, naming the tier", timeout=90)
     assert "network topology hard" in message
     assert not any(p["spec"].get("nodeName") for p in tenant.pods())
+
+
+def test_partitions_each_land_whole_inside_one_hypernode(tenant: Tenant, fabric: dict[str, set[str]]) -> None:
+    # 2 partitions of 2 pods of 9 cpu, each held to one rack: rack-a's single 16-cpu node
+    # holds no partition, rack-b holds one; the job starts with that one (minPartitions 1)
+    # and the other waits, naming its sub-group. Without partitions 3 of the pods would fit.
+    partition = {"totalPartitions": 2, "partitionSize": 2, "minPartitions": 1,
+                 "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    job = volcano_job("parts", tenant.queue, replicas=4, min_available=2, cpu="9")
+    job["spec"]["tasks"][0]["partitionPolicy"] = partition
+    tenant.submit(job)
+    pg = wait_for(lambda: tenant.job_podgroup("parts"), "the Job's PodGroup")
+    [policy] = pg["spec"]["subGroupPolicy"]
+    assert (policy["name"], policy["subGroupSize"], policy["minSubGroups"]) == ("worker", 2, 1)
+    assert policy["matchLabelKeys"] == ["volcano.sh/partition-id"]
+    wait_for(lambda: sum(1 for p in tenant.pods() if p["spec"].get("nodeName")) == 2, "one partition bound", timeout=90)
+
+    def waiting_reason() -> str | None:
+        for pod in tenant.pods():
+            for cond in (pod.get("status") or {}).get("conditions") or []:
+                if cond.get("type") == "PodScheduled" and "subGroup worker-" in (cond.get("message") or ""):
+                    return str(cond["message"])
+        return None
+
+    assert "fits in no HyperNode" in wait_for(waiting_reason, "the other partition's reason", timeout=60)
+    pods = tenant.pods()
+    bound = [p for p in pods if p["spec"].get("nodeName")]
+    assert len({p["metadata"]["labels"]["volcano.sh/partition-id"] for p in bound}) == 1  # one whole partition
+    rack_b = next(members for name, members in fabric.items() if name.startswith("rack-b"))
+    assert {p["spec"]["nodeName"] for p in bound} == rack_b
+    assert sorted(p["metadata"]["labels"]["volcano.sh/partition-id"] for p in pods) == ["0", "0", "1", "1"]
