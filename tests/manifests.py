@@ -30,13 +30,16 @@ def by_kind(kind: str) -> dict[str, dict[str, Any]]:
 
 
 def allowed(account: str) -> set[tuple[str, str, str]]:
-    """(group, resource, verb) granted to the service account by every role bound to it."""
+    """(group, resource, verb) granted to the service account by every role bound to it, on
+    any object of the kind (a rule limited to named objects, `resourceNames`, is left out)."""
     roles = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d["kind"] in ("Role", "ClusterRole")}
     grants = set()
     for binding in documents():
         if binding["kind"] in ("RoleBinding", "ClusterRoleBinding") and any(
                 s["name"] == account for s in binding["subjects"]):
             for rule in roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]["rules"]:
+                if rule.get("resourceNames"):
+                    continue
                 grants |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     return grants
 
