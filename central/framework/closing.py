@@ -24,7 +24,7 @@ from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
-from central.model.pgstatus import semantic
+from central.model.pgstatus import condition_key, semantic
 from central.model.volumes import ClaimBinding
 from central.resources.vectors import Dimensions, format_value
 
@@ -95,13 +95,17 @@ class Closing:
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
-            new = notes.conditions.get(job.uid)
-            status = podgroup_status(job, new, notes.side_conditions.get(job.uid))
+            new, side = notes.conditions.get(job.uid), notes.side_conditions.get(job.uid)
+            noted = _noted(new, side)
+            status = _unchanged(job, noted)
+            if status is None:
+                status = podgroup_status(job, new, side)
+                seen = semantic(status)
+                if seen != job.reported:
+                    result.changed_podgroups.add(job.uid)
+                job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
+                job.closed = (job.phase, job.min_available, dict(job.counts), noted, status)
             result.podgroups[job.uid] = status
-            seen = semantic(status)
-            if seen != job.reported:
-                result.changed_podgroups.add(job.uid)
-            job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
             if new is not None and new["type"] == "Unschedulable" and new["reason"] != EVENT_REASON \
                     and status["phase"] in UNSCHEDULABLE_PHASES:
                 result.unschedulable[job.uid] = new["message"]
@@ -172,6 +176,28 @@ def _renominate(task: TaskInfo, node: str | None) -> Callable[[], None]:
     def undo() -> None:
         task.nominated_node = node
     return undo
+
+
+def _noted(new: dict[str, Any] | None, side: Mapping[str, dict[str, Any]] | None) -> tuple[Any, ...]:
+    """What the session's conditions for a job say, without their session stamps."""
+    return (None if new is None else condition_key(new),
+            tuple((kind, condition_key(c)) for kind, c in sorted(side.items())) if side else ())
+
+
+def _unchanged(job: JobInfo, noted: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The status the last close gave the job, when nothing podgroup_status reads has changed
+    since: the same phase, its own conditions, the same counts and minMember, and conditions
+    from this session that differ from the last ones only in their session stamps. It would
+    give a status equal to that one (semantic), already reported; the stamps stay those of
+    the status the API server holds. None otherwise."""
+    closed = job.closed
+    if closed is None or job.counts.get(TaskStatus.RELEASING):
+        return None
+    phase, min_available, counts, last_noted, status = closed
+    if (job.conditions is status["conditions"] and job.phase == phase and job.min_available == min_available
+            and noted == last_noted and job.counts == counts and job.reported is not None):
+        return status
+    return None
 
 
 def podgroup_status(job: JobInfo, new: dict[str, Any] | None,

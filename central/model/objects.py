@@ -290,6 +290,9 @@ class JobInfo:
     min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
     network_topology: NetworkTopology | None = None  # spec.networkTopology
+    # what the last session close computed of it, reused while nothing it depends on changed
+    # (`central.framework.closing`): (phase, minMember, counts, the session's conditions, status)
+    closed: tuple[Any, ...] | None = None
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
     # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
     quota_request: dict[str, Decimal] | None = None

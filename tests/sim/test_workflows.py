@@ -3,6 +3,7 @@ simulated time, through the same decisions as on a cluster."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,19 @@ import pytest
 import yaml
 
 from central.errors import InputError
-from central.sim.timed import read_workload
+from central.framework.conf import DEFAULT_CONF_YAML
+from central.scheduler import load_config
+from central.sim.timed import RunOptions, TimedResult, Workload, read_workload, run_once
 from tests.builders import node, simulated_job
-from tests.sim.test_timeline import run
+
+START = datetime(2026, 1, 5, tzinfo=timezone.utc)
+
+
+def run(objects: list[dict[str, Any]], until: float, nodes: tuple[dict[str, Any], ...] = (node("n1", cpu="4"),)
+        ) -> TimedResult:
+    workload = Workload(static=[("test", n) for n in nodes], submitted=[("test", o) for o in objects])
+    options = RunOptions(until=until, period=1.0, stuck_after=600.0, start=START)
+    return run_once(workload, load_config(DEFAULT_CONF_YAML, "default"), options)
 
 
 def cronjob(name: str, schedule: str, duration: str, policy: str = "Allow", **spec: Any) -> dict[str, Any]:
