@@ -186,6 +186,8 @@ def reconcile_jobflow(jobflow: dict[str, Any], templates: dict[str, dict[str, An
                 d.missing_templates.append(flow["name"])
                 break  # Volcano's deployJob returns at the first error
             d.create.append(job_from_template(jobflow, flow["name"], template))
+    if d.missing_templates:  # Volcano's syncJobFlow returns at deployJob's error: no status is written
+        return d
     status = flow_status(jobflow, mine, now)
     status["state"] = {"phase": next_phase(state, status, len(flows))}
     d.status = status
