@@ -41,6 +41,7 @@ from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
 from central.admission.metrics import WebhookMetrics
 from central.admission.pods import concerns, mutate_pod
+from central.admission.resourcegroups import ResourceGroupsFile
 from central.admission.webhookconfig import CaBundleInjector
 from central.certs.command import WEBHOOK_CONFIGURATIONS
 from central.certs.issue import KeyPair, certificate_problem
@@ -156,7 +157,8 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     except InputError as err:
         return _deny(uid, 400, err.message)
     if route == "/pods/mutate":  # the queue-allocation gate, whatever the pod's scheduler (Volcano's rule)
-        return _mutated(uid, obj, mutate_pod(obj, config) if request.get("operation") == "CREATE" else obj)
+        return _mutated(uid, obj, mutate_pod(obj, config, str(request.get("namespace") or ""))
+                        if request.get("operation") == "CREATE" else obj)
     if route.startswith("/pods/") and not concerns(obj, config, old):
         return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
     cluster = view.cluster(_named_queue(obj))
@@ -450,17 +452,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-gates", default="",
                         help="Volcano's feature gates, Name=bool,...; SchedulingGatesQueueAdmission=true gives pods "
                              "annotated scheduling.volcano.sh/queue-allocation-gate: \"true\" that scheduling gate")
+    parser.add_argument("--admission-conf", default="",
+                        help="Volcano's admission configuration file (resourceGroups: pods placed by namespace or "
+                             "annotation); read again when it changes")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        groups = ResourceGroupsFile(args.admission_conf) if args.admission_conf else None
+    except (OSError, UnicodeDecodeError, InputError) as err:
+        log.error("--admission-conf %s: %s", args.admission_conf, getattr(err, "strerror", None) or err)
+        return 2
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
                              scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user,
                              queue_allocated_pods_check=args.enable_queue_allocated_pods_check,
-                             features=parse_feature_gates(args.feature_gates))
+                             features=parse_feature_gates(args.feature_gates),
+                             resource_groups=groups)
     tls = TLSContext(args.tls_cert_file, args.tls_key_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()

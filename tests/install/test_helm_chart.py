@@ -253,3 +253,24 @@ def test_beside_volcano_caldera_touches_only_what_names_it(helm):
     assert not [n for n in hooks if n.endswith(".volcano.sh")]  # never one of Volcano's webhook names
     settings = by_key(objects)[("ConfigMap", "caldera-system", "caldera-settings")]["data"]
     assert settings["scheduler-name"] == "caldera"
+
+
+def test_resource_groups_fill_the_admission_config_and_widen_only_the_pods_webhook(helm):
+    groups = [{"resourceGroup": "management", "object": {"key": "namespace", "value": ["mng-1", "mng-2"]},
+               "labels": {"volcano.sh/nodetype": "management"}},
+              {"resourceGroup": "cpu", "object": {"key": "annotation", "value": ["example.com/pool: cpu"]},
+               "schedulerName": "volcano"}]
+    objects = {key(o): o for o in render(helm, "json:admission.resourceGroups=" + json.dumps(groups))}
+    conf = objects[("ConfigMap", "caldera-system", "volcano-admission-configmap")]["data"]["volcano-admission.conf"]
+    from central.admission.resourcegroups import parse_resource_groups
+    parsed = parse_resource_groups(conf)  # the webhook reads what Helm wrote
+    assert [g.name for g in parsed] == ["management", "cpu"] and parsed[1].annotations == (("example.com/pool", "cpu"),)
+    mutate = objects[("MutatingWebhookConfiguration", "", "caldera-mutate")]
+    [pods] = [w for w in mutate["webhooks"] if w["name"] == "mutatepod.caldera.sh"]
+    [condition] = pods["matchConditions"]
+    assert condition["expression"].endswith(
+        """ || request.namespace in ["mng-1","mng-2"] || """
+        """object.metadata.?annotations.orValue({})[?"example.com/pool"].orValue('') == "cpu\"""")
+    default = {key(o): o for o in render(helm)}[("MutatingWebhookConfiguration", "", "caldera-mutate")]
+    assert [w for w in default["webhooks"] if w["name"] != "mutatepod.caldera.sh"] == [
+        w for w in mutate["webhooks"] if w["name"] != "mutatepod.caldera.sh"]

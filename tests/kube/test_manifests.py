@@ -202,9 +202,9 @@ def test_webhooks_point_at_the_admission_service():
                         assert "object.spec.schedulerName == 'volcano'" in conditions[0]
                         assert "caldera.sh/cpuset" in conditions[0] and kind == "ValidatingWebhookConfiguration"
                         continue
-                    if service["path"] == "/pods/mutate":  # only the pods that opt in to the queue gate
-                        assert conditions == ["has(object.metadata.annotations) && "
-                                              "'scheduling.volcano.sh/queue-allocation-gate' in object.metadata.annotations"]
+                    if service["path"] == "/pods/mutate":  # only the pods that opt in: queue gate, resource group
+                        assert conditions == ["['scheduling.volcano.sh/queue-allocation-gate', 'volcano.sh/resource-group']"
+                                              ".exists(k, k in object.metadata.?annotations.orValue({}))"]
                         assert kind == "MutatingWebhookConfiguration"
                         continue
                     assert conditions == [

@@ -104,6 +104,47 @@ daemonset/ has them.
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
 {{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
 {{- end -}}
+{{- if $v.admission.resourceGroups -}}
+{{- include "caldera.resourceGroups" (dict "obj" $obj "groups" $v.admission.resourceGroups) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+admission.resourceGroups: Volcano's admission configuration, and the pods webhook's
+matchCondition widened to the pods they name (by namespace, or by annotation key and value);
+the annotation volcano.sh/resource-group is always sent.
+*/}}
+{{- define "caldera.resourceGroups" -}}
+{{- $obj := .obj -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "volcano-admission-configmap") -}}
+{{- $_ := set $obj.data "volcano-admission.conf" (toYaml (dict "resourceGroups" .groups)) -}}
+{{- end -}}
+{{- if eq $obj.kind "MutatingWebhookConfiguration" -}}
+{{- $extra := list -}}
+{{- range $g := .groups -}}
+{{- $object := default (dict) $g.object -}}
+{{- if eq (default "" $object.key) "namespace" -}}
+{{- $extra = append $extra (printf "request.namespace in %s" (toJson $object.value)) -}}
+{{- else -}}
+{{- range $pair := default (list) $object.value -}}
+{{- $kv := splitn ":" 2 $pair -}}
+{{- $extra = append $extra (printf "object.metadata.?annotations.orValue({})[?%s].orValue('') == %s"
+      (toJson (trim $kv._0)) (toJson (trim (default "" $kv._1)))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $extra -}}
+{{- range $w := $obj.webhooks -}}
+{{- if eq $w.name "mutatepod.caldera.sh" -}}
+{{- range $c := $w.matchConditions -}}
+{{- if eq $c.name "opted-in" -}}
+{{- $_ := set $c "expression" (printf "%s || %s" $c.expression (join " || " $extra)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
