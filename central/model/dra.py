@@ -15,7 +15,7 @@ constraint that the first choice breaks can still be met by another.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING
 from typing import Any
@@ -252,10 +252,21 @@ def node_devices(slices: Iterable[ResourceSlice], node: str) -> list[Device]:
     return [d for s in slices for d in s.devices if d.node is None or d.node == node]
 
 
+def device_numa(device: Device) -> int | None:
+    """The NUMA node a device's slice gives it (attribute `numa` or `numaNode` of any domain)."""
+    for key, value in device.attributes.items():
+        if key.rpartition("/")[2] in ("numa", "numaNode") and isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
 def allocate(claims: Iterable[ResourceClaim], node: str, devices: list[Device],
-             classes: Mapping[str, DeviceClass], taken: set[DeviceId]) -> dict[str, tuple[AllocationResult, ...]]:
+             classes: Mapping[str, DeviceClass], taken: set[DeviceId],
+             prefer: Callable[[Device], bool] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
     """Allocations for the pod's unallocated claims on the node (claim key -> results); raises
-    Unallocatable with the reason. `taken` is not changed: the caller marks the chosen devices."""
+    Unallocatable with the reason. `taken` is not changed: the caller marks the chosen devices.
+    Devices `prefer` answers True for are tried first (the search still takes others when the
+    preferred ones cannot satisfy a request or constraint)."""
     out: dict[str, tuple[AllocationResult, ...]] = {}
     used = set(taken)
     for claim in claims:
@@ -265,7 +276,7 @@ def allocate(claims: Iterable[ResourceClaim], node: str, devices: list[Device],
             if claim.allocated_node not in ("", node):
                 raise Unallocatable(f"resourceclaim {claim.key} is allocated on another node")
             continue
-        results = _allocate_claim(claim, devices, classes, used)
+        results = _allocate_claim(claim, devices, classes, used, prefer)
         used.update(r.device for r in results if not r.admin_access)
         out[claim.key] = results
     return out
@@ -283,7 +294,7 @@ def _candidates(claim: ResourceClaim, request: Request, devices: list[Device],
 
 
 def _allocate_claim(claim: ResourceClaim, devices: list[Device], classes: Mapping[str, DeviceClass],
-                    used: set[DeviceId]) -> tuple[AllocationResult, ...]:
+                    used: set[DeviceId], prefer: Callable[[Device], bool] | None) -> tuple[AllocationResult, ...]:
     slots: list[tuple[Request, list[Device]]] = []  # one entry per device to choose
     for request in claim.requests:
         found = _candidates(claim, request, devices, classes)
@@ -294,6 +305,8 @@ def _allocate_claim(claim: ResourceClaim, devices: list[Device], classes: Mappin
             slots.extend((request, [d]) for d in found)
             continue
         free = found if request.admin_access else [d for d in found if d.id not in used]
+        if prefer is not None:
+            free = sorted(free, key=lambda d: not prefer(d))  # stable: preferred first, else as listed
         if len(free) < request.count:
             raise Unallocatable(f"resourceclaim {claim.key}: request {request.name}: needs {request.count} "
                                 f"device(s) of class {request.device_class}, {len(free)} free")

@@ -8,31 +8,44 @@ Choice (on allocate): the pod's unallocated claims take the devices the filter f
 a claim shared by several pods is allocated once and the later pods follow it. The choice is the
 session's: a discarded statement gives the devices back, so a gang whose claims cannot all be
 allocated places nothing. A victim's claims that reserve only that pod free their devices.
+
+NUMA: when numa-aware gave the pod CPUs of some NUMA nodes (its `caldera.sh/numa-nodes`), the
+pod's claims take devices of those NUMA nodes first (a device's `numa` attribute), so a GPU sits
+next to the CPUs that feed it. The devices are therefore chosen when next needed (the next pod's
+filter, an undo, the bind) rather than in the placement event itself, which may reach this
+plugin before numa-aware has chosen the CPUs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from central.errors import InputError
 from central.framework.status import Check
-from central.model.dra import AllocationResult, DeviceId, ResourceClaim, Unallocatable, allocate, node_devices
+from central.model.dra import AllocationResult, Device, DeviceId, ResourceClaim, Unallocatable, allocate, device_numa, node_devices
 from central.model.drastore import MissingClaim
+from central.model.fields import parse_index_list
 from central.model.objects import TaskInfo, TaskStatus
+from central.plugins.numaaware import NUMA_NODES
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
 
 
 class DeviceAllocator:
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle, prefer_numa: bool = True) -> None:
+        self.handle = handle
+        self.prefer_numa = prefer_numa
         self.store = handle.dra
         self.names = handle.node_index.label("metadata.name")
         # claim -> (node, results, pods using it) chosen in this session
         self.chosen: dict[str, tuple[str, tuple[AllocationResult, ...], set[str]]] = {}
         self.freed: set[str] = set()  # allocated claims whose only pod was evicted this session
+        self.unsettled: dict[str, TaskInfo] = {}  # placed pods whose devices are not chosen yet, in order
 
     @staticmethod
     def wants(task: TaskInfo) -> bool:
@@ -56,11 +69,31 @@ class DeviceAllocator:
             taken.update(r.device for r in results if not r.admin_access)
         return taken
 
-    def _allocation(self, task: TaskInfo, node: str) -> dict[str, tuple[AllocationResult, ...]]:
+    def _allocation(self, task: TaskInfo, node: str,
+                    prefer: Callable[[Device], bool] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
         devices = node_devices(self.store.slices.values(), node)
-        return allocate(self._claims(task), node, devices, self.store.classes, self._taken())
+        return allocate(self._claims(task), node, devices, self.store.classes, self._taken(), prefer)
+
+    def _numa_preference(self, task: TaskInfo) -> Callable[[Device], bool] | None:
+        """Devices on the NUMA nodes numa-aware gave the pod's CPUs; None when it gave none."""
+        chosen = self.handle.annotation(task, NUMA_NODES) if self.prefer_numa else None
+        if not chosen:
+            return None
+        try:
+            cells = parse_index_list(chosen, f"Pod {task.uid}: {NUMA_NODES}", 1 << 16)
+        except InputError:
+            return None
+        return lambda device: device_numa(device) in cells
+
+    def settle(self) -> None:
+        """Choose the devices of the pods placed since the last call, in placement order."""
+        while self.unsettled:
+            uid = next(iter(self.unsettled))
+            task = self.unsettled.pop(uid)
+            self._choose(task)
 
     def checks(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
+        self.settle()
         try:
             self._claims(task)
         except MissingClaim as missing:
@@ -78,10 +111,13 @@ class DeviceAllocator:
         return [Check(fits, f"node(s) cannot allocate the pod's resource claims: {reason}")]
 
     def allocated(self, task: TaskInfo) -> None:
-        if task.node is None:
-            return
+        if task.node is not None:
+            self.unsettled[task.uid] = task
+
+    def _choose(self, task: TaskInfo) -> None:
+        assert task.node is not None
         try:
-            got = self._allocation(task, task.node)
+            got = self._allocation(task, task.node, self._numa_preference(task))
         except (MissingClaim, Unallocatable):
             return  # placed by an action that checked no predicates (an already bound pod)
         for claim in self._claims(task):
@@ -91,6 +127,8 @@ class DeviceAllocator:
                 self.chosen[claim.key] = (task.node, got[claim.key], {task.uid})
 
     def deallocated(self, task: TaskInfo) -> None:
+        if self.unsettled.pop(task.uid, None) is not None:
+            return  # undone before its devices were chosen: nothing to give back
         for _, name in task.device_claims:
             key = f"{task.namespace}/{name}"
             chosen = self.chosen.get(key)
@@ -105,4 +143,5 @@ class DeviceAllocator:
 
     def allocation_of(self, task: TaskInfo) -> dict[str, tuple[str, tuple[AllocationResult, ...]]]:
         """The claims this session allocated that the placed pod uses: what the bind writes first."""
+        self.settle()
         return {key: (node, results) for key, (node, results, pods) in self.chosen.items() if task.uid in pods}
