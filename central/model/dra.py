@@ -39,6 +39,9 @@ class Device:
     # selector -> answer: a device never changes (a new slice makes new devices), and a CEL
     # evaluation costs milliseconds in pure Python, so each is evaluated once per device
     answers: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    # what a selector can see of the device (driver, attributes, capacity), hashable: devices
+    # alike (the 8 GPUs of a thousand nodes) share one evaluation per selector
+    seen_by_cel: Any = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> DeviceId:
@@ -47,8 +50,20 @@ class Device:
     def passes(self, selector: str) -> bool:
         answer = self.answers.get(selector)
         if answer is None:
-            answer = self.answers[selector] = matches(selector, self.activation)
+            shared = (selector, self.seen_by_cel) if self.seen_by_cel is not None else None
+            answer = _SHARED_ANSWERS.get(shared) if shared is not None else None
+            if answer is None:
+                answer = matches(selector, self.activation)
+                if shared is not None:
+                    if len(_SHARED_ANSWERS) >= _SHARED_ANSWERS_LIMIT:
+                        _SHARED_ANSWERS.clear()
+                    _SHARED_ANSWERS[shared] = answer
+            self.answers[selector] = answer
         return answer
+
+
+_SHARED_ANSWERS: dict[tuple[str, Any], bool] = {}  # (selector, what CEL sees of a device) -> answer
+_SHARED_ANSWERS_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -173,7 +188,10 @@ def parse_slice(obj: Mapping[str, Any]) -> ResourceSlice:
         except InputError as error:
             return ResourceSlice(name, (), f"ResourceSlice {name}: spec.devices[{i}] ({dname}): {error.message}")
         flat = {f"{domain}/{short}": v for domain, values in attributes.items() for short, v in values.items()}
-        devices.append(Device(driver, pool, dname, node, flat, device_activation(driver, attributes, capacity)))
+        cel_view = (driver, tuple(sorted(flat.items())),
+                tuple(sorted((domain, tuple(sorted(values.items()))) for domain, values in capacity.items())))
+        devices.append(Device(driver, pool, dname, node, flat, device_activation(driver, attributes, capacity),
+                              seen_by_cel=cel_view))
     return ResourceSlice(name, tuple(devices))
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.status import Check
-from central.model.dra import AllocationResult, Device, DeviceId, ResourceClaim, Unallocatable, allocate, device_numa, node_devices
+from central.model.dra import AllocationResult, Device, DeviceId, ResourceClaim, Unallocatable, allocate, device_numa
 from central.model.drastore import MissingClaim
 from central.model.fields import parse_index_list
 from central.model.objects import TaskInfo, TaskStatus
@@ -69,10 +69,10 @@ class DeviceAllocator:
             taken.update(r.device for r in results if not r.admin_access)
         return taken
 
-    def _allocation(self, task: TaskInfo, node: str,
-                    prefer: Callable[[Device], bool] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
-        devices = node_devices(self.store.slices.values(), node)
-        return allocate(self._claims(task), node, devices, self.store.classes, self._taken(), prefer)
+    def _allocation(self, task: TaskInfo, node: str, prefer: Callable[[Device], bool] | None = None,
+                    taken: set[DeviceId] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
+        return allocate(self._claims(task), node, self.store.devices_on(node), self.store.classes,
+                        self._taken() if taken is None else taken, prefer)
 
     def _numa_preference(self, task: TaskInfo) -> Callable[[Device], bool] | None:
         """Devices on the NUMA nodes numa-aware gave the pod's CPUs; None when it gave none."""
@@ -100,9 +100,10 @@ class DeviceAllocator:
             return [Check(np.zeros(len(rows), dtype=bool), str(missing))]
         fits = np.zeros(len(rows), dtype=bool)
         reasons: dict[str, int] = {}
+        taken = self._taken()  # once per pod, not per node: the same for every node asked
         for i, row in enumerate(rows):
             try:
-                self._allocation(task, str(self.names[row]))
+                self._allocation(task, str(self.names[row]), taken=taken)
                 fits[i] = True
             except Unallocatable as why:
                 reasons[str(why)] = reasons.get(str(why), 0) + 1
