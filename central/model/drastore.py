@@ -69,6 +69,16 @@ class DraStore:
     def taken(self) -> set[DeviceId]:
         return set(self._holders)
 
+    def is_held(self, device: DeviceId) -> bool:
+        """Does an allocated claim (not admin access) hold the device?"""
+        return device in self._holders
+
+    @property
+    def has_shared_devices(self) -> bool:
+        """Is any device reachable from every node (a slice with allNodes)?"""
+        self.devices_on("")
+        return bool(self._by_node and self._by_node.get(None))
+
     def apply(self, obj: Mapping[str, Any]) -> None:
         kind = obj.get("kind")
         meta = obj.get("metadata") or {}

@@ -26,7 +26,7 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.status import Check
-from central.model.dra import AllocationResult, Device, DeviceId, ResourceClaim, Unallocatable, allocate, device_numa
+from central.model.dra import AllocationResult, Device, DeviceId, Request, ResourceClaim, Unallocatable, allocate, device_numa
 from central.model.drastore import MissingClaim
 from central.model.fields import parse_index_list
 from central.model.objects import TaskInfo, TaskStatus
@@ -46,6 +46,10 @@ class DeviceAllocator:
         self.chosen: dict[str, tuple[str, tuple[AllocationResult, ...], set[str]]] = {}
         self.freed: set[str] = set()  # allocated claims whose only pod was evicted this session
         self.unsettled: dict[str, TaskInfo] = {}  # placed pods whose devices are not chosen yet, in order
+        # node -> (class, selectors) -> devices free there: the filter's count for a pod with one
+        # plain request, dropped for a node whenever a device there changes hands this session
+        self._free: dict[str, dict[tuple[str, tuple[str, ...]], int]] = {}
+        self._chosen_cache: set[DeviceId] | None = None
 
     @staticmethod
     def wants(task: TaskInfo) -> bool:
@@ -61,18 +65,17 @@ class DeviceAllocator:
             out.append(claim)
         return out
 
-    def _taken(self) -> set[DeviceId]:
-        taken = self.store.taken
-        for key in self.freed:
-            taken.difference_update(r.device for r in self.store.claims[key].results)
-        for _, results, _ in self.chosen.values():
-            taken.update(r.device for r in results if not r.admin_access)
-        return taken
+    def _is_taken(self, device: DeviceId) -> bool:
+        """Held by a claim this session chose, or by an allocated claim not freed this session."""
+        return device in self._chosen_devices() or (self.store.is_held(device) and not self._freed(device))
 
-    def _allocation(self, task: TaskInfo, node: str, prefer: Callable[[Device], bool] | None = None,
-                    taken: set[DeviceId] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
+    def _taken_on(self, node: str) -> set[DeviceId]:
+        return {d.id for d in self.store.devices_on(node) if self._is_taken(d.id)}
+
+    def _allocation(self, task: TaskInfo, node: str,
+                    prefer: Callable[[Device], bool] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
         return allocate(self._claims(task), node, self.store.devices_on(node), self.store.classes,
-                        self._taken() if taken is None else taken, prefer)
+                        self._taken_on(node), prefer)
 
     def _numa_preference(self, task: TaskInfo) -> Callable[[Device], bool] | None:
         """Devices on the NUMA nodes numa-aware gave the pod's CPUs; None when it gave none."""
@@ -92,18 +95,74 @@ class DeviceAllocator:
             task = self.unsettled.pop(uid)
             self._choose(task)
 
+    def _single_request(self, claims: list[ResourceClaim]) -> tuple[ResourceClaim, Request] | None:
+        """The pod's one claim and request when that is all it asks: one unallocated claim, one
+        `exactly` request of a sound class, no constraints or admin access. Then a node fits
+        exactly when it has `count` free devices passing the selectors, so counting suffices."""
+        if len(claims) != 1 or self.store.has_shared_devices:
+            return None
+        claim = claims[0]
+        if claim.fault or claim.allocated or claim.constraints or len(claim.requests) != 1:
+            return None
+        request = claim.requests[0]
+        device_class = self.store.classes.get(request.device_class)
+        if request.all or request.admin_access or device_class is None or device_class.fault:
+            return None
+        return claim, request
+
+    def _free_count(self, node: str, request: Request) -> int:
+        per_node = self._free.setdefault(node, {})
+        key = (request.device_class, request.selectors)
+        count = per_node.get(key)
+        if count is None:
+            selectors = self.store.classes[request.device_class].selectors + request.selectors
+            count = per_node[key] = sum(1 for d in self.store.devices_on(node)
+                                        if not self._is_taken(d.id) and all(d.passes(s) for s in selectors))
+        return count
+
+    def _chosen_devices(self) -> set[DeviceId]:
+        if self._chosen_cache is None:
+            self._chosen_cache = {r.device for _, results, _ in self.chosen.values() for r in results if not r.admin_access}
+        return self._chosen_cache
+
+    def _freed(self, device: DeviceId) -> bool:
+        """Is the device held only by claims freed this session? (held: checked by the caller)"""
+        return any(device in {r.device for r in self.store.claims[key].results} for key in self.freed)
+
+    def _changed(self, node: str | None) -> None:
+        """Devices on the node changed hands: its counts are stale."""
+        self._chosen_cache = None
+        if node:
+            self._free.pop(node, None)
+        else:
+            self._free.clear()
+
+    def _counted_checks(self, claim: ResourceClaim, request: Request, rows: np.ndarray) -> list[Check]:
+        free = np.fromiter((self._free_count(str(self.names[row]), request) for row in rows),
+                           dtype=np.int64, count=len(rows))
+        fits = free >= request.count
+        short = free[~fits]
+        reason = ""
+        if len(short):  # the commonest shortfall, in the allocator's words
+            values, counts = np.unique(short, return_counts=True)
+            reason = (f"resourceclaim {claim.key}: request {request.name}: needs {request.count} "
+                      f"device(s) of class {request.device_class}, {int(values[np.argmax(counts)])} free")
+        return [Check(fits, f"node(s) cannot allocate the pod's resource claims: {reason}")]
+
     def checks(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
         self.settle()
         try:
-            self._claims(task)
+            claims = self._claims(task)
         except MissingClaim as missing:
             return [Check(np.zeros(len(rows), dtype=bool), str(missing))]
+        single = self._single_request(claims)
+        if single is not None:
+            return self._counted_checks(*single, rows)
         fits = np.zeros(len(rows), dtype=bool)
         reasons: dict[str, int] = {}
-        taken = self._taken()  # once per pod, not per node: the same for every node asked
         for i, row in enumerate(rows):
             try:
-                self._allocation(task, str(self.names[row]), taken=taken)
+                self._allocation(task, str(self.names[row]))
                 fits[i] = True
             except Unallocatable as why:
                 reasons[str(why)] = reasons.get(str(why), 0) + 1
@@ -126,6 +185,7 @@ class DeviceAllocator:
                 self.chosen[claim.key][2].add(task.uid)
             elif claim.key in got:
                 self.chosen[claim.key] = (task.node, got[claim.key], {task.uid})
+                self._changed(task.node)
 
     def deallocated(self, task: TaskInfo) -> None:
         if self.unsettled.pop(task.uid, None) is not None:
@@ -137,10 +197,12 @@ class DeviceAllocator:
                 chosen[2].discard(task.uid)
                 if not chosen[2]:
                     del self.chosen[key]
+                    self._changed(chosen[0])
             elif task.status == TaskStatus.RELEASING:
                 claim = self.store.claims.get(key)
                 if claim is not None and claim.allocated and claim.reserved_for == (task.name,):
                     self.freed.add(key)
+                    self._changed(claim.allocated_node)
 
     def allocation_of(self, task: TaskInfo) -> dict[str, tuple[str, tuple[AllocationResult, ...]]]:
         """The claims this session allocated that the placed pod uses: what the bind writes first."""
