@@ -270,12 +270,17 @@ def node_devices(slices: Iterable[ResourceSlice], node: str) -> list[Device]:
     return [d for s in slices for d in s.devices if d.node is None or d.node == node]
 
 
-def device_numa(device: Device) -> int | None:
-    """The NUMA node a device's slice gives it (attribute `numa` or `numaNode` of any domain)."""
+def device_numa(device: Device, by_uuid: Mapping[str, int] | None = None) -> int | None:
+    """The NUMA node a device's slice gives it (attribute `numa` or `numaNode` of any domain),
+    else the one `by_uuid` (the node agent's report: GPU UUID -> NUMA node) gives its `uuid`."""
+    uuid = None
     for key, value in device.attributes.items():
-        if key.rpartition("/")[2] in ("numa", "numaNode") and isinstance(value, int) and not isinstance(value, bool):
+        short = key.rpartition("/")[2]
+        if short in ("numa", "numaNode") and isinstance(value, int) and not isinstance(value, bool):
             return value
-    return None
+        if short == "uuid":
+            uuid = value
+    return by_uuid.get(str(uuid)) if by_uuid and uuid is not None else None
 
 
 def allocate(claims: Iterable[ResourceClaim], node: str, devices: list[Device],

@@ -10,7 +10,8 @@ session's: a discarded statement gives the devices back, so a gang whose claims 
 allocated places nothing. A victim's claims that reserve only that pod free their devices.
 
 NUMA: when numa-aware gave the pod CPUs of some NUMA nodes (its `caldera.sh/numa-nodes`), the
-pod's claims take devices of those NUMA nodes first (a device's `numa` attribute), so a GPU sits
+pod's claims take devices of those NUMA nodes first (a device's `numa` attribute, else the NUMA
+node the agent reports for the GPU with the device's `uuid`), so a GPU sits
 next to the CPUs that feed it. The devices are therefore chosen when next needed (the next pod's
 filter, an undo, the bind) rather than in the placement event itself, which may reach this
 plugin before numa-aware has chosen the CPUs.
@@ -86,7 +87,10 @@ class DeviceAllocator:
             cells = parse_index_list(chosen, f"Pod {task.uid}: {NUMA_NODES}", 1 << 16)
         except InputError:
             return None
-        return lambda device: device_numa(device) in cells
+        node = self.handle.nodes_by_name.get(task.node or "")
+        report = self.handle.agents.data[node.index] if node is not None else None
+        by_uuid = {card.uuid: card.numa for card in report.gpus if card.uuid and card.numa >= 0} if report else {}
+        return lambda device: device_numa(device, by_uuid) in cells
 
     def settle(self) -> None:
         """Choose the devices of the pods placed since the last call, in placement order."""
