@@ -47,10 +47,11 @@ class DeviceAllocator:
         self.chosen: dict[str, tuple[str, tuple[AllocationResult, ...], set[str]]] = {}
         self.freed: set[str] = set()  # allocated claims whose only pod was evicted this session
         self.unsettled: dict[str, TaskInfo] = {}  # placed pods whose devices are not chosen yet, in order
-        # node -> (class, selectors) -> devices free there: the filter's count for a pod with one
+        # (class, selectors) -> devices free per node row: the filter's count for a pod with one
         # plain request, dropped for a node whenever a device there changes hands this session
-        self._free: dict[str, dict[tuple[str, tuple[str, ...]], int]] = {}
-        self._chosen_cache: set[DeviceId] | None = None
+        self._free: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}  # per row; -1: not counted yet
+        self._rows = {str(name): row for row, name in enumerate(self.names)}
+        self._chosen_devices: set[DeviceId] = set()  # what the claims in `chosen` hold
 
     @staticmethod
     def wants(task: TaskInfo) -> bool:
@@ -68,7 +69,7 @@ class DeviceAllocator:
 
     def _is_taken(self, device: DeviceId) -> bool:
         """Held by a claim this session chose, or by an allocated claim not freed this session."""
-        return device in self._chosen_devices() or (self.store.is_held(device) and not self._freed(device))
+        return device in self._chosen_devices or (self.store.is_held(device) and not self._freed(device))
 
     def _taken_on(self, node: str) -> set[DeviceId]:
         return {d.id for d in self.store.devices_on(node) if self._is_taken(d.id)}
@@ -114,20 +115,16 @@ class DeviceAllocator:
             return None
         return claim, request
 
-    def _free_count(self, node: str, request: Request) -> int:
-        per_node = self._free.setdefault(node, {})
+    def _free_counts(self, request: Request, rows: np.ndarray) -> np.ndarray:
         key = (request.device_class, request.selectors)
-        count = per_node.get(key)
-        if count is None:
-            selectors = self.store.classes[request.device_class].selectors + request.selectors
-            count = per_node[key] = sum(1 for d in self.store.devices_on(node)
-                                        if not self._is_taken(d.id) and all(d.passes(s) for s in selectors))
-        return count
-
-    def _chosen_devices(self) -> set[DeviceId]:
-        if self._chosen_cache is None:
-            self._chosen_cache = {r.device for _, results, _ in self.chosen.values() for r in results if not r.admin_access}
-        return self._chosen_cache
+        counts = self._free.get(key)
+        if counts is None:
+            counts = self._free[key] = np.full(len(self.names), -1, dtype=np.int64)
+        selectors = self.store.classes[request.device_class].selectors + request.selectors
+        for row in rows[counts[rows] < 0].tolist():
+            counts[row] = sum(1 for d in self.store.devices_on(str(self.names[row]))
+                              if not self._is_taken(d.id) and all(d.passes(s) for s in selectors))
+        return counts[rows]
 
     def _freed(self, device: DeviceId) -> bool:
         """Is the device held only by claims freed this session? (held: checked by the caller)"""
@@ -135,15 +132,15 @@ class DeviceAllocator:
 
     def _changed(self, node: str | None) -> None:
         """Devices on the node changed hands: its counts are stale."""
-        self._chosen_cache = None
-        if node:
-            self._free.pop(node, None)
-        else:
-            self._free.clear()
+        row = self._rows.get(node) if node else None
+        for counts in self._free.values():
+            if row is not None:
+                counts[row] = -1
+            else:
+                counts[:] = -1
 
     def _counted_checks(self, claim: ResourceClaim, request: Request, rows: np.ndarray) -> list[Check]:
-        free = np.fromiter((self._free_count(str(self.names[row]), request) for row in rows),
-                           dtype=np.int64, count=len(rows))
+        free = self._free_counts(request, rows)
         fits = free >= request.count
         short = free[~fits]
         reason = ""
@@ -189,6 +186,7 @@ class DeviceAllocator:
                 self.chosen[claim.key][2].add(task.uid)
             elif claim.key in got:
                 self.chosen[claim.key] = (task.node, got[claim.key], {task.uid})
+                self._chosen_devices.update(r.device for r in got[claim.key] if not r.admin_access)
                 self._changed(task.node)
 
     def deallocated(self, task: TaskInfo) -> None:
@@ -201,6 +199,7 @@ class DeviceAllocator:
                 chosen[2].discard(task.uid)
                 if not chosen[2]:
                     del self.chosen[key]
+                    self._chosen_devices.difference_update(r.device for r in chosen[1] if not r.admin_access)
                     self._changed(chosen[0])
             elif task.status == TaskStatus.RELEASING:
                 claim = self.store.claims.get(key)
