@@ -197,10 +197,10 @@ def run_numa(nodes: int, pods: int) -> str:
 
 
 def main(sizes: list[str]) -> int:
-    from central.bench.session import cluster_size
-
+    """`caldera bench --dra` hands its sizes here as NODESxPODS, as the command line does."""
     for size in sizes or ["1000x10000"]:
-        print(run_throughput(*cluster_size(size)), flush=True)
+        nodes, _, pods = size.partition("x")
+        print(run_throughput(int(nodes), int(pods)), flush=True)
     print(run_numa(200, 300), flush=True)
     return 0
 
