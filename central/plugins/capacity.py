@@ -94,6 +94,9 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> tuple[int, bool]:
+        # Volcano's consumable-capacity quota (`<dim>.deviceclass/<class>` keys): accepted so its
+        # documented configuration loads; those keys limit nothing here yet (docs/dra.md)
+        args.accept("capacity.DRAConsumableCapacityEnable")
         return (args.get("ancestorReclaimLevel", 0, int),
                 args.get("capacity.DynamicResourceAllocationEnable", True, bool))
 

@@ -132,7 +132,8 @@ def test_the_toggle_off_leaves_device_keys_inert() -> None:
                 dra("ResourceSlice", slice_("n1", [gpu(f"gpu-{i}", 0) for i in range(8)])), capped(1), *pods):
         cache.apply(obj)
     conf = (CONF % "capacity").replace(
-        "{name: capacity}", "{name: capacity, arguments: {capacity.DynamicResourceAllocationEnable: false}}")
+        "{name: capacity}", "{name: capacity, arguments: {capacity.DynamicResourceAllocationEnable: false, "
+                            "capacity.DRAConsumableCapacityEnable: true}}")
     sink = RecordingSink()
     run_cycle(cache, load_config(conf), sink)
     assert len(sink.of("bind")) == 3
