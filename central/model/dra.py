@@ -15,7 +15,7 @@ constraint that the first choice breaks can still be met by another.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING
 from typing import Any
@@ -39,6 +39,9 @@ class Device:
     # selector -> answer: a device never changes (a new slice makes new devices), and a CEL
     # evaluation costs milliseconds in pure Python, so each is evaluated once per device
     answers: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    # what a selector can see of the device (driver, attributes, capacity), hashable: devices
+    # alike (the 8 GPUs of a thousand nodes) share one evaluation per selector
+    seen_by_cel: Any = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> DeviceId:
@@ -47,8 +50,20 @@ class Device:
     def passes(self, selector: str) -> bool:
         answer = self.answers.get(selector)
         if answer is None:
-            answer = self.answers[selector] = matches(selector, self.activation)
+            shared = (selector, self.seen_by_cel) if self.seen_by_cel is not None else None
+            answer = _SHARED_ANSWERS.get(shared) if shared is not None else None
+            if answer is None:
+                answer = matches(selector, self.activation)
+                if shared is not None:
+                    if len(_SHARED_ANSWERS) >= _SHARED_ANSWERS_LIMIT:
+                        _SHARED_ANSWERS.clear()
+                    _SHARED_ANSWERS[shared] = answer
+            self.answers[selector] = answer
         return answer
+
+
+_SHARED_ANSWERS: dict[tuple[str, Any], bool] = {}  # (selector, what CEL sees of a device) -> answer
+_SHARED_ANSWERS_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -173,7 +188,10 @@ def parse_slice(obj: Mapping[str, Any]) -> ResourceSlice:
         except InputError as error:
             return ResourceSlice(name, (), f"ResourceSlice {name}: spec.devices[{i}] ({dname}): {error.message}")
         flat = {f"{domain}/{short}": v for domain, values in attributes.items() for short, v in values.items()}
-        devices.append(Device(driver, pool, dname, node, flat, device_activation(driver, attributes, capacity)))
+        cel_view = (driver, tuple(sorted(flat.items())),
+                tuple(sorted((domain, tuple(sorted(values.items()))) for domain, values in capacity.items())))
+        devices.append(Device(driver, pool, dname, node, flat, device_activation(driver, attributes, capacity),
+                              seen_by_cel=cel_view))
     return ResourceSlice(name, tuple(devices))
 
 
@@ -252,10 +270,26 @@ def node_devices(slices: Iterable[ResourceSlice], node: str) -> list[Device]:
     return [d for s in slices for d in s.devices if d.node is None or d.node == node]
 
 
+def device_numa(device: Device, by_uuid: Mapping[str, int] | None = None) -> int | None:
+    """The NUMA node a device's slice gives it (attribute `numa` or `numaNode` of any domain),
+    else the one `by_uuid` (the node agent's report: GPU UUID -> NUMA node) gives its `uuid`."""
+    uuid = None
+    for key, value in device.attributes.items():
+        short = key.rpartition("/")[2]
+        if short in ("numa", "numaNode") and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if short == "uuid":
+            uuid = value
+    return by_uuid.get(str(uuid)) if by_uuid and uuid is not None else None
+
+
 def allocate(claims: Iterable[ResourceClaim], node: str, devices: list[Device],
-             classes: Mapping[str, DeviceClass], taken: set[DeviceId]) -> dict[str, tuple[AllocationResult, ...]]:
+             classes: Mapping[str, DeviceClass], taken: set[DeviceId],
+             prefer: Callable[[Device], bool] | None = None) -> dict[str, tuple[AllocationResult, ...]]:
     """Allocations for the pod's unallocated claims on the node (claim key -> results); raises
-    Unallocatable with the reason. `taken` is not changed: the caller marks the chosen devices."""
+    Unallocatable with the reason. `taken` is not changed: the caller marks the chosen devices.
+    Devices `prefer` answers True for are tried first (the search still takes others when the
+    preferred ones cannot satisfy a request or constraint)."""
     out: dict[str, tuple[AllocationResult, ...]] = {}
     used = set(taken)
     for claim in claims:
@@ -265,7 +299,7 @@ def allocate(claims: Iterable[ResourceClaim], node: str, devices: list[Device],
             if claim.allocated_node not in ("", node):
                 raise Unallocatable(f"resourceclaim {claim.key} is allocated on another node")
             continue
-        results = _allocate_claim(claim, devices, classes, used)
+        results = _allocate_claim(claim, devices, classes, used, prefer)
         used.update(r.device for r in results if not r.admin_access)
         out[claim.key] = results
     return out
@@ -283,7 +317,7 @@ def _candidates(claim: ResourceClaim, request: Request, devices: list[Device],
 
 
 def _allocate_claim(claim: ResourceClaim, devices: list[Device], classes: Mapping[str, DeviceClass],
-                    used: set[DeviceId]) -> tuple[AllocationResult, ...]:
+                    used: set[DeviceId], prefer: Callable[[Device], bool] | None) -> tuple[AllocationResult, ...]:
     slots: list[tuple[Request, list[Device]]] = []  # one entry per device to choose
     for request in claim.requests:
         found = _candidates(claim, request, devices, classes)
@@ -294,6 +328,8 @@ def _allocate_claim(claim: ResourceClaim, devices: list[Device], classes: Mappin
             slots.extend((request, [d]) for d in found)
             continue
         free = found if request.admin_access else [d for d in found if d.id not in used]
+        if prefer is not None:
+            free = sorted(free, key=lambda d: not prefer(d))  # stable: preferred first, else as listed
         if len(free) < request.count:
             raise Unallocatable(f"resourceclaim {claim.key}: request {request.name}: needs {request.count} "
                                 f"device(s) of class {request.device_class}, {len(free)} free")

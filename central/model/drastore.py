@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from central.model.dra import (
+    Device,
     DeviceClass,
     DeviceId,
     ResourceClaim,
@@ -52,6 +53,7 @@ class DraStore:
         self.claims: dict[str, ResourceClaim] = {}  # "ns/name" -> claim
         self.templates: set[str] = set()  # "ns/name" of ResourceClaimTemplates
         self._holders: dict[DeviceId, set[str]] = {}  # device -> claims (not admin access) allocated it
+        self._by_node: dict[str | None, list[Device]] | None = None  # node (None: every node) -> devices
 
     @property
     def faults(self) -> dict[str, str]:
@@ -67,6 +69,16 @@ class DraStore:
     def taken(self) -> set[DeviceId]:
         return set(self._holders)
 
+    def is_held(self, device: DeviceId) -> bool:
+        """Does an allocated claim (not admin access) hold the device?"""
+        return device in self._holders
+
+    @property
+    def has_shared_devices(self) -> bool:
+        """Is any device reachable from every node (a slice with allNodes)?"""
+        self.devices_on("")
+        return bool(self._by_node and self._by_node.get(None))
+
     def apply(self, obj: Mapping[str, Any]) -> None:
         kind = obj.get("kind")
         meta = obj.get("metadata") or {}
@@ -76,6 +88,7 @@ class DraStore:
         elif kind == "ResourceSlice":
             parsed = parse_slice(obj)
             self.slices[parsed.name] = parsed
+            self._by_node = None
         elif kind == "ResourceClaim":
             claim = parse_claim(obj)
             self._release(claim.key)
@@ -93,6 +106,19 @@ class DraStore:
         else:
             table: dict[str, Any] = self.classes if kind == "DeviceClass" else self.slices
             table.pop(key, None)
+            self._by_node = None
+
+    def devices_on(self, node: str) -> list[Device]:
+        """The devices a pod on the node may use: its slices' and those of slices for every
+        node (indexed once per change of slices, not scanned per node asked)."""
+        if self._by_node is None:
+            self._by_node = {}
+            for slice_ in self.slices.values():
+                for device in slice_.devices:
+                    self._by_node.setdefault(device.node, []).append(device)
+        everywhere = self._by_node.get(None, [])
+        own = self._by_node.get(node, [])
+        return own + everywhere if everywhere else own
 
     def _hold(self, claim: ResourceClaim) -> None:
         for result in claim.results:

@@ -66,6 +66,8 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
                            "VolumeBinding", "VolumeZone", "NodeVolumeLimits")}
         # off by default, as in Volcano
         on["DynamicResourceAllocation"] = args.get("predicate.DynamicResourceAllocationEnable", False, bool)
+        # claims take devices on the NUMA nodes numa-aware gave the pod's CPUs first (off: as listed)
+        on["DRANUMAPreference"] = args.get("predicate.DRANUMAPreferenceEnable", True, bool)
         return on
 
     def __init__(self, option: PluginOption, handle: Handle) -> None:
@@ -79,7 +81,7 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
         self._batchable: dict[PodTemplate, bool] = {}
         on = self.enabled
         self.volumes = VolumeBinder(handle, on["VolumeBinding"], on["VolumeZone"], on["NodeVolumeLimits"])
-        self.devices = DeviceAllocator(handle) if on["DynamicResourceAllocation"] else None
+        self.devices = DeviceAllocator(handle, on["DRANUMAPreference"]) if on["DynamicResourceAllocation"] else None
 
     def on_allocate(self, task: TaskInfo) -> None:
         self.evicted.discard(task.uid)  # an eviction undone, or a placement

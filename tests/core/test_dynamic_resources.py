@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from central.model.cache import ClusterCache
 from central.model.dra import allocation_status, parse_slice
 from central.scheduler import load_config
@@ -91,3 +93,34 @@ def test_simulate_reads_dra_objects_from_manifests(tmp_path: Any) -> None:
     load_into(cache, manifests)
     assert set(cache.dra.classes) == {"gpu"} and set(cache.dra.slices) == {"n2-gpus"}
     assert set(cache.dra.claims) == {"ml/c0"} and cache.dra.templates == {"ml/one"}
+
+
+def test_the_counting_filter_agrees_with_the_allocator() -> None:
+    """A pod with one plain request is filtered by counting free devices; the full allocator
+    must find the same nodes (devices of allocated claims and of other classes left out)."""
+    from central.framework.session import Session
+    from tests.dra_builders import nic
+
+    results = [{"request": "g", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}]
+    held = allocation_status("n2", [])
+    held["devices"]["results"] = results
+    cache = ClusterCache()
+    for obj in (node("n1"), node("n2"), node("n3"), dra("DeviceClass", device_class("gpu", "gpu")),
+                dra("ResourceSlice", slice_("n1", [gpu("gpu-0", 0), nic("nic-0", 0)])),
+                dra("ResourceSlice", slice_("n2", [gpu("gpu-0", 0), gpu("gpu-1", 1)])),
+                dra("ResourceSlice", slice_("n3", [gpu("gpu-0", 0), gpu("gpu-1", 1), gpu("gpu-2", 1)])),
+                gpu_claim("held", status={"allocation": held}), gpu_claim("c2", count=2),
+                podgroup("pg"), with_claim("p-0", "c2")):
+        cache.apply(obj)
+    ssn = Session(cache, load_config(CONF % "true"))
+    predicates = next(p for tier in ssn.tiers for p in tier if p.name == "predicates")
+    allocator = predicates.devices  # type: ignore[attr-defined]
+    task = ssn.jobs["ml/pg"].tasks["ml/p-0"]
+    rows = np.arange(3)
+    assert [str(n) for n in ssn.handle.node_index.label("metadata.name")[rows]] == ["n1", "n2", "n3"]
+    counted = allocator.checks(task, rows)[0]
+    allocator._single_request = lambda claims: None
+    searched = allocator.checks(task, rows)[0]
+    assert counted.ok.tolist() == searched.ok.tolist() == [False, False, True]
+    assert counted.reason == searched.reason
+    ssn.close()
