@@ -68,9 +68,10 @@ def waiting(job: JobInfo) -> bool:
 
 def explain(cache: ClusterCache, conf: SchedulerConf, now: datetime, jobs: Iterable[str] | None = None,
             history: RuntimeHistory | None = None, horizon: float = HORIZON, max_cycles: int = MAX_CYCLES,
-            default_runtime: float = DEFAULT_RUNTIME) -> dict[str, Explanation]:
-    """Explanations for `jobs` (default: every waiting job), from a copy of `cache` at `now`."""
-    snapshot = copy.deepcopy(cache)
+            default_runtime: float = DEFAULT_RUNTIME, copied: bool = False) -> dict[str, Explanation]:
+    """Explanations for `jobs` (default: every waiting job), from a copy of `cache` at `now`
+    (`copied`: `cache` is a copy already, the run may use it up)."""
+    snapshot = cache if copied else copy.deepcopy(cache)
     history = history or RuntimeHistory()
     targets = [uid for uid in (jobs if jobs is not None else
                                [j.uid for j in snapshot.iter_scheduling_jobs() if waiting(j)]) if uid in snapshot.jobs]
@@ -79,11 +80,10 @@ def explain(cache: ClusterCache, conf: SchedulerConf, now: datetime, jobs: Itera
     forward = _Forward(snapshot, conf, now, history, default_runtime)
     forward.run(set(uid for uid, e in out.items() if not e.started), horizon, max_cycles)
     for uid, e in out.items():
-        job = snapshot.jobs.get(uid) or cache.jobs[uid]
         e.reason = forward.first_reasons.get(uid, "")
         if uid in forward.starts:
             e.estimated_start = forward.starts[uid]
-        e.unblock = _unblock(cache, cache.jobs.get(uid) or job, forward, uid)
+        e.unblock = _unblock(snapshot, snapshot.jobs[uid], forward, uid)  # allocatable and capability: as before the run
     return out
 
 
