@@ -210,6 +210,13 @@ def _unblock(cache: ClusterCache, job: JobInfo, forward: _Forward, uid: str) -> 
                 i = short[0]
                 return (f"can never fit: pod {task.name} asks {names[i]} {format_value(names[i], float(req[i]))}, "
                         f"more than any node has allocatable (at most {format_value(names[i], float(rows[:, i].max()))})")
+    total = rows.sum(axis=0) if len(rows) else cache.dims.zeros()
+    if job.min_request is not None:  # a PodGroup admission holds back before its pods exist
+        over = [i for i in range(len(names)) if job.min_request[i] > total[i] + EPSILON]
+        if over:
+            i = over[0]
+            return (f"can never fit: its minResources {names[i]} {format_value(names[i], float(job.min_request[i]))} "
+                    f"exceed the cluster's allocatable {format_value(names[i], float(total[i]))}")
     queue = cache.queues.get(job.queue)
     gang = sorted((t for t in job.tasks.values() if t.resreq is not None), key=lambda t: t.index)[:max(job.min_available, 1)]
     need = job.min_request if job.min_request is not None and job.min_request.any() else sum(

@@ -47,7 +47,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @api_errors("job")
 def run(args: argparse.Namespace) -> int:
     client = connect(args)
-    conf = _conf(client, args)
+    conf = scheduler_conf(client, args.scheduler_namespace, args.scheduler_conf)
+    cache = live_cache(client)
+    uid = _podgroup_of(client, cache, args.namespace, args.name)
+    now = datetime.now(timezone.utc)
+    explanation = explain(cache, conf, now, [uid], copied=True)[uid]
+    print(json.dumps(explanation.to_json(), indent=2) if args.output == "json" else describe(explanation, now))
+    return 0
+
+
+def live_cache(client: KubeClient) -> ClusterCache:
+    """The cluster as the scheduler's cache holds it, read once."""
     cache = ClusterCache()
     objects: list[tuple[str, dict[str, Any]]] = []
     for kind, url in KINDS:
@@ -59,11 +69,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         objects += [(f"{kind} {_name(o)}", dict(o, kind=kind)) for o in items]
     load_into(cache, Manifests(objects=objects))
-    uid = _podgroup_of(client, cache, args.namespace, args.name)
-    now = datetime.now(timezone.utc)
-    explanation = explain(cache, conf, now, [uid])[uid]
-    print(json.dumps(explanation.to_json(), indent=2) if args.output == "json" else describe(explanation, now))
-    return 0
+    return cache
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -71,13 +77,14 @@ def _name(obj: Mapping[str, Any]) -> str:
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name"))
 
 
-def _conf(client: KubeClient, args: argparse.Namespace) -> SchedulerConf:
-    if args.scheduler_conf is not None:
-        return load_config(args.scheduler_conf.read_text(), str(args.scheduler_conf))
+def scheduler_conf(client: KubeClient, namespace: str, file: Path | None = None) -> SchedulerConf:
+    """`file`, else the scheduler's ConfigMap in `namespace`, else Volcano's default."""
+    if file is not None:
+        return load_config(file.read_text(), str(file))
     name, key = SCHEDULER_CONFIGMAP
-    found = client.get_or_none(path(CORE, "configmaps", args.scheduler_namespace, name))
+    found = client.get_or_none(path(CORE, "configmaps", namespace, name))
     text = ((found or {}).get("data") or {}).get(key)
-    return load_config(text or DEFAULT_CONF_YAML, f"ConfigMap {args.scheduler_namespace}/{name}")
+    return load_config(text or DEFAULT_CONF_YAML, f"ConfigMap {namespace}/{name}")
 
 
 def _podgroup_of(client: KubeClient, cache: ClusterCache, namespace: str, name: str) -> str:
