@@ -6,8 +6,10 @@ On a copy of the cache (the live scheduler's, or the simulator's), the configure
 over simulated time: running pods end at their expected ends (`central.model.runtime_estimate`:
 the pod's or its PodGroup's `caldera.sh/running-estimate`, else the queue's observed median,
 else a default), pods the cycle binds run for theirs, evicted pods wait again, as a controller
-would recreate them. A job's estimated start is when its first pods bind there. The run is
-bounded by a horizon and a number of cycles; a job still waiting at its end has no estimate.
+would recreate them. A job's estimated start is when its first pods bind there (for a PodGroup
+whose pods are not made yet, a Volcano Job's before admission: when enqueue admits it). The run is
+bounded by a horizon and a number of cycles (pods ending within a minute of each other end
+together, one cycle for them all); a job still waiting at its end has no estimate.
 
 Each explanation also holds the job's place in its queue's line (the configured job order,
 1 is next), why it waits now (the first cycle's why-pending, with numbers), and what would
@@ -21,7 +23,7 @@ from __future__ import annotations
 import copy
 import functools
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -37,8 +39,10 @@ from central.model.volumes import ClaimBinding
 from central.resources.vectors import EPSILON, format_value
 from central.scheduler.cycle import run_cycle
 
+PodMaker = Callable[[str], list[dict[str, Any]]]
 HORIZON = 7 * 86400.0  # seconds simulated ahead at most
 MAX_CYCLES = 500
+STEP = 60.0  # seconds: pods ending within one step of each other end together (fewer cycles)
 DEFAULT_RUNTIME = 3600.0  # seconds a pod runs when nothing says (the reservation plugin's default)
 
 
@@ -68,16 +72,20 @@ def waiting(job: JobInfo) -> bool:
 
 def explain(cache: ClusterCache, conf: SchedulerConf, now: datetime, jobs: Iterable[str] | None = None,
             history: RuntimeHistory | None = None, horizon: float = HORIZON, max_cycles: int = MAX_CYCLES,
-            default_runtime: float = DEFAULT_RUNTIME, copied: bool = False) -> dict[str, Explanation]:
+            default_runtime: float = DEFAULT_RUNTIME, copied: bool = False,
+            pods_of: PodMaker | None = None) -> dict[str, Explanation]:
     """Explanations for `jobs` (default: every waiting job), from a copy of `cache` at `now`
-    (`copied`: `cache` is a copy already, the run may use it up)."""
+    (`copied`: `cache` is a copy already, the run may use it up). `pods_of(podgroup uid)` gives
+    the pods a controller makes for a PodGroup once it is admitted (a Volcano Job's), so that
+    the forward run places them as the cluster would; without it, such a job starts when
+    admitted."""
     snapshot = cache if copied else copy.deepcopy(cache)
     history = history or RuntimeHistory()
     targets = [uid for uid in (jobs if jobs is not None else
                                [j.uid for j in snapshot.iter_scheduling_jobs() if waiting(j)]) if uid in snapshot.jobs]
     out = {uid: _outline(snapshot.jobs[uid]) for uid in targets}
     _line_up(snapshot, conf, now, out)
-    forward = _Forward(snapshot, conf, now, history, default_runtime)
+    forward = _Forward(snapshot, conf, now, history, default_runtime, pods_of)
     forward.run(set(uid for uid, e in out.items() if not e.started), horizon, max_cycles)
     for uid, e in out.items():
         e.reason = forward.first_reasons.get(uid, "")
@@ -114,9 +122,10 @@ class _Forward:
     """The forward run: cycles at the instants pods end, on the snapshot."""
 
     def __init__(self, cache: ClusterCache, conf: SchedulerConf, now: datetime, history: RuntimeHistory,
-                 default_runtime: float):
+                 default_runtime: float, pods_of: PodMaker | None):
         self.cache, self.conf, self.start, self.history = cache, conf, now, history
-        self.default_runtime = default_runtime
+        self.default_runtime, self.pods_of = default_runtime, pods_of
+        self._made: set[str] = set()
         self.ends: list[tuple[float, str]] = []  # (epoch seconds, task uid)
         self.starts: dict[str, datetime] = {}
         self.first_reasons: dict[str, str] = {}
@@ -142,24 +151,35 @@ class _Forward:
                         (r for pod, r in result.pending_reasons.items()
                          if pod in self.cache.tasks and self.cache.tasks[pod].job_uid == uid), "")
             self._evicted_since += len(result.evictions)
-            for pod in result.binds:
-                task = self.cache.tasks.get(pod)
-                if task is not None and task.job_uid in targets and task.job_uid not in self.starts:
-                    self.starts[task.job_uid] = moment
-                    self.evicted_for[task.job_uid] = self._evicted_since
+            started = {self.cache.tasks[pod].job_uid for pod in result.binds if pod in self.cache.tasks}
+            # a PodGroup without pods yet (a Volcano Job's before admission): its controller makes
+            # them once enqueue has admitted it; without a maker, it counts as started then
+            admitted = [j for j in self.cache.jobs.values() if not j.tasks and j.has_podgroup and not j.pending_phase
+                        and j.uid not in self._made]
+            for job in admitted:
+                self._made.add(job.uid)
+                for pod in self.pods_of(job.uid) if self.pods_of is not None else ():
+                    self.cache.apply(pod)
+            started |= {j.uid for j in admitted if not j.tasks and j.uid in targets}
+            for uid in started & targets:
+                if uid not in self.starts:
+                    self.starts[uid] = moment
+                    self.evicted_for[uid] = self._evicted_since
             if targets <= set(self.starts):
                 return
-            if result.evictions or result.pipelined:  # room being made: the next cycle (1 s on) places
+            if result.evictions or result.pipelined or admitted:  # the next cycle (1 s on) places what came
                 t = self._finish_due(t + 1.0)
             elif self.ends:
-                t = self._finish_due(max(t + 1.0, self.ends[0][0]))
+                t = max(t + 1.0, self.ends[0][0])
+                self._finish_due(t + STEP)
             else:
                 return  # nothing runs, nothing changes: what waits now waits for good
             if t > limit:
                 return
 
     def _finish_due(self, t: float) -> float:
-        """Every pod expected to end by `t` ends; returns `t`."""
+        """Every pod expected to end by `t` ends (the next cycle runs before `t` when it is a
+        step ahead: they end a little early together); returns `t`."""
         while self.ends and self.ends[0][0] <= t + EPSILON:
             _, uid = heapq.heappop(self.ends)
             task = self.cache.tasks.get(uid)

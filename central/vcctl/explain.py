@@ -21,8 +21,9 @@ from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.command_errors import api_errors
 from central.model.cache import ClusterCache
+from central.model.jobs import expand_job
 from central.scheduler import load_config
-from central.scheduler.estimate import describe, explain
+from central.scheduler.estimate import PodMaker, describe, explain
 from central.sim.manifests import Manifests, load_into
 from central.vcctl.common import add_connection, connect
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     cache = live_cache(client)
     uid = _podgroup_of(client, cache, args.namespace, args.name)
     now = datetime.now(timezone.utc)
-    explanation = explain(cache, conf, now, [uid], copied=True)[uid]
+    explanation = explain(cache, conf, now, [uid], copied=True, pods_of=job_pods(client))[uid]
     print(json.dumps(explanation.to_json(), indent=2) if args.output == "json" else describe(explanation, now))
     return 0
 
@@ -75,6 +76,24 @@ def live_cache(client: KubeClient) -> ClusterCache:
 def _name(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name"))
+
+
+def job_pods(client: KubeClient) -> PodMaker:
+    """The pods the Job controller makes for a Volcano Job's PodGroup once it is admitted."""
+    jobs = {}
+    for job in client.request("GET", "/apis/batch.volcano.sh/v1alpha1/jobs").get("items") or []:
+        meta = job.get("metadata") or {}
+        jobs[f"{meta.get('namespace')}/{meta.get('name')}-{meta.get('uid')}"] = job
+
+    def make(uid: str) -> list[dict[str, Any]]:
+        job = jobs.get(uid)
+        if job is None:
+            return []
+        try:
+            return expand_job(job)[1]
+        except InputError:  # a Job its controller cannot read makes no pods there either
+            return []
+    return make
 
 
 def scheduler_conf(client: KubeClient, namespace: str, file: Path | None = None) -> SchedulerConf:
