@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "jobflow": ("central.vcctl.jobflow", "vcctl command line operation jobflow"),
     "jobtemplate": ("central.vcctl.jobtemplate", "vcctl command line operation jobtemplate"),
     "version": ("central.vcctl.version", "print the Caldera version"),
+    "explain": ("central.vcctl.explain", "where a waiting job stands, why, and when it should start (forward estimate)"),
     "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
     "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
     "conformance": ("central.conformance.command", "build Volcano's e2e suites and run them against Caldera (and Volcano) on `caldera up`"),

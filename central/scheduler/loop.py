@@ -52,6 +52,7 @@ from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.kubesink import KubeSink
+from central.scheduler.startestimates import StartEstimates
 
 if TYPE_CHECKING:  # the collaborators' types only: they are passed in
     from central.agents.feed import NodeDataFeed
@@ -135,7 +136,8 @@ class Scheduler:
                  metrics: SchedulerMetrics | None = None, bind_workers: int = 16, watch_timeout: int = 300,
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
                  on_leading: Callable[[bool], None] | None = None, gate_workers: int = DEFAULT_GATE_WORKERS,
-                 queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic):
+                 queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic,
+                 estimate_period: float = 0.0):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -153,6 +155,7 @@ class Scheduler:
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff,
                              gate_workers=gate_workers)
+        self.estimates = StartEstimates(client, objects["PodGroup"], estimate_period)
         self.queue_backoff, self.clock = queue_backoff, clock
         self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0
@@ -214,6 +217,8 @@ class Scheduler:
                 self.node_feed.sync(self.cache)
             result = self.cycle(self.cache, conf, self.sink)
             queues = self._queue_figures(result) if self.metrics is not None else {}
+            if self.estimates.due(self.clock()):  # a copy between cycles; the estimate runs off the loop
+                self.estimates.start(self.cache, conf, self.clock())
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
         self.sink.podgroup_events(result.unschedulable)

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("processes", [
         "central.scheduler.command", "central.scheduler.loop", "central.scheduler.feeder",
         "central.scheduler.kubesink", "central.scheduler.gateremoval", "central.scheduler.metrics",
+        "central.scheduler.startestimates",
         "central.controllers.loops",
         "central.admission.webhook", "central.admission.webhookconfig", "central.admission.command",
         "central.certs.command", "central.vcctl", "central.sim"]),
