@@ -8,6 +8,10 @@ Choice (on allocate): the pod's unallocated claims take the devices the filter f
 a claim shared by several pods is allocated once and the later pods follow it. The choice is the
 session's: a discarded statement gives the devices back, so a gang whose claims cannot all be
 allocated places nothing. A victim's claims that reserve only that pod free their devices.
+
+Bind (PreBind): each placed pod hands the sink a `DeviceClaimWrite` per claim, so its bind
+writes the allocation (claims this session allocated) and its `reservedFor` entry before the
+Binding; a discarded statement withdraws them with the placement.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from central.framework.status import Check
-from central.model.dra import AllocationResult, DeviceId, ResourceClaim, Unallocatable, allocate, node_devices
+from central.model.dra import (
+    AllocationResult,
+    DeviceClaimWrite,
+    DeviceId,
+    ResourceClaim,
+    Unallocatable,
+    allocate,
+    node_devices,
+)
 from central.model.drastore import MissingClaim
 from central.model.objects import TaskInfo, TaskStatus
 
@@ -28,6 +40,7 @@ if TYPE_CHECKING:
 
 class DeviceAllocator:
     def __init__(self, handle: Handle) -> None:
+        self.handle = handle
         self.store = handle.dra
         self.names = handle.node_index.label("metadata.name")
         # claim -> (node, results, pods using it) chosen in this session
@@ -84,13 +97,20 @@ class DeviceAllocator:
             got = self._allocation(task, task.node)
         except (MissingClaim, Unallocatable):
             return  # placed by an action that checked no predicates (an already bound pod)
+        writes = []
         for claim in self._claims(task):
-            if claim.key in self.chosen:
+            if claim.key in self.chosen:  # another pod of this session allocated it: same allocation
                 self.chosen[claim.key][2].add(task.uid)
+                writes.append(DeviceClaimWrite(claim.key, task.node, self.chosen[claim.key][1]))
             elif claim.key in got:
                 self.chosen[claim.key] = (task.node, got[claim.key], {task.uid})
+                writes.append(DeviceClaimWrite(claim.key, task.node, got[claim.key]))
+            else:  # allocated before this session: the pod is only added to reservedFor
+                writes.append(DeviceClaimWrite(claim.key, task.node))
+        self.handle.reserve_device_claims(task, tuple(writes))
 
     def deallocated(self, task: TaskInfo) -> None:
+        self.handle.reserve_device_claims(task, ())
         for _, name in task.device_claims:
             key = f"{task.namespace}/{name}"
             chosen = self.chosen.get(key)
