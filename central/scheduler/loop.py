@@ -223,6 +223,9 @@ class Scheduler:
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)
             result = self.cycle(self.cache, conf, self.sink)
+            for pod, writes in result.device_claims.items():  # before a failed bind can `forget` them
+                for write in writes:
+                    self.cache.dra.assume(pod, write)
             queues = self._queue_figures(result) if self.metrics is not None else {}
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
