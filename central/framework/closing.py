@@ -23,6 +23,7 @@ from central.framework.notes import Notes
 from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.model.cache import ClusterCache
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.model.pgstatus import condition_key, semantic
 from central.model.volumes import ClaimBinding
@@ -40,6 +41,7 @@ class CycleResult:
     binds: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
     claim_bindings: dict[str, tuple[ClaimBinding, ...]] = field(default_factory=dict)  # bound pod -> volume writes
+    device_claims: dict[str, tuple[DeviceClaimWrite, ...]] = field(default_factory=dict)  # bound pod -> ResourceClaim writes
     evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
     nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
@@ -90,6 +92,7 @@ class Closing:
         result.ungated = list(decisions.ungated)
         result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
         result.claim_bindings = {uid: b for uid, b in notes.claim_bindings.items() if uid in decisions.binds}
+        result.device_claims = {uid: w for uid, w in notes.device_claims.items() if uid in decisions.binds}
         for job in self.jobs.values():
             if job.counts.get(TaskStatus.PIPELINED):
                 for task in job.tasks.values():

@@ -26,6 +26,7 @@ from central.framework.journal import Journal
 from central.framework.nodeindex import NodeIndex
 from central.framework.notes import Notes
 from central.model.cache import ClusterCache
+from central.model.dra import DeviceClaimWrite
 from central.model.drastore import DraStore
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.policy import PdbInfo, ResourceQuotaInfo
@@ -124,6 +125,12 @@ class Handle:
         """Record (with none, withdraw) the claim bindings written before the pod's bind.
         Call it from on_allocate / on_deallocate, so a discarded statement takes it back."""
         self._notes.bind_claims(task, bindings)
+
+    def reserve_device_claims(self, task: TaskInfo, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Record (with none, withdraw) the ResourceClaim allocations and reservations written
+        before the pod's bind. Call it from on_allocate / on_deallocate, so a discarded
+        statement takes it back."""
+        self._notes.reserve_device_claims(task, writes)
 
     def is_faulted(self, job: JobInfo) -> bool:
         return self._faults.job_reason(job) is not None

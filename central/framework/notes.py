@@ -11,6 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import JobInfo, TaskInfo
 from central.model.volumes import ClaimBinding
 
@@ -26,6 +27,7 @@ class Notes:
         self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.queue_annotations: dict[str, dict[str, str]] = {}  # queue -> annotations plugins chose
         self.claim_bindings: dict[str, tuple[ClaimBinding, ...]] = {}  # task uid -> volume writes before its bind
+        self.device_claims: dict[str, tuple[DeviceClaimWrite, ...]] = {}  # task uid -> ResourceClaim writes before its bind
 
     def note_job(self, job: JobInfo, text: str) -> None:
         self.jobs[job.uid] = text
@@ -70,6 +72,13 @@ class Notes:
     def annotate_queue(self, queue: str, key: str, value: str) -> None:
         """Record an annotation to write on the Queue when the session closes."""
         self.queue_annotations.setdefault(queue, {})[key] = value
+
+    def reserve_device_claims(self, task: TaskInfo, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Record (with none, withdraw) what the pod's bind writes first for its ResourceClaims."""
+        if writes:
+            self.device_claims[task.uid] = writes
+        else:
+            self.device_claims.pop(task.uid, None)
 
     def bind_claims(self, task: TaskInfo, bindings: tuple[ClaimBinding, ...]) -> None:
         """Record (with none, withdraw) what the pod's bind writes first for its claims."""

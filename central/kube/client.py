@@ -39,6 +39,7 @@ SCHEDULING = "/apis/scheduling.k8s.io/v1"
 POLICY = "/apis/policy/v1"
 BATCH = "/apis/batch/v1"
 STORAGE = "/apis/storage.k8s.io/v1"
+RESOURCE = "/apis/resource.k8s.io/v1"  # Dynamic Resource Allocation
 
 
 class ApiError(Exception):

@@ -213,6 +213,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-cpu", default="32", help="CPUs per node (default 32)")
     parser.add_argument("--node-memory", default="128Gi", help="memory per node (default 128Gi)")
     parser.add_argument("--node-gpus", type=int, default=0, help="GPUs per node (default 0)")
+    parser.add_argument("--node-dra-gpus", type=int, default=0,
+                        help="GPUs per node published as DRA devices by the simulated driver gpu.sim.caldera.sh (default 0)")
+    parser.add_argument("--node-dra-nics", type=int, default=0, help="NICs per node published the same way (default 0)")
     parser.add_argument("--numa", type=int, default=2, help="NUMA nodes per node (default 2)")
     parser.add_argument("--port", type=int, default=0, help="kube-apiserver's port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--port-range", metavar="LO-HI", default="",
@@ -247,7 +250,8 @@ def port_range(text: str, nodes: int) -> tuple[int, int] | None:
     return lo, hi
 
 
-def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int) -> list[NodeSpec]:
+def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int, dra_gpus: int = 0,
+               dra_nics: int = 0) -> list[NodeSpec]:
     from central.resources.quantity import parse_quantity
     if not 1 <= count <= 5000:
         raise InputError("--nodes", f"expected 1..5000 simulated nodes, got {count}")
@@ -261,9 +265,13 @@ def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int) -> list[
         raise InputError("--node-cpu", f"expected whole CPUs, got {cpu!r}")
     if not 0 <= gpus <= 64:
         raise InputError("--node-gpus", f"expected 0..64, got {gpus}")
+    for flag, devices in (("--node-dra-gpus", dra_gpus), ("--node-dra-nics", dra_nics)):
+        if not 0 <= devices <= 64:
+            raise InputError(flag, f"expected 0..64, got {devices}")
     if not 1 <= numa <= int(float(cpu)):
         raise InputError("--numa", f"expected 1..{int(float(cpu))} (at most one per CPU), got {numa}")
-    return [NodeSpec(f"node-{i}", cpu=cpu, memory=memory, gpus=gpus, numa=numa) for i in range(1, count + 1)]
+    return [NodeSpec(f"node-{i}", cpu=cpu, memory=memory, gpus=gpus, numa=numa, dra_gpus=dra_gpus, dra_nics=dra_nics)
+            for i in range(1, count + 1)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -275,7 +283,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.dir is None:
             raise InputError("--dir", "the folder for the cluster is required")
-        nodes = node_specs(args.nodes, args.node_cpu, args.node_memory, args.node_gpus, args.numa)
+        nodes = node_specs(args.nodes, args.node_cpu, args.node_memory, args.node_gpus, args.numa,
+                           args.node_dra_gpus, args.node_dra_nics)
         conf = None
         if args.scheduler_conf:
             try:

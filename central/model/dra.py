@@ -259,6 +259,18 @@ def allocation_status(node: str, results: Iterable[AllocationResult]) -> dict[st
     }
 
 
+@dataclass(frozen=True)
+class DeviceClaimWrite:
+    """What a pod's bind writes first for one of its claims (kube-scheduler's DynamicResources
+    PreBind): the allocation chosen on `node`, when this session allocated the claim, and the
+    pod's entry in `status.reservedFor` in any case. Empty `results`: the claim was already
+    allocated (shared, or allocated before), so the pod is only added to `reservedFor`."""
+
+    claim: str  # "<namespace>/<name>"
+    node: str
+    results: tuple[AllocationResult, ...] = ()
+
+
 # --- allocation ------------------------------------------------------------------------------
 
 

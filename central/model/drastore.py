@@ -9,11 +9,13 @@ pod's claim is missing and the pod waits, as it does under kube-scheduler.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from central.model.dra import (
     Device,
+    DeviceClaimWrite,
     DeviceClass,
     DeviceId,
     ResourceClaim,
@@ -54,6 +56,8 @@ class DraStore:
         self.templates: set[str] = set()  # "ns/name" of ResourceClaimTemplates
         self._holders: dict[DeviceId, set[str]] = {}  # device -> claims (not admin access) allocated it
         self._by_node: dict[str | None, list[Device]] | None = None  # node (None: every node) -> devices
+        # claim -> (its latest version from the API, pods whose binds are writing its allocation)
+        self._assumed: dict[str, tuple[ResourceClaim, set[str]]] = {}
 
     @property
     def faults(self) -> dict[str, str]:
@@ -91,14 +95,47 @@ class DraStore:
             self._by_node = None
         elif kind == "ResourceClaim":
             claim = parse_claim(obj)
+            assumed = self._assumed.get(claim.key)
+            if assumed is not None and not claim.allocated and not claim.fault:
+                self._assumed[claim.key] = (claim, assumed[1])  # the watch does not show the bind's write yet
+                return
+            self._assumed.pop(claim.key, None)
             self._release(claim.key)
             self.claims[claim.key] = claim
             self._hold(claim)
         elif kind == "ResourceClaimTemplate":
             self.templates.add(f"{meta.get('namespace', 'default')}/{meta.get('name', '')}")
 
+    def assume(self, pod_key: str, write: DeviceClaimWrite) -> None:
+        """A bind in flight will write this allocation: show the claim allocated from now on,
+        so the next cycle does not hand its devices out again (kube-scheduler's assume cache),
+        until the watch shows the write or `forget` takes it back."""
+        claim = self.claims.get(write.claim)
+        if claim is None or not write.results:
+            return
+        if write.claim in self._assumed:
+            self._assumed[write.claim][1].add(pod_key)
+            return
+        if claim.allocated:
+            return
+        self._assumed[write.claim] = (claim, {pod_key})
+        self._release(claim.key)
+        self.claims[claim.key] = dataclasses.replace(claim, allocated_node=write.node, results=write.results)
+        self._hold(self.claims[claim.key])
+
+    def forget(self, pod_key: str) -> None:
+        """The pod's bind failed: the allocations only its bind was writing are the API's again."""
+        for key, (api, pods) in list(self._assumed.items()):
+            pods.discard(pod_key)
+            if not pods:
+                del self._assumed[key]
+                self._release(key)
+                self.claims[key] = api
+                self._hold(api)
+
     def delete(self, kind: str, key: str) -> None:
         if kind == "ResourceClaim":
+            self._assumed.pop(key, None)
             self._release(key)
             self.claims.pop(key, None)
         elif kind == "ResourceClaimTemplate":

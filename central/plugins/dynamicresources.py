@@ -15,6 +15,11 @@ node the agent reports for the GPU with the device's `uuid`), so a GPU sits
 next to the CPUs that feed it. The devices are therefore chosen when next needed (the next pod's
 filter, an undo, the bind) rather than in the placement event itself, which may reach this
 plugin before numa-aware has chosen the CPUs.
+
+Bind (PreBind): each placed pod hands the sink a `DeviceClaimWrite` per claim once its devices
+are chosen, so its bind writes the allocation (claims this session allocated) and its
+`reservedFor` entry before the Binding; a discarded statement withdraws them with the placement,
+and the session's close chooses what is still unchosen (`settle`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,17 @@ import numpy as np
 
 from central.errors import InputError
 from central.framework.status import Check
-from central.model.dra import AllocationResult, Device, DeviceId, Request, ResourceClaim, Unallocatable, allocate, device_numa
+from central.model.dra import (
+    AllocationResult,
+    Device,
+    DeviceClaimWrite,
+    DeviceId,
+    Request,
+    ResourceClaim,
+    Unallocatable,
+    allocate,
+    device_numa,
+)
 from central.model.drastore import MissingClaim
 from central.model.fields import parse_index_list
 from central.model.objects import TaskInfo, TaskStatus
@@ -181,15 +196,22 @@ class DeviceAllocator:
             got = self._allocation(task, task.node, self._numa_preference(task))
         except (MissingClaim, Unallocatable):
             return  # placed by an action that checked no predicates (an already bound pod)
+        writes = []
         for claim in self._claims(task):
-            if claim.key in self.chosen:
+            if claim.key in self.chosen:  # another pod of this session allocated it: same allocation
                 self.chosen[claim.key][2].add(task.uid)
+                writes.append(DeviceClaimWrite(claim.key, task.node, self.chosen[claim.key][1]))
             elif claim.key in got:
                 self.chosen[claim.key] = (task.node, got[claim.key], {task.uid})
                 self._chosen_devices.update(r.device for r in got[claim.key] if not r.admin_access)
                 self._changed(task.node)
+                writes.append(DeviceClaimWrite(claim.key, task.node, got[claim.key]))
+            else:  # allocated before this session: the pod is only added to reservedFor
+                writes.append(DeviceClaimWrite(claim.key, task.node))
+        self.handle.reserve_device_claims(task, tuple(writes))
 
     def deallocated(self, task: TaskInfo) -> None:
+        self.handle.reserve_device_claims(task, ())
         if self.unsettled.pop(task.uid, None) is not None:
             return  # undone before its devices were chosen: nothing to give back
         for _, name in task.device_claims:

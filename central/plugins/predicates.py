@@ -54,7 +54,7 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
     return ok
 
 
-class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents):
+class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents, ext.SessionClose):
     name = "predicates"
 
     @classmethod
@@ -101,6 +101,10 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
             self.volumes.deallocated(task)
         if task.device_claims and self.devices is not None:
             self.devices.deallocated(task)
+
+    def on_session_close(self) -> None:
+        if self.devices is not None:  # the devices of pods placed last: chosen, so their binds write them
+            self.devices.settle()
 
     def batchable(self, task: TaskInfo) -> bool:
         """Without ports, inter-pod terms, spread or claims of its own, a pod's answers stay as

@@ -3,7 +3,9 @@
 Order of start-up, each step a guard from Volcano's bug history:
 1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, ResourceQuotas,
    PodDisruptionBudgets and the storage objects (PersistentVolumeClaims, PersistentVolumes,
-   StorageClasses, CSINodes) start and list;
+   StorageClasses, CSINodes) and the DRA objects (DeviceClasses, ResourceSlices, ResourceClaims,
+   ResourceClaimTemplates) start and list; a cluster that does not serve resource.k8s.io/v1
+   counts as having none of the DRA objects (`OPTIONAL`);
 2. no cycle runs before every one of them has synced (Volcano #1417);
 3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -37,6 +39,7 @@ from central.errors import InputError
 from central.kube.client import (
     CORE,
     POLICY,
+    RESOURCE,
     SCHEDULING,
     STORAGE,
     VOLCANO_SCHEDULING,
@@ -82,7 +85,13 @@ WATCHED = {
     "PersistentVolume": path(CORE, "persistentvolumes"),
     "StorageClass": path(STORAGE, "storageclasses"),
     "CSINode": path(STORAGE, "csinodes"),
+    # what Dynamic Resource Allocation reads (kube-scheduler's DynamicResources)
+    "DeviceClass": path(RESOURCE, "deviceclasses"),
+    "ResourceSlice": path(RESOURCE, "resourceslices"),
+    "ResourceClaim": path(RESOURCE, "resourceclaims"),
+    "ResourceClaimTemplate": path(RESOURCE, "resourceclaimtemplates"),
 }
+OPTIONAL = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}  # a cluster may not serve them
 BUILTIN_QUEUES = ("root", "default")
 
 
@@ -150,7 +159,8 @@ class Scheduler:
         events = EventRecorder(client, scheduler_name)
         self.feeder = CacheFeeder(cache, scheduler_name,
                                   on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
-        self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
+        self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout,
+                                           optional=kind in OPTIONAL)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff,
@@ -216,6 +226,9 @@ class Scheduler:
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)
             result = self.cycle(self.cache, conf, self.sink)
+            for pod, writes in result.device_claims.items():  # before a failed bind can `forget` them
+                for write in writes:
+                    self.cache.dra.assume(pod, write)
             queues = self._queue_figures(result) if self.metrics is not None else {}
             if self.estimates.due(self.clock()):  # a copy between cycles; the estimate runs off the loop
                 self.estimates.start(self.cache, conf, self.clock())

@@ -25,6 +25,7 @@ from central.controllers.podgroups import podgroup_for_pod
 from central.controllers.queues import reconcile_queue
 from central.model import podlife
 from central.model.cache import ClusterCache
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
 from central.model.schedulinggate import without_queue_gate
@@ -383,6 +384,10 @@ class WorldSink:
     def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
         """Never called: the simulator reads no storage objects (its manifests skip them), so
         volume binding is off in its sessions."""
+
+    def reserve_device_claims(self, pod_key: str, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Not kept: the simulated cluster keeps no claim status between sessions (a session
+        still allocates its own claims without overlap; see docs/dra.md)."""
 
     def bind(self, pod_key: str, node: str) -> None:
         self.world.start_pod(pod_key, node, self._annotations.pop(pod_key, {}), self.now)

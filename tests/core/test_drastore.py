@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from central.model.cache import ClusterCache
-from central.model.dra import allocate, allocation_status, node_devices
+from central.model.dra import DeviceClaimWrite, allocate, allocation_status, node_devices
 from central.model.drastore import MissingClaim
 from tests.dra_builders import DRIVER, NODE, claim, device_class, exactly
 
@@ -41,6 +41,27 @@ def test_allocated_claims_hold_their_devices_until_replaced_or_deleted() -> None
     feed(cache, "ResourceClaim", claim("c", [exactly("g", count=2)], status={"allocation": allocation_status("n1", got["ns/c"])}))
     cache.delete("ResourceClaim", "ns", "c")
     assert store.taken == set() and "ns/c" not in store.claims
+
+
+def test_a_bind_in_flight_holds_its_devices_until_the_watch_shows_them_or_the_bind_fails() -> None:
+    cache = loaded()
+    store = cache.dra
+    got = allocate([_claim(cache)], "n1", node_devices(store.slices.values(), "n1"), store.classes, store.taken)
+    write = DeviceClaimWrite("ns/c", "n1", got["ns/c"])
+    store.assume("ns/p", write)
+    store.assume("ns/q", write)  # a second pod sharing the claim
+    held = {(DRIVER, "n1", "gpu-0"), (DRIVER, "n1", "gpu-1")}
+    assert store.taken == held and store.claims["ns/c"].allocated_node == "n1"
+    feed(cache, "ResourceClaim", claim("c", [exactly("g", count=2)]))  # an update older than the bind's write
+    assert store.taken == held
+    store.forget("ns/p")
+    assert store.taken == held  # q's bind still writes it
+    store.forget("ns/q")
+    assert store.taken == set() and not store.claims["ns/c"].allocated  # the API's version again
+    store.assume("ns/p", write)
+    feed(cache, "ResourceClaim", claim("c", [exactly("g", count=2)], status={"allocation": allocation_status("n1", got["ns/c"])}))
+    store.forget("ns/p")  # the watch showed the write: nothing assumed is left to take back
+    assert store.taken == held
 
 
 def _claim(cache: ClusterCache) -> Any:

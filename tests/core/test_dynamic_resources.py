@@ -54,10 +54,37 @@ def test_a_gang_goes_where_its_claims_can_be_allocated() -> None:
     assert sorted(sink.of("bind")) == [("ml/p-0", "n2"), ("ml/p-1", "n2")]
 
 
+def test_each_bind_carries_its_claim_writes_a_shared_claim_allocated_once() -> None:
+    shared = dra("ResourceClaim", {**claim("shared", [exactly("g")]), "metadata": {"name": "shared", "namespace": "ml"}})
+    pods = [pod(f"p-{i}", "ml", group="pg", resourceClaims=[{"name": "own", "resourceClaimName": f"c{i}"},
+                                                           {"name": "common", "resourceClaimName": "shared"}])
+            for i in range(1)]
+    pods.append(pod("p-1", "ml", group="pg", resourceClaims=[{"name": "common", "resourceClaimName": "shared"}]))
+    sink, _ = cycle(gpu_claim("c0"), shared, podgroup("pg", min_member=2), *pods)
+    calls = [c for c in sink.calls if c[0] in ("reserve_device_claims", "bind")]
+    writes = {key: value for what, key, value in calls if what == "reserve_device_claims"}
+    assert [c[0] for c in calls] == ["reserve_device_claims", "bind"] * 2  # each pod's writes come before its bind
+    by_claim = {w.claim: w for w in writes["ml/p-0"]}
+    assert set(by_claim) == {"ml/c0", "ml/shared"} and all(w.node == "n2" for w in by_claim.values())
+    assert len(by_claim["ml/c0"].results) == 1 and len(by_claim["ml/shared"].results) == 1
+    assert by_claim["ml/c0"].results[0].device != by_claim["ml/shared"].results[0].device
+    # the second pod of the shared claim carries the same allocation: whichever bind runs first writes it
+    assert writes["ml/p-1"] == (by_claim["ml/shared"],)
+
+
+def test_a_claim_allocated_before_the_session_is_only_reserved() -> None:
+    held = allocation_status("n2", [])
+    held["devices"]["results"] = [{"request": "g", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}]
+    sink, _ = cycle(gpu_claim("c0", status={"allocation": held}), podgroup("pg"), with_claim("p-0", "c0"))
+    assert sink.of("bind") == [("ml/p-0", "n2")]
+    (write,) = dict((k, v) for what, k, v in sink.calls if what == "reserve_device_claims")["ml/p-0"]
+    assert (write.claim, write.node, write.results) == ("ml/c0", "n2", ())
+
+
 def test_a_gang_that_cannot_get_all_its_devices_binds_nothing_and_names_the_claim() -> None:
     sink, result = cycle(*(gpu_claim(f"c{i}") for i in range(3)), podgroup("pg", min_member=3),
                          *(with_claim(f"p-{i}", f"c{i}") for i in range(3)))
-    assert sink.of("bind") == []
+    assert sink.of("bind") == [] and sink.of("reserve_device_claims") == []  # nothing written for a discarded gang
     reasons = " ".join(result.pending_reasons.values())
     assert "cannot allocate the pod's resource claims" in reasons and "class gpu" in reasons, result.pending_reasons
 

@@ -163,6 +163,7 @@ def real(real_api: RealApi, tmp_path: Path) -> Iterator[Api]:
 _CLUSTER_SCOPED = ("/api/v1/nodes", "/apis/scheduling.volcano.sh/v1beta1/queues",
                    "/apis/topology.volcano.sh/v1alpha1/hypernodes",
                    "/apis/scheduling.k8s.io/v1/priorityclasses",
+                   "/apis/resource.k8s.io/v1/deviceclasses", "/apis/resource.k8s.io/v1/resourceslices",
                    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
                    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations")
 
