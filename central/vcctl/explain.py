@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--scheduler-conf", type=Path, help="a volcano-scheduler.conf (default: the cluster's ConfigMap)")
     job.add_argument("--scheduler-namespace", default="caldera-system",
                      help="where the scheduler's ConfigMap volcano-scheduler-configmap is (default caldera-system)")
-    job.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    job.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")
 
 
 @api_errors("job")
