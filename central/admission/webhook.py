@@ -1,9 +1,10 @@
 """`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
 
 Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
-`/hypernodes/validate`, `/cronjobs/validate`, `/jobflows/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
-pinning CPUs); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
-as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
+`/hypernodes/validate`, `/cronjobs/validate`, `/jobflows/validate`, `/pods/validate` for the pods of Caldera's
+scheduler and any pod pinning CPUs, `/owners/validate` for what the controllers create, see
+central.admission.owners); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes
+return the defaulting as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
 everywhere. Queue DELETE requests go through `admit_delete`.
 
@@ -40,6 +41,7 @@ from central.admission.authorizer import NODE_NAME_CLAIM, review_access
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
 from central.admission.metrics import WebhookMetrics
+from central.admission.owners import CONTROLLERS_USER, OwnerCache, OwnerUnreadable, review_owner
 from central.admission.pods import concerns, mutate_pod
 from central.admission.webhookconfig import CaBundleInjector
 from central.certs.command import WEBHOOK_CONFIGURATIONS
@@ -56,6 +58,7 @@ log = logging.getLogger(__name__)
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
 ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate", "/cronjobs/validate", "/jobflows/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
+OWNERS_ROUTE = "/owners/validate"  # only the controllers' creates reach it (matchConditions)
 AUTHORIZE_ROUTE = "/authorize/agent-pods"  # the API server's authorization webhook (SubjectAccessReviews)
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 MAX_CONNECTIONS = 128  # open connections served at once (a thread each); more are closed at accept
@@ -307,12 +310,23 @@ class WebhookServer(BoundedHTTPServer):
 
     def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
                  client: KubeClient | None = None, metrics: WebhookMetrics | None = None,
-                 max_connections: int = MAX_CONNECTIONS, request_deadline_s: float = REQUEST_DEADLINE_S):
+                 max_connections: int = MAX_CONNECTIONS, request_deadline_s: float = REQUEST_DEADLINE_S,
+                 controllers_user: str = CONTROLLERS_USER):
         self.tls, self.view, self.config, self.client = tls, view, config, client
+        self.controllers_user = controllers_user
+        self.owners = OwnerCache(self._get)
         self.metrics = metrics or WebhookMetrics()
         self.request_deadline_s = request_deadline_s
         self.deadlines = Deadlines()
         super().__init__(address, _Handler, max_connections=max_connections, io_timeout_s=IO_TIMEOUT_S)
+
+    def _get(self, url: str) -> dict[str, Any] | None:
+        if self.client is None:
+            raise OwnerUnreadable("no API client")
+        try:
+            return self.client.get_or_none(url)
+        except (ApiError, OSError) as err:
+            raise OwnerUnreadable(str(err)) from None
 
     def on_refused(self) -> None:
         if self.refused in (1, 10, 100) or self.refused % 1000 == 0:
@@ -369,9 +383,10 @@ class _Handler(BaseHTTPRequestHandler):
         route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
         if route == AUTHORIZE_ROUTE and 0 < length <= MAX_BODY:
             return self._authorize(length)
-        if route not in ROUTES and route != EVICTION_ROUTE or not 0 < length <= MAX_BODY:
+        known = route in ROUTES or route in (EVICTION_ROUTE, OWNERS_ROUTE)
+        if not known or not 0 < length <= MAX_BODY:
             self.close_connection = True  # the body stays unread: the connection cannot carry another request
-            if route not in ROUTES and route != EVICTION_ROUTE:
+            if not known:
                 return self._send(404, {"message": f"no admission route {route}"})
             return self._send(413, {"message": "request body missing or too large"})
         try:
@@ -385,6 +400,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if route == EVICTION_ROUTE:
                 response = review_agent_eviction(request, self._pod(request))
+            elif route == OWNERS_ROUTE:
+                response = review_owner(request, self.server.owners, self.server.controllers_user)
             else:
                 response = review(route, request, self.server.view, self.server.config)
         except ApiError as err:
@@ -452,6 +469,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "annotated scheduling.volcano.sh/queue-allocation-gate: \"true\" that scheduling gate")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
+    parser.add_argument("--controllers-user", default=CONTROLLERS_USER,
+                        help="the controllers' ServiceAccount, whose creates on " + OWNERS_ROUTE +
+                             " must name an existing owner")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -479,7 +499,8 @@ def run(args: argparse.Namespace) -> int:
     metrics.ready.set_function(lambda: 1.0 if ready() else 0.0)
     if args.health_port:  # /metrics (requests, latency, denials, readiness) beside the probes
         health = serve(metrics.registry, args.health_port, ready, host=args.bind_address)
-    server = WebhookServer((args.bind_address, args.port), tls, view, config, client, metrics)
+    server = WebhookServer((args.bind_address, args.port), tls, view, config, client, metrics,
+                           controllers_user=args.controllers_user)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()

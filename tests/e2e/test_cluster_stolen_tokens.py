@@ -14,7 +14,7 @@ import pytest
 
 from central.kube.client import ApiError, KubeClient
 from nodeagent.podwatch import WatchPodSource
-from tests.e2e.conftest import Tenant, as_token, wait_for
+from tests.e2e.conftest import Tenant, as_token, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -171,7 +171,35 @@ def test_a_stolen_controllers_token_creates_nothing_a_job_does_not_own(tenant: T
     refused(lambda: dry(controllers, "PATCH", url, {"spec": {"activeDeadlineSeconds": 1}}), "caldera-controllers-pod-updates")
     dry(controllers, "PATCH", url, {"metadata": {"annotations": {"scheduling.k8s.io/group-name": "podgroup-bare",
                                                                  "volcano.sh/controller-out-of-sync": "true"}}})
-    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", owned)  # a Job's pod, in the Job's namespace
+
+
+def test_a_stolen_controllers_token_cannot_forge_an_owner(tenant: Tenant) -> None:
+    """A policy sees the ownerReference only; the webhook looks its Job up: a uid that is not
+    the Job's, or a Job that does not exist, is refused, and a real Job's pod still passes."""
+    controllers = component(tenant, "controllers")
+    ns, webhook = tenant.namespace, "validatecontrollerowners.caldera.sh"
+    job = tenant.create(tenant.jobs, volcano_job("owner", tenant.queue, replicas=1))
+
+    def owned_by(name: str, uid: str, kind: str = "Job", api: str = "batch.volcano.sh/v1alpha1") -> dict[str, Any]:
+        return {"metadata": {"name": "thief", "ownerReferences": [
+            {"apiVersion": api, "kind": kind, "name": name, "uid": uid, "controller": True}]}}
+
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "spec": {"serviceAccountName": "default", "containers": [{"name": "main", "image": "evil"}]}}
+    forged = "00000000-0000-0000-0000-000000000000"
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **owned_by("owner", forged)}),
+            webhook)
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **owned_by("gone", forged)}),
+            webhook)
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/secrets",
+                        {"apiVersion": "v1", "kind": "Secret", **owned_by("owner", forged)}), webhook)
+    refused(lambda: dry(controllers, "POST", tenant.jobs, {**volcano_job("thief", tenant.queue, replicas=1),
+                                                          **owned_by("nightly", forged, "CronJob")}), webhook)
+    # what the controllers do: a Job's pod and its plugins' objects, named by the Job's uid
+    uid = job["metadata"]["uid"]
+    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **owned_by("owner", uid)})
+    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/secrets",
+        {"apiVersion": "v1", "kind": "Secret", **owned_by("owner", uid)})
 
 
 def test_a_stolen_webhook_token_cannot_widen_its_webhooks(tenant: Tenant) -> None:

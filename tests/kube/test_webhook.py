@@ -312,3 +312,25 @@ def test_a_trickling_client_is_cut_at_the_request_deadline(real, tmp_path):
         server.shutdown()
         server.server_close()
         view.stop()
+
+
+def test_the_controllers_create_only_for_a_job_that_exists(real, webhook):
+    """The owner is read with the webhook's own token (daemonset/'s RBAC): a real Job's uid
+    passes, a forged uid or a missing Job is refused."""
+    created = real.put(job("owner", tasks=[task("w")]))
+    uid = created["metadata"]["uid"]
+
+    def pod_create(name: str, owner_uid: str) -> dict:
+        owned = pod("p")
+        owned["metadata"]["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                                 "name": name, "uid": owner_uid, "controller": True}]
+        body = as_user(admission(owned), "system:serviceaccount:caldera-system:caldera-controllers")
+        body["request"].update(namespace=real.namespace, resource={"group": "", "version": "v1", "resource": "pods"})
+        return webhook("/owners/validate", body)[1]["response"]
+
+    assert pod_create("owner", uid)["allowed"]
+    forged = pod_create("owner", "00000000-0000-0000-0000-000000000000")
+    assert not forged["allowed"] and "another uid" in forged["status"]["message"]
+    missing = pod_create("nobody", uid)
+    assert not missing["allowed"] and "does not exist" in missing["status"]["message"]
+    assert not real.proxy.forbidden, f"the webhook's RBAC lacks {real.proxy.forbidden}"
