@@ -223,10 +223,11 @@ class TLSContext:
     new problem, shown by /readyz) and the last good context keeps serving until it expires;
     `caldera certs` or cert-manager renewing the Secret mends it without a restart."""
 
-    def __init__(self, cert: str, key: str, clock: Callable[[], dt.datetime] = _utcnow):
+    def __init__(self, cert: str, key: str, clock: Callable[[], dt.datetime] = _utcnow, client_ca: str = ""):
         self.cert, self.key, self.clock = cert, key, clock
+        self.client_ca = client_ca  # set: a client must present a certificate this CA signed (the API server's)
         self.problem: str | None = None
-        self._stamp: tuple[float, float] | None = None
+        self._stamp: tuple[float, float, float] | None = None
         self._context: ssl.SSLContext | None = None
         self._expires: dt.datetime | None = None
         self._lock = threading.Lock()
@@ -236,7 +237,8 @@ class TLSContext:
         """The context to serve with (None until a usable certificate has been read)."""
         with self._lock:
             try:
-                stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+                stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime,
+                         os.stat(self.client_ca).st_mtime if self.client_ca else 0.0)
                 if stamp != self._stamp:
                     self._stamp = stamp
                     self._load()
@@ -257,8 +259,11 @@ class TLSContext:
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         try:
             context.load_cert_chain(self.cert, self.key)
+            if self.client_ca:  # TLS client authentication: no certificate, no handshake
+                context.load_verify_locations(cafile=self.client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
         except ssl.SSLError as err:
-            return self._report(f"{self.cert}: {err}")
+            return self._report(f"{self.cert} or {self.client_ca}: {err}")
         self._context, self._expires = context, pair.cert.not_valid_after_utc
         if self.problem:
             log.info("serving certificate %s loaded, valid until %s", self.cert, f"{self._expires:%Y-%m-%d}")
@@ -447,6 +452,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "caBundle filled in) and /metrics; off when 0")
     parser.add_argument("--tls-cert-file", required=True, help="the serving certificate (PEM)")
     parser.add_argument("--tls-key-file", required=True, help="its private key (PEM)")
+    parser.add_argument("--client-ca-file", default="",
+                        help="require a client certificate signed by this CA (PEM) on the HTTPS port, for the "
+                             "admission and authorization calls alike: the API server's own (its "
+                             "--admission-control-config-file and authorization kubeconfig present it); off when empty")
     parser.add_argument("--ca-bundle-file", default="",
                         help="fill this CA into the webhook configurations' caBundle at start and when it changes")
     parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"],
@@ -481,7 +490,7 @@ def run(args: argparse.Namespace) -> int:
                              scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user,
                              queue_allocated_pods_check=args.enable_queue_allocated_pods_check,
                              features=parse_feature_gates(args.feature_gates))
-    tls = TLSContext(args.tls_cert_file, args.tls_key_file)
+    tls = TLSContext(args.tls_cert_file, args.tls_key_file, client_ca=args.client_ca_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()
     injector = None

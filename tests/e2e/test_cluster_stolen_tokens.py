@@ -5,6 +5,8 @@ write is a dry run (dryRun=All): admission runs in full, nothing is stored."""
 
 from __future__ import annotations
 
+import http.client
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -312,3 +314,23 @@ def test_a_stolen_agent_token_lists_only_its_own_nodes_pods(tenant: Tenant) -> N
         source.close()
     selector = "fieldSelector=" + urllib.parse.quote("spec.nodeName=node-1")
     assert asked and all(selector in url for url in asked), asked
+
+
+def test_the_webhook_answers_only_the_api_server(tenant: Tenant) -> None:
+    """The webhook asks for a client certificate that only the API server holds: a plain client
+    (curl, a stolen token) is refused at the TLS handshake, while the API server's admission
+    calls go through (a Job too big is refused by the webhook, with its message)."""
+    port = tenant.cluster.ports["caldera-admission:--port"]
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # only the client's side is under test
+    with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+        try:
+            connection.request("POST", "/authorize/agent-pods", body=b"{}")
+            connection.getresponse()
+        finally:
+            connection.close()
+    huge = volcano_job("huge", tenant.queue, replicas=10**6)
+    with pytest.raises(ApiError) as err:
+        dry(tenant.kube, "POST", tenant.jobs, huge)
+    assert "denied the request" in err.value.message and "replicas" in err.value.message, err.value
