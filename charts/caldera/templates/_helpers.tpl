@@ -107,6 +107,11 @@ daemonset/ has them.
 {{- $_ := set $agent "volumeMounts" $mounts -}}
 {{- $_ := set $pod "volumes" $volumes -}}
 {{- end -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.metricsAuthorize -}}
+{{- $agent := fromYaml (get $obj.data "agent.yaml") -}}
+{{- $_ := set $agent.exporter "authorize" true -}}
+{{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
+{{- end -}}
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
 {{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
