@@ -9,11 +9,22 @@ from pathlib import Path
 
 from central.localcluster import controlplane
 from central.localcluster.install import service_account_token
+from nodeagent.agent import Agent
+from nodeagent.config import load_config
 from nodeagent.exporter import MetricsServer
 from nodeagent.metricsauth import MetricsAuthorizer
-from tests.nodeagent.test_agent_exporter import build_agent
+from nodeagent.pods import StaticPodSource
+from tests.nodeagent.fakes import FakeNvml, fake_proc, fake_sys, write
 
 RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def build_agent(tmp_path: Path) -> Agent:
+    write(tmp_path / "cg", "cgroup.controllers", "cpu memory\n")
+    cfg = load_config(None, {"node.name": "node-1", "paths.sys_root": str(fake_sys(tmp_path / "sys")),
+                             "paths.proc_root": str(fake_proc(tmp_path / "proc")),
+                             "paths.cgroup_root": str(tmp_path / "cg")})
+    return Agent(cfg, pod_source=StaticPodSource([]), nvml=FakeNvml([]))
 
 
 def scrape(port: int, token: str | None, path: str = "/metrics") -> tuple[int, str]:
