@@ -37,6 +37,7 @@ OWNER_URLS = {JOB: "/apis/batch.volcano.sh/v1alpha1/namespaces/{}/jobs/{}",
 class OwnerUnreadable(Exception):
     """A lookup could not say whether the owner exists (the API server failed): refused."""
 
+
 # (an owner's url, the uid wanted) -> the object there, or None when there is none; it raises
 # OwnerUnreadable when it cannot tell
 Lookup = Callable[[str, str], "dict[str, Any] | None"]
