@@ -84,6 +84,36 @@ def write_authorization_config(directory: Path, webhook_kubeconfig: Path | None 
     return path
 
 
+WEBHOOK_CLIENTS = Path("pki") / "webhook-clients"  # under the cluster's directory
+
+
+def webhook_client_ca(directory: Path) -> Path:
+    """The CA Caldera's webhook verifies callers against (`--client-ca-file`): only the API
+    server holds a certificate it signed, so a plain client is refused at the TLS handshake."""
+    return directory / WEBHOOK_CLIENTS / "ca.crt"
+
+
+def write_webhook_client(directory: Path) -> tuple[pki.Pair, Path]:
+    """The client certificate the API server presents to Caldera's webhooks (a CA of its own,
+    not the cluster's: no user's client certificate passes), and the AdmissionConfiguration
+    that hands it to the admission webhook plugins (`--admission-control-config-file`)."""
+    where = directory / WEBHOOK_CLIENTS
+    ca = pki.new_ca(where, "caldera-webhook-client-ca")
+    client = pki.issue(ca, where, "apiserver", "kube-apiserver-webhook-client")
+    kubeconfig = where / "admission-kubeconfig"
+    # "*": the certificate for every webhook host; in `caldera up` only Caldera's webhooks run,
+    # on a port taken after the API server starts
+    kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [
+        {"name": "*", "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}]}))
+    plugin = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "WebhookAdmissionConfiguration",
+              "kubeConfigFile": str(kubeconfig)}
+    config = directory / "admission.yaml"
+    config.write_text(yaml.safe_dump({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+                                      "plugins": [{"name": name, "configuration": plugin} for name in
+                                                  ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")]}))
+    return client, config
+
+
 def enable_agent_authorizer(directory: Path, url: str, ca_pem: bytes) -> None:
     """Add the agents' pod-read webhook at `url` (served with a certificate from `ca_pem`) to the
     apiserver's authorization chain; it takes effect at the apiserver's next reload."""
@@ -94,7 +124,9 @@ def enable_agent_authorizer(directory: Path, url: str, ca_pem: bytes) -> None:
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "webhook",
         "clusters": [{"name": "webhook", "cluster": {"server": url, "certificate-authority": str(ca)}}],
-        "users": [{"name": "apiserver", "user": {}}],
+        "users": [{"name": "apiserver", "user": {  # the client certificate the webhook asks for
+            "client-certificate": str(directory / WEBHOOK_CLIENTS / "apiserver.crt"),
+            "client-key": str(directory / WEBHOOK_CLIENTS / "apiserver.key")}}],
         "contexts": [{"name": "webhook", "context": {"cluster": "webhook", "user": "apiserver"}}]}))
     write_authorization_config(directory, kubeconfig)
 
@@ -116,6 +148,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
                              "kubernetes.default.svc.cluster.local"), ips=("127.0.0.1", "10.0.0.1"))
     clients = {stem: pki.issue(ca, pkidir, stem, user, orgs) for stem, user, orgs in IDENTITIES}
     sa = pki.signing_key(pkidir)
+    _, admission_config = write_webhook_client(d)
 
     if port and port_in_use(port):
         raise StartError(f"port {port} on 127.0.0.1 is in use (asked for kube-apiserver's --port); choose another")
@@ -143,6 +176,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
         f"--service-account-issuer={ISSUER}", f"--service-account-key-file={sa.cert}",
         f"--service-account-signing-key-file={sa.key}", f"--api-audiences={ISSUER}",
         f"--authorization-config={write_authorization_config(d)}", "--enable-admission-plugins=NodeRestriction",
+        f"--admission-control-config-file={admission_config}",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--allow-privileged=true", "--profiling=false",
         f"--cert-dir={pkidir / 'generated'}"])
     context = ssl.create_default_context(cafile=str(ca.cert))

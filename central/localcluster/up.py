@@ -128,7 +128,8 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
 
     say(f"starting Caldera's webhook, {'controllers and ' if controllers else ''}scheduler ...")
     gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
-    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}", *gates],
+    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}", *gates,
+                                                       f"--client-ca-file={controlplane.webhook_client_ca(sup.dir)}"],
                            ports={"--port": webhook_port})
     sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 60)
     controlplane.enable_agent_authorizer(sup.dir, f"https://127.0.0.1:{webhook_port}{AUTHORIZE_ROUTE}",

@@ -92,6 +92,35 @@ def test_image_and_placement_values(helm):
     assert objects[("Deployment", "caldera-system", "caldera-controllers")]["spec"]["replicas"] == 3
 
 
+def test_the_webhook_asks_for_the_api_servers_client_certificate_only_when_given_its_ca(helm):
+    def webhook(*values: str) -> tuple[dict, dict]:
+        deployment = by_key(render(helm, *values))[("Deployment", "caldera-system", "caldera-admission")]
+        return containers(deployment)[0], deployment["spec"]["template"]["spec"]
+
+    container, _ = webhook()
+    assert not any(a.startswith("--client-ca-file") for a in container["args"])  # managed clusters: off
+    container, pod = webhook("admission.clientCASecret=apiserver-webhook-client-ca")
+    assert "--client-ca-file=/etc/caldera/client-ca/ca.crt" in container["args"]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == "client-ca"]
+    [volume] = [v for v in pod["volumes"] if v["name"] == "client-ca"]
+    assert mount["mountPath"] == "/etc/caldera/client-ca" and volume["secret"]["secretName"] == "apiserver-webhook-client-ca"
+
+
+def test_metrics_authorize_turns_the_agents_check_on_and_lets_it_ask_the_reviews(helm):
+    import yaml
+
+    for on in (False, True):
+        objects = by_key(render(helm, *(["agent.metricsAuthorize=true"] if on else [])))
+        config = objects[("ConfigMap", "caldera-system", "caldera-nodeagent-config")]["data"]["agent.yaml"]
+        assert yaml.safe_load(config)["exporter"]["authorize"] is on
+        binding = objects.get(("ClusterRoleBinding", "", "caldera-nodeagent-metrics-auth"))
+        assert (binding is not None) is on
+        if on:
+            assert binding["roleRef"]["name"] == "system:auth-delegator"
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "caldera-nodeagent",
+                                            "namespace": "caldera-system"}]
+
+
 def test_numa_aware_is_one_flag_and_the_config_stays_valid(helm):
     from central.scheduler import load_config
 

@@ -207,6 +207,11 @@ def test_webhooks_point_at_the_admission_service():
                                               ".exists(k, k in object.metadata.?annotations.orValue({}))"]
                         assert kind == "MutatingWebhookConfiguration"
                         continue
+                    if service["path"] == "/owners/validate":  # the controllers' creates alone
+                        assert conditions == [
+                            "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-controllers'"]
+                        assert all(rule["operations"] == ["CREATE"] for rule in hook["rules"])
+                        continue
                     assert conditions == [
                         "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-nodeagent'"]
                     assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],

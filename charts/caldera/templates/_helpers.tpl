@@ -46,6 +46,13 @@ daemonset/ has them.
 {{- $c := first $pod.spec.containers -}}
 {{- $_ := set $c "args" (concat (default (list) $c.args) $values.extraArgs) -}}
 {{- end -}}
+{{- if and (eq $component "admission") $values.clientCASecret -}}
+{{- /* TLS client authentication: the CA of the API server's webhook client certificate */ -}}
+{{- $c := first $pod.spec.containers -}}
+{{- $_ := set $c "args" (append (default (list) $c.args) "--client-ca-file=/etc/caldera/client-ca/ca.crt") -}}
+{{- $_ := set $c "volumeMounts" (append (default (list) $c.volumeMounts) (dict "name" "client-ca" "mountPath" "/etc/caldera/client-ca" "readOnly" true)) -}}
+{{- $_ := set $pod.spec "volumes" (append (default (list) $pod.spec.volumes) (dict "name" "client-ca" "secret" (dict "secretName" $values.clientCASecret "items" (list (dict "key" "ca.crt" "path" "ca.crt"))))) -}}
+{{- end -}}
 {{- if $v.imagePullSecrets -}}{{- $_ := set $pod.spec "imagePullSecrets" $v.imagePullSecrets -}}{{- end -}}
 {{- if $values.nodeSelector -}}{{- $_ := set $pod.spec "nodeSelector" $values.nodeSelector -}}{{- end -}}
 {{- if $values.tolerations -}}{{- $_ := set $pod.spec "tolerations" $values.tolerations -}}{{- end -}}
@@ -99,6 +106,11 @@ daemonset/ has them.
 {{- end -}}
 {{- $_ := set $agent "volumeMounts" $mounts -}}
 {{- $_ := set $pod "volumes" $volumes -}}
+{{- end -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.metricsAuthorize -}}
+{{- $agent := fromYaml (get $obj.data "agent.yaml") -}}
+{{- $_ := set $agent.exporter "authorize" true -}}
+{{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
 {{- end -}}
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
