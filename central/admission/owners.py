@@ -7,8 +7,9 @@ forged reference (a made-up uid, a Job that is gone) would let a stolen token ru
 the garbage collector notices. So the webhook, sent only the controllers' creates (its
 `matchConditions`), looks the owner up: it must exist in the object's namespace with the
 referenced uid, and be of the one kind the controllers create that object for (Volcano Jobs
-own the pods and plugin objects; CronJobs and JobFlows own Jobs). A lookup that fails denies:
-fail closed, for the controllers' token only.
+own the pods and plugin objects; CronJobs and JobFlows own Jobs). A pod must also run as the
+ServiceAccount its Job task's template names, so a stolen token cannot start a pod as another
+account of the namespace. A lookup that fails denies: fail closed, for the controllers' token only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import time
 from typing import Any, Callable
 
 from central.model.fields import is_object_name
+
+TASK_SPEC = "volcano.sh/task-spec"  # the task a Job's pod belongs to (central.model.parse)
 
 CONTROLLERS_USER = "system:serviceaccount:caldera-system:caldera-controllers"
 
@@ -81,7 +84,26 @@ def review_owner(request: dict[str, Any], lookup: Lookup, controllers_user: str 
     if (found.get("metadata") or {}).get("uid") != owner_uid:
         return _deny(uid, f"{what}: its owner {controller.get('kind')} {namespace}/{name} has another uid "
                           f"than the reference's {owner_uid}")
+    if resource.get("resource") == "pods":
+        task = str(((obj.get("metadata") or {}).get("annotations") or {}).get(TASK_SPEC) or "")
+        wanted = task_accounts(found).get(task)
+        account = str((obj.get("spec") or {}).get("serviceAccountName") or "default")
+        if wanted != account:
+            return _deny(uid, f"{what}: runs as ServiceAccount {account!r}, not its Job task {task!r}'s "
+                              f"{wanted!r}" if wanted is not None else f"{what}: its Job has no task {task!r}")
     return {"uid": uid, "allowed": True}
+
+
+def task_accounts(job: dict[str, Any]) -> dict[str, str]:
+    """The ServiceAccount each task of a Volcano Job runs its pods as ("default" when unset)."""
+    if "accounts" in job:  # as OwnerCache keeps it
+        return dict(job["accounts"])
+    out = {}
+    for task in (job.get("spec") or {}).get("tasks") or []:
+        if isinstance(task, dict):
+            spec = ((task.get("template") or {}).get("spec") or {})
+            out[str(task.get("name") or "")] = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+    return out
 
 
 def _deny(uid: str, message: str, code: int = 403) -> dict[str, Any]:
@@ -111,7 +133,7 @@ class OwnerCache:
         found = self._get(url)
         if found is not None:
             meta = found.get("metadata") or {}
-            kept = {"metadata": {"uid": meta.get("uid")}}
+            kept = {"metadata": {"uid": meta.get("uid")}, "accounts": task_accounts(found)}
             with self._lock:
                 self._found.pop(url, None)
                 if len(self._found) >= self._size:

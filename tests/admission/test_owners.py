@@ -9,10 +9,13 @@ from central.admission.owners import CONTROLLERS_USER, OwnerCache, OwnerUnreadab
 JOB_URL = "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/train"
 
 
-def create(resource: str, owners: list[dict], group: str = "", user: str = CONTROLLERS_USER) -> dict:
+def create(resource: str, owners: list[dict], group: str = "", user: str = CONTROLLERS_USER, task: str = "w",
+           account: str | None = None) -> dict:
     return {"uid": "r1", "operation": "CREATE", "namespace": "ns", "userInfo": {"username": user},
             "resource": {"group": group, "version": "v1", "resource": resource},
-            "object": {"metadata": {"name": "train-w-0", "ownerReferences": owners}}}
+            "object": {"metadata": {"name": "train-w-0", "ownerReferences": owners,
+                                    "annotations": {"volcano.sh/task-spec": task}},
+                       "spec": {"serviceAccountName": account} if account else {}}}
 
 
 def ref(kind: str = "Job", uid: str = "u-1", api: str = "batch.volcano.sh/v1alpha1", controller: bool = True,
@@ -30,12 +33,18 @@ def lookup(objects: dict[str, dict]):
     return get
 
 
-EXISTING = lookup({JOB_URL: {"metadata": {"name": "train", "uid": "u-1"}},
+EXISTING = lookup({JOB_URL: {"metadata": {"name": "train", "uid": "u-1"},
+                            "spec": {"tasks": [{"name": "w", "template": {"spec": {}}},
+                                               {"name": "ps", "template": {"spec": {"serviceAccountName": "ps-sa"}}}]}},
                    "/apis/flow.volcano.sh/v1alpha1/namespaces/ns/jobflows/train": {"metadata": {"uid": "f-1"}}})
 
 
 @pytest.mark.parametrize("request_, allowed, message", [
     pytest.param(create("pods", [ref()]), True, None, id="pod-of-an-existing-job"),
+    pytest.param(create("pods", [ref()], task="ps", account="ps-sa"), True, None, id="pod-as-its-tasks-account"),
+    pytest.param(create("pods", [ref()], account="admin"), False, "runs as ServiceAccount 'admin', not its Job task 'w'",
+                 id="pod-as-another-account"),
+    pytest.param(create("pods", [ref()], task="nope"), False, "its Job has no task 'nope'", id="pod-of-no-task"),
     pytest.param(create("networkpolicies", [ref()], group="networking.k8s.io"), True, None, id="networkpolicy"),
     pytest.param(create("jobs", [ref("JobFlow", "f-1", "flow.volcano.sh/v1alpha1")], group="batch.volcano.sh"),
                  True, None, id="job-of-an-existing-jobflow"),
