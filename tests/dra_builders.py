@@ -45,3 +45,15 @@ def exactly(name: str, cls: str = "gpu", **fields: Any) -> dict[str, Any]:
 
 
 NODE = slice_("n1", [gpu("gpu-0", 0), gpu("gpu-1", 0), gpu("gpu-2", 1, "40Gi"), gpu("gpu-3", 1), nic("nic-0", 0), nic("nic-1", 1)])
+
+
+def dra(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as a resource.k8s.io/v1 object of `kind`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, **obj}
+
+
+def gpu_claim(name: str, count: int = 1, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ResourceClaim in namespace ml for `count` devices of class gpu."""
+    obj = claim(name, [exactly("g", count=count)], status=status)
+    obj["metadata"]["namespace"] = "ml"
+    return dra("ResourceClaim", obj)

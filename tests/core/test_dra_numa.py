@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from central.bench.dra import NUMA_CONF
 from central.framework.action import ActionHandle
 from central.framework.session import Session
 from central.model.cache import ClusterCache
@@ -16,14 +17,6 @@ from tests.builders import node, pod, podgroup
 from tests.dra_builders import claim, device_class, exactly, gpu, nic, slice_
 
 NOW = datetime(2026, 1, 1, 1, 0, tzinfo=UTC)
-CONF = """
-actions: "enqueue, allocate"
-tiers:
-- plugins: [{name: priority}, {name: gang}]
-- plugins: [{name: predicates, arguments: {predicate.DynamicResourceAllocationEnable: true,
-                                            predicate.DRANUMAPreferenceEnable: %s}},
-            {name: numa-aware}, {name: nodeorder}]
-"""
 
 
 def dra(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +56,7 @@ def chosen_devices(requests: list[dict[str, Any]], prefer: bool, busy_cell: int 
                      resourceClaims=[{"name": "dev", "resourceClaimName": "c0"}])):
         cache.apply(item)
     cache.set_node_data(report(busy_cell, cards))
-    conf = load_config(CONF % ("true" if prefer else "false"))
+    conf = load_config(NUMA_CONF % ("true" if prefer else "false"))
     ssn = Session(cache, conf, NOW)
     handle = ActionHandle(ssn)
     for name in conf.actions:

@@ -12,7 +12,7 @@ from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from central.testing import RecordingSink
 from tests.builders import node, pod, podgroup, queue
-from tests.dra_builders import DRIVER, claim, device_class, exactly, gpu, slice_
+from tests.dra_builders import DRIVER, claim, device_class, dra, exactly, gpu, gpu_claim, slice_
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -21,16 +21,6 @@ tiers:
 - plugins: [{name: drf}, {name: predicates, arguments: {predicate.DynamicResourceAllocationEnable: true}},
             {name: %s}, {name: nodeorder}]
 """
-
-
-def dra(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, **obj}
-
-
-def gpu_claim(name: str, count: int = 1, status: dict[str, Any] | None = None) -> dict[str, Any]:
-    obj = claim(name, [exactly("g", count=count)], status=status)
-    obj["metadata"]["namespace"] = "ml"
-    return dra("ResourceClaim", obj)
 
 
 def claimed_pod(name: str, claim_name: str, group: str | None = None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from central.testing import RecordingSink
 from tests.builders import node, pod, podgroup
-from tests.dra_builders import DRIVER, claim, device_class, exactly, gpu, slice_
+from tests.dra_builders import DRIVER, claim, device_class, dra, exactly, gpu, gpu_claim, slice_
 
 CONF = """
 actions: "enqueue, allocate, backfill"
@@ -22,16 +22,6 @@ tiers:
 - plugins: [{name: drf}, {name: predicates, arguments: {predicate.DynamicResourceAllocationEnable: %s}},
             {name: proportion}, {name: nodeorder}]
 """
-
-
-def dra(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, **obj}
-
-
-def gpu_claim(name: str, count: int = 1, status: dict[str, Any] | None = None) -> dict[str, Any]:
-    obj = claim(name, [exactly("g", count=count)], status=status)
-    obj["metadata"]["namespace"] = "ml"
-    return dra("ResourceClaim", obj)
 
 
 def with_claim(name: str, claim_name: str) -> dict[str, Any]:
