@@ -161,10 +161,11 @@ def _http_ok(port: int, path: str) -> bool:
 
 
 def _nodes_schedulable(admin: KubeClient, nodes: list[NodeSpec]) -> bool:
-    """Every node Ready and free of the not-ready taint the apiserver puts on a new Node."""
+    """Every node Ready and free of the taints the apiserver and the node lifecycle controller put
+    on a new Node (node.kubernetes.io/...); a node's own registered taints stay."""
     listing = admin.get("/api/v1/nodes?labelSelector=caldera.sh%2Fsimulated%3Dtrue")
     ready = {n["metadata"]["name"] for n in listing.get("items", [])
-             if not (n["spec"].get("taints"))
+             if not any(str(t.get("key", "")).startswith("node.kubernetes.io/") for t in n["spec"].get("taints") or [])
              and any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
     return all(n.name in ready for n in nodes)
 
