@@ -197,9 +197,15 @@ def test_a_stolen_controllers_token_cannot_forge_an_owner(tenant: Tenant) -> Non
                         {"apiVersion": "v1", "kind": "Secret", **owned_by("owner", forged)}), webhook)
     refused(lambda: dry(controllers, "POST", tenant.jobs, {**volcano_job("thief", tenant.queue, replicas=1),
                                                           **owned_by("nightly", forged, "CronJob")}), webhook)
-    # what the controllers do: a Job's pod and its plugins' objects, named by the Job's uid
+    # what the controllers do: a Job's pod (of one of its tasks, as that task's ServiceAccount) and
+    # its plugins' objects, named by the Job's uid; the same pod as another account is refused
     uid = job["metadata"]["uid"]
-    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **owned_by("owner", uid)})
+    own = owned_by("owner", uid)
+    own["metadata"]["annotations"] = {"volcano.sh/task-spec": "worker"}
+    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **own})
+    tenant.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "admin"}})
+    as_admin = {**pod, "spec": {**pod["spec"], "serviceAccountName": "admin"}}
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**as_admin, **own}), webhook)
     dry(controllers, "POST", f"/api/v1/namespaces/{ns}/secrets",
         {"apiVersion": "v1", "kind": "Secret", **owned_by("owner", uid)})
 
