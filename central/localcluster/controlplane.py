@@ -93,7 +93,7 @@ def webhook_client_ca(directory: Path) -> Path:
     return directory / WEBHOOK_CLIENTS / "ca.crt"
 
 
-def write_webhook_client(directory: Path) -> tuple[pki.Pair, Path]:
+def write_webhook_client(directory: Path, webhook_port: int = 0) -> tuple[pki.Pair, Path]:
     """The client certificate the API server presents to Caldera's webhooks (a CA of its own,
     not the cluster's: no user's client certificate passes), and the AdmissionConfiguration
     that hands it to the admission webhook plugins (`--admission-control-config-file`)."""
@@ -101,10 +101,11 @@ def write_webhook_client(directory: Path) -> tuple[pki.Pair, Path]:
     ca = pki.new_ca(where, "caldera-webhook-client-ca")
     client = pki.issue(ca, where, "apiserver", "kube-apiserver-webhook-client")
     kubeconfig = where / "admission-kubeconfig"
-    # "*": the certificate for every webhook host; in `caldera up` only Caldera's webhooks run,
-    # on a port taken after the API server starts
+    # for Caldera's webhook's host and port alone (any other webhook, Volcano's beside it in
+    # `caldera conformance`, is not handed a certificate its CA never signed); "*" without a port
+    host = f"127.0.0.1:{webhook_port}" if webhook_port else "*"
     kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [
-        {"name": "*", "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}]}))
+        {"name": host, "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}]}))
     plugin = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "WebhookAdmissionConfiguration",
               "kubeConfigFile": str(kubeconfig)}
     config = directory / "admission.yaml"
@@ -137,7 +138,8 @@ def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) 
         return body
 
 
-def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS) -> Endpoints:
+def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS,
+          webhook_port: int = 0) -> Endpoints:
     """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each;
     `controllers` is the controller manager's --controllers."""
     d = sup.dir
@@ -148,7 +150,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
                              "kubernetes.default.svc.cluster.local"), ips=("127.0.0.1", "10.0.0.1"))
     clients = {stem: pki.issue(ca, pkidir, stem, user, orgs) for stem, user, orgs in IDENTITIES}
     sa = pki.signing_key(pkidir)
-    _, admission_config = write_webhook_client(d)
+    _, admission_config = write_webhook_client(d, webhook_port)
 
     if port and port_in_use(port):
         raise StartError(f"port {port} on 127.0.0.1 is in use (asked for kube-apiserver's --port); choose another")

@@ -102,7 +102,8 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
-    endpoints = controlplane.start(sup, bins, port, kcm_controllers)
+    webhook_port = sup.ports.take()  # before the API server: its webhook client certificate names it
+    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port)
     cluster = Cluster(sup.dir, endpoints.apiserver, sup.dir / "kubeconfig", nodes, sup)
     admin = cluster.admin()
     discovery = install.Discovery(admin)
@@ -110,7 +111,6 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
         install.apply(admin, discovery, obj)
 
     say(f"installing Caldera from {manifests} ...")
-    webhook_port = sup.ports.take()
     configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
     # The agents' pod reads are authorised by the webhook (below), not by an RBAC grant.
     workloads = install.install(admin, manifests, configmaps, leave_out=frozenset({AGENT_LIST_PODS}))
