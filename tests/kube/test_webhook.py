@@ -324,6 +324,7 @@ def test_the_controllers_create_only_for_a_job_that_exists(real, webhook):
         owned = pod("p")
         owned["metadata"]["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                                                  "name": name, "uid": owner_uid, "controller": True}]
+        owned["metadata"].setdefault("annotations", {})["volcano.sh/task-spec"] = "w"  # its task, as the controllers make it
         body = as_user(admission(owned), "system:serviceaccount:caldera-system:caldera-controllers")
         body["request"].update(namespace=real.namespace, resource={"group": "", "version": "v1", "resource": "pods"})
         return webhook("/owners/validate", body)[1]["response"]
