@@ -111,7 +111,7 @@ def _line_up(cache: ClusterCache, conf: SchedulerConf, now: datetime, out: dict[
             if waiting(job):
                 lines.setdefault(job.queue, []).append(job)
         for line in lines.values():
-            line.sort(key=functools.cmp_to_key(lambda a, b: -1 if ssn.job_less(a, b) else 1 if ssn.job_less(b, a) else 0))
+            line.sort(key=functools.cmp_to_key(lambda a, b: -1 if ssn.job_less(a, b) else 1))  # the order is total
             for i, job in enumerate(line, start=1):
                 if job.uid in out:
                     out[job.uid].position, out[job.uid].waiting_in_queue = i, len(line)
