@@ -110,10 +110,22 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
             if job_ready(job):
                 handle.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
                 continue
+            if _whole_while_releasing(job):
+                continue
             schedulable = job.ready_num + sum(
                 1 for t in job.tasks.values() if t.status == TaskStatus.PENDING and handle.placed_then_discarded(t))
             message = f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(handle, job)}"
             handle.set_condition(job, "Unschedulable", "NotEnoughResources", message)
+
+
+def _whole_while_releasing(job: JobInfo) -> bool:
+    """Volcano's rule: a gang with nothing left to place whose pods being deleted still hold
+    their nodes is whole until they go; no NotEnoughResources for its terminating window."""
+    if job.count(TaskStatus.PENDING, TaskStatus.PIPELINED) or not job.counts.get(TaskStatus.RELEASING):
+        return False
+    releasing = sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node)
+    scheduled = job.count(TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    return releasing > 0 and scheduled + releasing >= job.min_available
 
 
 def fit_error(handle: Handle, job: JobInfo) -> str:

@@ -18,7 +18,7 @@ an optional `config:` (volcano-scheduler.conf text; default: Volcano's default),
 pods' creation), `node_reports:` (agent data per node, see `node_data_of`),
 and `expect:` with any of `binds` (exact map), `evictions` (exact list), `pipelined` (exact
 map), `ungated` (the pods whose queue-allocation gate was removed, in order), `phases` ({podgroup: phase}), `pending` ({pod: substring of its reason}),
-`conditions` ({podgroup: substring of its Unschedulable message}), `bound_count`,
+`conditions` ({podgroup: substring of its Unschedulable message, or null for none}), `bound_count`,
 `annotations` ({pod: {key: value or null for absent}}, the named keys plugins wrote on bound pods),
 `faults` ({"Kind key": substring of why the session could not use the object}).
 """
@@ -184,4 +184,7 @@ def check(case: dict[str, Any], result: SimulationResult) -> None:
         assert text in result.faults.get(obj, ""), f"{obj}: {result.faults}"
     for pg, text in (expect.get("conditions") or {}).items():
         messages = [c.get("message", "") for c in result.podgroups[pg]["conditions"] if c["type"] == "Unschedulable"]
-        assert any(text in m for m in messages), f"{pg}: {messages}"
+        if text is None:
+            assert not messages, f"{pg}: {messages}"
+        else:
+            assert any(text in m for m in messages), f"{pg}: {messages}"
