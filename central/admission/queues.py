@@ -11,7 +11,7 @@ has a deserved amount; the HDRF annotations `volcano.sh/hierarchy` ("root/a/b") 
 and no other queue's path lies below this one's; the parent exists and is not the queue
 itself, the hierarchy has no cycle and is at most `max_queue_depth` deep; a parent holds no
 PodGroups (Caldera's, stricter than Volcano) and, when it has no child yet, no allocated pods
-(`status.allocated.pods`, Volcano's); a queue's capability is within every ancestor's; the children's guarantee and
+(`status.allocated.pods`, Volcano's), checked when a queue is created or moved, as Volcano does; a queue's capability is within every ancestor's; the children's guarantee and
 deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
 once read an unset parent guarantee as 0, Volcano #5634). The tree checks run on the cluster as it
 would be after the change, so an update that shrinks a parent below its children is refused
@@ -99,9 +99,27 @@ def validate_queue(
         add(problems, "spec.parent", "a queue cannot be its own parent")
     elif parent not in cluster.queues:
         add(problems, "spec.parent", f"parent queue {quote(parent)} does not exist")
-    else:
-        _validate_tree(problems, cluster.with_queue(queue), name, config)
+    elif old is None or _parent(old) != parent or quotas(old) != own:
+        _validate_tree(problems, cluster.with_queue(queue), name, config, moved=old is None or _parent(old) != parent)
     return problems
+
+
+def _parent(queue: Mapping[str, Any]) -> object:
+    return map_at(queue, "spec").get("parent") or ROOT
+
+
+def _placement(problems: Problems, cluster: Cluster, name: str, parent: str, depth: int,
+               config: AdmissionConfig) -> None:
+    if depth > config.max_queue_depth:
+        add(problems, "spec.parent", f"queue depth {depth} exceeds the maximum allowed depth {config.max_queue_depth}")
+    if parent != ROOT and cluster.podgroups_in(parent):
+        add(
+            problems, "spec.parent", f"parent queue {quote(parent)} already holds PodGroups; only leaf queues hold jobs"
+        )
+    pods = _allocated_pods(cluster.queues[parent])
+    if parent != ROOT and pods and not [c for c in cluster.children(parent) if c != name]:
+        add(problems, "spec.parent", f"queue {quote(parent)} cannot be the parent of {quote(name)}: "
+                                     f"it has allocated pods ({pods})")
 
 
 def _ordered_quotas(problems: Problems, own: Mapping[str, Mapping[str, Decimal]]) -> None:
@@ -125,7 +143,11 @@ def _ordered_quotas(problems: Problems, own: Mapping[str, Mapping[str, Decimal]]
                                                             f"must be <= capability[{res}]={fields.fmt(capability[res], res)}")
 
 
-def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: AdmissionConfig) -> None:
+def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: AdmissionConfig, moved: bool) -> None:
+    """The hierarchy checks. Where the queue sits (depth, a parent without jobs) is checked only
+    when it is placed (`moved`: created, or its parent changed), as Volcano does, so an update of
+    anything else (a finalizer the garbage collector removes) never fails on what the parent
+    holds since; the quotas, whenever they or the parent change."""
     ancestors: list[str] = []
     current = cluster.parent(name)
     while current is not None:
@@ -136,21 +158,9 @@ def _validate_tree(problems: Problems, cluster: Cluster, name: str, config: Admi
             break  # a dangling ancestor (deleted, or not seen yet): nothing above it is known
         ancestors.append(current)
         current = cluster.parent(current)
-    if len(ancestors) > config.max_queue_depth:
-        add(
-            problems,
-            "spec.parent",
-            f"queue depth {len(ancestors)} exceeds the maximum allowed depth {config.max_queue_depth}",
-        )
     parent = ancestors[0]
-    if parent != ROOT and cluster.podgroups_in(parent):
-        add(
-            problems, "spec.parent", f"parent queue {quote(parent)} already holds PodGroups; only leaf queues hold jobs"
-        )
-    pods = _allocated_pods(cluster.queues[parent])
-    if parent != ROOT and pods and not [c for c in cluster.children(parent) if c != name]:
-        add(problems, "spec.parent", f"queue {quote(parent)} cannot be the parent of {quote(name)}: "
-                                     f"it has allocated pods ({pods})")
+    if moved:
+        _placement(problems, cluster, name, parent, len(ancestors), config)
     own = quotas(cluster.queues[name])
     for ancestor in ancestors:
         fields.at_most(

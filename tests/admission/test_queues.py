@@ -325,3 +325,20 @@ def test_junk_existing_objects_never_crash_admission(existing: list[dict[str, An
     cluster = Cluster.from_objects(objects)
     for obj in (queue("q", parent="x"), podgroup(), job(queue="x")):
         admit(obj, cluster)
+
+
+def test_where_a_queue_sits_is_judged_when_it_is_placed_not_on_every_update() -> None:
+    """The garbage collector removes a foreground-deletion finalizer with an update: refusing it
+    because the parent has allocated pods since would leave the queue undeletable (Volcano's
+    e2e Capacity Reclaim Case 12 cleanup). Moving a queue under such a parent is still refused."""
+    placed = tree(queue("holding"), queue("q", parent="holding"))
+    placed.queues["holding"] = {**queue("holding"), "status": {"state": "Open", "allocated": {"cpu": "2", "pods": "2"}}}
+    old = placed.queues["q"]
+    finalizing = {**old, "metadata": {**old["metadata"], "finalizers": []}}
+    assert admit(finalizing, placed, old=old).errors == []
+    moved = admit(queue("q2", parent="holding"), placed, old=queue("q2")).errors
+    assert moved == []  # "holding" has a child already: Volcano's rule allows it
+    alone = tree(queue("holding"), queue("q"))
+    alone.queues["holding"] = placed.queues["holding"]
+    assert admit(queue("q", parent="holding"), alone, old=alone.queues["q"]).errors == [
+        'spec.parent: queue "holding" cannot be the parent of "q": it has allocated pods (2)']
