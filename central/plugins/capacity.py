@@ -50,7 +50,7 @@ from central.framework.status import ALLOWED, Status, refused
 from central.model.draquota import DeviceQuota, min_claim_tasks
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.model.schedulinggate import opted_in
-from central.plugins.proportion import job_min_resources, over_share
+from central.plugins.proportion import job_min_resources, less_gated, over_share
 from central.resources.vectors import EPSILON, dominant_share, less_equal_on
 
 if TYPE_CHECKING:
@@ -174,6 +174,7 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             inqueue = min_res
         elif job.phase == "Running" and job.min_resources is not None and job.ready_num >= job.min_available:
             inqueue = np.maximum(min_res - job.allocated, 0)
+        inqueue = less_gated(job, inqueue)
         elastic = np.maximum(job.allocated - min_res, 0)
         for quota in self._lineage(job.queue):
             quota.allocated += job.allocated
@@ -303,8 +304,9 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             if not less_equal_on(future, quota.real_capability, min_res):
                 self.handle.note_job(job, f"queue {quota.name} capacity insufficient")
                 return REJECT
+        held = less_gated(job, min_res)
         for quota in self._lineage(queue.name):
-            quota.inqueue += min_res
+            quota.inqueue += held
         if self.devices is not None:
             self.devices.admit(job)
         return PERMIT

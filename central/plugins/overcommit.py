@@ -13,7 +13,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
-from central.plugins.proportion import job_min_resources, never_fits
+from central.plugins.proportion import job_min_resources, less_gated, never_fits
 from central.resources.vectors import EPSILON, format_value, less_equal_on
 
 if TYPE_CHECKING:
@@ -40,11 +40,10 @@ class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
         admitted = [job for job in handle.jobs.values() if job.min_resources is not None and job.phase == "Inqueue"]
         running = [job for job in handle.jobs.values() if job.min_resources is not None and job.phase == "Running"
                    and job.ready_num >= job.min_available]
-        if admitted:
-            self.inqueue += np.array([job_min_resources(handle, job) for job in admitted]).sum(axis=0)
-        if running:  # what their minResources still hold beyond their allocation
-            min_res = np.array([job_min_resources(handle, job) for job in running])
-            self.inqueue += np.maximum(min_res - np.array([job.allocated for job in running]), 0).sum(axis=0)
+        for job in admitted:
+            self.inqueue += less_gated(job, job_min_resources(handle, job))
+        for job in running:  # what their minResources still hold beyond their allocation
+            self.inqueue += less_gated(job, np.maximum(job_min_resources(handle, job) - job.allocated, 0))
 
     def job_enqueueable(self, job: JobInfo) -> int:
         if job.min_resources is None:
@@ -68,4 +67,4 @@ class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
 
     def job_enqueued(self, job: JobInfo) -> None:
         if job.min_resources is not None:
-            self.inqueue += job_min_resources(self.handle, job)
+            self.inqueue += less_gated(job, job_min_resources(self.handle, job))

@@ -23,7 +23,7 @@ from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.framework.status import ALLOWED, Status, refused
 from central.model.draquota import DeviceQuota, min_claim_tasks
-from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on
 
 if TYPE_CHECKING:
@@ -77,6 +77,17 @@ def job_min_resources(ssn: Handle, job: JobInfo) -> np.ndarray:
     return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
 
 
+def less_gated(job: JobInfo, held: np.ndarray) -> np.ndarray:
+    """What a job holds of its queue's admitted (inqueue) resources: `held` less what its pods
+    behind a scheduling gate other than the queue's request, as Volcano's
+    DeductSchGatedResources: a gated job must not keep other jobs from being admitted."""
+    if not job.count(TaskStatus.PENDING):
+        return held
+    gated = [t.resreq for t in job.tasks.values()
+             if t.status == TaskStatus.PENDING and t.externally_gated and t.resreq is not None]
+    return np.maximum(held - np.sum(gated, axis=0), 0) if gated else held
+
+
 def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
     """Allocated, requested, inqueue and elastic resources of the queues that have jobs."""
     dims, total = ssn.dims, ssn.total
@@ -104,7 +115,10 @@ def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
                             and job.ready_num >= job.min_available for job in jobs])
         attr.allocated = allocated.sum(axis=0)
         attr.request = attr.allocated + np.array([job.pending_request for job in jobs]).sum(axis=0)
-        attr.inqueue = min_res[inqueue].sum(axis=0) + np.maximum(min_res[running] - allocated[running], 0).sum(axis=0)
+        held = np.maximum(min_res - allocated, 0)
+        held[inqueue] = min_res[inqueue]
+        held[~(inqueue | running)] = 0
+        attr.inqueue = sum((less_gated(job, row) for job, row in zip(jobs, held) if row.any()), start=dims.zeros())
         attr.elastic = np.maximum(allocated - min_res, 0).sum(axis=0)
     return attrs
 
@@ -210,7 +224,7 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         min_res = job_min_resources(self.handle, job)
         future = min_res + attr.allocated + attr.inqueue - attr.elastic
         if less_equal_on(future, attr.real_capability, future):
-            attr.inqueue += min_res
+            attr.inqueue += less_gated(job, min_res)
             if self.devices is not None:
                 self.devices.admit(job)
             return PERMIT
