@@ -8,6 +8,7 @@ from central.plugins.cdp import Cdp
 from central.plugins.conformance import Conformance
 from central.plugins.deviceshare import DeviceShare
 from central.plugins.drf import Drf
+from central.plugins.extender import Extender
 from central.plugins.fairshare import Fairshare
 from central.plugins.gang import Gang
 from central.plugins.networktopology import NetworkTopologyAware
@@ -33,5 +34,5 @@ PLUGINS: dict[str, type[Plugin]] = {
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
                 NumaAware, Usage, DeviceShare, Tdm, NetworkTopologyAware, Fairshare,
                 AdmissionFairSharing, Cdp, Pdb, ResourceQuota, NodeGroup, ResourceStrategyFit, ReservationPlugin,
-                Rescheduling)
+                Rescheduling, Extender)
 }
