@@ -8,6 +8,7 @@ from central.plugins.cdp import Cdp
 from central.plugins.conformance import Conformance
 from central.plugins.deviceshare import DeviceShare
 from central.plugins.drf import Drf
+from central.plugins.extender import Extender
 from central.plugins.fairshare import Fairshare
 from central.plugins.gang import Gang
 from central.plugins.networktopology import NetworkTopologyAware
@@ -19,6 +20,7 @@ from central.plugins.pdb import Pdb
 from central.plugins.predicates import Predicates
 from central.plugins.priority import Priority
 from central.plugins.proportion import Proportion
+from central.plugins.rescheduling import Rescheduling
 from central.plugins.reservation import ReservationPlugin
 from central.plugins.resourcequota import ResourceQuota
 from central.plugins.resourcestrategyfit import ResourceStrategyFit
@@ -31,5 +33,6 @@ PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
                 NumaAware, Usage, DeviceShare, Tdm, NetworkTopologyAware, Fairshare,
-                AdmissionFairSharing, Cdp, Pdb, ResourceQuota, NodeGroup, ResourceStrategyFit, ReservationPlugin)
+                AdmissionFairSharing, Cdp, Pdb, ResourceQuota, NodeGroup, ResourceStrategyFit, ReservationPlugin,
+                Rescheduling, Extender)
 }
