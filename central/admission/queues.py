@@ -11,7 +11,8 @@ has a deserved amount; the HDRF annotations `volcano.sh/hierarchy` ("root/a/b") 
 and no other queue's path lies below this one's; the parent exists and is not the queue
 itself, the hierarchy has no cycle and is at most `max_queue_depth` deep; a parent holds no
 PodGroups (Caldera's, stricter than Volcano) and, when it has no child yet, no allocated pods
-(`status.allocated.pods`, Volcano's), checked when a queue is created or moved, as Volcano does; a queue's capability is within every ancestor's; the children's guarantee and
+(`status.allocated.pods`, Volcano's), these checked when a queue is created or moved, as
+Volcano does; a queue's capability is within every ancestor's; the children's guarantee and
 deserved together fit in the parent's. A dimension a queue leaves unset is unlimited (Volcano
 once read an unset parent guarantee as 0, Volcano #5634). The tree checks run on the cluster as it
 would be after the change, so an update that shrinks a parent below its children is refused
