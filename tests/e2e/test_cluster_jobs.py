@@ -134,6 +134,19 @@ def test_a_job_scaled_to_zero_keeps_its_phase_and_svc_configmap(tenant: Tenant) 
         assert tenant.phase("scaled") == "Running"
 
 
+def test_a_scaled_jobs_svc_configmap_is_rewritten_in_place(tenant: Tenant) -> None:
+    """With the controllers' own token: an update the policy allows (a Job controls the
+    ConfigMap and stays its owner), so the host lists never go missing for a moment."""
+    tenant.submit(volcano_job("resized", tenant.queue, replicas=2, duration="600s", extra_spec={"plugins": {"svc": []}}))
+    wait_for(lambda: tenant.phase("resized") == "Running", "the Job Running")
+    url = f"/api/v1/namespaces/{tenant.namespace}/configmaps/resized-svc"
+    before = tenant.kube.get(url)
+    tasks = [dict(t, replicas=1, minAvailable=1) for t in tenant.job("resized")["spec"]["tasks"]]
+    tenant.kube.merge_patch(f"{tenant.jobs}/resized", {"spec": {"minAvailable": 1, "tasks": tasks}})
+    wait_for(lambda: tenant.kube.get(url)["data"] != before["data"], "the host lists rewritten")
+    assert tenant.kube.get(url)["metadata"]["uid"] == before["metadata"]["uid"]  # updated, never deleted
+
+
 def test_a_replicaset_scaled_to_zero_loses_its_podgroup(tenant: Tenant) -> None:
     """A Deployment's old ReplicaSet at 0 replicas: Volcano deletes its `podgroup-<rs uid>`."""
     replicasets = f"/apis/apps/v1/namespaces/{tenant.namespace}/replicasets"

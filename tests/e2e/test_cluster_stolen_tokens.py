@@ -162,6 +162,11 @@ def test_a_stolen_controllers_token_creates_nothing_a_job_does_not_own(tenant: T
     service["spec"]["selector"] = {"app": "thief"}
     refused(lambda: dry(controllers, "PUT", f"/api/v1/namespaces/{ns}/services/tenant", service), policy)
     refused(lambda: dry(controllers, "DELETE", f"/api/v1/namespaces/{ns}/services/tenant", None), policy)
+    configmap = tenant.create(f"/api/v1/namespaces/{ns}/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tenant"}, "data": {"k": "v"}})
+    configmap["metadata"]["ownerReferences"] = owned["metadata"]["ownerReferences"]  # claimed by a forged owner
+    del configmap["metadata"]["resourceVersion"]  # as the controllers write: unconditionally
+    refused(lambda: dry(controllers, "PUT", f"/api/v1/namespaces/{ns}/configmaps/tenant", configmap), policy)
     tenant.create(f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies", {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "deny-all"},
         "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}})

@@ -294,7 +294,7 @@ def test_scaling_updates_the_podgroup_and_the_svc_host_lists(real, cluster):
                 raise
             return False
 
-    def hosts() -> str:  # deleted and created again on a scale: absent for a moment
+    def hosts() -> str:  # rewritten in place on a scale
         configmap = real.get("v1", "ConfigMap", "train-svc") or {"data": {}}
         return configmap["data"].get("VC_WORKER_HOSTS", "")
 

@@ -192,15 +192,21 @@ class ControllerLoop:
                 raise
 
     def replace(self, obj: dict[str, Any]) -> None:
-        """Make the object say what `obj` says (the svc plugin's host lists after a scale), by
-        delete and create: the controllers may neither read nor update ConfigMaps (an update
-        could claim anyone's object by adding a Job owner; policies.yaml checks the old object
-        on delete). Skipped when this process last wrote the same content."""
+        """Make the object say what `obj` says (the svc plugin's host lists after a scale), in
+        place, so that it never goes missing for a moment (pods mounting it, readers): an
+        unconditional update (the controllers may not read ConfigMaps, so they hold no
+        resourceVersion), or a create when it is gone. policies.yaml lets the controllers'
+        token update only an object a Volcano Job already controls, keeping that owner.
+        Skipped when this process last wrote the same content."""
         meta = obj["metadata"]
         if self._written.get(self._written_key(obj)) == _content(obj):
             return
-        self.delete(obj["kind"], meta.get("namespace"), meta["name"])
-        self.create(obj)
+        try:
+            self.client.request("PUT", url_for(obj["kind"], meta.get("namespace"), meta["name"]), body=obj)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            self.create(obj)
         self._remember(obj)
 
     @staticmethod
