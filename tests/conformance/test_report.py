@@ -87,3 +87,13 @@ def test_the_summary_has_one_row_per_system_and_suite():
     rows = summary([("caldera", parse("admission", REPORT)), ("volcano", parse("admission", REPORT[:0]))])
     assert rows.splitlines()[2] == "| admission | caldera | 2 | 2 (suite failed) | 2 |"
     assert rows.splitlines()[3] == "| admission | volcano | 0 | 0 | 0 |"
+
+
+def test_both_systems_run_a_suite_in_one_order(tmp_path) -> None:
+    """The specs leave state behind (queues never deleted), so their order changes what a later
+    spec meets: ginkgo's shuffle gets one seed for every run."""
+    from central.conformance import ginkgo
+    from central.conformance.build import Build
+    built = Build(tmp_path)
+    args = [ginkgo.argv(built, "schedulingaction", tmp_path / "r.json") for _ in range(2)]
+    assert args[0] == args[1] and f"--seed={ginkgo.SEED}" in args[0]
