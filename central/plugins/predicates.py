@@ -74,9 +74,11 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
         super().__init__(option, handle)
         self.index = handle.node_index
         self.enabled: dict[str, bool] = self.settings
-        # Placed pods with required anti-affinity: every incoming pod is checked against them.
+        # Placed pods with required anti-affinity: every incoming pod is checked against them;
+        # one on a node the session does not know (gone, or not seen yet) has no domain to hold.
+        nodes = handle.nodes_by_name
         self.anti_holders = {t.uid: t for t in handle.anti_affine.values()
-                             if t.node and t.status not in TERMINATED_STATUSES}
+                             if t.node in nodes and t.status not in TERMINATED_STATUSES}
         self.evicted: set[str] = set()  # tasks evicted in this session
         self._batchable: dict[PodTemplate, bool] = {}
         on = self.enabled
