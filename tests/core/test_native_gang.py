@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from central.controllers.podgroups import podgroup_for_pod
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.model.cache import ClusterCache
@@ -174,3 +175,8 @@ def test_the_condition_is_kube_schedulers_and_is_written_only_when_it_changes():
 def test_a_long_message_is_cut_to_what_a_condition_holds():
     written = initially_scheduled(volcano("Unschedulable", "x" * 40000), native_group("g"), "2026-01-01T00:00:00Z")
     assert written is not None and len(written["message"]) == 32768
+
+
+def test_the_podgroup_controller_leaves_a_pod_of_a_native_group_in_it():
+    assert podgroup_for_pod(member("w-0", "train")) is None
+    assert podgroup_for_pod(pod("plain", "ml")) is not None
