@@ -229,11 +229,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-conf", type=Path, help="a volcano-scheduler.conf to install instead of the manifests' one")
     parser.add_argument("--no-agents", dest="agents", action="store_false", default=True,
                         help="start no node agents (by default one runs per simulated node)")
+    parser.add_argument("--build-only", action="store_true", help="build the control plane's binaries and exit")
     parser.add_argument("--native-gang-api", action="store_true",
                         help="serve Kubernetes' own gang API (Workload and PodGroup in scheduling.k8s.io/v1beta1, "
                              "pods' spec.schedulingGroup: kube-apiserver's GenericWorkload feature gate and "
                              "--runtime-config) and start Caldera's scheduler with --native-podgroups (default off)")
-    parser.add_argument("--build-only", action="store_true", help="build the control plane's binaries and exit")
 
 
 # etcd (client, peer), kube-apiserver, kube-controller-manager, the webhook (HTTPS, health),
