@@ -166,7 +166,12 @@ class NativeGroups:
                 return event, obj
             self.volcano.discard(key)
             native = self.native.get(key)
-            return ("MODIFIED", self._read(native)) if native is not None else (event, obj)
+            if native is not None:
+                try:
+                    return "MODIFIED", self._read(native)
+                except InputError:  # unreadable: Volcano's goes and nothing replaces it until it is fixed
+                    pass
+            return event, obj
         if event == "DELETED":
             self.native.pop(key, None)
             return None if key in self.volcano else (event, obj)

@@ -130,6 +130,15 @@ def test_a_volcano_podgroup_of_the_same_name_takes_precedence_until_it_is_delete
     assert not cache.jobs["ml/train"].has_podgroup  # its pod waits for a group, as with Volcano's
 
 
+def test_a_volcano_podgroup_deleted_beside_an_unreadable_native_one_leaves_the_cache():
+    cache, feeder = fed(podgroup("train", "ml", min_member=5))
+    bad = native_group("train")
+    bad["spec"]["schedulingPolicy"] = {}
+    feeder.on_event("ADDED", bad)
+    feeder.on_event("DELETED", podgroup("train", "ml", min_member=5))
+    assert "ml/train" not in cache.jobs
+
+
 def test_the_phase_the_scheduler_gave_a_native_group_survives_an_update_of_it():
     pods = [member(f"w-{i}", "train", cpu="3") for i in range(3)]  # 2 fit, minCount 3: admitted, not placed
     cache, feeder = fed(native_group("train", min_count=3), *pods)
