@@ -13,7 +13,10 @@ preemptable, disruption-budget and network-topology annotations are carried over
 last two, `volcano.sh/network-topology-mode` (hard or soft; anything else: hard) and
 `volcano.sh/network-topology-highest-tier` (a positive integer; anything else: none), become
 the PodGroup's spec.networkTopology, as Volcano's PodGroup controller reads them.
-None means nothing to do (another scheduler's pod, or one already in a group).
+None means nothing to do (another scheduler's pod, or one already in a group). A pod that
+names one of Kubernetes' own PodGroups (`spec.schedulingGroup`, `central.model.nativegang`)
+is in a group already: a PodGroup of its own would take it out of its gang (Volcano's
+controller, which predates that API, would make one).
 
 A ReplicaSet or StatefulSet scaled to 0 replicas (a Deployment's old ReplicaSet after a
 rollout) loses its `podgroup-<owner UID>`, as Volcano's PodGroup controller deletes it; a
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from central.model.fields import map_at
+from central.model.nativegang import group_of
 from central.model.parse import GROUP_MIN_MEMBER, GROUP_NAME, QUEUE_NAME
 from central.model.podspec import pod_requests
 from central.resources.vectors import format_value
@@ -54,7 +58,7 @@ def podgroup_for_pod(
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
-    if spec.get("schedulerName") not in scheduler_names or annotations.get(GROUP_NAME):
+    if spec.get("schedulerName") not in scheduler_names or annotations.get(GROUP_NAME) or group_of(pod):
         return None
     controller = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
     name = f"podgroup-{controller['uid'] if controller else meta.get('uid', '')}"

@@ -36,6 +36,7 @@ VOLCANO_TOPOLOGY = "/apis/topology.volcano.sh/v1alpha1"
 VOLCANO_FLOW = "/apis/flow.volcano.sh/v1alpha1"
 COORDINATION = "/apis/coordination.k8s.io/v1"
 SCHEDULING = "/apis/scheduling.k8s.io/v1"
+SCHEDULING_BETA = "/apis/scheduling.k8s.io/v1beta1"  # Kubernetes' gang API (Workload, PodGroup)
 POLICY = "/apis/policy/v1"
 BATCH = "/apis/batch/v1"
 STORAGE = "/apis/storage.k8s.io/v1"

@@ -29,6 +29,11 @@ IDENTITIES = (
 )
 
 
+# What kube-apiserver needs to serve Kubernetes' own gang API (KEP-4671: Workload and PodGroup,
+# beta in 1.37 and, as every beta API, off by default) and the pods' spec.schedulingGroup.
+NATIVE_GANG_ARGS = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+
+
 @dataclass(frozen=True)
 class Endpoints:
     apiserver: str  # https://127.0.0.1:PORT
@@ -139,9 +144,10 @@ def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) 
 
 
 def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS,
-          webhook_port: int = 0) -> Endpoints:
+          webhook_port: int = 0, native_gang: bool = False) -> Endpoints:
     """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each;
-    `controllers` is the controller manager's --controllers."""
+    `controllers` is the controller manager's --controllers; `native_gang` has the API server
+    serve Kubernetes' gang API (`NATIVE_GANG_ARGS`)."""
     d = sup.dir
     pkidir = d / "pki"
     ca = pki.new_ca(pkidir)
@@ -180,7 +186,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
         f"--authorization-config={write_authorization_config(d)}", "--enable-admission-plugins=NodeRestriction",
         f"--admission-control-config-file={admission_config}",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--allow-privileged=true", "--profiling=false",
-        f"--cert-dir={pkidir / 'generated'}"])
+        f"--cert-dir={pkidir / 'generated'}", *(NATIVE_GANG_ARGS if native_gang else ())])
     context = ssl.create_default_context(cafile=str(ca.cert))
     admin = clients["admin"]
     context.load_cert_chain(str(admin.cert), str(admin.key))

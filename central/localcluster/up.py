@@ -74,11 +74,12 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
        agents: bool = True, scheduler_conf: str | None = None, say: build.Progress = print, controllers: bool = True,
        kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None,
-       feature_gates: str = "") -> Cluster:
+       feature_gates: str = "", native_gang: bool = False) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
     without `controllers` Caldera's controllers are not started; `feature_gates` goes to the
-    webhook and the scheduler as their --feature-gates. Every process listens on
+    webhook and the scheduler as their --feature-gates; `native_gang` serves Kubernetes' own
+    gang API and starts the scheduler with --native-podgroups. Every process listens on
     127.0.0.1, on ports inside `port_range` where it is given."""
     pool = PortPool(*port_range) if port_range else PortPool()
     sup = Supervisor(directory, pool)
@@ -90,7 +91,7 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say,
-                   controllers, kcm_controllers, feature_gates)
+                   controllers, kcm_controllers, feature_gates, native_gang)
     except BaseException:
         sup.stop_all()
         raise
@@ -98,12 +99,12 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
         scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str,
-        feature_gates: str = "") -> Cluster:
+        feature_gates: str = "", native_gang: bool = False) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
     webhook_port = sup.ports.take()  # before the API server: its webhook client certificate names it
-    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port)
+    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port, native_gang)
     cluster = Cluster(sup.dir, endpoints.apiserver, sup.dir / "kubeconfig", nodes, sup)
     admin = cluster.admin()
     discovery = install.Discovery(admin)
@@ -138,8 +139,9 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     if controllers:
         proc = runner.start("caldera-controllers")
         sup.wait_ready(proc, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
-    cluster.extra_args["caldera-scheduler"] = gates  # a restarted scheduler keeps them
-    scheduler = runner.start("caldera-scheduler", extra=gates)
+    scheduler_args = [*gates, *(["--native-podgroups"] if native_gang else [])]
+    cluster.extra_args["caldera-scheduler"] = scheduler_args  # a restarted scheduler keeps them
+    scheduler = runner.start("caldera-scheduler", extra=scheduler_args)
     sup.wait_ready(scheduler, lambda: _http_ok(cluster.ports["caldera-scheduler:--listen-port"], "/readyz"), 60)
     if agents:
         say(f"starting {len(nodes)} node agent(s) ...")
@@ -228,6 +230,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-agents", dest="agents", action="store_false", default=True,
                         help="start no node agents (by default one runs per simulated node)")
     parser.add_argument("--build-only", action="store_true", help="build the control plane's binaries and exit")
+    parser.add_argument("--native-gang-api", action="store_true",
+                        help="serve Kubernetes' own gang API (Workload and PodGroup in scheduling.k8s.io/v1beta1, "
+                             "pods' spec.schedulingGroup: kube-apiserver's GenericWorkload feature gate and "
+                             "--runtime-config) and start Caldera's scheduler with --native-podgroups (default off)")
 
 
 # etcd (client, peer), kube-apiserver, kube-controller-manager, the webhook (HTTPS, health),
@@ -297,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
         if ports and args.port and not ports[0] <= args.port <= ports[1]:
             raise InputError("--port", f"{args.port} is outside --port-range {args.port_range}")
         cluster = up(args.dir.resolve(), nodes, args.port, agents=args.agents, scheduler_conf=conf, say=say,
-                     port_range=ports)
+                     port_range=ports, native_gang=args.native_gang_api)
     except (StartError, build.BuildError, ApiError) as err:
         print(f"caldera up: {err}", file=sys.stderr)
         return 2

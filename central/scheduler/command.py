@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gate-removal-worker-num", type=int, default=5,
                         help="The number of async workers for scheduling gate removal (used when "
                              "SchedulingGatesQueueAdmission is enabled).")
+    parser.add_argument("--native-podgroups", action="store_true",
+                        help="also read Kubernetes' own gang API (scheduling.k8s.io/v1beta1 PodGroup, served with "
+                             "kube-apiserver's GenericWorkload feature gate) as PodGroups: minCount is minMember, the "
+                             "queue is the scheduling.volcano.sh/queue-name annotation (else default), and pods that "
+                             "name the group in spec.schedulingGroup.podGroupName are its tasks (default off)")
     parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
     parser.add_argument("--agent-address", default="",
@@ -185,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
                               metrics=metrics, bind_workers=args.bind_workers,
                               node_feed=feed.anew() if feed is not None else None,
                               on_leading=on_leading, gate_workers=args.gate_removal_worker_num,
-                              estimate_period=args.estimate_start_period)
+                              estimate_period=args.estimate_start_period,
+                              native_podgroups=args.native_podgroups)
         current[:] = [scheduler]
         return scheduler.run(stop)
 

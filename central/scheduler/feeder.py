@@ -17,6 +17,10 @@ An object the cache cannot read (a quantity beyond int64, a map where a name bel
 refused whole: the cache keeps the last good version, or none, and never half of it. The
 refusal is logged once per reason, kept in `refused` (object -> reason) until the object is
 fixed or deleted, and handed to `on_refused` (the scheduler turns it into a Warning Event).
+
+With `native` (Kubernetes' gang API read, `central.model.nativegang`), PodGroups and pods go
+through its view first: native PodGroups reach the cache as Caldera PodGroups, and pods that
+name one as its tasks.
 """
 
 from __future__ import annotations
@@ -31,14 +35,16 @@ from central.errors import InputError
 from central.kube.informer import Handler
 from central.model.cache import ClusterCache
 from central.model.fields import object_ref
+from central.model.nativegang import NativeGroups
 
 log = logging.getLogger(__name__)
 
 
 class CacheFeeder:
     def __init__(self, cache: ClusterCache, scheduler_name: str = "volcano", clock: Callable[[], float] = time.monotonic,
-                 on_refused: Callable[[dict[str, Any], str], None] | None = None):
+                 on_refused: Callable[[dict[str, Any], str], None] | None = None, native: bool = False):
         self.cache = cache
+        self.native = NativeGroups(cache) if native else None
         self.on_refused = on_refused
         self.scheduler_name = scheduler_name
         self.clock = clock
@@ -62,6 +68,14 @@ class CacheFeeder:
             return self._refuse(obj, "metadata.name: is required")
         with self.lock:
             self.events += 1
+            if self.native is not None:
+                try:
+                    seen = self.native.view(event, obj)
+                except InputError as err:
+                    return self._refuse(obj, str(err))
+                if seen is None:
+                    return
+                event, obj = seen
             if event == "DELETED":
                 self.refused.pop(object_ref(obj), None)
                 if kind == "Pod":

@@ -44,6 +44,11 @@
   its stale values. Unchanged statuses are not written, and fields the cycle does not report
   are kept. A PodGroup the cycle could not place gets a Warning Unschedulable Event each cycle
   (`podgroup_events`), which the recorder's correlator counts and rate-limits.
+- **native PodGroups** (Kubernetes' gang API, `central.model.nativegang`): a PodGroup the
+  cycle reports that only the native API holds gets kube-scheduler's
+  `PodGroupInitiallyScheduled` condition instead, as a strategic merge patch of
+  `podgroups/status` (conditions merge by type), only when it changes; its Events go to the
+  native object.
 - **queue annotations** (usage a plugin keeps across restarts) go through the status lane
   too, as a merge patch of `metadata.annotations` on the Queue; each plugin limits how often
   it hands them over, and the sink skips values the Queue already carries.
@@ -67,13 +72,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import datetime, timezone
 from typing import Any
 
 from central.framework.faults import EVENT_REASON, Fault
-from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.client import CORE, SCHEDULING_BETA, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
 from central.model.dra import DeviceClaimWrite
+from central.model.nativegang import initially_scheduled
 from central.model.objects import QUEUE_CONTROLLER_FIELDS
 from central.model.pgstatus import as_written, semantic
 from central.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE, ClaimBinding
@@ -87,6 +94,8 @@ log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 3
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
+
+NATIVE_PODGROUP = "NativePodGroup"  # the objects' kind for Kubernetes' own PodGroups (scheduling.k8s.io)
 
 # Told of each failed bind: the pod's key, the pod as the API has it now (None: gone) and how
 # many seconds to hold it back before a cycle may place it again.
@@ -191,19 +200,21 @@ class KubeSink:
         """A Warning Unschedulable Event on every PodGroup this cycle could not place, each
         cycle, as Volcano's RecordJobStatusEvent: the recorder's correlator counts repeats and
         limits the writes (client-go's spam filter)."""
-        podgroups = self.objects.get("PodGroup", {})
         for key, message in unschedulable.items():
-            podgroup = podgroups.get(key)
+            podgroup = self._podgroup(key)
             if podgroup is not None:
                 self.events.emit(podgroup, "Warning", "Unschedulable", message)
 
     def plugin_events(self, events: list[tuple[str, str, str, str]]) -> None:
         """Events plugins told on PodGroups (a reservation made or released)."""
-        podgroups = self.objects.get("PodGroup", {})
         for key, kind, reason, message in events:
-            podgroup = podgroups.get(key)
+            podgroup = self._podgroup(key)
             if podgroup is not None:
                 self.events.emit(podgroup, kind, reason, message)
+
+    def _podgroup(self, key: str) -> dict[str, Any] | None:
+        """The PodGroup of this key: Volcano's, else a native one (Volcano's takes precedence)."""
+        return self.objects.get("PodGroup", {}).get(key) or self.objects.get(NATIVE_PODGROUP, {}).get(key)
 
     def faults(self, faults: list[Fault]) -> None:
         """This cycle's faults become Warning Events on the objects concerned."""
@@ -401,6 +412,9 @@ class KubeSink:
                     log.warning("status of Queue %s not written: %s", key, err)
             return
         namespace, name = key.split("/", 1) if "/" in key else (None, key)
+        if kind == "PodGroup" and key not in self.objects.get("PodGroup", {}) and key in self.objects.get(NATIVE_PODGROUP, {}):
+            self._write_native_status(namespace, name, status)
+            return
         resource = "podgroups" if kind == "PodGroup" else "queues"
         # Volcano's PodGroup CRD has no status subresource: its status is written with the object
         url = path(VOLCANO_SCHEDULING, resource, namespace, name, None if kind == "PodGroup" else "status")
@@ -431,6 +445,23 @@ class KubeSink:
                 break
         except ApiError as err:
             log.warning("status of %s %s not written: %s", kind, key, err)
+
+    def _write_native_status(self, namespace: str | None, name: str, status: dict[str, Any]) -> None:
+        native = self.objects.get(NATIVE_PODGROUP, {}).get(f"{namespace}/{name}")
+        condition = None if native is None else initially_scheduled(status, native, _rfc3339_now())
+        if condition is None:
+            return
+        try:
+            self.client.request("PATCH", path(SCHEDULING_BETA, "podgroups", namespace, name, "status"),
+                                body={"status": {"conditions": [condition]}}, content_type=STRATEGIC)
+            self._count("status")
+        except ApiError as err:
+            if err.code != 404:
+                log.warning("status of PodGroup %s/%s (%s) not written: %s", namespace, name, SCHEDULING_BETA, err)
+
+
+def _rfc3339_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class LatestWriter:

@@ -18,6 +18,9 @@ Order of start-up, each step a guard from Volcano's bug history:
    the cycle could not use get Warning Events and are counted; a cycle that fails (a bug)
    has rolled the cache back before the error reaches this loop, which logs it, counts it
    and runs the next cycle on the clean cache.
+With `native_podgroups`, Kubernetes' own PodGroups (`scheduling.k8s.io/v1beta1`) are watched
+too and read as PodGroups (`central.model.nativegang`); an API server that does not serve them
+gets one warning line and counts as having none, asked again as the DRA objects are.
 Losing the Lease stops scheduling at once (`run` returns 1 and the process exits, as Volcano
 does); a clean stop drains the binds and releases the Lease.
 
@@ -41,6 +44,7 @@ from central.kube.client import (
     POLICY,
     RESOURCE,
     SCHEDULING,
+    SCHEDULING_BETA,
     STORAGE,
     VOLCANO_SCHEDULING,
     VOLCANO_TOPOLOGY,
@@ -54,7 +58,7 @@ from central.kube.leader import LeaderElector
 from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
-from central.scheduler.kubesink import KubeSink
+from central.scheduler.kubesink import NATIVE_PODGROUP, KubeSink
 from central.scheduler.startestimates import StartEstimates
 
 if TYPE_CHECKING:  # the collaborators' types only: they are passed in
@@ -91,7 +95,9 @@ WATCHED = {
     "ResourceClaim": path(RESOURCE, "resourceclaims"),
     "ResourceClaimTemplate": path(RESOURCE, "resourceclaimtemplates"),
 }
-OPTIONAL = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}  # a cluster may not serve them
+NATIVE = NATIVE_PODGROUP  # Kubernetes' gang API, watched with native_podgroups
+NATIVE_URL = path(SCHEDULING_BETA, "podgroups")
+OPTIONAL = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", NATIVE}  # may not be served
 BUILTIN_QUEUES = ("root", "default")
 
 
@@ -146,7 +152,7 @@ class Scheduler:
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
                  on_leading: Callable[[bool], None] | None = None, gate_workers: int = DEFAULT_GATE_WORKERS,
                  queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic,
-                 estimate_period: float = 0.0):
+                 estimate_period: float = 0.0, native_podgroups: bool = False):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -158,10 +164,12 @@ class Scheduler:
         self.on_leading = on_leading  # told True once leading, False when stopping
         events = EventRecorder(client, scheduler_name)
         self.feeder = CacheFeeder(cache, scheduler_name,
-                                  on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
-        self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout,
-                                           optional=kind in OPTIONAL)
-                           for kind, url in WATCHED.items()}
+                                  on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why),
+                                  native=native_podgroups)
+        watched = {**WATCHED, NATIVE: NATIVE_URL} if native_podgroups else WATCHED
+        self.reflectors = {kind: Reflector(client, url, self.feeder.handler("PodGroup" if kind == NATIVE else kind),
+                                           watch_timeout=watch_timeout, optional=kind in OPTIONAL)
+                           for kind, url in watched.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff,
                              gate_workers=gate_workers)
@@ -183,6 +191,11 @@ class Scheduler:
                 if stop.wait(0.05):
                     return 0
             log.info("caches synced")
+            native = self.reflectors.get(NATIVE)
+            if native is not None and not native.served:
+                log.warning("--native-podgroups: this API server does not serve %s (kube-apiserver needs "
+                            "--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true); "
+                            "no native PodGroup is read until it does", NATIVE_URL)
             if self.elector is not None and not self.elector.acquire(stop):
                 return 0
             if self.on_leading is not None:

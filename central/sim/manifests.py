@@ -4,8 +4,10 @@ This is the YAML feed of the cluster cache (the Kubernetes adapter is the other 
 Volcano Jobs are expanded into their PodGroup and pods as the job controller would;
 Deployments, ReplicaSets, StatefulSets and batch Jobs whose pods name the scheduler into their
 pods and PodGroup, as their controllers and the PodGroup controller would (workloads.py).
-Kinds the scheduler has no use for (Services, ConfigMaps, ...), and workloads of other
-schedulers, are counted and skipped.
+Kubernetes' own PodGroups (`scheduling.k8s.io/v1beta1`) are read as the scheduler reads them
+with --native-podgroups, and pods that name one in `spec.schedulingGroup` are its tasks
+(`central.model.nativegang`). Kinds the scheduler has no use for (Services, ConfigMaps, ...),
+and workloads of other schedulers, are counted and skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from central.model.cache import ClusterCache
 from central.model.drastore import DRA_KINDS
 from central.model.fields import object_ref
 from central.model.jobs import expand_job
+from central.model.nativegang import as_podgroup, is_native, pod_view
 from central.sim.workloads import expand_workload, is_workload
 
 # The order objects enter the cache: what others refer to comes first.
@@ -59,6 +62,13 @@ def _add(source: str, obj: dict[str, Any], out: Manifests, scheduler_name: str) 
         if not made:
             out.skipped[kind] = out.skipped.get(kind, 0) + 1
         out.objects.extend((source, made_obj) for made_obj in made)
+    elif is_native(obj):
+        try:
+            out.objects.append((source, as_podgroup(obj)))
+        except InputError as err:
+            raise err.within(f"{source}: {object_ref(obj)}") from None
+    elif kind == "Pod":
+        out.objects.append((source, pod_view(obj)))
     elif kind in APPLY_ORDER:
         out.objects.append((source, obj))
     else:

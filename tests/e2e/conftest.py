@@ -47,6 +47,8 @@ tiers:
   - name: network-topology-aware
 """
 
+# Kubernetes' own gang API is served and read (`caldera up --native-gang-api`); only pods that
+# name a scheduling.k8s.io PodGroup are affected.
 # Volcano's CI turns queue admission by scheduling gate on; only pods that opt in are affected.
 FEATURE_GATES = "SchedulingGatesQueueAdmission=true"
 
@@ -68,7 +70,8 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     directory = tmp_path_factory.mktemp("cluster")
     lines: list[str] = []
     try:
-        started = up(directory, NODES, scheduler_conf=SCHEDULER_CONF, say=lines.append, feature_gates=FEATURE_GATES)
+        started = up(directory, NODES, scheduler_conf=SCHEDULER_CONF, say=lines.append, feature_gates=FEATURE_GATES,
+                     native_gang=True)
     except build.BuildError as err:
         pytest.fail(f"the control plane did not build: {err}")
     try:
