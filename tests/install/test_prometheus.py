@@ -60,6 +60,14 @@ def test_promtool_accepts_the_rules(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def host_memory() -> str:
+    """The Node's memory: at least this machine's, whose NUMA cells the agent reports (a report
+    of more memory than the Node has is refused, as a lying node's would be)."""
+    kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+               if line.startswith("MemTotal:"))
+    return f"{max(16, -(-kib // 2**20) + 1)}Gi"
+
+
 def _spawn(args: list[str], log: Path) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-m", "caldera", *args], env=env, stdout=log.open("w"),
@@ -71,7 +79,7 @@ def caldera(real, tmp_path) -> Iterator[dict[str, Any]]:
     """Scheduler (with the agents' endpoint), controllers, the webhook and one agent, on a real
     kube-apiserver."""
     kubeconfig = real.kubeconfig
-    real.put(node("n1", pods=10))
+    real.put(node("n1", memory=host_memory(), pods=10))
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "research"},
               "spec": {"weight": 1, "deserved": {"cpu": "2", "memory": "1Gi"}}})
     real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
