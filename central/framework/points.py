@@ -123,6 +123,11 @@ class Points:
         voting = ({id(p) for tier in preemptable for p in tier}, {id(p) for tier in reclaimable for p in tier})
         self.preemptable_guards = [g for g in guards if id(g) in voting[0]]
         self.reclaimable_guards = [g for g in guards if id(g) in voting[1]]
+        # the same votes for whole-gang eviction, less those that only keep gangs at minAvailable
+        self.gang_preemptable = [[p.preemptable for p in tier if not _keeps_gangs(p)] for tier in preemptable]
+        self.gang_reclaimable = [[p.reclaimable for p in tier if not _keeps_gangs(p)] for tier in reclaimable]
+        self.gang_preemptable_guards = [g for g in self.preemptable_guards if not _keeps_gangs(g)]
+        self.gang_reclaimable_guards = [g for g in self.reclaimable_guards if not _keeps_gangs(g)]
         self.victim_tasks = [[p.victim_tasks for p in tier] for tier in tiered(ext.VictimTasks)]
         self.static_predicate = [p.static_predicate for p in flat(ext.StaticPredicate)]
         self.row_predicate = [p.row_predicate for p in flat(ext.RowPredicate)]
@@ -159,6 +164,10 @@ class Points:
         reclaimable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
         preemptable_guards: list[ext.VictimGuard]
         reclaimable_guards: list[ext.VictimGuard]
+        gang_preemptable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
+        gang_reclaimable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
+        gang_preemptable_guards: list[ext.VictimGuard]
+        gang_reclaimable_guards: list[ext.VictimGuard]
         victim_tasks: list[list[Callable[[list[TaskInfo]], list[tuple[TaskInfo, str]]]]]
         static_predicate: list[Callable[[PodTemplate], list[Check]]]
         row_predicate: list[Callable[[TaskInfo, np.ndarray], list[Check]]]
@@ -173,6 +182,10 @@ class Points:
 
 
 # --- combination rules (see each point's `combine`) -------------------------------------------
+
+
+def _keeps_gangs(plugin: object) -> bool:
+    return bool(getattr(plugin, "keeps_gangs", False))
 
 
 def first_opinion(fns: Sequence[Callable[..., int]], *args: Any) -> int:
