@@ -26,7 +26,8 @@ For one starving job (the preemptor), in one statement:
    covers the need: it can evict a 10-pod gang where one pod of another would do.
 4. Commit only if the job is then pipelined; otherwise the statement is discarded and
    nothing is evicted.
-The search is exact up to `MAX_SETS` sets per domain (the cheapest first), and tries at
+A job whose sub-groups have a hard network topology of their own is left alone (see
+`searched_groups`). The search is exact up to `MAX_SETS` sets per domain (the cheapest first), and tries at
 most `MAX_TRIALS` placements; past that, a greedy choice (most needed room per pod, then
 redundant units dropped) is tried once.
 """
@@ -107,7 +108,7 @@ def evict_for(handle: ActionHandle, stmt: Statement, job: JobInfo, queue: QueueI
     the job is then pipelined (the caller commits)."""
     max_domains, allow_whole = settings_of(settings)
     tasks = needed_tasks(handle, job)
-    if not tasks:
+    if not tasks or searched_groups(job):
         return False
     actor = tasks[0]
     for gradient in _domains(handle, job, max_domains):
@@ -119,6 +120,13 @@ def evict_for(handle: ActionHandle, stmt: Statement, job: JobInfo, queue: QueueI
         if best is not None and _try(handle, stmt, job, queue, tasks, best, reason):
             return True
     return False
+
+
+def searched_groups(job: JobInfo) -> bool:
+    """Has the job sub-groups with a hard network topology of their own? Their placement
+    (each sub-group in a HyperNode of its own) is allocate's; these actions leave such
+    jobs alone rather than evict for a placement allocate would not make."""
+    return any(p.network_topology is not None and p.network_topology.hard for p in job.sub_group_policies)
 
 
 def needed_tasks(handle: ActionHandle, job: JobInfo) -> list[TaskInfo]:
