@@ -251,10 +251,9 @@ def victim_units(handle: ActionHandle, point: str, actor: TaskInfo, preemptor: J
         return row is not None and (mask is None or bool(mask[row]))
 
     by_job: dict[str, list[TaskInfo]] = {}
-    for row, node in enumerate(handle.nodes):
-        if mask is not None and not mask[row]:
-            continue
-        for task in node.tasks.values():
+    rows = range(len(handle.nodes)) if mask is None else np.flatnonzero(mask[: len(handle.nodes)])
+    for row in rows:
+        for task in handle.nodes[row].tasks.values():
             if task.job_uid != preemptor.uid and task.job_uid in handle.jobs and eligible(task):
                 by_job.setdefault(task.job_uid, []).append(task)
     candidates = sorted((t for ts in by_job.values() for t in ts), key=order)
