@@ -1,11 +1,12 @@
 """What gangpreempt and gangreclaim share: whole gangs as victims, the fewest pods evicted.
 
 For one starving job (the preemptor), in one statement:
-1. Domains. With a network topology that a plugin searches (`hypernode_gradients`), the
-   HyperNodes of its allowed tiers, lowest tier first, at most `maxDomains` of them;
-   otherwise the whole cluster. Victims and the nodes the preemptor lands on lie in one
-   domain. The first gradient (tier) with a solution decides; within it, the domain with
-   the cheapest solution.
+1. Domains. With a hard network topology that a plugin bounds (`eviction_gradients`:
+   HyperNodes of the allowed tiers whose allocatable covers minResources, widest tier
+   first), at most `maxDomains` of them; otherwise the whole cluster. Victims and the nodes
+   the preemptor lands on lie in one domain. Every domain is searched, and the cheapest
+   solution wins, a tie going to the lower tier (the tighter domain), then to the plugins'
+   order. Volcano takes the first domain, in that order, where its choice works.
 2. Victim units in a domain. Of each victim job (`eligible` says which tasks the action may
    take), either one of its surplus tasks (ready above minAvailable and above its role's
    minTaskMember: evicting it leaves the gang running, Volcano's "safe bundle"), or the
@@ -111,15 +112,16 @@ def evict_for(handle: ActionHandle, stmt: Statement, job: JobInfo, queue: QueueI
     if not tasks or searched_groups(job):
         return False
     actor = tasks[0]
-    for gradient in _domains(handle, job, max_domains):
-        best: Choice | None = None
-        for domain in gradient:
-            choice = _cheapest(handle, job, queue, point, actor, tasks, eligible, reason, domain, allow_whole)
-            if choice is not None and (best is None or choice.cost < best.cost):
-                best = choice
-        if best is not None and _try(handle, stmt, job, queue, tasks, best, reason):
-            return True
-    return False
+    best: tuple[tuple[int, int], int, int] | None = None
+    found: Choice | None = None
+    for position, domain in enumerate(domains(handle, job, max_domains)):
+        choice = _cheapest(handle, job, queue, point, actor, tasks, eligible, reason, domain, allow_whole)
+        if choice is None:
+            continue
+        rank = (choice.cost, 0 if domain is None else domain.tier, position)
+        if best is None or rank < best:
+            best, found = rank, choice
+    return found is not None and _try(handle, stmt, job, queue, tasks, found, reason)
 
 
 def searched_groups(job: JobInfo) -> bool:
@@ -140,22 +142,20 @@ def needed_tasks(handle: ActionHandle, job: JobInfo) -> list[TaskInfo]:
     return out
 
 
-def _domains(handle: ActionHandle, job: JobInfo, max_domains: int) -> list[list[HyperNode | None]]:
-    """Candidate domains by gradient, lowest tier first, at most `max_domains` in all."""
-    gradients = handle.hypernode_gradients(job) if job.network_topology is not None else None
+def domains(handle: ActionHandle, job: JobInfo, max_domains: int) -> list[HyperNode | None]:
+    """The candidate domains in the plugins' order (`eviction_gradients`), each once, at
+    most `max_domains` (Volcano's PickDomainsFromGradients); no plugin bounding the job:
+    the whole cluster (None)."""
+    gradients = handle.eviction_gradients(job)
     if gradients is None:
-        return [[None]]
-    out: list[list[HyperNode | None]] = []
+        return [None]
+    out: list[HyperNode | None] = []
     seen: set[str] = set()
     for gradient in gradients:
-        row: list[HyperNode | None] = []
         for hn in gradient:
-            if hn is None or hn.name in seen or len(seen) >= max_domains:
-                continue
-            seen.add(hn.name)
-            row.append(hn)
-        if row:
-            out.append(row)
+            if hn is not None and hn.name not in seen and len(out) < max_domains:
+                seen.add(hn.name)
+                out.append(hn)
     return out
 
 

@@ -103,6 +103,7 @@ class SessionParts(Protocol):
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]: ...
     def hypernode_gradients(self, job: JobInfo, group: SubGroup | None = None,
                             within: HyperNode | None = None) -> list[list[HyperNode]] | None: ...
+    def eviction_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
 
 
 class ActionHandle:
@@ -137,6 +138,7 @@ class ActionHandle:
         self.preemptive = ssn.preemptive
         self.victim_tasks = ssn.victim_tasks
         self.hypernode_gradients = ssn.hypernode_gradients
+        self.eviction_gradients = ssn.eviction_gradients
         points = ssn.points
         self._hypernode_order = points.hypernode_order
         self._victim_votes = {"preemptable": points.preemptable, "reclaimable": points.reclaimable}

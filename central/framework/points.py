@@ -135,6 +135,7 @@ class Points:
         self.node_order = [p.node_order for p in flat(ext.NodeOrder)]
         self.batch_node_order = [p.batch_node_order for p in flat(ext.BatchNodeOrder)]
         self.hypernode_gradients = [p.hypernode_gradients for p in flat(ext.HyperNodeGradients)]
+        self.eviction_gradients = [p.eviction_gradients for p in flat(ext.EvictionGradients)]
         self.hypernode_order = [p.hypernode_order for p in flat(ext.HyperNodeOrder)]
         listeners = flat(ext.AllocationEvents)
         self.on_allocate = [p.on_allocate for p in listeners]
@@ -175,6 +176,7 @@ class Points:
         node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray]]
         batch_node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray | None]]
         hypernode_gradients: list[Callable[[JobInfo, SubGroup | None, HyperNode | None], list[list[HyperNode]] | None]]
+        eviction_gradients: list[Callable[[JobInfo], list[list[HyperNode]] | None]]
         hypernode_order: list[Callable[[JobInfo, list[HyperNode], SubGroup | None], np.ndarray]]
         on_allocate: list[Callable[[TaskInfo], None]]
         on_deallocate: list[Callable[[TaskInfo], None]]

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from central.actions import gangs
-from central.actions.gangs import Unit, cheapest_sets, consistent, greedy_set, set_cost, settings_of, surplus_tasks
+from central.actions.gangs import Unit, cheapest_sets, consistent, domains, greedy_set, set_cost, settings_of, surplus_tasks
 from central.errors import InputError
 from central.model.objects import JobInfo, TaskInfo
+from central.model.topology import HyperNode
 from central.scheduler import load_config
 
 
@@ -138,3 +139,27 @@ def test_a_negative_or_unknown_argument_is_refused():
         load_config(conf("{maxDomains: -1}"), "c")
     with pytest.raises(InputError, match="maxDomain"):
         load_config(conf("{maxDomain: 2}"), "c")
+
+
+class Gradients:
+    """A handle that answers only `eviction_gradients`."""
+
+    def __init__(self, answer):
+        self.eviction_gradients = lambda job: answer
+
+
+def hn(name: str, tier: int = 1) -> HyperNode:
+    return HyperNode(name, tier, "", np.zeros(1, dtype=bool))
+
+
+def test_domains_are_deduplicated_and_capped():
+    # Volcano's TestPickDomainsFromGradients_MaxDomainsAndDedup
+    d1, d2, d3 = hn("d1"), hn("d2"), hn("d3")
+    picked = domains(Gradients([[d1, d2], [d2, d3]]), job("j"), 2)  # type: ignore[arg-type]
+    assert [d.name for d in picked if d is not None] == ["d1", "d2"]
+
+
+def test_without_a_bound_the_domain_is_the_whole_cluster():
+    # Volcano's TestPickDomainsFromGradients_Fallback (a job without a hard topology)
+    assert domains(Gradients(None), job("j"), 8) == [None]  # type: ignore[arg-type]
+    assert domains(Gradients([]), job("j"), 8) == []  # type: ignore[arg-type]
