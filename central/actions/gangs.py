@@ -28,9 +28,9 @@ For one starving job (the preemptor), in one statement:
 4. Commit only if the job is then pipelined; otherwise the statement is discarded and
    nothing is evicted.
 A job whose sub-groups have a hard network topology of their own is left alone (see
-`searched_groups`). The search is exact up to `MAX_SETS` sets per domain (the cheapest first), and tries at
-most `MAX_TRIALS` placements; past that, a greedy choice (most needed room per pod, then
-redundant units dropped) is tried once.
+`searched_groups`). The search is exact up to `MAX_SETS` sets per domain (the cheapest
+first), and tries at most `MAX_TRIALS` placements; past that, a greedy choice (most needed
+room per pod, then redundant units dropped) is tried once.
 """
 
 from __future__ import annotations
