@@ -103,6 +103,7 @@ class SessionParts(Protocol):
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]: ...
     def hypernode_gradients(self, job: JobInfo, group: SubGroup | None = None,
                             within: HyperNode | None = None) -> list[list[HyperNode]] | None: ...
+    def eviction_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
 
 
 class ActionHandle:
@@ -137,17 +138,26 @@ class ActionHandle:
         self.preemptive = ssn.preemptive
         self.victim_tasks = ssn.victim_tasks
         self.hypernode_gradients = ssn.hypernode_gradients
+        self.eviction_gradients = ssn.eviction_gradients
         points = ssn.points
         self._hypernode_order = points.hypernode_order
         self._victim_votes = {"preemptable": points.preemptable, "reclaimable": points.reclaimable}
         self._victim_guards = {"preemptable": points.preemptable_guards, "reclaimable": points.reclaimable_guards}
+        self._gang_votes = {"preemptable": points.gang_preemptable, "reclaimable": points.gang_reclaimable}
+        self._gang_guards = {"preemptable": points.gang_preemptable_guards,
+                             "reclaimable": points.gang_reclaimable_guards}
         self.note_job = ssn.notes.note_job  # why the job was held back (the latest note counts)
 
-    def victims(self, point: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def victims(self, point: str, actor: TaskInfo, candidates: list[TaskInfo],
+                whole_gangs: bool = False) -> list[TaskInfo]:
         """The victims the `point` ("preemptable" or "reclaimable") tiers allow, then its
-        guards (`central.framework.extension.VictimGuard`)."""
-        chosen = victims(self._victim_votes[point], actor, candidates)
-        for guard in self._victim_guards[point]:
+        guards (`central.framework.extension.VictimGuard`). With `whole_gangs` (an action
+        that keeps gangs whole itself), the votes and guards of plugins that only keep gangs
+        at minAvailable are left out (`Plugin.keeps_gangs`)."""
+        votes, guards = (self._gang_votes, self._gang_guards) if whole_gangs else (
+            self._victim_votes, self._victim_guards)
+        chosen = victims(votes[point], actor, candidates)
+        for guard in guards[point]:
             chosen = guard.guard_victims(actor, chosen)
         return chosen
 

@@ -239,6 +239,14 @@ class HyperNodeGradients(Protocol):
                             within: HyperNode | None = None) -> list[list[HyperNode]] | None: ...
 
 
+@point("enabledHyperNodeGradient", "the first plugin that answers decides (none: no HyperNode bounds the eviction)")
+class EvictionGradients(Protocol):
+    """The HyperNodes inside which evicting could make room for the gang (Volcano's gradients
+    for eviction): by tier, lowest first, judged by what they hold, not by what is free."""
+
+    def eviction_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
+
+
 @point("enabledHyperNodeOrder", SUM)
 class HyperNodeOrder(Protocol):
     """Scores of the HyperNodes the gang (or its sub-group `group`) fits."""

@@ -19,6 +19,9 @@ Besides the points, a plugin class may say, for the framework and tools around i
   latter when its enableHierarchy flag is on); the two cannot share a tier.
 - `time_sensitive`: its answers change with the clock alone (windows, deadlines), so a
   simulation re-runs cycles while pods wait or run even when nothing else changed.
+- `keeps_gangs`: its Preemptable/Reclaimable votes and victim guard only keep jobs at their
+  minAvailable (gang's). The whole-gang actions (gangpreempt, gangreclaim) keep gangs whole
+  themselves and leave such votes out; every other vote counts there as in preempt/reclaim.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ class Plugin:
     name: ClassVar[str] = ""
     divides_queues: ClassVar[Literal["flat", "hierarchical"] | None] = None
     time_sensitive: ClassVar[bool] = False
+    keeps_gangs: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):
         self.option = option

@@ -123,6 +123,11 @@ class Points:
         voting = ({id(p) for tier in preemptable for p in tier}, {id(p) for tier in reclaimable for p in tier})
         self.preemptable_guards = [g for g in guards if id(g) in voting[0]]
         self.reclaimable_guards = [g for g in guards if id(g) in voting[1]]
+        # the same votes for whole-gang eviction, less those that only keep gangs at minAvailable
+        self.gang_preemptable = [[p.preemptable for p in tier if not _keeps_gangs(p)] for tier in preemptable]
+        self.gang_reclaimable = [[p.reclaimable for p in tier if not _keeps_gangs(p)] for tier in reclaimable]
+        self.gang_preemptable_guards = [g for g in self.preemptable_guards if not _keeps_gangs(g)]
+        self.gang_reclaimable_guards = [g for g in self.reclaimable_guards if not _keeps_gangs(g)]
         self.victim_tasks = [[p.victim_tasks for p in tier] for tier in tiered(ext.VictimTasks)]
         self.static_predicate = [p.static_predicate for p in flat(ext.StaticPredicate)]
         self.row_predicate = [p.row_predicate for p in flat(ext.RowPredicate)]
@@ -130,6 +135,7 @@ class Points:
         self.node_order = [p.node_order for p in flat(ext.NodeOrder)]
         self.batch_node_order = [p.batch_node_order for p in flat(ext.BatchNodeOrder)]
         self.hypernode_gradients = [p.hypernode_gradients for p in flat(ext.HyperNodeGradients)]
+        self.eviction_gradients = [p.eviction_gradients for p in flat(ext.EvictionGradients)]
         self.hypernode_order = [p.hypernode_order for p in flat(ext.HyperNodeOrder)]
         listeners = flat(ext.AllocationEvents)
         self.on_allocate = [p.on_allocate for p in listeners]
@@ -159,6 +165,10 @@ class Points:
         reclaimable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
         preemptable_guards: list[ext.VictimGuard]
         reclaimable_guards: list[ext.VictimGuard]
+        gang_preemptable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
+        gang_reclaimable: list[list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]]]
+        gang_preemptable_guards: list[ext.VictimGuard]
+        gang_reclaimable_guards: list[ext.VictimGuard]
         victim_tasks: list[list[Callable[[list[TaskInfo]], list[tuple[TaskInfo, str]]]]]
         static_predicate: list[Callable[[PodTemplate], list[Check]]]
         row_predicate: list[Callable[[TaskInfo, np.ndarray], list[Check]]]
@@ -166,6 +176,7 @@ class Points:
         node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray]]
         batch_node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray | None]]
         hypernode_gradients: list[Callable[[JobInfo, SubGroup | None, HyperNode | None], list[list[HyperNode]] | None]]
+        eviction_gradients: list[Callable[[JobInfo], list[list[HyperNode]] | None]]
         hypernode_order: list[Callable[[JobInfo, list[HyperNode], SubGroup | None], np.ndarray]]
         on_allocate: list[Callable[[TaskInfo], None]]
         on_deallocate: list[Callable[[TaskInfo], None]]
@@ -173,6 +184,10 @@ class Points:
 
 
 # --- combination rules (see each point's `combine`) -------------------------------------------
+
+
+def _keeps_gangs(plugin: object) -> bool:
+    return bool(getattr(plugin, "keeps_gangs", False))
 
 
 def first_opinion(fns: Sequence[Callable[..., int]], *args: Any) -> int:

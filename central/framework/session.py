@@ -171,6 +171,9 @@ class Session:
                             within: HyperNode | None = None) -> list[list[HyperNode]] | None:
         return rules.first_answer(self.points.hypernode_gradients, job, group, within)
 
+    def eviction_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None:
+        return rules.first_answer(self.points.eviction_gradients, job)
+
     @property
     def actions(self) -> tuple[str, ...]:
         """The configured actions, in order."""

@@ -57,6 +57,7 @@ def job_ready(job: JobInfo) -> bool:
 class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
            ext.JobPipelined, ext.JobStarving, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.SessionClose):
     name = "gang"
+    keeps_gangs = True  # gangpreempt and gangreclaim evict whole gangs and keep the rest intact themselves
 
     def job_valid(self, job: JobInfo) -> str | None:
         for role, minimum in job.task_min_available.items():

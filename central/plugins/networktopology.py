@@ -11,6 +11,9 @@ Jobs whose PodGroup has `spec.networkTopology` are placed by HyperNode, not node
   job's tasks are placed, at the highest ancestor of where they are that the tier allows
   (getSearchRoot). Before anything is placed, a HyperNode qualifies only if its idle or
   future idle covers the PodGroup's minResources (isEligibleHyperNode).
+- `eviction_gradients(job)`: for gangpreempt and gangreclaim, Volcano's gradients with
+  PurposeEvict: hard mode only, a HyperNode qualifies if its allocatable covers minResources,
+  widest tier first, capped (see the arguments).
 - `hypernode_order(job, hypernodes)`: Volcano's HyperNodeOrderFn. For each HyperNode, the
   weighted mean over cpu, memory and the configured resources of (used + what the job's
   pending tasks request) / allocatable, 0 where that overflows; where several share the top
@@ -32,9 +35,10 @@ Both scaled by 100 x weight.
 Arguments (Volcano's names): weight (1), hypernode.binpack.cpu (1), hypernode.binpack.memory
 (1), hypernode.binpack.resources ("a, b") with hypernode.binpack.resources.<name> (1),
 hypernode.binpack.normal-pod.enable (true), hypernode.binpack.normal-pod.fading (0.8).
-Negative values are refused (Volcano silently uses the default). The eviction-side
-argument hypernode.gradient.evict.max-hypernodes is accepted and has no effect: preempt
-and reclaim here do not search by HyperNode.
+Negative values are refused (Volcano silently uses the default).
+hypernode.gradient.evict.max-hypernodes (8; 0 or less means 8, as in Volcano) caps the
+HyperNodes `eviction_gradients` offers gangpreempt and gangreclaim (preempt and reclaim do
+not search by HyperNode).
 """
 
 from __future__ import annotations
@@ -59,26 +63,30 @@ if TYPE_CHECKING:
 
 MAX_SCORE = 100.0
 PLACED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
+DEFAULT_EVICT_MAX = 8  # Volcano's hypernode.gradient.evict.max-hypernodes default
 
 
-class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGradients, ext.HyperNodeOrder):
+class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGradients, ext.EvictionGradients,
+                           ext.HyperNodeOrder):
     name = "network-topology-aware"
 
     @classmethod
-    def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int], bool, float]:
-        """(weight, binpack weight per resource, normal-pod binpacking on, its fading)."""
+    def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int], bool, float, int]:
+        """(weight, binpack weight per resource, normal-pod binpacking on, its fading, the
+        HyperNodes offered for eviction at most; 0 or less means the default, as in Volcano)."""
         weights = resource_weights(args, "hypernode.binpack")
         weight = args.get("weight", 1, int)
         fading = args.get("hypernode.binpack.normal-pod.fading", 0.8, float)
         for key, value in (("weight", weight), ("hypernode.binpack.normal-pod.fading", fading)):
             if value < 0:
                 raise args.error(key, f"must not be negative, got {value}")
-        args.accept("hypernode.gradient.evict.max-hypernodes")
-        return weight, weights, args.get("hypernode.binpack.normal-pod.enable", True, bool), fading
+        evict_max = args.get("hypernode.gradient.evict.max-hypernodes", DEFAULT_EVICT_MAX, int)
+        return (weight, weights, args.get("hypernode.binpack.normal-pod.enable", True, bool), fading,
+                evict_max if evict_max > 0 else DEFAULT_EVICT_MAX)
 
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
-        self.weight, weights, self.normal_pods, self.fading = self.settings
+        self.weight, weights, self.normal_pods, self.fading, self.evict_max = self.settings
         self.weights = handle.dims.vector(weights)
         self.topo = topo = handle.topology
         for name, reason in topo.faults.items():
@@ -168,6 +176,30 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
         root = self._search_root(within or self.topo.top, highest, placed)
         return [] if root is None else self._eligible(root, highest, placed, need)
 
+    def eviction_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None:
+        """Volcano's gradients for eviction: for a hard topology only (soft or none: the whole
+        cluster), those of `hypernode_gradients` but judged by allocatable, not free, room,
+        widest tier first, at most `hypernode.gradient.evict.max-hypernodes` of them (the
+        last ones of a tier where the cap cuts it)."""
+        spec = job.network_topology
+        if spec is None or not spec.hard:
+            return None
+        highest = self._highest_tier(spec, "spec.networkTopology")
+        if highest is None:
+            return None
+        placed = self._placed_in(job)
+        root = self._search_root(self.topo.top, highest, placed)
+        if root is None:
+            return []
+        need = self.handle.dims.vector(job.min_resources or {})
+        out, left = [], self.evict_max
+        for gradient in reversed(self._eligible(root, highest, placed, need, held=True)):
+            if left <= 0:
+                break
+            out.append(gradient[-left:])
+            left -= len(out[-1])
+        return out
+
     def _search_root(self, available: HyperNode, highest: int, placed: str) -> HyperNode | None:
         """Where the search starts (Volcano's getSearchRoot): `available`, or, once part of the
         gang is placed, the highest ancestor of where it is that the tier allows, whichever of
@@ -183,10 +215,12 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
             return available
         return hypernodes[allowed[-1]] if lca == available.name else None
 
-    def _eligible(self, root: HyperNode, highest: int, placed: str, need: np.ndarray) -> list[list[HyperNode]]:
+    def _eligible(self, root: HyperNode, highest: int, placed: str, need: np.ndarray,
+                  held: bool = False) -> list[list[HyperNode]]:
         """`root` and the HyperNodes under it of tier <= `highest`, by tier, lowest first
         (breadth first, children by name); before anything is placed, only those whose idle or
-        future idle covers `need` (isEligibleHyperNode)."""
+        future idle covers `need` (isEligibleHyperNode), or with `held` (for eviction) whose
+        allocatable does."""
         hypernodes, table = self.topo.hypernodes, self.handle.table
         by_tier: dict[int, list[HyperNode]] = {}
         line = [root]
@@ -194,7 +228,10 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
             line.extend(hypernodes[child] for child in sorted(hn.children))
             if hn.tier > highest:
                 continue
-            if not placed:
+            if not placed and held:
+                if not np.all(table.alloc[hn.rows].sum(axis=0) + EPSILON > need):
+                    continue
+            elif not placed:
                 rows = hn.rows
                 if not (np.all(table.idle[rows].sum(axis=0) + EPSILON > need)
                         or np.all(table.future[rows].sum(axis=0) + EPSILON > need)):

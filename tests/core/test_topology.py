@@ -108,10 +108,10 @@ tiers:
       hypernode.binpack.resources.example.com/foo: 3
       hypernode.binpack.normal-pod.enable: true
       hypernode.binpack.normal-pod.fading: 0.8
-      hypernode.gradient.evict.max-hypernodes: 8
+      hypernode.gradient.evict.max-hypernodes: 3
 """
     settings = load_config(text, "conf").plugin("network-topology-aware").settings
-    assert settings == (10, {"cpu": 5, "memory": 1, "nvidia.com/gpu": 2, "example.com/foo": 3}, True, 0.8)
+    assert settings == (10, {"cpu": 5, "memory": 1, "nvidia.com/gpu": 2, "example.com/foo": 3}, True, 0.8, 3)
 
 
 def test_hypernode_scores_match_volcanos_test_hypernode_order_fn():
