@@ -74,7 +74,7 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
        agents: bool = True, scheduler_conf: str | None = None, say: build.Progress = print, controllers: bool = True,
        kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None,
-       feature_gates: str = "") -> Cluster:
+       feature_gates: str = "", apiserver_args: tuple[str, ...] = ()) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
     without `controllers` Caldera's controllers are not started; `feature_gates` goes to the
@@ -90,7 +90,7 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say,
-                   controllers, kcm_controllers, feature_gates)
+                   controllers, kcm_controllers, feature_gates, apiserver_args)
     except BaseException:
         sup.stop_all()
         raise
@@ -98,12 +98,12 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
         scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str,
-        feature_gates: str = "") -> Cluster:
+        feature_gates: str = "", apiserver_args: tuple[str, ...] = ()) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
     webhook_port = sup.ports.take()  # before the API server: its webhook client certificate names it
-    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port)
+    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port, apiserver_args)
     cluster = Cluster(sup.dir, endpoints.apiserver, sup.dir / "kubeconfig", nodes, sup)
     admin = cluster.admin()
     discovery = install.Discovery(admin)
