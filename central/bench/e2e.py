@@ -152,7 +152,7 @@ def run_volcano(run: Run) -> Result:
     try:
         start = e2e_volcano.install(cluster, run.say, scheduler=not run.backlog)
         admin = KubeClient.connect(str(cluster.kubeconfig), qps=QPS, burst=QPS)
-        populate(admin, run.work, run.say, "volcano", volcano_api=True)
+        populate(admin, run.work, run.say, "volcano", volcano_api=True, queues_open=True)
         return measure("volcano", admin, cluster.server, run, "volcano", start)
     finally:
         cluster.sup.stop_all()

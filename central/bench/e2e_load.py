@@ -15,6 +15,7 @@ from typing import Any, Callable
 from central.bench.e2e_cases import NAMESPACE, Workload
 from central.kube.client import ApiError, KubeClient
 from central.kube.informer import Reflector, object_key
+from central.localcluster.processes import StartError
 from central.localcluster.simkubelet import SimKubelet
 
 CREATE_THREADS = 24
@@ -104,9 +105,12 @@ def register_nodes(admin: KubeClient, work: Workload) -> None:
         kubelet.pool.shutdown()
 
 
-def populate(admin: KubeClient, work: Workload, say: Callable[[str], None], label: str, volcano_api: bool) -> None:
+def populate(admin: KubeClient, work: Workload, say: Callable[[str], None], label: str, volcano_api: bool,
+             queues_open: bool = False) -> None:
     """The namespace, the nodes, and where the Volcano API is served (`volcano_api`) the
-    queues, HyperNodes and PodGroups (kube-scheduler's cluster has no such kinds)."""
+    queues, HyperNodes and PodGroups (kube-scheduler's cluster has no such kinds). With
+    `queues_open` the PodGroups wait for every queue's status to say Open (Volcano's webhook
+    refuses a PodGroup in a queue its controller has not opened yet)."""
     admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     what = f", {len(work.queues)} queues, {len(work.podgroups)} PodGroups" if volcano_api else ""
     say(f"{label}: registering {len(work.nodes)} nodes{what} ...")
@@ -115,11 +119,22 @@ def populate(admin: KubeClient, work: Workload, say: Callable[[str], None], labe
         return
     for queue in work.queues:
         _create(admin, "/apis/scheduling.volcano.sh/v1beta1/queues", queue)
+    if queues_open:
+        for queue in work.queues:
+            _wait_open(admin, queue["metadata"]["name"])
     for hypernode in work.hypernodes:
         _create(admin, "/apis/topology.volcano.sh/v1alpha1/hypernodes", hypernode)
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(lambda pg: admin.create(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{NAMESPACE}/podgroups",
                                               pg), work.podgroups))
+
+
+def _wait_open(admin: KubeClient, queue: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (admin.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{queue}").get("status") or {}).get("state") != "Open":
+        if time.monotonic() > deadline:
+            raise StartError(f"queue {queue} not Open {timeout:.0f} s after its creation (Volcano's queue controller)")
+        time.sleep(0.2)
 
 
 def _create(admin: KubeClient, url: str, body: dict[str, Any]) -> None:
