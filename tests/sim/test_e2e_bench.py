@@ -55,3 +55,12 @@ def test_workload_is_the_session_benchmarks_cluster():
         members[group] = members.get(group, 0) + 1
         assert "status" not in pod and pod["apiVersion"] == "v1"
     assert members == groups and len(set(groups.values())) > 1  # gangs of mixed sizes
+
+
+def test_volcano_backlog_binds_pods_created_before_its_scheduler_started():
+    why = build.unavailable([*build.CONTROL_PLANE, "kube-scheduler"]) or e2e_volcano.unavailable()
+    if why:
+        pytest.skip(f"no real control plane or no cached Volcano here: {why}")
+    [row] = e2e.run_size(4, 20, say=lambda line: None, timeout=300, schedulers=("volcano",), backlog=True, case="pod")
+    assert row.backlog and row.failed_creates == [] and row.rebound == []
+    assert row.bound == row.pods == 20 and _binds(row) == 20
