@@ -29,7 +29,7 @@ from typing import Any
 import psutil
 
 from central.admission.jobs import mutate_job
-from central.bench.e2e import Creator
+from central.bench.e2e_load import Creator
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_SCHEDULING, KubeClient, path
 from central.kube.informer import Reflector
 from central.localcluster import build, controlplane

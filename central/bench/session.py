@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from central.bench import floor
+from central.bench.e2e_cases import CASE_NAMES as CASES
 from central.bench.synthetic import synthetic_cluster
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.model.cache import ClusterCache
@@ -193,8 +194,9 @@ RUN_TIMES = (
     "How long it runs (2 busy cores): the default, both sizes then the preemption run, about 8 minutes; "
     "1000x10000 alone about 40 s (add --preemption none), 5000x50000 about 5 minutes, the preemption run "
     "at 1000x15000 about 2 minutes. --e2e first builds kube-apiserver and kube-scheduler from Go modules "
-    "(7-12 minutes, once: cached under ~/.cache/caldera), then starts two control planes and schedules "
-    "every pod through each: several minutes per size."
+    "(7-12 minutes, once: cached under ~/.cache/caldera), then starts a control plane per scheduler "
+    "(Caldera, Volcano where `caldera conformance` has built it, kube-scheduler) and schedules every pod "
+    "through each: several minutes per size and case."
 )
 
 
@@ -207,8 +209,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="give every node an agent report and add the usage and numa-aware plugins")
     parser.add_argument("--e2e", action="store_true",
                         help="end to end through a real local API server instead: Caldera's scheduler process, "
-                             "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000; "
-                             "a one-time build of 7-12 minutes, then several minutes per size)")
+                             "then Volcano's (where its build is cached) and kube-scheduler, each on a fresh one, "
+                             "same nodes and pods (default size 1000x10000; a one-time build of 7-12 minutes, "
+                             "then several minutes per size and case)")
+    parser.add_argument("--case", action="append", metavar="NAME", choices=CASES,
+                        help="with --e2e: the workload (repeatable): mixed (the session benchmark's cluster, the "
+                             "default) or one of Volcano's benchmark cases: " + ", ".join(CASES[1:]))
     parser.add_argument("--dra", action="store_true",
                         help="pods with DRA ResourceClaims instead: GPUs published as ResourceSlices (8 per node), "
                              "pods/s with the DRA toggle off and on in the same run (default size 1000x10000), "
@@ -224,7 +230,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.e2e:
-        return run_e2e(args.size or [(1000, 10000)], args.backlog)
+        return run_e2e(args.size or [(1000, 10000)], args.backlog, args.case or [CASES[0]])
     if args.dra:
         from central.bench import dra
 
@@ -243,11 +249,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_e2e(sizes: list[tuple[int, int]], backlog: bool) -> int:
+def run_e2e(sizes: list[tuple[int, int]], backlog: bool, cases: list[str]) -> int:
     import os
     import sys
 
-    from central.bench import e2e
+    from central.bench import e2e, e2e_volcano
+    from central.bench.e2e_cases import workload
     from central.kube.client import ApiError
     from central.localcluster import build
     from central.localcluster.processes import StartError
@@ -257,19 +264,27 @@ def run_e2e(sizes: list[tuple[int, int]], backlog: bool) -> int:
     if why:
         print(f"caldera bench --e2e: {why}", file=sys.stderr)
         return 2
+    schedulers = e2e.SCHEDULERS
+    no_volcano = e2e_volcano.unavailable()
+    if no_volcano:
+        print(f"Volcano is not run: {no_volcano}", flush=True)
+        schedulers = tuple(s for s in schedulers if s != "volcano")
     lines = []
-    for nodes, pods in sizes:
-        mode = "pods created first, then the scheduler started" if backlog else "pods created while it runs"
-        print(f"{nodes:,} nodes / {pods:,} pods end to end, {mode} (load {os.getloadavg()[0]:.1f}; "
-              "volcano.sh/volcano is not served by the Go module proxy, so Volcano is not run)", flush=True)
-        try:
-            results = e2e.run_size(nodes, pods, say, backlog=backlog)
-        except (StartError, build.BuildError, ApiError) as err:
-            print(f"caldera bench --e2e: {err}", file=sys.stderr)
-            return 2
-        for row in results:
-            print(e2e.report(row), flush=True)
-        lines.append(e2e.final_line(nodes, pods, results))
+    for case in cases:
+        for nodes, pods in sizes:
+            pods = len(workload(nodes, pods, case).pods)  # a gang case runs whole jobs
+            mode = "pods created first, then the scheduler started" if backlog else "pods created while it runs"
+            print(f"{case}: {nodes:,} nodes / {pods:,} pods end to end, {mode} (load {os.getloadavg()[0]:.1f}; "
+                  "nodes registered by the bench as Ready, no kubelet or KWOK; API requests from each API "
+                  "server's audit log, level Metadata, per scheduler client)", flush=True)
+            try:
+                results = e2e.run_size(nodes, pods, say, schedulers=schedulers, backlog=backlog, case=case)
+            except (StartError, build.BuildError, ApiError) as err:
+                print(f"caldera bench --e2e: {err}", file=sys.stderr)
+                return 2
+            for row in results:
+                print(e2e.report(row), flush=True)
+            lines.append(e2e.final_line(nodes, pods, results, case))
     print("\n".join(lines), flush=True)
     return 0
 

@@ -72,10 +72,12 @@ def render_webhooks(src: Path, port: int, say: Progress) -> list[dict[str, Any]]
     return localise_webhooks(list(yaml.safe_load_all(done.stdout)), port)
 
 
-def replace_caldera(cluster: Cluster, built: Build, say: Progress = print, feature_gates: str = "") -> Path:
+def replace_caldera(cluster: Cluster, built: Build, say: Progress = print, feature_gates: str = "",
+                    scheduler: bool = True) -> Path:
     """Stop Caldera, install and start Volcano, its webhook and scheduler with `feature_gates`
     as Volcano's chart passes them; return the scheduler's configuration file (the file the
-    ConfigMap sync keeps current)."""
+    ConfigMap sync keeps current). Without `scheduler` the scheduler is left for the caller
+    to start with `start_scheduler` (the e2e bench's backlog: pods first, then the scheduler)."""
     admin = cluster.admin()
     for name in CALDERA_PROCESSES:
         cluster.sup.stop(name)
@@ -113,15 +115,25 @@ def replace_caldera(cluster: Cluster, built: Build, say: Progress = print, featu
         f"--enabled-admission={ENABLED_ADMISSIONS}", "--enable-healthz=true",
         f"--healthz-address=127.0.0.1:{free_port()}", "--logtostderr", "-v=3", *gates])
     cluster.sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 120)
-    for name, extra in (("vc-controller-manager", []),
-                        ("vc-scheduler", [f"--scheduler-conf={conf}", "--schedule-period=1s", *gates])):
-        healthz = free_port()
-        proc = cluster.sup.start(name, [
-            str(built.component(name)), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-            "--scheduler-name=volcano", "--enable-healthz=true", f"--healthz-address=127.0.0.1:{healthz}",
-            f"--listen-address=127.0.0.1:{free_port()}", "--logtostderr", "-v=3", *extra])
-        cluster.sup.wait_ready(proc, lambda: _http_ok(healthz), 120)
+    _start_component(cluster, built, "vc-controller-manager", [])
+    if scheduler:
+        start_scheduler(cluster, built, conf, feature_gates)
     return conf
+
+
+def start_scheduler(cluster: Cluster, built: Build, conf: Path, feature_gates: str = "") -> None:
+    """vc-scheduler with the configuration file `conf`, once `replace_caldera` installed Volcano."""
+    gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
+    _start_component(cluster, built, "vc-scheduler", [f"--scheduler-conf={conf}", "--schedule-period=1s", *gates])
+
+
+def _start_component(cluster: Cluster, built: Build, name: str, extra: list[str]) -> None:
+    healthz = free_port()
+    proc = cluster.sup.start(name, [
+        str(built.component(name)), f"--kubeconfig={cluster.kubeconfig}", "--leader-elect=false",
+        "--scheduler-name=volcano", "--enable-healthz=true", f"--healthz-address=127.0.0.1:{healthz}",
+        f"--listen-address=127.0.0.1:{free_port()}", "--logtostderr", "-v=3", *extra])
+    cluster.sup.wait_ready(proc, lambda: _http_ok(healthz), 120)
 
 
 def _delete_caldera(admin: KubeClient) -> None:

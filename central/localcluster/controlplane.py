@@ -144,10 +144,10 @@ def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) 
 
 
 def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS,
-          webhook_port: int = 0, native_gang: bool = False) -> Endpoints:
+          webhook_port: int = 0, apiserver_args: tuple[str, ...] = ()) -> Endpoints:
     """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each;
-    `controllers` is the controller manager's --controllers; `native_gang` has the API server
-    serve Kubernetes' gang API (`NATIVE_GANG_ARGS`)."""
+    `controllers` is the controller manager's --controllers, `apiserver_args` are added to
+    kube-apiserver's (the e2e bench's audit log, Kubernetes' gang API: `NATIVE_GANG_ARGS`)."""
     d = sup.dir
     pkidir = d / "pki"
     ca = pki.new_ca(pkidir)
@@ -186,7 +186,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
         f"--authorization-config={write_authorization_config(d)}", "--enable-admission-plugins=NodeRestriction",
         f"--admission-control-config-file={admission_config}",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--allow-privileged=true", "--profiling=false",
-        f"--cert-dir={pkidir / 'generated'}", *(NATIVE_GANG_ARGS if native_gang else ())])
+        f"--cert-dir={pkidir / 'generated'}", *apiserver_args])
     context = ssl.create_default_context(cafile=str(ca.cert))
     admin = clients["admin"]
     context.load_cert_chain(str(admin.cert), str(admin.key))

@@ -74,12 +74,14 @@ SCHEDULER_CONFIGMAP = ("volcano-scheduler-configmap", "volcano-scheduler.conf")
 def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | None = None,
        agents: bool = True, scheduler_conf: str | None = None, say: build.Progress = print, controllers: bool = True,
        kcm_controllers: str = controlplane.CONTROLLERS, port_range: tuple[int, int] | None = None,
-       feature_gates: str = "", native_gang: bool = False) -> Cluster:
+       feature_gates: str = "", native_gang: bool = False,
+       apiserver_args: tuple[str, ...] = ()) -> Cluster:
     """Start everything; on any failure stop what was started and raise StartError/BuildError.
     With no `nodes` no simulated kubelet runs (the caller registers nodes, as `bench --e2e`);
     without `controllers` Caldera's controllers are not started; `feature_gates` goes to the
     webhook and the scheduler as their --feature-gates; `native_gang` serves Kubernetes' own
-    gang API and starts the scheduler with --native-podgroups. Every process listens on
+    gang API and starts the scheduler with --native-podgroups; `apiserver_args` are added to
+    kube-apiserver's (the e2e bench's audit log). Every process listens on
     127.0.0.1, on ports inside `port_range` where it is given."""
     pool = PortPool(*port_range) if port_range else PortPool()
     sup = Supervisor(directory, pool)
@@ -91,7 +93,7 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _up(sup, nodes, port, manifests or install.repo_manifests(), agents, scheduler_conf, say,
-                   controllers, kcm_controllers, feature_gates, native_gang)
+                   controllers, kcm_controllers, feature_gates, native_gang, apiserver_args)
     except BaseException:
         sup.stop_all()
         raise
@@ -99,12 +101,13 @@ def up(directory: Path, nodes: list[NodeSpec], port: int = 0, manifests: Path | 
 
 def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agents: bool,
         scheduler_conf: str | None, say: build.Progress, controllers: bool, kcm_controllers: str,
-        feature_gates: str = "", native_gang: bool = False) -> Cluster:
+        feature_gates: str = "", native_gang: bool = False, apiserver_args: tuple[str, ...] = ()) -> Cluster:
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
     webhook_port = sup.ports.take()  # before the API server: its webhook client certificate names it
-    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port, native_gang)
+    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port,
+                                   (*apiserver_args, *(controlplane.NATIVE_GANG_ARGS if native_gang else ())))
     cluster = Cluster(sup.dir, endpoints.apiserver, sup.dir / "kubeconfig", nodes, sup)
     admin = cluster.admin()
     discovery = install.Discovery(admin)
