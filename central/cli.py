@@ -21,13 +21,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("central.admission.command", "check manifests as the admission webhook would, against a cluster"),
     "scheduler": ("central.scheduler.command", "run the scheduler on a cluster (leader-elected, watches the API)"),
     "controllers": ("central.controllers.loops.command",
-                    "run the Job, Queue, PodGroup and HyperNode controllers on a cluster (leader-elected)"),
+                    "run the Job, Queue, PodGroup, HyperNode, CronJob and JobFlow controllers (leader-elected)"),
     "webhook": ("central.admission.webhook", "serve the admission webhook (HTTPS) for Jobs, Queues and PodGroups"),
     "certs": ("central.certs.command", "create or renew the webhook's and the scheduler's TLS certificates in Secrets"),
     "job": ("central.vcctl.job", "vcctl command line operation job"),
     "queue": ("central.vcctl.queue", "Queue Operations"),
     "pod": ("central.vcctl.pod", "vcctl command line operation pod"),
+    "jobflow": ("central.vcctl.jobflow", "vcctl command line operation jobflow"),
+    "jobtemplate": ("central.vcctl.jobtemplate", "vcctl command line operation jobtemplate"),
     "version": ("central.vcctl.version", "print the Caldera version"),
+    "explain": ("central.vcctl.explain", "where a waiting job stands, why, and when it should start (forward estimate)"),
     "up": ("central.localcluster.up", "start a real local cluster (kube-apiserver, simulated nodes) with Caldera installed"),
     "down": ("central.localcluster.down", "stop a cluster started by `caldera up` and remove its folder"),
     "conformance": ("central.conformance.command", "build Volcano's e2e suites and run them against Caldera (and Volcano) on `caldera up`"),
@@ -35,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("central.sim.tracecli", "write workload traces (synthetic, or from the Alibaba PAI trace) for simulate"),
 }
 # The commands vcctl has too: their --help is cobra's layout, as vcctl prints it.
-VCCTL_COMMANDS = ("job", "queue", "pod")
+VCCTL_COMMANDS = ("job", "queue", "pod", "jobflow", "jobtemplate")
 
 
 # Options a user may give before the command, as with kubectl (`caldera -n team job list`):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from central.model.dra import DeviceClaimWrite
 from central.model.volumes import ClaimBinding
 
 
@@ -18,6 +19,9 @@ class RecordingSink:
 
     def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
         self.calls.append(("bind_claims", pod_key, bindings))
+
+    def reserve_device_claims(self, pod_key: str, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        self.calls.append(("reserve_device_claims", pod_key, writes))
 
     def bind(self, pod_key: str, node: str) -> None:
         self.calls.append(("bind", pod_key, node))

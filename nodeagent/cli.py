@@ -74,6 +74,10 @@ def main(argv: list[str]) -> int:
     except (ConfigError, yaml.YAMLError) as exc:
         print(f"caldera agent: config error: {exc}", file=sys.stderr)
         return 2
+    if cfg.exporter.authorize and not cfg.kube.api_url:
+        print("caldera agent: config error: exporter.authorize: needs kube.api_url (the API server reviews the tokens)",
+              file=sys.stderr)
+        return 2
 
     from nodeagent.agent import Agent
 
@@ -92,7 +96,15 @@ def main(argv: list[str]) -> int:
     if cfg.exporter.enabled:
         from nodeagent.exporter import MetricsServer
 
-        server = MetricsServer(agent, cfg.exporter.address, cfg.exporter.port, cfg.exporter.max_pod_series)
+        authorizer = None
+        if cfg.exporter.authorize:
+            from nodeagent.kube import KubeApi
+            from nodeagent.metricsauth import MetricsAuthorizer
+
+            authorizer = MetricsAuthorizer(KubeApi(cfg.kube.api_url, node_name="", token_file=Path(cfg.kube.token_file),
+                                                   ca_file=Path(cfg.kube.ca_file) if cfg.kube.ca_file else None).create)
+        server = MetricsServer(agent, cfg.exporter.address, cfg.exporter.port, cfg.exporter.max_pod_series,
+                               authorizer)
         log.info("metrics on %s:%d", cfg.exporter.address, server.start())
     try:
         agent.run(stop)

@@ -91,6 +91,9 @@ class ExporterConfig:
     address: str = "127.0.0.1"  # the DaemonSet passes its pod's IP: never every address of the node
     port: int = 9470
     max_pod_series: int = 300
+    # /metrics only for a bearer token whose user may `get` the URL /metrics (TokenReview and
+    # SubjectAccessReview, cached a minute per token); needs kube.api_url
+    authorize: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from nodeagent.report import numa_cpu_usage
 
 if TYPE_CHECKING:
     from nodeagent.agent import Agent
+    from nodeagent.metricsauth import MetricsAuthorizer
     from nodeagent.report import NodeSnapshot
 
 VERSION = "0.1.0"
@@ -198,7 +199,8 @@ class MetricsServer:
     """A threaded HTTP server on the configured address and port (the pod's IP in the DaemonSet:
     with hostNetwork, 0.0.0.0 would be every address of the node), bounded in connections and time."""
 
-    def __init__(self, agent: "Agent", address: str, port: int, max_pod_series: int) -> None:
+    def __init__(self, agent: "Agent", address: str, port: int, max_pod_series: int,
+                 authorizer: "MetricsAuthorizer | None" = None) -> None:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(AgentCollector(agent, max_pod_series))
         ProcessCollector(registry=registry)  # the agent's own process_* figures
@@ -207,7 +209,11 @@ class MetricsServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path.startswith("/metrics"):
-                    code, body, kind = 200, generate_latest(registry), CONTENT_TYPE_LATEST
+                    code, why = (200, "") if authorizer is None else authorizer.check(self.headers.get("Authorization"))
+                    if code == 200:
+                        body, kind = generate_latest(registry), CONTENT_TYPE_LATEST
+                    else:
+                        body, kind = why.encode() + b"\n", "text/plain"
                 elif self.path == "/healthz":  # the loop is still ticking
                     alive = time.monotonic() - agent.last_tick <= stale_after
                     code, body, kind = (200 if alive else 503), b"ok\n" if alive else b"stalled\n", "text/plain"

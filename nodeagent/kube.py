@@ -38,6 +38,10 @@ class KubeApi:
             decoded: dict[str, Any] = json.loads(answer.read() or b"{}")
             return decoded
 
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST `body` (a TokenReview, a SubjectAccessReview): the API server's answer."""
+        return self._call("POST", path, body)
+
     def evict(self, namespace: str, name: str) -> None:
         self._call("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", {
             "apiVersion": "policy/v1", "kind": "Eviction",

@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from central.model.fields import YAML_LOADER
+
 ROOT = Path(__file__).resolve().parents[1] / "daemonset"
 
 
@@ -18,7 +20,7 @@ def documents() -> list[dict[str, Any]]:
     kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
     docs = []
     for name in kustomization["resources"]:
-        docs += [d for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
+        docs += [d for d in yaml.load_all((ROOT / name).read_text(), Loader=YAML_LOADER) if d]  # noqa: S506
     return docs
 
 
@@ -28,13 +30,16 @@ def by_kind(kind: str) -> dict[str, dict[str, Any]]:
 
 
 def allowed(account: str) -> set[tuple[str, str, str]]:
-    """(group, resource, verb) granted to the service account by every role bound to it."""
+    """(group, resource, verb) granted to the service account by every role bound to it, on
+    any object of the kind (a rule limited to named objects, `resourceNames`, is left out)."""
     roles = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d["kind"] in ("Role", "ClusterRole")}
     grants = set()
     for binding in documents():
         if binding["kind"] in ("RoleBinding", "ClusterRoleBinding") and any(
                 s["name"] == account for s in binding["subjects"]):
             for rule in roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]["rules"]:
+                if rule.get("resourceNames"):
+                    continue
                 grants |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     return grants
 

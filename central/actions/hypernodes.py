@@ -16,19 +16,28 @@ Volcano's allocateForJob, for a job without subgroups:
    share of the job's tasks already inside), then breadth first, children by name.
 4. No gradient has a solution: the job waits, and every pending task says why, naming
    the mode and the highest tier allowed and what the last HyperNode tried lacked.
-Subgroups (`subGroupPolicy`, Volcano's subjobs) are not searched separately here: a job is
-one gang in one HyperNode.
+
+Sub-groups (`subGroupPolicy`, Volcano's subjobs; a Job task's `partitionPolicy` becomes one,
+see `central.model.subgroups`) are searched inside the job's HyperNode, or inside the whole
+cluster for a job without a network topology of its own (Volcano's allocateForSubJob): each
+sub-group whose topology is hard, in the order of its first task, goes through the same
+search over the HyperNodes under the job's (`hypernode_gradients(job, group, within)`), and
+is placed in the first (best) one where at least `subGroupSize` of its pods fit, or not at
+all. The job's other pods are then placed anywhere in the job's HyperNode. A trial is a
+solution when, besides the gang being ready (or pipelined), every policy with `minSubGroups`
+has that many sub-groups placed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.framework.ordering import FixedLine
-from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.model.objects import ALLOCATED_STATUSES, JobInfo, NetworkTopology, QueueInfo, TaskInfo, TaskStatus
+from central.model.subgroups import SubGroup, sub_groups
 from central.resources.vectors import format_value
 
 if TYPE_CHECKING:
@@ -39,20 +48,25 @@ if TYPE_CHECKING:
 PlaceTasks = Callable[..., None]  # allocate.place_tasks(handle, stmt, tasks, job, queue, within=mask)
 
 
+PLACED = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}
+
+
 def place_in_hypernodes(handle: ActionHandle, stmt: "Statement", tasks: FixedLine[TaskInfo],
                         job: JobInfo, queue: QueueInfo, place_tasks: PlaceTasks) -> bool:
     """Place the job by HyperNode onto `stmt` with allocate's `place_tasks`; False when no
-    plugin searches HyperNodes for it."""
-    gradients = _gradients(handle, job)
+    plugin searches HyperNodes for it or its sub-groups."""
+    gradients: Sequence[Sequence[HyperNode | None]] | None = _gradients(handle, job)
     if gradients is None:
-        return False
+        if not _searches_groups(handle, job):
+            return False
+        gradients = [[None]]  # the whole cluster: only the sub-groups are searched
     last: HyperNode | None = None
     for gradient in gradients:
         for hn in _search_order(handle, job, gradient):
             job.fit_errors = {}
             trial, left = handle.statement(), tasks.copy()
-            place_tasks(handle, trial, left, job, queue, within=hn.mask)
-            if trial.ops and (handle.job_ready(job) or handle.job_pipelined(job)):
+            _place_within(handle, trial, left, job, queue, hn, place_tasks)
+            if trial.ops and (handle.job_ready(job) or handle.job_pipelined(job)) and _enough_groups(job):
                 stmt.merge(trial)
                 tasks.assign(left)  # what the trial left to place, in the same order
                 return True
@@ -63,37 +77,113 @@ def place_in_hypernodes(handle: ActionHandle, stmt: "Statement", tasks: FixedLin
     return True
 
 
-def _search_order(handle: ActionHandle, job: JobInfo, gradient: list["HyperNode"]) -> list["HyperNode"]:
+def _place_within(handle: ActionHandle, trial: "Statement", left: FixedLine[TaskInfo], job: JobInfo,
+                  queue: QueueInfo, hn: "HyperNode | None", place_tasks: PlaceTasks) -> None:
+    """The job's pending tasks in `left` onto `trial` inside `hn` (None: anywhere): its
+    searched sub-groups each in a HyperNode of their own first, then the rest."""
+    if job.sub_group_policies:
+        turn = {task.uid: i for i, task in enumerate(reversed(list(left)))}  # FixedLine pops from the end
+        groups = [g for g in sub_groups(job.sub_group_policies, job.tasks.values()).values()
+                  if any(t.uid in turn for t in g.tasks)]
+        groups.sort(key=lambda g: min(turn[t.uid] for t in g.tasks if t.uid in turn))
+        for group in groups:
+            gradients = handle.hypernode_gradients(job, group, hn)
+            if gradients is None:
+                continue  # placed with the rest
+            members = {t.uid for t in group.tasks}
+            line = left.take_out(lambda t: t.uid in members)
+            _place_group(handle, trial, line, job, queue, group, gradients, place_tasks)
+    place_tasks(handle, trial, left, job, queue, within=None if hn is None else hn.mask)
+
+
+def _place_group(handle: ActionHandle, trial: "Statement", line: FixedLine[TaskInfo], job: JobInfo,
+                 queue: QueueInfo, group: SubGroup, gradients: list[list[HyperNode]], place_tasks: PlaceTasks) -> None:
+    """The sub-group's pending tasks (`line`) in the first HyperNode of the best gradient that
+    takes at least subGroupSize of its pods, or nowhere, each of its tasks saying why."""
+    need = min(group.policy.size, len(group.tasks))
+    last: HyperNode | None = None
+    for gradient in gradients:
+        for hn in _search_order(handle, job, gradient, group):
+            for task in group.tasks:
+                job.fit_errors.pop(task.uid, None)
+            sub, left = handle.statement(), line.copy()
+            while left and not any(t.uid in job.fit_errors for t in group.tasks):
+                place_tasks(handle, sub, left, job, queue, within=hn.mask)  # it stops early once the job is ready
+            if sum(1 for t in group.tasks if t.status in PLACED) >= need:
+                trial.merge(sub)
+                return
+            sub.discard()
+            last = hn
+    spec = group.policy.network_topology
+    assert spec is not None
+    why = f"subGroup {group.key}: {_limit(spec)}: fits in no HyperNode within the allowed tiers"
+    for task in line:
+        handle.forget_placement(task)
+        detail = job.fit_errors.get(task.uid)
+        job.fit_errors[task.uid] = f"{why}; in HyperNode {last.name} (tier {last.tier}): {detail}" if (
+            detail and last is not None) else why
+
+
+def _searches_groups(handle: ActionHandle, job: JobInfo) -> bool:
+    """Does a plugin search HyperNodes for one of the job's sub-groups?"""
+    if not any(p.network_topology is not None and p.network_topology.hard for p in job.sub_group_policies):
+        return False
+    return any(handle.hypernode_gradients(job, group) is not None
+               for group in sub_groups(job.sub_group_policies, job.tasks.values()).values())
+
+
+def _enough_groups(job: JobInfo) -> bool:
+    """Every policy with minSubGroups has that many sub-groups placed (Volcano's CheckSubJobReady)."""
+    if not any(p.min_groups for p in job.sub_group_policies):
+        return True
+    placed: dict[str, int] = {}
+    for group in sub_groups(job.sub_group_policies, job.tasks.values()).values():
+        if sum(1 for t in group.tasks if t.status in PLACED) >= group.policy.size:
+            placed[group.policy.name] = placed.get(group.policy.name, 0) + 1
+    return all(placed.get(p.name, 0) >= p.min_groups for p in job.sub_group_policies)
+
+
+def _search_order(handle: ActionHandle, job: JobInfo, gradient: Sequence[HyperNode | None],
+                  group: SubGroup | None = None) -> list[HyperNode | None]:
     """The gradient's HyperNodes best first: by each one's own score, then, among equals, by
     their scores as a group (where plugins break ties, e.g. by the job's tasks already inside)."""
-    own = np.array([_scores(handle, job, [hn])[0] for hn in gradient])
-    order: list[HyperNode] = []
+    if list(gradient) == [None]:
+        return [None]
+    hypernodes = [hn for hn in gradient if hn is not None]
+    own = np.array([handle.hypernode_order(job, [hn], group)[0] for hn in hypernodes])
+    order: list[HyperNode | None] = []
     for value in sorted(set(own.tolist()), reverse=True):
-        group = [hn for hn, score in zip(gradient, own) if score == value]
-        if len(group) > 1:
-            group = [group[i] for i in np.argsort(-_scores(handle, job, group), kind="stable")]
-        order.extend(group)
+        tied = [hn for hn, score in zip(hypernodes, own) if score == value]
+        if len(tied) > 1:
+            tied = [tied[i] for i in np.argsort(-handle.hypernode_order(job, tied, group), kind="stable")]
+        order.extend(tied)
     return order
 
 
-def _gradients(handle: ActionHandle, job: JobInfo) -> list[list["HyperNode"]] | None:
+def _gradients(handle: ActionHandle, job: JobInfo) -> list[list[HyperNode]] | None:
     if job.network_topology is None:
         return None
     # the first plugin that answers decides (Volcano's HyperNodeGradientForJobFn)
     return handle.hypernode_gradients(job)
 
 
-def _scores(handle: ActionHandle, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
-    return handle.hypernode_order(job, candidates)
+def _limit(spec: NetworkTopology) -> str:
+    bound = (f"highestTierName {spec.highest_tier_name}" if spec.highest_tier_name and spec.highest_tier is None
+             else f"highestTierAllowed {spec.highest_tier}")
+    return f"network topology {spec.mode} ({bound})" if spec.hard else "network topology soft"
 
 
 def _explain(handle: ActionHandle, job: JobInfo, last: "HyperNode | None") -> None:
-    """Why-pending for a gang no allowed HyperNode holds."""
+    """Why-pending for a gang no allowed HyperNode holds (for a job without a network
+    topology of its own, its sub-groups' and tasks' reasons stand)."""
     spec = job.network_topology
-    assert spec is not None
-    bound = (f"highestTierName {spec.highest_tier_name}" if spec.highest_tier_name and spec.highest_tier is None
-             else f"highestTierAllowed {spec.highest_tier}")
-    limit = f"network topology {spec.mode} ({bound})" if spec.hard else "network topology soft"
+    if spec is None:
+        for task in job.tasks.values():
+            if task.status == TaskStatus.PENDING:
+                handle.forget_placement(task)
+                job.fit_errors.setdefault(task.uid, "the gang is not ready without its sub-groups")
+        return
+    limit = _limit(spec)
     if last is None:
         need = ", ".join(f"{name} {format_value(name, value)}" for name, value in sorted((job.min_resources or {}).items()))
         why = f"{limit}: no HyperNode within the allowed tiers has the gang's minResources free ({need or 'none'})"

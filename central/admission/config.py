@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from central.admission.resourcegroups import ResourceGroupsFile
 from central.model.jobspec import DEFAULT_LIMITS, JobLimits
 
 DEFAULT_SCHEDULER = "volcano"
@@ -27,6 +28,7 @@ class AdmissionConfig:
     # Volcano's --enable-queue-allocated-pods-check: refuse deleting a queue with allocated pods.
     queue_allocated_pods_check: bool = False
     features: frozenset[str] = frozenset()  # Volcano's --feature-gates that are on
+    resource_groups: ResourceGroupsFile | None = None  # Volcano's --admission-conf: pods placed by group
 
     def job_limits(self) -> JobLimits:
         return JobLimits(self.max_tasks_per_job, self.max_replicas_per_task, self.max_replicas_per_job)

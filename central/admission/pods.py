@@ -1,7 +1,7 @@
 """Admission of the pods Caldera schedules or pins (CREATE and UPDATE), as Volcano's pods webhook.
 
 validate_pod(pod, config, old=None, user=None) -> list
-mutate_pod(pod, config) -> dict   the pod as Volcano's pods mutating webhook leaves it (a copy)
+mutate_pod(pod, config, namespace) -> dict   the pod as Volcano's pods mutating webhook leaves it (a copy)
 
 Checked for pods of Caldera's scheduler (spec.schedulerName == config.scheduler_name) and for
 any pod that carries a scheduler-only annotation:
@@ -24,6 +24,7 @@ from typing import Any
 from central.admission import fields
 from central.admission.config import DEFAULT_CONFIG, AdmissionConfig
 from central.admission.fields import Problems, add, quote
+from central.admission.resourcegroups import place_in_group
 from central.errors import InputError
 from central.model import annotations as model_annotations
 from central.model.fields import map_at
@@ -53,15 +54,17 @@ def validate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFI
     return problems
 
 
-def mutate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG) -> dict[str, Any]:
-    """With SchedulingGatesQueueAdmission on, a pod that opts in (annotation
+def mutate_pod(pod: Mapping[str, Any], config: AdmissionConfig = DEFAULT_CONFIG, namespace: str = "") -> dict[str, Any]:
+    """As Volcano's pods mutating webhook, for any scheduler's pod: with
+    SchedulingGatesQueueAdmission on, a pod that opts in (annotation
     scheduling.volcano.sh/queue-allocation-gate: "true") gets that scheduling gate, after any
-    it has, once; the scheduler removes it when the pod's queue admits the pod. Any scheduler's
-    pod, as Volcano's webhook."""
-    out = dict(pod)
+    it has, once (the scheduler removes it when the pod's queue admits the pod); and a pod of
+    a resource group (`central.admission.resourcegroups`, --admission-conf) gets its placement."""
+    groups = config.resource_groups.groups() if config.resource_groups is not None else ()
+    out = place_in_group(pod, groups, namespace or str(map_at(pod, "metadata").get("namespace") or "")) if groups else dict(pod)
     if SCHEDULING_GATES_QUEUE_ADMISSION not in config.features or not opted_in(map_at(pod, "metadata").get("annotations")):
         return out
-    spec = map_at(pod, "spec")
+    spec = map_at(out, "spec")
     if QUEUE_ALLOCATION_GATE in gate_names(spec):
         return out
     gates = spec.get("schedulingGates")

@@ -24,6 +24,7 @@ from central.admission.jobs import mutate_job, validate_job
 from central.admission.podgroups import mutate_podgroup, validate_podgroup
 from central.admission.pods import mutate_pod, validate_pod
 from central.admission.queues import mutate_queue, validate_queue, validate_queue_delete
+from central.admission.workloads import validate_cronjob, validate_jobflow
 from central.errors import InputError
 
 
@@ -40,6 +41,8 @@ def kind_of(obj: Mapping[str, Any]) -> str:
     group = str(obj.get("apiVersion") or "").partition("/")[0]
     if kind == "Job" and group != "batch.volcano.sh":
         return "batch/Job"
+    if kind == "CronJob" and group != "batch.volcano.sh" or kind == "JobFlow" and group != "flow.volcano.sh":
+        return f"{group}/{kind}"
     if kind in ("Queue", "PodGroup") and group != "scheduling.volcano.sh":
         return f"{group}/{kind}"
     return kind
@@ -77,6 +80,10 @@ def _admit(obj: Mapping[str, Any], cluster: Cluster, config: AdmissionConfig, ol
         errors = validate_pod(obj, config, old, user)
     elif kind == "HyperNode":
         mutated, errors = dict(obj), validate_hypernode(obj)
+    elif kind == "CronJob":
+        mutated, errors = dict(obj), validate_cronjob(obj)
+    elif kind == "JobFlow":
+        mutated, errors = dict(obj), validate_jobflow(obj)
     else:
         mutated, errors = dict(obj), []
     return Review(not errors, errors, mutated)

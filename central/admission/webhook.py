@@ -1,9 +1,10 @@
 """`caldera webhook`: the HTTPS admission webhook around the pure functions of central.admission.
 
 Routes follow Volcano's (`/jobs/mutate`, `/jobs/validate`, `/queues/...`, `/podgroups/...`,
-`/hypernodes/validate`, `/pods/validate` for the pods of Caldera's scheduler and any pod
-pinning CPUs); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes return the defaulting
-as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
+`/hypernodes/validate`, `/cronjobs/validate`, `/jobflows/validate`, `/pods/validate` for the pods of Caldera's
+scheduler and any pod pinning CPUs, `/owners/validate` for what the controllers create, see
+central.admission.owners); each answers an admission.k8s.io/v1 AdmissionReview. Mutating routes
+return the defaulting as a JSONPatch; validating routes run the same `admit` (defaults first, then every rule) that
 `caldera validate` runs, so a bad object is refused with the same field-path messages
 everywhere. Queue DELETE requests go through `admit_delete`.
 
@@ -36,10 +37,13 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from central.admission import DEFAULT_CONFIG, AdmissionConfig, Cluster, admit, admit_delete, json_patch
+from central.admission.authorizer import NODE_NAME_CLAIM, review_access
 from central.admission.cluster import DEFAULT_QUEUE, podgroup_queue
 from central.admission.config import add_job_limit_arguments
 from central.admission.metrics import WebhookMetrics
+from central.admission.owners import CONTROLLERS_USER, OwnerCache, OwnerUnreadable, review_owner
 from central.admission.pods import concerns, mutate_pod
+from central.admission.resourcegroups import ResourceGroupsFile
 from central.admission.webhookconfig import CaBundleInjector
 from central.certs.command import WEBHOOK_CONFIGURATIONS
 from central.certs.issue import KeyPair, certificate_problem
@@ -53,9 +57,10 @@ from central.scheduler.metrics import BoundedHTTPServer, serve
 log = logging.getLogger(__name__)
 
 ROUTES = {f"/{resource}/{verb}" for resource in ("jobs", "queues", "podgroups") for verb in ("mutate", "validate")}
-ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate"))
+ROUTES.update(("/pods/validate", "/pods/mutate", "/hypernodes/validate", "/cronjobs/validate", "/jobflows/validate"))
 EVICTION_ROUTE = "/pods/eviction/validate"  # only the agents' evictions reach it (matchConditions)
-NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
+OWNERS_ROUTE = "/owners/validate"  # only the controllers' creates reach it (matchConditions)
+AUTHORIZE_ROUTE = "/authorize/agent-pods"  # the API server's authorization webhook (SubjectAccessReviews)
 MAX_BODY = 3 * 1024 * 1024  # etcd's request limit is 1.5 MiB; an AdmissionReview carries two copies
 MAX_CONNECTIONS = 128  # open connections served at once (a thread each); more are closed at accept
 IO_TIMEOUT_S = 15.0  # seconds a client may take per read or write, the TLS handshake included
@@ -155,7 +160,8 @@ def review(route: str, request: dict[str, Any], view: ClusterView, config: Admis
     except InputError as err:
         return _deny(uid, 400, err.message)
     if route == "/pods/mutate":  # the queue-allocation gate, whatever the pod's scheduler (Volcano's rule)
-        return _mutated(uid, obj, mutate_pod(obj, config) if request.get("operation") == "CREATE" else obj)
+        return _mutated(uid, obj, mutate_pod(obj, config, str(request.get("namespace") or ""))
+                        if request.get("operation") == "CREATE" else obj)
     if route.startswith("/pods/") and not concerns(obj, config, old):
         return {"uid": uid, "allowed": True}  # another scheduler's pod, pinning nothing
     cluster = view.cluster(_named_queue(obj))
@@ -219,10 +225,11 @@ class TLSContext:
     new problem, shown by /readyz) and the last good context keeps serving until it expires;
     `caldera certs` or cert-manager renewing the Secret mends it without a restart."""
 
-    def __init__(self, cert: str, key: str, clock: Callable[[], dt.datetime] = _utcnow):
+    def __init__(self, cert: str, key: str, clock: Callable[[], dt.datetime] = _utcnow, client_ca: str = ""):
         self.cert, self.key, self.clock = cert, key, clock
+        self.client_ca = client_ca  # set: a client must present a certificate this CA signed (the API server's)
         self.problem: str | None = None
-        self._stamp: tuple[float, float] | None = None
+        self._stamp: tuple[float, float, float] | None = None
         self._context: ssl.SSLContext | None = None
         self._expires: dt.datetime | None = None
         self._lock = threading.Lock()
@@ -232,7 +239,8 @@ class TLSContext:
         """The context to serve with (None until a usable certificate has been read)."""
         with self._lock:
             try:
-                stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+                stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime,
+                         os.stat(self.client_ca).st_mtime if self.client_ca else 0.0)
                 if stamp != self._stamp:
                     self._stamp = stamp
                     self._load()
@@ -253,8 +261,11 @@ class TLSContext:
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         try:
             context.load_cert_chain(self.cert, self.key)
+            if self.client_ca:  # TLS client authentication: no certificate, no handshake
+                context.load_verify_locations(cafile=self.client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
         except ssl.SSLError as err:
-            return self._report(f"{self.cert}: {err}")
+            return self._report(f"{self.cert} or {self.client_ca}: {err}")
         self._context, self._expires = context, pair.cert.not_valid_after_utc
         if self.problem:
             log.info("serving certificate %s loaded, valid until %s", self.cert, f"{self._expires:%Y-%m-%d}")
@@ -306,12 +317,23 @@ class WebhookServer(BoundedHTTPServer):
 
     def __init__(self, address: tuple[str, int], tls: TLSContext, view: ClusterView, config: AdmissionConfig,
                  client: KubeClient | None = None, metrics: WebhookMetrics | None = None,
-                 max_connections: int = MAX_CONNECTIONS, request_deadline_s: float = REQUEST_DEADLINE_S):
+                 max_connections: int = MAX_CONNECTIONS, request_deadline_s: float = REQUEST_DEADLINE_S,
+                 controllers_user: str = CONTROLLERS_USER):
         self.tls, self.view, self.config, self.client = tls, view, config, client
+        self.controllers_user = controllers_user
+        self.owners = OwnerCache(self._get)
         self.metrics = metrics or WebhookMetrics()
         self.request_deadline_s = request_deadline_s
         self.deadlines = Deadlines()
         super().__init__(address, _Handler, max_connections=max_connections, io_timeout_s=IO_TIMEOUT_S)
+
+    def _get(self, url: str) -> dict[str, Any] | None:
+        if self.client is None:
+            raise OwnerUnreadable("no API client")
+        try:
+            return self.client.get_or_none(url)
+        except (ApiError, OSError) as err:
+            raise OwnerUnreadable(str(err)) from None
 
     def on_refused(self) -> None:
         if self.refused in (1, 10, 100) or self.refused % 1000 == 0:
@@ -366,9 +388,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         route = urlsplit(self.path).path  # the apiserver appends ?timeout=10s
-        if route not in ROUTES and route != EVICTION_ROUTE or not 0 < length <= MAX_BODY:
+        if route == AUTHORIZE_ROUTE and 0 < length <= MAX_BODY:
+            return self._authorize(length)
+        known = route in ROUTES or route in (EVICTION_ROUTE, OWNERS_ROUTE)
+        if not known or not 0 < length <= MAX_BODY:
             self.close_connection = True  # the body stays unread: the connection cannot carry another request
-            if route not in ROUTES and route != EVICTION_ROUTE:
+            if not known:
                 return self._send(404, {"message": f"no admission route {route}"})
             return self._send(413, {"message": "request body missing or too large"})
         try:
@@ -382,6 +407,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if route == EVICTION_ROUTE:
                 response = review_agent_eviction(request, self._pod(request))
+            elif route == OWNERS_ROUTE:
+                response = review_owner(request, self.server.owners, self.server.controllers_user)
             else:
                 response = review(route, request, self.server.view, self.server.config)
         except ApiError as err:
@@ -391,6 +418,16 @@ class _Handler(BaseHTTPRequestHandler):
             response = _deny(request.get("uid", ""), 500, "internal error in the admission webhook")
         self.server.metrics.observe(route, request.get("operation"), response, time.monotonic() - started)
         self._send(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+
+    def _authorize(self, length: int) -> None:
+        try:
+            sar = json.loads(self.rfile.read(length))
+            if not isinstance(sar, dict) or sar.get("kind") != "SubjectAccessReview":
+                raise TypeError
+            answer = review_access(sar)
+        except (ValueError, TypeError, AttributeError, RecursionError):
+            return self._send(400, {"message": "expected an authorization.k8s.io/v1 SubjectAccessReview"})
+        self._send(200, answer)
 
     def _pod(self, request: dict[str, Any]) -> dict[str, Any] | None:
         if self.server.client is None:
@@ -417,6 +454,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "caBundle filled in) and /metrics; off when 0")
     parser.add_argument("--tls-cert-file", required=True, help="the serving certificate (PEM)")
     parser.add_argument("--tls-key-file", required=True, help="its private key (PEM)")
+    parser.add_argument("--client-ca-file", default="",
+                        help="require a client certificate signed by this CA (PEM) on the HTTPS port, for the "
+                             "admission and authorization calls alike: the API server's own (its "
+                             "--admission-control-config-file and authorization kubeconfig present it); off when empty")
     parser.add_argument("--ca-bundle-file", default="",
                         help="fill this CA into the webhook configurations' caBundle at start and when it changes")
     parser.add_argument("--mutating-configuration", default=WEBHOOK_CONFIGURATIONS["mutatingwebhookconfigurations"],
@@ -437,18 +478,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-gates", default="",
                         help="Volcano's feature gates, Name=bool,...; SchedulingGatesQueueAdmission=true gives pods "
                              "annotated scheduling.volcano.sh/queue-allocation-gate: \"true\" that scheduling gate")
+    parser.add_argument("--admission-conf", default="",
+                        help="Volcano's admission configuration file (resourceGroups: pods placed by namespace or "
+                             "annotation); read again when it changes")
     parser.add_argument("--scheduler-user", default=DEFAULT_CONFIG.scheduler_user,
                         help="the only user that may set caldera.sh/cpuset on pods (the scheduler's ServiceAccount)")
+    parser.add_argument("--controllers-user", default=CONTROLLERS_USER,
+                        help="the controllers' ServiceAccount, whose creates on " + OWNERS_ROUTE +
+                             " must name an existing owner")
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        groups = ResourceGroupsFile(args.admission_conf) if args.admission_conf else None
+    except (OSError, UnicodeDecodeError, InputError) as err:
+        log.error("--admission-conf %s: %s", args.admission_conf, getattr(err, "strerror", None) or err)
+        return 2
     config = AdmissionConfig(max_tasks_per_job=args.max_tasks_per_job, max_replicas_per_task=args.max_replicas_per_task,
                              max_replicas_per_job=args.max_replicas_per_job, max_queue_depth=args.max_queue_depth,
                              scheduler_name=args.scheduler_name, scheduler_user=args.scheduler_user,
                              queue_allocated_pods_check=args.enable_queue_allocated_pods_check,
-                             features=parse_feature_gates(args.feature_gates))
-    tls = TLSContext(args.tls_cert_file, args.tls_key_file)
+                             features=parse_feature_gates(args.feature_gates),
+                             resource_groups=groups)
+    tls = TLSContext(args.tls_cert_file, args.tls_key_file, client_ca=args.client_ca_file)
     client = KubeClient.connect(args.kubeconfig)
     view = ClusterView(client).start()
     injector = None
@@ -466,7 +519,8 @@ def run(args: argparse.Namespace) -> int:
     metrics.ready.set_function(lambda: 1.0 if ready() else 0.0)
     if args.health_port:  # /metrics (requests, latency, denials, readiness) beside the probes
         health = serve(metrics.registry, args.health_port, ready, host=args.bind_address)
-    server = WebhookServer((args.bind_address, args.port), tls, view, config, client, metrics)
+    server = WebhookServer((args.bind_address, args.port), tls, view, config, client, metrics,
+                           controllers_user=args.controllers_user)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     try:
         server.serve_forever()

@@ -42,7 +42,8 @@ def to_node_data(report: pb.NodeReport) -> NodeData:
         for cell in topology.numa_nodes)
     gpus = tuple(
         GpuCard(index=g.index, memory_total=float(g.memory_total_bytes), memory_used=float(g.memory_used_bytes),
-                healthy=g.healthy, mig_slices=tuple(float(m.memory_total_bytes) for m in g.mig_devices))
+                healthy=g.healthy, mig_slices=tuple(float(m.memory_total_bytes) for m in g.mig_devices),
+                uuid=g.uuid, numa=g.numa_node)
         for g in report.gpus.gpus)
     has_cpu = report.HasField("resources") and resources.HasField("cpu_usage_cores")
     has_memory = report.HasField("resources") and resources.HasField("memory_usage_bytes")

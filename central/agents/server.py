@@ -13,9 +13,15 @@ next. Messages are capped in size (1 MiB: a full report of a 1,024-CPU node with
 is about 60 kB; what a report says is held against its Node later, see `central.agents.bounds`)
 and each stream in rate (a token bucket: `max_reports_per_s`, bursts of twice that); a report
 over the rate is refused unapplied, with `resync` so the agent's next report is complete.
+A token not yet reviewed costs a TokenReview on the API server, so per peer address at most
+`reviews_per_peer` reviews run at once and at most `unauthenticated_per_peer` streams wait for
+one; more are refused with RESOURCE_EXHAUSTED. A token the authenticator already accepted (its
+`cached`) skips both, so a flood of unknown tokens from one address neither costs the API server
+more than a few reviews at a time nor delays the agents already known, and agents that share an
+address (all of them under `caldera up`, from 127.0.0.1) wait for a slot instead of being refused.
 `ReceiverServer` runs the loop on its own thread so a synchronous scheduler can embed it;
 `ReceiverCollector` exports its counters (`caldera_agent_reports_total{result}`: accepted,
-denied, unauthenticated, stale, rate_limited) and the fresh/stale node counts to /metrics.
+denied, unauthenticated, throttled, stale, rate_limited) and the fresh/stale node counts to /metrics.
 """
 
 from __future__ import annotations
@@ -74,6 +80,15 @@ def peer_names(context: grpc.aio.ServicerContext) -> set[str] | None:
     return {n.decode() for n in names} or None
 
 
+REVIEWS_PER_PEER = 4  # TokenReviews in flight for one peer address
+UNAUTHENTICATED_PER_PEER = 128  # streams of one address waiting for a review; more are refused
+
+
+def peer_address(peer: str) -> str:
+    """The address of a gRPC peer without its port: ipv4:10.0.0.7:5123 -> ipv4:10.0.0.7."""
+    return peer.rsplit(":", 1)[0] if peer.count(":") >= 2 else peer
+
+
 class TokenBucket:
     def __init__(self, rate: float, burst: float) -> None:
         self.rate, self.burst = rate, burst
@@ -99,21 +114,50 @@ class ReportService(pb_grpc.NodeReportServiceServicer):
         self.denied = 0
         self.stale = 0
         self.unauthenticated = 0
+        self.throttled = 0
         self.rate_limited = 0
+        self.reviews_per_peer = REVIEWS_PER_PEER
+        self.unauthenticated_per_peer = UNAUTHENTICATED_PER_PEER
+        self._waiting: dict[str, int] = {}  # peer address -> streams waiting for or in a review
+        self._review_slots: dict[str, asyncio.Semaphore] = {}
 
     async def _identify(self, context: grpc.aio.ServicerContext) -> tuple[set[str] | None, float | None]:
         """(the node names this stream may report, the time its right ends); None: not checked."""
         token = bearer_token(context)
         if token is not None and self.authenticate is not None:
-            try:
-                identity = await asyncio.get_running_loop().run_in_executor(None, self.authenticate, token)
-            except Unauthenticated as err:
-                await self._refuse(context, f"token refused: {err}")
+            cached = getattr(self.authenticate, "cached", None)
+            identity = cached(token) if cached is not None else None
+            if identity is None:
+                identity = await self._review(context, token)
             return {identity.node}, identity.expires_unix_s
         names = peer_names(context)
         if names is None and self.authenticate is not None:
             await self._refuse(context, "no bearer token (the agent's projected ServiceAccount token)")
         return names, None
+
+    async def _review(self, context: grpc.aio.ServicerContext, token: str) -> AgentIdentity:
+        """`authenticate(token)` within the per-peer bounds (all on the event loop: no lock)."""
+        assert self.authenticate is not None
+        peer = peer_address(context.peer())
+        if self._waiting.get(peer, 0) >= self.unauthenticated_per_peer:
+            self.throttled += 1
+            log.warning("stream from %s refused: %d unauthenticated streams from its address already",
+                        context.peer(), self.unauthenticated_per_peer)
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                "too many unauthenticated streams from this address; retry later")
+        self._waiting[peer] = self._waiting.get(peer, 0) + 1
+        try:
+            slot = self._review_slots.setdefault(peer, asyncio.Semaphore(self.reviews_per_peer))
+            async with slot:
+                try:
+                    return await asyncio.get_running_loop().run_in_executor(None, self.authenticate, token)
+                except Unauthenticated as err:
+                    await self._refuse(context, f"token refused: {err}")
+                    raise  # abort raises; for the type checker
+        finally:
+            self._waiting[peer] -= 1
+            if not self._waiting[peer]:
+                del self._waiting[peer], self._review_slots[peer]
 
     async def _refuse(self, context: grpc.aio.ServicerContext, why: str) -> None:
         self.unauthenticated += 1
@@ -160,9 +204,11 @@ class ReceiverCollector:
         s = self.service
         reports = CounterMetricFamily("caldera_agent_reports", "Agent reports by result: accepted; denied "
                                       "(stream not entitled to the node); unauthenticated (streams refused "
-                                      "for their token); stale (a delta without its full report); "
+                                      "for their token); throttled (unauthenticated streams over the per-address "
+                                      "bound); stale (a delta without its full report); "
                                       "rate_limited.", labels=["result"])
         for result, n in (("accepted", s.accepted), ("denied", s.denied), ("unauthenticated", s.unauthenticated),
+                          ("throttled", s.throttled),
                           ("stale", s.stale), ("rate_limited", s.rate_limited)):
             reports.add_metric([result], n)
         nodes = GaugeMetricFamily("caldera_agent_nodes", "Nodes with a report, by freshness.", labels=["state"])

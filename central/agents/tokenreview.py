@@ -54,8 +54,12 @@ def _expiry(token: str) -> float | None:
         return None
 
 
+MAX_CACHED = 4096  # tokens remembered; the earliest to expire go first
+
+
 class TokenReviewer:
-    """`Authenticator` for `ReceiverServer`: TokenReview with a short per-token cache."""
+    """`Authenticator` for `ReceiverServer`: TokenReview with a short per-token cache (by the
+    token's hash, bounded), whose accepted tokens `cached` answers without blocking."""
 
     def __init__(self, client: KubeClient, audience: str = AUDIENCE, account: str = AGENT_ACCOUNT,
                  ttl_s: float = 60.0, clock: Callable[[], float] = time.time):
@@ -63,6 +67,15 @@ class TokenReviewer:
         self.ttl_s, self.clock = ttl_s, clock
         self._cache: dict[str, tuple[float, AgentIdentity | str]] = {}
         self._lock = threading.Lock()
+
+    def cached(self, token: str) -> AgentIdentity | None:
+        """The identity of a token reviewed and accepted within the TTL; None otherwise."""
+        key = hashlib.sha256(token.encode()).hexdigest()
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is None or hit[0] <= self.clock() or isinstance(hit[1], str):
+            return None
+        return hit[1]
 
     def __call__(self, token: str) -> AgentIdentity:
         key = hashlib.sha256(token.encode()).hexdigest()
@@ -73,6 +86,11 @@ class TokenReviewer:
             hit = (now + self.ttl_s, self._review(token))
             with self._lock:
                 self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+                if len(self._cache) >= MAX_CACHED:  # refusals first, then the earliest to expire
+                    order = sorted(self._cache, key=lambda k: (not isinstance(self._cache[k][1], str),
+                                                               self._cache[k][0]))
+                    for k in order[:len(self._cache) - MAX_CACHED + 1]:
+                        del self._cache[k]
                 self._cache[key] = hit
         if isinstance(hit[1], str):
             raise Unauthenticated(hit[1])

@@ -33,7 +33,7 @@ from central.bench.e2e import Creator
 from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_SCHEDULING, KubeClient, path
 from central.kube.informer import Reflector
 from central.localcluster import build, controlplane
-from central.localcluster.install import Discovery, apply, kustomization_objects, repo_manifests
+from central.localcluster.install import apply_crds
 from central.localcluster.processes import Supervisor, free_port
 
 CONTROLLERS = f"{controlplane.CONTROLLERS},-node-lifecycle-controller"  # no kubelet renews a Lease
@@ -45,10 +45,7 @@ def control_plane(directory: Path) -> Iterator[tuple[KubeClient, str]]:
     try:
         endpoints = controlplane.start(sup, build.binaries(), controllers=CONTROLLERS)
         admin = KubeClient.connect(str(directory / "kubeconfig"), qps=5000, burst=5000)
-        discovery = Discovery(admin)
-        for obj in kustomization_objects(repo_manifests()):
-            if obj["kind"] == "CustomResourceDefinition":
-                apply(admin, discovery, obj)
+        apply_crds(admin)
         yield admin, endpoints.apiserver
     finally:
         sup.stop_all()

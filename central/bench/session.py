@@ -209,6 +209,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="end to end through a real local API server instead: Caldera's scheduler process, "
                              "then kube-scheduler on a fresh one, same nodes and pods (default size 1000x10000; "
                              "a one-time build of 7-12 minutes, then several minutes per size)")
+    parser.add_argument("--dra", action="store_true",
+                        help="pods with DRA ResourceClaims instead: GPUs published as ResourceSlices (8 per node), "
+                             "pods/s with the DRA toggle off and on in the same run (default size 1000x10000), "
+                             "then cross-NUMA GPU allocations with and without numa-aware's device preference")
     parser.add_argument("--backlog", action="store_true",
                         help="with --e2e: create every pod first, then start the scheduler; the clock runs from "
                              "its start (the scheduler and its binds alone, not the creates)")
@@ -221,6 +225,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.e2e:
         return run_e2e(args.size or [(1000, 10000)], args.backlog)
+    if args.dra:
+        from central.bench import dra
+
+        return dra.main([f"{nodes}x{pods}" for nodes, pods in args.size or [(1000, 10000)]])
     sizes = args.size or [(1000, 10000), (5000, 50000)]
     runs = len(sizes) + (args.preemption is not None)
     with progress_bar("bench", runs) as step:

@@ -1,7 +1,8 @@
 """What Volcano's e2e suites assume of a cluster, made on a `caldera up` cluster: the
 `volcano-system` namespace, the scheduler ConfigMap of Volcano CI's helm release (named
 `integration`) holding CI's scheduler configuration, and 4 worker nodes of 4 CPU / 16 GiB
-like CI's kind cluster. These are naming adaptations; the tests themselves are not changed."""
+like CI's kind cluster (plus the KWOK nodes CI adds for the hypernode suite). These are naming
+adaptations; the tests themselves are not changed."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ CI_CONF = Path("installer/helm/chart/volcano/config/volcano-scheduler-ci.conf")
 SUITE_FEATURE_GATES = {"schedulinggates": "SchedulingGatesQueueAdmission=true"}
 
 
-def nodes() -> list[NodeSpec]:
-    return [NodeSpec(f"node-{i}", cpu="4", memory="16Gi", numa=1) for i in range(1, 5)]
+# The nodes Volcano CI adds for a suite, beside the workers: the hypernode suite's 8 KWOK nodes
+# (hack/run-e2e-kind.sh's create-kwok-node: 8 CPU, 8 GiB, tainted), simulated here as the rest.
+KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
+SUITE_NODES = {"hypernode": [NodeSpec(f"kwok-node-{i}", cpu="8", memory="8Gi", numa=1, taints=(KWOK_TAINT,))
+                             for i in range(8)]}
+
+
+def nodes(suite: str = "") -> list[NodeSpec]:
+    return [NodeSpec(f"node-{i}", cpu="4", memory="16Gi", numa=1) for i in range(1, 5)] + SUITE_NODES.get(suite, [])
 
 
 def feature_gates(suite: str) -> str:

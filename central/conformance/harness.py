@@ -31,7 +31,7 @@ def run_suite(built: Build, suite: str, system: str, out: Path, focus: str | Non
     shutil.rmtree(cluster_dir, ignore_errors=True)
     say(f"== {suite} on {system}: starting a cluster in {cluster_dir} ...")
     gates = environment.feature_gates(suite)
-    cluster = up(cluster_dir, environment.nodes(), agents=False, scheduler_conf=conf, say=say, feature_gates=gates)
+    cluster = up(cluster_dir, environment.nodes(suite), agents=False, scheduler_conf=conf, say=say, feature_gates=gates)
     try:
         # Volcano CI's kind cluster runs kube-scheduler too: some specs fill nodes with its pods.
         controlplane.start_kube_scheduler(cluster.sup, build.binaries(["kube-scheduler"], progress=say), qps=50, burst=100)

@@ -32,6 +32,7 @@ ABORT_JOB = "AbortJob"
 RESTART_JOB = "RestartJob"
 RESTART_TASK = "RestartTask"
 RESTART_POD = "RestartPod"
+RESTART_PARTITION = "RestartPartition"  # the failed pod's partition (partitionPolicy)
 TERMINATE_JOB = "TerminateJob"
 COMPLETE_JOB = "CompleteJob"
 RESUME_JOB = "ResumeJob"
@@ -42,7 +43,8 @@ CLOSE_QUEUE = "CloseQueue"
 
 # What a user may name in a job's lifecycle policy (Volcano's webhook maps, newest version).
 POLICY_EVENTS = (ANY, POD_FAILED, POD_EVICTED, POD_PENDING, UNKNOWN, TASK_COMPLETED, TASK_FAILED, JOB_UPDATED)
-POLICY_ACTIONS = (ABORT_JOB, RESTART_JOB, RESTART_TASK, RESTART_POD, TERMINATE_JOB, COMPLETE_JOB, RESUME_JOB)
+POLICY_ACTIONS = (ABORT_JOB, RESTART_JOB, RESTART_TASK, RESTART_POD, RESTART_PARTITION, TERMINATE_JOB, COMPLETE_JOB,
+                  RESUME_JOB)
 # Commands a person may issue against a job or a queue.
 JOB_COMMANDS = (ABORT_JOB, RESUME_JOB, RESTART_JOB, TERMINATE_JOB, COMPLETE_JOB)
 QUEUE_COMMANDS = (OPEN_QUEUE, CLOSE_QUEUE)

@@ -25,7 +25,8 @@ The state machine (Volcano's `job/state`): one step per call.
   gang can spare (pending > replicas - minAvailable).
 - Actions, from a Command (it wins) or from the lifecycle policies (job_policies.py), in
   Pending or Running: RestartJob (delete every pod and the PodGroup, new version), RestartTask
-  (the task's pods), RestartPod (the pod) -> Restarting with retryCount + 1; AbortJob ->
+  (the task's pods), RestartPod (the pod), RestartPartition (the pods of the failed pod's
+  partition, by its `volcano.sh/partition-id` label) -> Restarting with retryCount + 1; AbortJob ->
   Aborting, CompleteJob -> Completing, TerminateJob -> Terminating (each deletes the pods that
   have not finished, the PodGroup and the plugin objects).
 - Restarting: -> Failed when retryCount >= maxRetry; else deletes pods of older versions and
@@ -61,6 +62,7 @@ from central.controllers.jobplugins import (
 )
 from central.errors import InputError
 from central.model.jobspec import DEFAULT_LIMITS, JobLimits, JobSpec, job_spec
+from central.model.subgroups import PARTITION_ID
 
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
 COMPLETING, COMPLETED, ABORTING, ABORTED = "Completing", "Completed", "Aborting", "Aborted"
@@ -68,7 +70,7 @@ TERMINATING, TERMINATED, FAILED = "Terminating", "Terminated", "Failed"
 FINISHED = frozenset({COMPLETED, TERMINATED, FAILED})  # TTL applies
 KILLING = {ABORTING: ABORTED, COMPLETING: COMPLETED, TERMINATING: TERMINATED}
 KILL_ACTIONS = {bus.ABORT_JOB: ABORTING, bus.COMPLETE_JOB: COMPLETING, bus.TERMINATE_JOB: TERMINATING}
-RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD})
+RESTART_ACTIONS = frozenset({bus.RESTART_JOB, bus.RESTART_TASK, bus.RESTART_POD, bus.RESTART_PARTITION})
 MAX_CONDITIONS = 20
 
 
@@ -233,6 +235,10 @@ class _Step:
             self._delete_pods(retain_finished=False, task=trigger.task)
         elif trigger is not None and action == bus.RESTART_POD:
             self._delete_pods(retain_finished=False, pod=trigger.pod)
+        elif trigger is not None and action == bus.RESTART_PARTITION:
+            partition = self._partition(trigger.pod)
+            if partition is not None:  # a pod of no partition: Volcano restarts nothing
+                self._delete_pods(retain_finished=False, task=trigger.task, partition=partition)
         self.status["retryCount"] = int(self.status.get("retryCount") or 0) + 1
         self._transition(RESTARTING, action, trigger.describe() if trigger else f"{action} command")
 
@@ -353,14 +359,23 @@ class _Step:
             self.deleting.add(name)
             self.decision.delete_pods.append(name)
 
-    def _delete_pods(self, retain_finished: bool, task: str | None = None, pod: str | None = None) -> None:
+    def _delete_pods(self, retain_finished: bool, task: str | None = None, pod: str | None = None,
+                     partition: str | None = None) -> None:
         for name, p in self.pods.items():
             if (
                 (task is None or p.task == task)
                 and (pod is None or name == pod)
+                and (partition is None or self._partition(name) == partition)
                 and not (retain_finished and p.phase in ("Succeeded", "Failed"))
             ):
                 self._delete_pod(name)
+
+    def _partition(self, pod: str) -> str | None:
+        """The partition-id label of the job's pod `pod` (None: none, or no such pod)."""
+        facts = self.pods.get(pod)
+        labels = (facts.pod.get("metadata") or {}).get("labels") or {} if facts is not None else {}
+        value = labels.get(PARTITION_ID)
+        return str(value) if value is not None else None
 
     def _stop_and_release(self) -> None:
         """What every stopping or stopped job does: unfinished pods, the PodGroup and plugin objects go."""

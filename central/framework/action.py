@@ -27,6 +27,7 @@ from central.framework.statement import Statement
 from central.framework.status import Status
 from central.model.fields import GO_BOOLS
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from central.model.subgroups import SubGroup
 from central.model.topology import HyperNode
 from central.resources.vectors import Dimensions
 
@@ -100,7 +101,8 @@ class SessionParts(Protocol):
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status: ...
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status: ...
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]: ...
-    def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
+    def hypernode_gradients(self, job: JobInfo, group: SubGroup | None = None,
+                            within: HyperNode | None = None) -> list[list[HyperNode]] | None: ...
 
 
 class ActionHandle:
@@ -155,11 +157,11 @@ class ActionHandle:
         guards = self._victim_guards[point]
         return lambda victim: all(guard.may_lose(actor, victim) for guard in guards)
 
-    def hypernode_order(self, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
-        """The summed scores of the candidate HyperNodes."""
+    def hypernode_order(self, job: JobInfo, candidates: list[HyperNode], group: SubGroup | None = None) -> np.ndarray:
+        """The summed scores of the candidate HyperNodes (for the job's sub-group `group` when given)."""
         total = np.zeros(len(candidates))
         for fn in self._hypernode_order:
-            total += fn(job, candidates)
+            total += fn(job, candidates, group)
         return total
 
     def is_faulted(self, job: JobInfo) -> bool:

@@ -23,8 +23,9 @@ from central.framework.notes import Notes
 from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points
 from central.model.cache import ClusterCache
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
-from central.model.pgstatus import semantic
+from central.model.pgstatus import condition_key, semantic
 from central.model.volumes import ClaimBinding
 from central.resources.vectors import Dimensions, format_value
 
@@ -40,12 +41,14 @@ class CycleResult:
     binds: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # bound pod -> what plugins chose
     claim_bindings: dict[str, tuple[ClaimBinding, ...]] = field(default_factory=dict)  # bound pod -> volume writes
+    device_claims: dict[str, tuple[DeviceClaimWrite, ...]] = field(default_factory=dict)  # bound pod -> ResourceClaim writes
     evictions: dict[str, str] = field(default_factory=dict)  # pod -> reason
     pipelined: dict[str, str] = field(default_factory=dict)  # pod -> node, at session end
     nominated: dict[str, str] = field(default_factory=dict)  # preemptors -> node made room on
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)  # every session job's status
     changed_podgroups: set[str] = field(default_factory=set)  # those whose status semantically changed
     unschedulable: dict[str, str] = field(default_factory=dict)  # PodGroup -> why, for those this session could not place
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # (PodGroup, type, reason, message) plugins told
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     queue_annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> what plugins recorded
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
@@ -89,18 +92,23 @@ class Closing:
         result.ungated = list(decisions.ungated)
         result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
         result.claim_bindings = {uid: b for uid, b in notes.claim_bindings.items() if uid in decisions.binds}
+        result.device_claims = {uid: w for uid, w in notes.device_claims.items() if uid in decisions.binds}
         for job in self.jobs.values():
             if job.counts.get(TaskStatus.PIPELINED):
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
-            new = notes.conditions.get(job.uid)
-            status = podgroup_status(job, new)
+            new, side = notes.conditions.get(job.uid), notes.side_conditions.get(job.uid)
+            noted = _noted(new, side)
+            status = _unchanged(job, noted)
+            if status is None:
+                status = podgroup_status(job, new, side)
+                seen = semantic(status)
+                if seen != job.reported:
+                    result.changed_podgroups.add(job.uid)
+                job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
+                job.closed = (job.phase, job.min_available, dict(job.counts), noted, status)
             result.podgroups[job.uid] = status
-            seen = semantic(status)
-            if seen != job.reported:
-                result.changed_podgroups.add(job.uid)
-            job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
             if new is not None and new["type"] == "Unschedulable" and new["reason"] != EVENT_REASON \
                     and status["phase"] in UNSCHEDULABLE_PHASES:
                 result.unschedulable[job.uid] = new["message"]
@@ -114,6 +122,7 @@ class Closing:
                 self.cache.set_status(task, TaskStatus.PENDING, None)
         result.queues = queue_statuses(self.dims, self.queues, self.jobs)
         result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
+        result.events = [event for event in notes.events if event[0] in self.jobs]
         self._deserved(result)
         self.journal.close()
         return result
@@ -172,10 +181,36 @@ def _renominate(task: TaskInfo, node: str | None) -> Callable[[], None]:
     return undo
 
 
-def podgroup_status(job: JobInfo, new: dict[str, Any] | None) -> dict[str, Any]:
+def _noted(new: dict[str, Any] | None, side: Mapping[str, dict[str, Any]] | None) -> tuple[Any, ...]:
+    """What the session's conditions for a job say, without their session stamps."""
+    return (None if new is None else condition_key(new),
+            tuple((kind, condition_key(c)) for kind, c in sorted(side.items())) if side else ())
+
+
+def _unchanged(job: JobInfo, noted: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The status the last close gave the job, when nothing podgroup_status reads has changed
+    since: the same phase, its own conditions, the same counts and minMember, and conditions
+    from this session that differ from the last ones only in their session stamps. It would
+    give a status equal to that one (semantic), already reported; the stamps stay those of
+    the status the API server holds. None otherwise."""
+    closed = job.closed
+    if closed is None or job.counts.get(TaskStatus.RELEASING):
+        return None
+    phase, min_available, counts, last_noted, status = closed
+    if (job.conditions is status["conditions"] and job.phase == phase and job.min_available == min_available
+            and noted == last_noted and job.counts == counts and job.reported is not None):
+        return status
+    return None
+
+
+def podgroup_status(job: JobInfo, new: dict[str, Any] | None,
+                    side: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Volcano's jobStatus: the phase a PodGroup ends the session in, given the condition the
-    session set for it (`new`, if any)."""
+    session set for it (`new`, if any) and plugins' conditions of their own types (`side`)."""
     conditions = list(job.conditions)
+    for kind, condition in (side or {}).items():  # replaced where it stands, or added last
+        at = next((i for i, c in enumerate(conditions) if c.get("type") == kind), len(conditions))
+        conditions[at:at + 1] = [condition]
     if new is not None:  # replaced where it stands, or added last (Volcano's UpdatePodGroupCondition)
         at = next((i for i, c in enumerate(conditions) if c.get("type") == new["type"]), len(conditions))
         conditions[at:at + 1] = [new]

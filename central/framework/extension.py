@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from central.framework.status import Check, Status
     from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo
+    from central.model.subgroups import SubGroup
     from central.model.topology import HyperNode
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -231,16 +232,18 @@ class BatchNodeOrder(Protocol):
 
 @point("enabledHyperNodeGradient", "the first plugin that answers decides (none: no search)")
 class HyperNodeGradients(Protocol):
-    """The HyperNodes the gang may land in, lowest tier first."""
+    """The HyperNodes the gang may land in, lowest tier first; for one of its sub-groups
+    (`group`) when given, inside `within` (the job's HyperNode) when given."""
 
-    def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None: ...
+    def hypernode_gradients(self, job: JobInfo, group: SubGroup | None = None,
+                            within: HyperNode | None = None) -> list[list[HyperNode]] | None: ...
 
 
 @point("enabledHyperNodeOrder", SUM)
 class HyperNodeOrder(Protocol):
-    """Scores of the HyperNodes the gang fits."""
+    """Scores of the HyperNodes the gang (or its sub-group `group`) fits."""
 
-    def hypernode_order(self, job: JobInfo, hypernodes: list[HyperNode]) -> np.ndarray: ...
+    def hypernode_order(self, job: JobInfo, hypernodes: list[HyperNode], group: SubGroup | None = None) -> np.ndarray: ...
 
 
 # --- events --------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ what this class lists. One handle serves every plugin of a session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
@@ -26,6 +26,8 @@ from central.framework.journal import Journal
 from central.framework.nodeindex import NodeIndex
 from central.framework.notes import Notes
 from central.model.cache import ClusterCache
+from central.model.dra import DeviceClaimWrite
+from central.model.drastore import DraStore
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.policy import PdbInfo, ResourceQuotaInfo
 from central.model.topology import Topology
@@ -61,12 +63,16 @@ class Handle:
         self.note_job = notes.note_job  # why a gate held the job back (the latest note counts)
         self.job_note = notes.job_note
         self.set_condition = notes.set_condition  # the PodGroup condition the job ends the session with
+        self.set_side_condition = notes.set_side_condition  # a plugin's own condition type, beside it
+        self.job_event = notes.job_event  # an Event on the job's PodGroup
         self.placed_then_discarded = decisions.placed_then_discarded
         self.fault_job = faults.fault_job
         self.fault_task = faults.fault_task
         self.fault_node = faults.fault_node  # exclude=False: only reported, the plugin confined the damage
         self.fault_hypernode = faults.fault_hypernode  # left out of the topology this session
         self.recall = journal.recall
+        # the session's configured job order, set once every plugin is open (ask it lazily)
+        self.job_less: Callable[[JobInfo, JobInfo], bool] = lambda a, b: (a.creation, a.uid) < (b.creation, b.uid)
         self.remember = journal.remember  # kept for later sessions; a rolled back session takes it back
 
     @cached_property
@@ -106,6 +112,11 @@ class Handle:
     # --- volumes --------------------------------------------------------------------------
 
     @property
+    def dra(self) -> DraStore:
+        """Device classes, resource slices and claims (read-only by convention)."""
+        return self._cache.dra
+
+    @property
     def volumes(self) -> VolumeStore:
         """Claims, volumes, storage classes and CSI attach limits (read-only by convention)."""
         return self._cache.volumes
@@ -114,6 +125,12 @@ class Handle:
         """Record (with none, withdraw) the claim bindings written before the pod's bind.
         Call it from on_allocate / on_deallocate, so a discarded statement takes it back."""
         self._notes.bind_claims(task, bindings)
+
+    def reserve_device_claims(self, task: TaskInfo, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Record (with none, withdraw) the ResourceClaim allocations and reservations written
+        before the pod's bind. Call it from on_allocate / on_deallocate, so a discarded
+        statement takes it back."""
+        self._notes.reserve_device_claims(task, writes)
 
     def is_faulted(self, job: JobInfo) -> bool:
         return self._faults.job_reason(job) is not None

@@ -11,6 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import JobInfo, TaskInfo
 from central.model.volumes import ClaimBinding
 
@@ -21,9 +22,12 @@ class Notes:
         self._now = now
         self.jobs: dict[str, str] = {}  # job uid -> why a gate held it back (the latest note counts)
         self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
+        self.side_conditions: dict[str, dict[str, dict[str, Any]]] = {}  # job uid -> type -> a plugin's own condition
+        self.events: list[tuple[str, str, str, str]] = []  # (job uid, Event type, reason, message)
         self.annotations: dict[str, dict[str, str]] = {}  # task uid -> annotations plugins chose
         self.queue_annotations: dict[str, dict[str, str]] = {}  # queue -> annotations plugins chose
         self.claim_bindings: dict[str, tuple[ClaimBinding, ...]] = {}  # task uid -> volume writes before its bind
+        self.device_claims: dict[str, tuple[DeviceClaimWrite, ...]] = {}  # task uid -> ResourceClaim writes before its bind
 
     def note_job(self, job: JobInfo, text: str) -> None:
         self.jobs[job.uid] = text
@@ -39,6 +43,16 @@ class Notes:
         """A PodGroup condition stamped by this session."""
         return {"type": kind, "status": "True", "transitionID": self._uid, "reason": reason, "message": message,
                 "lastTransitionTime": self._stamp}
+
+    def set_side_condition(self, job: JobInfo, kind: str, status: bool, reason: str, message: str) -> None:
+        """A condition of the plugin's own type, kept beside the one `set_condition` sets (a
+        reservation stays visible while gang reports the job Unschedulable)."""
+        condition = {**self.condition(kind, reason, message), "status": "True" if status else "False"}
+        self.side_conditions.setdefault(job.uid, {})[kind] = condition
+
+    def job_event(self, job: JobInfo, kind: str, reason: str, message: str) -> None:
+        """An Event on the job's PodGroup (`kind` Normal or Warning), told once per call."""
+        self.events.append((job.uid, kind, reason, message))
 
     @cached_property
     def _stamp(self) -> str:
@@ -58,6 +72,13 @@ class Notes:
     def annotate_queue(self, queue: str, key: str, value: str) -> None:
         """Record an annotation to write on the Queue when the session closes."""
         self.queue_annotations.setdefault(queue, {})[key] = value
+
+    def reserve_device_claims(self, task: TaskInfo, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Record (with none, withdraw) what the pod's bind writes first for its ResourceClaims."""
+        if writes:
+            self.device_claims[task.uid] = writes
+        else:
+            self.device_claims.pop(task.uid, None)
 
     def bind_claims(self, task: TaskInfo, bindings: tuple[ClaimBinding, ...]) -> None:
         """Record (with none, withdraw) what the pod's bind writes first for its claims."""

@@ -86,6 +86,13 @@ class FixedLine(Generic[T]):
     def clear(self) -> None:
         self._items.clear()
 
+    def take_out(self, chosen: Callable[[T], bool]) -> "FixedLine[T]":
+        """The items `chosen` picks, as a line of their own in the same order; they leave this one."""
+        out: FixedLine[T] = FixedLine.__new__(FixedLine)
+        out._items = [item for item in self._items if chosen(item)]
+        self._items = [item for item in self._items if not chosen(item)]
+        return out
+
     def copy(self) -> "FixedLine[T]":
         clone: FixedLine[T] = FixedLine.__new__(FixedLine)
         clone._items = list(self._items)

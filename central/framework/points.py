@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from central.framework.status import Check
     from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo
+    from central.model.subgroups import SubGroup
     from central.model.topology import HyperNode
 
 P = TypeVar("P")
@@ -164,8 +165,8 @@ class Points:
         predicate: list[Callable[[TaskInfo, np.ndarray], list[Check]]]
         node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray]]
         batch_node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray | None]]
-        hypernode_gradients: list[Callable[[JobInfo], list[list[HyperNode]] | None]]
-        hypernode_order: list[Callable[[JobInfo, list[HyperNode]], np.ndarray]]
+        hypernode_gradients: list[Callable[[JobInfo, SubGroup | None, HyperNode | None], list[list[HyperNode]] | None]]
+        hypernode_order: list[Callable[[JobInfo, list[HyperNode], SubGroup | None], np.ndarray]]
         on_allocate: list[Callable[[TaskInfo], None]]
         on_deallocate: list[Callable[[TaskInfo], None]]
         on_session_close: list[ext.SessionClose]

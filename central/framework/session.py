@@ -34,6 +34,7 @@ from central.framework.status import Status
 from central.model.cache import ClusterCache
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.model.schedulinggate import SCHEDULING_GATES_QUEUE_ADMISSION
+from central.model.subgroups import SubGroup
 from central.model.topology import HyperNode
 
 __all__ = ["CycleResult", "Session"]  # CycleResult: where callers have long found it
@@ -80,6 +81,7 @@ class Session:
             self.rollback()
             raise
         self.points = Points(self.tiers)
+        self.handle.job_less = self.job_less
         self.placement.use(self.points)
 
     def _open_plugin(self, cls: type[Plugin], option: PluginOption) -> Plugin:
@@ -165,8 +167,9 @@ class Session:
     def victim_tasks(self, running: list[TaskInfo]) -> list[tuple[TaskInfo, str]]:
         return rules.union_first_tier(self.points.victim_tasks, running)
 
-    def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None:
-        return rules.first_answer(self.points.hypernode_gradients, job)
+    def hypernode_gradients(self, job: JobInfo, group: SubGroup | None = None,
+                            within: HyperNode | None = None) -> list[list[HyperNode]] | None:
+        return rules.first_answer(self.points.hypernode_gradients, job, group, within)
 
     @property
     def actions(self) -> tuple[str, ...]:

@@ -33,11 +33,13 @@ VOLCANO_SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
 VOLCANO_BATCH = "/apis/batch.volcano.sh/v1alpha1"
 VOLCANO_BUS = "/apis/bus.volcano.sh/v1alpha1"
 VOLCANO_TOPOLOGY = "/apis/topology.volcano.sh/v1alpha1"
+VOLCANO_FLOW = "/apis/flow.volcano.sh/v1alpha1"
 COORDINATION = "/apis/coordination.k8s.io/v1"
 SCHEDULING = "/apis/scheduling.k8s.io/v1"
 POLICY = "/apis/policy/v1"
 BATCH = "/apis/batch/v1"
 STORAGE = "/apis/storage.k8s.io/v1"
+RESOURCE = "/apis/resource.k8s.io/v1"  # Dynamic Resource Allocation
 
 
 class ApiError(Exception):

@@ -9,6 +9,11 @@ keeps a ghost. `synced` is set after the first complete list: the scheduler runs
 before every reflector it depends on has synced (Volcano #1417: nodes synced after pods ->
 over-commit).
 
+An `optional` reflector watches a resource the cluster may not serve (an API group left off,
+such as resource.k8s.io on an older control plane): a 404 on its list counts as an empty,
+synced list, so nothing waits for it, and the list is retried at the longest backoff, so the
+API is picked up once the server serves it.
+
 The reflector also keeps the latest object of every key (`objects`), which the binder, the
 status writer and the controllers read instead of asking the API server.
 """
@@ -36,13 +41,15 @@ def object_key(obj: dict[str, Any]) -> str:
 class Reflector:
     def __init__(self, client: KubeClient, url: str, handler: Handler, *,
                  query: dict[str, str] | None = None, watch_timeout: int = 300,
-                 backoff: tuple[float, float] = (0.2, 10.0)):
+                 backoff: tuple[float, float] = (0.2, 10.0), optional: bool = False):
         self.client = client
         self.url = url
         self.handler = handler
         self.query = dict(query or {})
         self.watch_timeout = watch_timeout
         self.backoff = backoff
+        self.optional = optional
+        self.served = True  # False while an optional resource answers 404
         self.objects: dict[str, dict[str, Any]] = {}
         self.resource_version: str | None = None
         self.synced = threading.Event()
@@ -75,6 +82,9 @@ class Reflector:
                 self._watch()
                 delay = self.backoff[0]
             except ApiError as err:
+                if err.code == 404 and self.optional and self.resource_version is None:
+                    self._not_served()
+                    continue
                 if err.code == 410:
                     log.info("%s: resourceVersion %s expired, listing again", self.url, self.resource_version)
                     self.resource_version = None
@@ -88,6 +98,14 @@ class Reflector:
                 log.warning("%s: %s: %s; retrying in %.1fs", self.url, type(err).__name__, err, delay)
                 self._stop.wait(delay)
                 delay = min(delay * 2, self.backoff[1])
+
+    def _not_served(self) -> None:
+        if self.served:
+            log.info("%s: not served by this cluster; treated as empty, asking again every %.0fs",
+                     self.url, self.backoff[1])
+            self.served = False
+        self.synced.set()
+        self._stop.wait(self.backoff[1])
 
     def _list(self) -> None:
         answer = self.client.request("GET", self.url, self.query, timeout=120.0)
@@ -104,6 +122,7 @@ class Reflector:
             if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
                 self._deliver("MODIFIED" if old else "ADDED", obj)
         self.resource_version = answer["metadata"]["resourceVersion"]
+        self.served = True
         if self.synced.is_set():
             self.relists += 1
         self.synced.set()

@@ -55,13 +55,91 @@ def write_kubeconfig(path: Path, server: str, ca: Path, *, cert: pki.Pair | None
     return path
 
 
+AUTHZ_CONFIG = "authorization.yaml"
+# The node agent's pod reads, and only those, go to Caldera's webhook: it allows a list or watch
+# that names the token's own node (central.admission.authorizer). Unreachable, they are denied.
+AGENT_PODS_READ = (
+    "request.user == 'system:serviceaccount:caldera-system:caldera-nodeagent'",
+    "has(request.resourceAttributes)",
+    "request.resourceAttributes.resource == 'pods'",
+    "!has(request.resourceAttributes.subresource) || request.resourceAttributes.subresource == ''",
+    "request.resourceAttributes.verb in ['list', 'watch']",
+)
+
+
+def write_authorization_config(directory: Path, webhook_kubeconfig: Path | None = None) -> Path:
+    """The apiserver's AuthorizationConfiguration: Node, then (given its kubeconfig) the agents'
+    pod-read webhook, then RBAC. The apiserver reloads the file when it changes."""
+    authorizers: list[dict[str, object]] = [{"type": "Node", "name": "node"}]
+    if webhook_kubeconfig is not None:
+        authorizers.append({"type": "Webhook", "name": "caldera-agent-pods", "webhook": {
+            "timeout": "3s", "subjectAccessReviewVersion": "v1", "matchConditionSubjectAccessReviewVersion": "v1",
+            "failurePolicy": "Deny", "authorizedTTL": "30s", "unauthorizedTTL": "10s",
+            "connectionInfo": {"type": "KubeConfigFile", "kubeConfigFile": str(webhook_kubeconfig)},
+            "matchConditions": [{"expression": e} for e in AGENT_PODS_READ]}})
+    authorizers.append({"type": "RBAC", "name": "rbac"})
+    path = directory / AUTHZ_CONFIG
+    path.write_text(yaml.safe_dump({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AuthorizationConfiguration",
+                                    "authorizers": authorizers}, sort_keys=False))
+    return path
+
+
+WEBHOOK_CLIENTS = Path("pki") / "webhook-clients"  # under the cluster's directory
+
+
+def webhook_client_ca(directory: Path) -> Path:
+    """The CA Caldera's webhook verifies callers against (`--client-ca-file`): only the API
+    server holds a certificate it signed, so a plain client is refused at the TLS handshake."""
+    return directory / WEBHOOK_CLIENTS / "ca.crt"
+
+
+def write_webhook_client(directory: Path, webhook_port: int = 0) -> tuple[pki.Pair, Path]:
+    """The client certificate the API server presents to Caldera's webhooks (a CA of its own,
+    not the cluster's: no user's client certificate passes), and the AdmissionConfiguration
+    that hands it to the admission webhook plugins (`--admission-control-config-file`)."""
+    where = directory / WEBHOOK_CLIENTS
+    ca = pki.new_ca(where, "caldera-webhook-client-ca")
+    client = pki.issue(ca, where, "apiserver", "kube-apiserver-webhook-client")
+    kubeconfig = where / "admission-kubeconfig"
+    # for Caldera's webhook's host and port alone (any other webhook, Volcano's beside it in
+    # `caldera conformance`, is not handed a certificate its CA never signed); "*" without a port
+    host = f"127.0.0.1:{webhook_port}" if webhook_port else "*"
+    kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [
+        {"name": host, "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}]}))
+    plugin = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "WebhookAdmissionConfiguration",
+              "kubeConfigFile": str(kubeconfig)}
+    config = directory / "admission.yaml"
+    config.write_text(yaml.safe_dump({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+                                      "plugins": [{"name": name, "configuration": plugin} for name in
+                                                  ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")]}))
+    return client, config
+
+
+def enable_agent_authorizer(directory: Path, url: str, ca_pem: bytes) -> None:
+    """Add the agents' pod-read webhook at `url` (served with a certificate from `ca_pem`) to the
+    apiserver's authorization chain; it takes effect at the apiserver's next reload."""
+    ca = directory / "pki" / "webhook-ca.crt"
+    ca.write_bytes(ca_pem)
+    kubeconfig = directory / "kubeconfigs" / "authorization-webhook"
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "webhook",
+        "clusters": [{"name": "webhook", "cluster": {"server": url, "certificate-authority": str(ca)}}],
+        "users": [{"name": "apiserver", "user": {  # the client certificate the webhook asks for
+            "client-certificate": str(directory / WEBHOOK_CLIENTS / "apiserver.crt"),
+            "client-key": str(directory / WEBHOOK_CLIENTS / "apiserver.key")}}],
+        "contexts": [{"name": "webhook", "context": {"cluster": "webhook", "user": "apiserver"}}]}))
+    write_authorization_config(directory, kubeconfig)
+
+
 def _get(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> bytes:
     with urllib.request.urlopen(url, context=context, timeout=timeout) as resp:  # noqa: S310 (loopback only)
         body: bytes = resp.read()
         return body
 
 
-def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS) -> Endpoints:
+def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: str = CONTROLLERS,
+          webhook_port: int = 0) -> Endpoints:
     """Start etcd, kube-apiserver and kube-controller-manager under `sup` and wait for each;
     `controllers` is the controller manager's --controllers."""
     d = sup.dir
@@ -72,6 +150,7 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
                              "kubernetes.default.svc.cluster.local"), ips=("127.0.0.1", "10.0.0.1"))
     clients = {stem: pki.issue(ca, pkidir, stem, user, orgs) for stem, user, orgs in IDENTITIES}
     sa = pki.signing_key(pkidir)
+    _, admission_config = write_webhook_client(d, webhook_port)
 
     if port and port_in_use(port):
         raise StartError(f"port {port} on 127.0.0.1 is in use (asked for kube-apiserver's --port); choose another")
@@ -98,7 +177,8 @@ def start(sup: Supervisor, bins: dict[str, Path], port: int = 0, controllers: st
         f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}", f"--client-ca-file={ca.cert}",
         f"--service-account-issuer={ISSUER}", f"--service-account-key-file={sa.cert}",
         f"--service-account-signing-key-file={sa.key}", f"--api-audiences={ISSUER}",
-        "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+        f"--authorization-config={write_authorization_config(d)}", "--enable-admission-plugins=NodeRestriction",
+        f"--admission-control-config-file={admission_config}",
         f"--service-cluster-ip-range={SERVICE_RANGE}", "--allow-privileged=true", "--profiling=false",
         f"--cert-dir={pkidir / 'generated'}"])
     context = ssl.create_default_context(cafile=str(ca.cert))

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from central.kube.client import ApiError, KubeClient
+from central.model.fields import YAML_LOADER
 
 FIELD_MANAGER = "caldera-up"
 RUN_LOCALLY = {("apps/v1", "Deployment"), ("apps/v1", "DaemonSet"), ("batch/v1", "Job"), ("batch/v1", "CronJob")}
@@ -38,7 +39,7 @@ def kustomization_objects(directory: Path) -> Iterator[dict[str, Any]]:
     """The objects of `directory`'s kustomization, in its `resources` order, with its image set."""
     kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
     for resource in kustomization.get("resources", []):
-        for doc in yaml.safe_load_all((directory / resource).read_text()):
+        for doc in yaml.load_all((directory / resource).read_text(), Loader=YAML_LOADER):  # noqa: S506 (safe)
             if isinstance(doc, dict) and doc.get("kind"):
                 yield doc
 
@@ -65,6 +66,14 @@ class Discovery:
         return f"{base}/namespaces/{namespace}/{plural}" if namespaced and namespace else f"{base}/{plural}"
 
 
+def apply_crds(kube: KubeClient) -> None:
+    """daemonset/'s CustomResourceDefinitions alone, on a bare control plane (tests, benches)."""
+    discovery = Discovery(kube)
+    for obj in kustomization_objects(repo_manifests()):
+        if obj["kind"] == "CustomResourceDefinition":
+            apply(kube, discovery, obj)
+
+
 def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
     url = discovery.collection(obj["apiVersion"], obj["kind"], meta.get("namespace")) + "/" + meta["name"]
@@ -73,13 +82,15 @@ def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[s
 
 
 def install(kube: KubeClient, directory: Path, configmaps: dict[str, dict[str, str]] | None = None,
-            ) -> list[dict[str, Any]]:
-    """Apply every object of the kustomization but the workloads; return the workloads.
-    `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
+            leave_out: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Apply every object of the kustomization but the workloads and those named in `leave_out`;
+    return the workloads. `configmaps` replaces the data of the ConfigMaps it names, as a user edits them."""
     discovery = Discovery(kube)
     workloads = []
     configmaps = configmaps or {}
     for obj in kustomization_objects(directory):
+        if obj["metadata"]["name"] in leave_out:
+            continue
         if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] in configmaps:
             obj = dict(obj, data=configmaps[obj["metadata"]["name"]])
         if (obj.get("apiVersion"), obj["kind"]) in RUN_LOCALLY:

@@ -4,7 +4,9 @@ For every simulated node, the one process registers the Node (capacity, Ready, a
 renews its Lease in `kube-node-lease` every 10 s (the node lifecycle controller taints a node
 whose Lease stops), and plays the kubelet's part for the pods bound to it:
 - a pod starts once its volumes exist (a PersistentVolumeClaim must be Bound, a ConfigMap or
-  Secret must exist, as the kubelet waits for them), then runs with a pod IP;
+  Secret must exist, as the kubelet waits for them) and its ResourceClaims are allocated to the
+  node and reserved for it (`simdra`: nodes with DRA devices publish them as a driver would),
+  then runs with a pod IP;
 - it ends after its `sim.caldera.sh/duration` with exit code `sim.caldera.sh/exit-code`
   (default 0); `restartPolicy` Always/OnFailure restarts it;
 - without that annotation each container lives as its command says (`podlife.init_runs`,
@@ -41,7 +43,7 @@ from typing import Any
 from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.kube.informer import Reflector, object_key
-from central.localcluster import versions
+from central.localcluster import simdra, versions
 from central.model import podlife
 from central.model.commandrun import Run
 
@@ -62,6 +64,9 @@ RBAC = [
          {"apiGroups": [""], "resources": ["nodes/status", "pods/status"], "verbs": ["patch"]},
          {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
          {"apiGroups": [""], "resources": ["persistentvolumeclaims", "configmaps", "secrets"], "verbs": ["get"]},
+         # the simulated DRA driver (`simdra`): its slices and classes, and the claims it "prepares"
+         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "deviceclasses"], "verbs": ["create"]},
+         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
          {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
          {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}]},
     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -80,6 +85,8 @@ class NodeSpec:
     numa: int = 1
     pods: int = 110
     taints: tuple[dict[str, str], ...] = ()  # the Node's own, as a kubelet's --register-with-taints
+    dra_gpus: int = 0  # devices the simulated DRA driver publishes in a ResourceSlice (`simdra`)
+    dra_nics: int = 0
 
     def manifest(self) -> dict[str, Any]:
         capacity = {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": "100Gi"}
@@ -113,6 +120,7 @@ class SimKubelet:
         self._ips = iter(POD_NETWORK.hosts())
         self._stop = threading.Event()
         self.pods = Reflector(kube, "/api/v1/pods", self._on_pod, query={"fieldSelector": "spec.nodeName!="})
+        self.claims = simdra.FakePrepare(kube)
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -142,6 +150,8 @@ class SimKubelet:
                                 "kernelVersion": "", "machineID": spec.name, "systemUUID": spec.name,
                                 "bootID": spec.name})
         self.kube.merge_patch(f"/api/v1/nodes/{spec.name}/status", {"status": status})
+        if spec.dra_gpus or spec.dra_nics:
+            simdra.publish(self.kube, spec.name, spec.dra_gpus, spec.dra_nics, spec.numa)
         self._renew(spec.name)
 
     def _renew(self, node: str) -> None:
@@ -226,6 +236,8 @@ class SimKubelet:
             self._plan_exit(pod)  # e.g. after a restart of this process
             return
         missing = self._missing_volume(pod)
+        if not missing and pod["spec"].get("resourceClaims"):
+            missing = self.claims.unprepared(pod)
         if missing:
             if not _waiting(status):
                 self._patch_status(pod, {"phase": "Pending", "containerStatuses": _containers(

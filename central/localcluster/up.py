@@ -15,6 +15,7 @@ kubelets register the nodes.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import shutil
 import sys
@@ -23,6 +24,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from central.admission.authorizer import AGENT_USER, NODE_NAME_CLAIM
+from central.admission.webhook import AUTHORIZE_ROUTE
+from central.certs.command import WEBHOOK_SECRET
 from central.errors import InputError
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane, install
@@ -30,6 +34,8 @@ from central.localcluster.podrunner import PodRunner, checkout_env
 from central.localcluster.processes import PortPool, Process, StartError, Supervisor, alive
 from central.localcluster.simkubelet import RBAC as SIMKUBELET_RBAC
 from central.localcluster.simkubelet import NodeSpec
+
+AGENT_LIST_PODS = "caldera-nodeagent-list-pods"  # the RBAC fallback's ClusterRole and binding
 
 
 @dataclass
@@ -96,7 +102,8 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
     started = time.monotonic()
     bins = build.binaries(progress=say)
     say("starting etcd, kube-apiserver and kube-controller-manager ...")
-    endpoints = controlplane.start(sup, bins, port, kcm_controllers)
+    webhook_port = sup.ports.take()  # before the API server: its webhook client certificate names it
+    endpoints = controlplane.start(sup, bins, port, kcm_controllers, webhook_port)
     cluster = Cluster(sup.dir, endpoints.apiserver, sup.dir / "kubeconfig", nodes, sup)
     admin = cluster.admin()
     discovery = install.Discovery(admin)
@@ -104,9 +111,9 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
         install.apply(admin, discovery, obj)
 
     say(f"installing Caldera from {manifests} ...")
-    webhook_port = sup.ports.take()
     configmaps = {SCHEDULER_CONFIGMAP[0]: {SCHEDULER_CONFIGMAP[1]: scheduler_conf}} if scheduler_conf else None
-    workloads = install.install(admin, manifests, configmaps)
+    # The agents' pod reads are authorised by the webhook (below), not by an RBAC grant.
+    workloads = install.install(admin, manifests, configmaps, leave_out=frozenset({AGENT_LIST_PODS}))
     runner = cluster.runner = PodRunner(cluster, admin, workloads)
     runner.run_job("caldera-certs", extra=["--ip-address=127.0.0.1"])
 
@@ -121,9 +128,13 @@ def _up(sup: Supervisor, nodes: list[NodeSpec], port: int, manifests: Path, agen
 
     say(f"starting Caldera's webhook, {'controllers and ' if controllers else ''}scheduler ...")
     gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
-    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}", *gates],
+    webhook = runner.start("caldera-admission", extra=[f"--webhook-url=https://127.0.0.1:{webhook_port}", *gates,
+                                                       f"--client-ca-file={controlplane.webhook_client_ca(sup.dir)}"],
                            ports={"--port": webhook_port})
     sup.wait_ready(webhook, lambda: _webhooks_have_ca(admin), 60)
+    controlplane.enable_agent_authorizer(sup.dir, f"https://127.0.0.1:{webhook_port}{AUTHORIZE_ROUTE}",
+                                         _webhook_ca(admin))
+    sup.wait_ready(webhook, lambda: _agent_may_list_its_node(admin), 90)
     if controllers:
         proc = runner.start("caldera-controllers")
         sup.wait_ready(proc, lambda: _http_ok(cluster.ports["caldera-controllers:--listen-port"], "/readyz"), 60)
@@ -150,12 +161,28 @@ def _http_ok(port: int, path: str) -> bool:
 
 
 def _nodes_schedulable(admin: KubeClient, nodes: list[NodeSpec]) -> bool:
-    """Every node Ready and free of the not-ready taint the apiserver puts on a new Node."""
+    """Every node Ready and free of the taints the apiserver and the node lifecycle controller put
+    on a new Node (node.kubernetes.io/...); a node's own registered taints stay."""
     listing = admin.get("/api/v1/nodes?labelSelector=caldera.sh%2Fsimulated%3Dtrue")
     ready = {n["metadata"]["name"] for n in listing.get("items", [])
-             if not (n["spec"].get("taints"))
+             if not any(str(t.get("key", "")).startswith("node.kubernetes.io/") for t in n["spec"].get("taints") or [])
              and any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
     return all(n.name in ready for n in nodes)
+
+
+def _webhook_ca(admin: KubeClient) -> bytes:
+    secret = admin.get(f"/api/v1/namespaces/caldera-system/secrets/{WEBHOOK_SECRET}")
+    return base64.b64decode(secret["data"]["ca.crt"])
+
+
+def _agent_may_list_its_node(admin: KubeClient) -> bool:
+    """Whether the apiserver has loaded the agents' pod-read authorizer: only it allows this."""
+    review = admin.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": AGENT_USER, "extra": {NODE_NAME_CLAIM: ["node-probe"]},
+                 "resourceAttributes": {"verb": "list", "resource": "pods", "fieldSelector": {
+                     "requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["node-probe"]}]}}}})
+    return bool(review.get("status", {}).get("allowed"))
 
 
 def _webhooks_have_ca(admin: KubeClient) -> bool:
@@ -188,6 +215,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-cpu", default="32", help="CPUs per node (default 32)")
     parser.add_argument("--node-memory", default="128Gi", help="memory per node (default 128Gi)")
     parser.add_argument("--node-gpus", type=int, default=0, help="GPUs per node (default 0)")
+    parser.add_argument("--node-dra-gpus", type=int, default=0,
+                        help="GPUs per node published as DRA devices by the simulated driver gpu.sim.caldera.sh (default 0)")
+    parser.add_argument("--node-dra-nics", type=int, default=0, help="NICs per node published the same way (default 0)")
     parser.add_argument("--numa", type=int, default=2, help="NUMA nodes per node (default 2)")
     parser.add_argument("--port", type=int, default=0, help="kube-apiserver's port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--port-range", metavar="LO-HI", default="",
@@ -222,7 +252,8 @@ def port_range(text: str, nodes: int) -> tuple[int, int] | None:
     return lo, hi
 
 
-def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int) -> list[NodeSpec]:
+def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int, dra_gpus: int = 0,
+               dra_nics: int = 0) -> list[NodeSpec]:
     from central.resources.quantity import parse_quantity
     if not 1 <= count <= 5000:
         raise InputError("--nodes", f"expected 1..5000 simulated nodes, got {count}")
@@ -236,9 +267,13 @@ def node_specs(count: int, cpu: str, memory: str, gpus: int, numa: int) -> list[
         raise InputError("--node-cpu", f"expected whole CPUs, got {cpu!r}")
     if not 0 <= gpus <= 64:
         raise InputError("--node-gpus", f"expected 0..64, got {gpus}")
+    for flag, devices in (("--node-dra-gpus", dra_gpus), ("--node-dra-nics", dra_nics)):
+        if not 0 <= devices <= 64:
+            raise InputError(flag, f"expected 0..64, got {devices}")
     if not 1 <= numa <= int(float(cpu)):
         raise InputError("--numa", f"expected 1..{int(float(cpu))} (at most one per CPU), got {numa}")
-    return [NodeSpec(f"node-{i}", cpu=cpu, memory=memory, gpus=gpus, numa=numa) for i in range(1, count + 1)]
+    return [NodeSpec(f"node-{i}", cpu=cpu, memory=memory, gpus=gpus, numa=numa, dra_gpus=dra_gpus, dra_nics=dra_nics)
+            for i in range(1, count + 1)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.dir is None:
             raise InputError("--dir", "the folder for the cluster is required")
-        nodes = node_specs(args.nodes, args.node_cpu, args.node_memory, args.node_gpus, args.numa)
+        nodes = node_specs(args.nodes, args.node_cpu, args.node_memory, args.node_gpus, args.numa,
+                           args.node_dra_gpus, args.node_dra_nics)
         conf = None
         if args.scheduler_conf:
             try:

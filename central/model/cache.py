@@ -26,6 +26,7 @@ import numpy as np
 
 from central.errors import InputError
 from central.model import parse
+from central.model.drastore import DRA_KINDS, DraStore
 from central.model.fields import object_ref
 from central.model.hypernodes import HyperNodeSpec, parse_hypernode
 from central.model.nodedata import NodeData
@@ -49,7 +50,7 @@ from central.resources.vectors import Dimensions, canonical
 
 T = TypeVar("T")
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLUME_KINDS, "ResourceQuota",
-         "PodDisruptionBudget")
+         "PodDisruptionBudget", *DRA_KINDS)
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
@@ -146,6 +147,7 @@ class ClusterCache:
         self.batch_changed: set[str] = set()  # nodes whose batch resources are not published yet
         self.hypernodes: dict[str, HyperNodeSpec] = {}
         self.volumes = VolumeStore()  # claims, volumes, storage classes, CSI attach limits
+        self.dra = DraStore()  # device classes, resource slices, resource claims and their templates
         self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
         self.anti_affine: dict[str, TaskInfo] = {}  # tasks with required pod anti-affinity (few, if any)
@@ -166,6 +168,7 @@ class ClusterCache:
             "Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
             "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class, "HyperNode": self._apply_hypernode,
             **{kind: self.volumes.apply for kind in VOLUME_KINDS},
+            **{kind: self.dra.apply for kind in DRA_KINDS},
             "ResourceQuota": self._apply_resource_quota, "PodDisruptionBudget": self._apply_pdb}
         handler = handlers.get(kind)
         if handler is None:
@@ -201,6 +204,8 @@ class ClusterCache:
             self._resolve_priorities()
         elif kind in VOLUME_KINDS:
             self.volumes.delete(kind, key)
+        elif kind in DRA_KINDS:
+            self.dra.delete(kind, key)
         elif kind == "ResourceQuota":
             in_namespace = self.quotas.get(namespace or "default", {})
             in_namespace.pop(name, None)

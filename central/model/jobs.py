@@ -36,6 +36,8 @@ from central.model.jobspec import (
 )
 from central.model.parse import GROUP_NAME, QUEUE_NAME, TASK_INDEX, TASK_SPEC
 from central.model.quota import format_quantity, quota_usage
+from central.model.runtime_estimate import ANNOTATION as RUNNING_ESTIMATE
+from central.model.subgroups import PARTITION_ID
 
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
@@ -60,19 +62,39 @@ def podgroup_name(spec: JobSpec) -> str:
 
 
 def build_podgroup(spec: JobSpec) -> dict[str, Any]:
+    # spec.runningEstimate reaches the scheduler as an annotation (PodGroups have no such field)
+    estimate = {RUNNING_ESTIMATE: spec.running_estimate} if spec.running_estimate else {}
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": podgroup_name(spec), "namespace": spec.namespace,
-                     "annotations": {**spec.annotations, **spec.carried}, "labels": dict(spec.labels),
+                     "annotations": {**spec.annotations, **spec.carried, **estimate}, "labels": dict(spec.labels),
                      "ownerReferences": [_owner(spec)]},
         "spec": {"minMember": spec.min_available, "minTaskMember": {t.name: t.min_available for t in spec.tasks},
                  "queue": spec.queue, "minResources": min_resources(spec),
                  **({"priorityClassName": spec.priority_class} if spec.priority_class else {}),
                  **({"networkTopology": podgroup_topology(spec.network_topology)}
-                    if spec.network_topology is not None else {})},
+                    if spec.network_topology is not None else {}),
+                 **({"subGroupPolicy": policies} if (policies := subgroup_policies(spec)) else {})},
         "status": {"phase": "Pending"},
     }
+
+
+def subgroup_policies(spec: JobSpec) -> list[dict[str, Any]]:
+    """A sub-group per task with a partitionPolicy, as Volcano's job controller writes them:
+    one partition of `partitionSize` pods each, told apart by the pods' partition-id label."""
+    out = []
+    for task in spec.tasks:
+        if task.partition is None:
+            continue
+        policy: dict[str, Any] = {"name": task.name, "subGroupSize": task.partition.get("partitionSize"),
+                                  "minSubGroups": task.partition.get("minPartitions") or 0,
+                                  "labelSelector": {"matchLabels": {TASK_SPEC: task.name}},
+                                  "matchLabelKeys": [PARTITION_ID]}
+        if task.partition.get("networkTopology") is not None:
+            policy["networkTopology"] = podgroup_topology(task.partition["networkTopology"])
+        out.append(policy)
+    return out
 
 
 def podgroup_topology(topology: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,6 +176,9 @@ def _pod(spec: JobSpec, task: TaskSpec, index: int, version: int, group: str) ->
                    QUEUE_NAME: spec.queue, JOB_VERSION: str(version)}
     labels = {**(meta.get("labels") or {}), JOB_NAME: spec.name, JOB_NAMESPACE: spec.namespace,
               TASK_SPEC: task.name, QUEUE_NAME: spec.queue}
+    size = task.partition.get("partitionSize") if task.partition is not None else None
+    if task.partition is not None:  # Volcano: partition 0 where the size is unusable
+        labels[PARTITION_ID] = str(index // size if isinstance(size, int) and size > 0 else 0)
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -79,6 +79,7 @@ class TaskSpec:
     depends_on_any: bool  # `dependsOn.iteration: any`: one named task ready is enough
     policies: tuple[Mapping[str, Any], ...]  # the task's, then the job's: the order they are tried in
     template: Mapping[str, Any]  # the pod template, copied into each pod
+    partition: Mapping[str, Any] | None = None  # partitionPolicy (admission checked its numbers)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class JobSpec:
     claims: tuple[Claim, ...]
     network_topology: Mapping[str, Any] | None  # passed through, unread by the controller
     policies: tuple[Mapping[str, Any], ...] = ()  # the job's own, for events of the whole job (its PodGroup)
+    running_estimate: str | None = None  # `spec.runningEstimate` as written (a Go duration); Volcano never reads it
 
     @property
     def replicas(self) -> int:
@@ -145,6 +147,8 @@ def parse_job(job: Mapping[str, Any], limits: JobLimits = DEFAULT_LIMITS) -> Job
         claims=_claims(name, spec.get("volumes")),
         network_topology=clone(typed(topology, Mapping, "spec.networkTopology")) if topology is not None else None,
         policies=job_policies,
+        running_estimate=(typed(spec["runningEstimate"], str, "spec.runningEstimate")
+                          if spec.get("runningEstimate") is not None else None),
     )
 
 
@@ -176,6 +180,7 @@ def _task(raw: Any, i: int, job_policies: tuple[Mapping[str, Any], ...], limits:
         depends_on_any=depends.get("iteration") == "any",
         policies=_policies(raw.get("policies"), f"{where}.policies") + job_policies,
         template=clone(template),
+        partition=clone(typed(raw["partitionPolicy"], Mapping, f"{where}.partitionPolicy")) if raw.get("partitionPolicy") else None,
     )
 
 

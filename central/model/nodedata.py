@@ -28,6 +28,8 @@ class GpuCard:
     memory_used: float
     healthy: bool
     mig_slices: tuple[float, ...] = ()  # memory of each MIG device when MIG is on
+    uuid: str = ""
+    numa: int = -1  # the NUMA node of its PCI device; -1 unknown
 
 
 @dataclass(frozen=True, slots=True)

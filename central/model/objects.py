@@ -136,6 +136,18 @@ class NetworkTopology:
 
 
 @dataclass(frozen=True, slots=True)
+class SubGroupPolicy:
+    """One of a PodGroup's spec.subGroupPolicy (parsed and applied in `central.model.subgroups`)."""
+
+    name: str
+    size: int  # subGroupSize: the pods a sub-group needs placed together (1 when unset)
+    min_groups: int  # minSubGroups: sub-groups the job needs ready (0: no bound of its own)
+    selector: Selector | None
+    match_keys: tuple[str, ...]
+    network_topology: NetworkTopology | None
+
+
+@dataclass(frozen=True, slots=True)
 class Selector:
     """A label selector (matchLabels folded into In requirements). Empty matches everything."""
 
@@ -226,6 +238,8 @@ class TaskInfo:
     priority_class: str = ""
     resreq: np.ndarray | None = None  # dense vector, set by the cache over its dimensions
     claims: tuple[str, ...] = ()  # names of the PersistentVolumeClaims its volumes use (its namespace)
+    # spec.resourceClaims as (entry name, ResourceClaim name or "" while its template's claim is not created)
+    device_claims: tuple[tuple[str, str], ...] = ()
     scheduled_at: str = ""  # lastTransitionTime of the pod's PodScheduled=True condition ("" without)
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates' names: the API server binds none while any remain
 
@@ -276,6 +290,10 @@ class JobInfo:
     min_request: np.ndarray | None = None  # min_resources as a dense vector (zeros without), set by the cache
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
     network_topology: NetworkTopology | None = None  # spec.networkTopology
+    # what the last session close computed of it, reused while nothing it depends on changed
+    # (`central.framework.closing`): (phase, minMember, counts, the session's conditions, status)
+    closed: tuple[Any, ...] | None = None
+    sub_group_policies: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
     # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
     quota_request: dict[str, Decimal] | None = None
 

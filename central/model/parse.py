@@ -13,6 +13,7 @@ from typing import Any
 
 from central.errors import InputError
 from central.model.annotations import ALLOWED_NAMESPACES, namespaces
+from central.model.drastore import pod_device_claims
 from central.model.fields import get_path, integer, listed, metadata, str_map, typed
 from central.model.hypernodes import parse_network_topology
 from central.model.objects import (
@@ -29,6 +30,7 @@ from central.model.pgstatus import semantic
 from central.model.podspec import pod_template
 from central.model.quota import is_quota_only, quantity_list
 from central.model.schedulinggate import gate_names
+from central.model.subgroups import parse_subgroup_policies
 from central.model.volumes import pod_claims
 from central.resources.vectors import parse_resource_list
 
@@ -105,6 +107,7 @@ def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None =
         critical=class_name in CRITICAL_CLASSES or namespace == "kube-system",
         annotations=annotations, spec_priority=spec_priority, priority_class=class_name,
         claims=pod_claims(name, spec),
+        device_claims=pod_device_claims(obj),
         scheduled_at=_scheduled_at(obj),
         scheduling_gates=gate_names(spec),
     )
@@ -184,6 +187,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> JobInfo:
         annotations=annotations, conditions=listed(obj, "status.conditions"),
         reported=semantic(obj.get("status") if isinstance(obj.get("status"), Mapping) else None),
         network_topology=parse_network_topology(spec.get("networkTopology"), "spec.networkTopology"),
+        sub_group_policies=parse_subgroup_policies(spec.get("subGroupPolicy"), "spec.subGroupPolicy"),
         quota_request=None if min_res is None else quantity_list(min_res, "spec.minResources"),
     )
 

@@ -9,6 +9,7 @@ to them: two writers rewriting each other forever. Compared here as the Go types
 session stamps), and written without empty fields, neither side sees a change that is not one.
 
     semantic(status) -> tuple     equal for statuses Volcano's scheduler would not rewrite
+    condition_key(condition)      the same, of one condition
     as_written(status) -> dict    the status as the Go client serialises it (omitempty)
 """
 
@@ -25,7 +26,7 @@ def _empty(value: Any) -> bool:
     return value is None or value == "" or value == 0 and not isinstance(value, bool) or value == [] or value == {}
 
 
-def _condition(condition: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+def condition_key(condition: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((k, v) for k, v in condition.items() if k not in STAMPED and not _empty(v)))
 
 
@@ -35,7 +36,7 @@ def semantic(status: Mapping[str, Any] | None) -> tuple[Any, ...]:
     other field by value."""
     status = status or {}
     counts = tuple(int(status.get(name) or 0) for name in COUNTS)
-    conditions = tuple(_condition(c) for c in status.get("conditions") or [] if isinstance(c, Mapping))
+    conditions = tuple(condition_key(c) for c in status.get("conditions") or [] if isinstance(c, Mapping))
     rest = tuple(sorted((k, repr(v)) for k, v in status.items()
                         if k not in COUNTS and k not in ("phase", "conditions") and not _empty(v)))
     return str(status.get("phase") or ""), counts, conditions, rest

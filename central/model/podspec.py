@@ -73,7 +73,8 @@ def _pod_terms(raw: Any, where: str, weighted: bool) -> tuple[PodAffinityTerm, .
     return tuple(terms)
 
 
-def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+def tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    """`spec.tolerations`; InputError names the field."""
     out = []
     for i, t in enumerate(listed(spec, "tolerations")):
         where = f"spec.tolerations[{i}]"
@@ -185,7 +186,7 @@ def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]
         node_selector=tuple(sorted(str_map(spec, "nodeSelector").items())),
         required_node_terms=required_terms,
         preferred_node_terms=preferred,
-        tolerations=_tolerations(spec),
+        tolerations=tolerations(spec),
         host_ports=_host_ports(spec),
         pod_affinity=_pod_terms(pa.get(req_key), f"spec.affinity.podAffinity.{req_key}", False),
         pod_anti_affinity=_pod_terms(paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}", False),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from central.model.dra import DeviceClaimWrite
 from central.model.volumes import ClaimBinding
 
 
@@ -22,6 +23,12 @@ class ClusterSink(Protocol):
         """Bind the pod's unbound claims as chosen (a volume's claimRef, or the node chosen for
         provisioning). Called before `bind` for the same pod; the pod binds only once these
         are written, as kube-scheduler's VolumeBinding PreBind."""
+
+    def reserve_device_claims(self, pod_key: str, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Allocate (where the cycle allocated them) and reserve the pod's ResourceClaims for it.
+        Called before `bind` for the same pod; the pod binds only once these are written, and a
+        failed bind takes back what they wrote, as kube-scheduler's DynamicResources PreBind
+        and Unreserve."""
 
     def bind(self, pod_key: str, node: str) -> None:
         """Bind the pod to the node. The cache already charged the node."""

@@ -19,6 +19,7 @@ from central.plugins.pdb import Pdb
 from central.plugins.predicates import Predicates
 from central.plugins.priority import Priority
 from central.plugins.proportion import Proportion
+from central.plugins.reservation import ReservationPlugin
 from central.plugins.resourcequota import ResourceQuota
 from central.plugins.resourcestrategyfit import ResourceStrategyFit
 from central.plugins.sla import Sla
@@ -30,5 +31,5 @@ PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (Priority, Gang, Conformance, Drf, Proportion, Capacity, Overcommit, Predicates, NodeOrder, Binpack, Sla, TaskTopology,
                 NumaAware, Usage, DeviceShare, Tdm, NetworkTopologyAware, Fairshare,
-                AdmissionFairSharing, Cdp, Pdb, ResourceQuota, NodeGroup, ResourceStrategyFit)
+                AdmissionFairSharing, Cdp, Pdb, ResourceQuota, NodeGroup, ResourceStrategyFit, ReservationPlugin)
 }

@@ -29,6 +29,12 @@ Reclaim, as Volcano's capacity does it:
 With SchedulingGatesQueueAdmission on, a pod opted in to queue admission by scheduling gate
 that the queue admitted but that is not placed yet holds its room in its (leaf) queue: the
 Allocatable check counts it as used, so a later pod cannot take the room it was admitted to.
+
+DRA quota (`capacity.DynamicResourceAllocationEnable`, on by default as the Kubernetes gate is
+since 1.34): a `deviceclass/<DeviceClass>` key in a queue's capability caps the devices of
+that class its pods' ResourceClaims hold (central/model/draquota.py); a shared claim counts
+once. As in Volcano it is a hard limit, checked on Allocatable and JobEnqueueable for the
+queue and, with hierarchy, its ancestors.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
 from central.framework.status import ALLOWED, Status, refused
+from central.model.draquota import DeviceQuota, min_claim_tasks
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.model.schedulinggate import opted_in
 from central.plugins.proportion import job_min_resources, over_share
@@ -86,13 +93,17 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
     name = "capacity"
 
     @classmethod
-    def read_arguments(cls, args: Arguments) -> int:
-        return args.get("ancestorReclaimLevel", 0, int)
+    def read_arguments(cls, args: Arguments) -> tuple[int, bool]:
+        # Volcano's consumable-capacity quota (`<dim>.deviceclass/<class>` keys): accepted so its
+        # documented configuration loads; those keys limit nothing here yet (docs/dra.md)
+        args.accept("capacity.DRAConsumableCapacityEnable")
+        return (args.get("ancestorReclaimLevel", 0, int),
+                args.get("capacity.DynamicResourceAllocationEnable", True, bool))
 
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
         self.hierarchy = option.enabled("enableHierarchy")
-        self.reclaim_levels: int = self.settings
+        self.reclaim_levels: int = self.settings[0]
         self.quotas: dict[str, Quota] = {}
         # With SchedulingGatesQueueAdmission: per leaf queue, the opted-in pending tasks its
         # capability admitted (their gate removed, or removal asked for this session) and not
@@ -108,8 +119,12 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             self._lay_out_tree()
         else:
             self._lay_out_flat()
+        self.devices = DeviceQuota.of(handle.dra, handle.queues.values(), self._lineage_names) \
+            if self.settings[1] else None
         for job in handle.jobs.values():
             self._account_job(job)
+            if self.devices is not None:
+                self.devices.account(job)
             if handle.queue_gate_admission:
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PENDING and not task.gated and opted_in(task.annotations):
@@ -175,6 +190,9 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             name = self.quotas[name].parent
         return out
 
+    def _lineage_names(self, queue: str) -> list[str]:
+        return [quota.name for quota in self._lineage(queue)]
+
     def _is_leaf(self, queue: str) -> bool:
         return not self.hierarchy or not self.quotas[queue].children
 
@@ -208,6 +226,8 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             if not less_equal_on(used + task.resreq, q.real_capability, task.resreq):
                 return refused(f"queue {q.name}: " + over_share(
                     self.handle.dims.names, used, task.resreq, q.real_capability, "capability"))
+        if self.devices is not None and (why := self.devices.refusal(queue.name, [task], with_admitted=False)):
+            return refused(why)
         if self.handle.queue_gate_admission and opted_in(task.annotations):
             self.reserved.setdefault(queue.name, {})[task.uid] = task
         return ALLOWED
@@ -228,6 +248,8 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
         leaf = lineage[0]
         if not less_equal_on(leaf.allocated + req, leaf.real_capability, req):
             return refused()
+        if self.devices is not None and (why := self.devices.refusal(queue.name, [task], with_admitted=False)):
+            return refused(why)
         levels = lineage[1:1 + self.reclaim_levels] if self.hierarchy else []
         within = any(_within_on_some(q.allocated + req, q.deserved, req)
                      for q in [leaf, *levels] if q is leaf or q.name != ROOT)
@@ -267,7 +289,13 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
         if not self._is_leaf(queue.name):
             self.handle.note_job(job, f"queue {queue.name} is not a leaf queue: jobs run only in leaf queues")
             return REJECT
+        if self.devices is not None and (why := self.devices.refusal(
+                queue.name, min_claim_tasks(job), with_admitted=True)):
+            self.handle.note_job(job, why)
+            return REJECT
         if job.min_resources is None:
+            if self.devices is not None:
+                self.devices.admit(job)
             return PERMIT
         min_res = job_min_resources(self.handle, job)
         for quota in self._lineage(queue.name):
@@ -277,6 +305,8 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
                 return REJECT
         for quota in self._lineage(queue.name):
             quota.inqueue += min_res
+        if self.devices is not None:
+            self.devices.admit(job)
         return PERMIT
 
     # --- helpers ----------------------------------------------------------------------------
@@ -286,6 +316,8 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
         if job is not None:
             for quota in self._lineage(job.queue):
                 quota.allocated += sign * task.resreq
+            if self.devices is not None:
+                self.devices.charge(job.queue, task, sign)
             if sign > 0:  # placed: its room is allocated now, no longer reserved
                 self.reserved.get(job.queue, {}).pop(task.uid, None)
             elif self.handle.queue_gate_admission and opted_in(task.annotations):  # undone: reserved again

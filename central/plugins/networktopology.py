@@ -39,6 +39,7 @@ and reclaim here do not search by HyperNode.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,7 +47,8 @@ import numpy as np
 from central.errors import InputError
 from central.framework import extension as ext
 from central.framework.plugin import AccountingPlugin, Arguments
-from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
+from central.model.objects import ALLOCATED_STATUSES, JobInfo, NetworkTopology, TaskInfo, TaskStatus
+from central.model.subgroups import SubGroup
 from central.model.topology import HyperNode
 from central.plugins.binpack import resource_weights
 from central.resources.vectors import EPSILON
@@ -130,11 +132,10 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
 
     # --- the HyperNode search ---------------------------------------------------------------
 
-    def _highest_tier(self, job: JobInfo) -> int | None:
-        """The highest tier the job may span; None when nothing bounds it (hard mode without
+    def _highest_tier(self, spec: NetworkTopology | None, where: str) -> int | None:
+        """The highest tier the gang may span; None when nothing bounds it (hard mode without
         a tier: Volcano treats it as no hard constraint). InputError for a tierName no
         HyperNode has (Volcano places such a job anywhere; we hold it and say why)."""
-        spec = job.network_topology
         if spec is None:
             return None
         if not spec.hard:
@@ -143,28 +144,53 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
             return spec.highest_tier
         if spec.highest_tier_name:
             if spec.highest_tier_name not in self.topo.tier_names:
-                raise InputError("spec.networkTopology.highestTierName",
-                                 f"no HyperNode has tierName {spec.highest_tier_name!r}")
+                raise InputError(f"{where}.highestTierName", f"no HyperNode has tierName {spec.highest_tier_name!r}")
             return self.topo.tier_names[spec.highest_tier_name]
         return None
 
-    def hypernode_gradients(self, job: JobInfo) -> list[list[HyperNode]] | None:
-        highest = self._highest_tier(job)
+    def hypernode_gradients(self, job: JobInfo, group: SubGroup | None = None,
+                            within: HyperNode | None = None) -> list[list[HyperNode]] | None:
+        if group is None:
+            highest = self._highest_tier(job.network_topology, "spec.networkTopology")
+            placed, need = self._placed_in(job), self.handle.dims.vector(job.min_resources or {})
+        else:
+            spec = group.policy.network_topology
+            if spec is None or not spec.hard:
+                return None  # Volcano places a soft sub-group in the job's HyperNode, unsearched
+            highest = self._highest_tier(spec, f"spec.subGroupPolicy[{group.policy.name}].networkTopology")
+            nodes, placed = self.handle.nodes_by_name, ""
+            for task in group.tasks:
+                if task.status in PLACED and task.node in nodes:
+                    placed = self.topo.lca(placed, self.topo.leaf(nodes[task.node].index))
+            need = sum((t.resreq for t in group.tasks if t.status == TaskStatus.PENDING), self.handle.dims.zeros())
         if highest is None:
             return None
+        root = self._search_root(within or self.topo.top, highest, placed)
+        return [] if root is None else self._eligible(root, highest, placed, need)
+
+    def _search_root(self, available: HyperNode, highest: int, placed: str) -> HyperNode | None:
+        """Where the search starts (Volcano's getSearchRoot): `available`, or, once part of the
+        gang is placed, the highest ancestor of where it is that the tier allows, whichever of
+        the two holds the other; None when neither does."""
+        if not placed:
+            return available
         hypernodes = self.topo.hypernodes
-        placed = self._placed_in(job)
-        root = self.topo.top
-        if placed:
-            allowed = [name for name in self.topo.ancestors(placed) if hypernodes[name].tier <= highest]
-            if not allowed:
-                return []
-            root = hypernodes[allowed[-1]]
-        need = self.handle.dims.vector(job.min_resources or {})
-        table = self.handle.table
+        allowed = [name for name in self.topo.ancestors(placed) if hypernodes[name].tier <= highest]
+        if not allowed:
+            return None
+        lca = self.topo.lca(available.name, allowed[-1])
+        if lca == allowed[-1]:
+            return available
+        return hypernodes[allowed[-1]] if lca == available.name else None
+
+    def _eligible(self, root: HyperNode, highest: int, placed: str, need: np.ndarray) -> list[list[HyperNode]]:
+        """`root` and the HyperNodes under it of tier <= `highest`, by tier, lowest first
+        (breadth first, children by name); before anything is placed, only those whose idle or
+        future idle covers `need` (isEligibleHyperNode)."""
+        hypernodes, table = self.topo.hypernodes, self.handle.table
         by_tier: dict[int, list[HyperNode]] = {}
         line = [root]
-        for hn in line:  # breadth first; `line` grows as children are reached
+        for hn in line:  # `line` grows as children are reached
             line.extend(hypernodes[child] for child in sorted(hn.children))
             if hn.tier > highest:
                 continue
@@ -176,12 +202,13 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
             by_tier.setdefault(hn.tier, []).append(hn)
         return [by_tier[tier] for tier in sorted(by_tier)]
 
-    def hypernode_order(self, job: JobInfo, candidates: list[HyperNode]) -> np.ndarray:
-        request = sum((t.resreq for t in job.tasks.values() if t.status == TaskStatus.PENDING), self.handle.dims.zeros())
+    def hypernode_order(self, job: JobInfo, candidates: list[HyperNode], group: SubGroup | None = None) -> np.ndarray:
+        tasks = job.tasks.values() if group is None else group.tasks
+        request = sum((t.resreq for t in tasks if t.status == TaskStatus.PENDING), self.handle.dims.zeros())
         scores = self._binpack(request)[[self.position[hn.name] for hn in candidates]]
         if len(scores) > 1 and np.count_nonzero(scores == scores.max()) > 1:
             for i in np.flatnonzero(scores == scores.max()):
-                scores[i] += self._task_share(job, candidates[i])
+                scores[i] += self._task_share(tasks, candidates[i])
         return scores * MAX_SCORE * self.weight
 
     def _binpack(self, request: np.ndarray) -> np.ndarray:
@@ -196,11 +223,11 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
         score = share @ self.weights[cols] / self.weights[cols].sum()
         return np.where(np.any(wanted > alloc + EPSILON, axis=1), 0.0, score)
 
-    def _task_share(self, job: JobInfo, hn: HyperNode) -> float:
+    def _task_share(self, tasks: Collection[TaskInfo], hn: HyperNode) -> float:
         nodes = self.handle.nodes_by_name
-        inside = sum(1 for t in job.tasks.values()
+        inside = sum(1 for t in tasks
                      if t.node and t.node in nodes and nodes[t.node].index < len(hn.mask) and hn.mask[nodes[t.node].index])
-        return inside / len(job.tasks) if job.tasks else 1.0
+        return inside / len(tasks) if tasks else 1.0
 
     # --- node scores ------------------------------------------------------------------------
 
@@ -227,7 +254,7 @@ class NetworkTopologyAware(AccountingPlugin, ext.BatchNodeOrder, ext.HyperNodeGr
         best = scores == scores.max()
         if np.count_nonzero(best) > 1:
             for i in np.unique(leaf[best & (leaf >= 0)]):
-                scores[best & (leaf == i)] += self._task_share(job, self.topo.hypernodes[self.topo.leaves[i]])
+                scores[best & (leaf == i)] += self._task_share(job.tasks.values(), self.topo.hypernodes[self.topo.leaves[i]])
         return scores
 
     def _tier_score(self, leaf: str, placed: str) -> float:

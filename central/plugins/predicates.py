@@ -33,6 +33,7 @@ from central.framework.nodeindex import (
 from central.framework.plugin import Arguments, Plugin
 from central.framework.status import Check, Code
 from central.model.objects import TERMINATED_STATUSES, PodTemplate, TaskInfo, TaskStatus
+from central.plugins.dynamicresources import DeviceAllocator
 from central.plugins.volumebinding import VolumeBinder
 
 if TYPE_CHECKING:
@@ -53,16 +54,21 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
     return ok
 
 
-class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents):
+class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents, ext.SessionClose):
     name = "predicates"
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> dict[str, bool]:
-        # Volcano's cache and DRA toggles: accepted for compatibility (no cache to switch, no DRA here).
-        args.accept("predicate.CacheEnable", "predicate.DynamicResourceAllocationEnable")
-        return {name: args.get(f"predicate.{name}Enable", True, bool)
-                for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread",
-                             "VolumeBinding", "VolumeZone", "NodeVolumeLimits")}
+        # Volcano's cache toggle: accepted for compatibility (no cache to switch).
+        args.accept("predicate.CacheEnable")
+        on = {name: args.get(f"predicate.{name}Enable", True, bool)
+              for name in ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "PodTopologySpread",
+                           "VolumeBinding", "VolumeZone", "NodeVolumeLimits")}
+        # off by default, as in Volcano
+        on["DynamicResourceAllocation"] = args.get("predicate.DynamicResourceAllocationEnable", False, bool)
+        # claims take devices on the NUMA nodes numa-aware gave the pod's CPUs first (off: as listed)
+        on["DRANUMAPreference"] = args.get("predicate.DRANUMAPreferenceEnable", True, bool)
+        return on
 
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
@@ -75,6 +81,7 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
         self._batchable: dict[PodTemplate, bool] = {}
         on = self.enabled
         self.volumes = VolumeBinder(handle, on["VolumeBinding"], on["VolumeZone"], on["NodeVolumeLimits"])
+        self.devices = DeviceAllocator(handle, on["DRANUMAPreference"]) if on["DynamicResourceAllocation"] else None
 
     def on_allocate(self, task: TaskInfo) -> None:
         self.evicted.discard(task.uid)  # an eviction undone, or a placement
@@ -82,6 +89,8 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
             self.anti_holders[task.uid] = task
         if task.claims and self.volumes.wants(task):
             self.volumes.allocated(task)
+        if task.device_claims and self.devices is not None:
+            self.devices.allocated(task)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         if task.status == TaskStatus.RELEASING:
@@ -90,12 +99,18 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
             del self.anti_holders[task.uid]
         if task.claims and self.volumes.wants(task):
             self.volumes.deallocated(task)
+        if task.device_claims and self.devices is not None:
+            self.devices.deallocated(task)
+
+    def on_session_close(self) -> None:
+        if self.devices is not None:  # the devices of pods placed last: chosen, so their binds write them
+            self.devices.settle()
 
     def batchable(self, task: TaskInfo) -> bool:
         """Without ports, inter-pod terms, spread or claims of its own, a pod's answers stay as
         they are while its twins are placed (pods with anti-affinity move only when placed;
         a placed twin may take the volume a claim would have had)."""
-        if task.claims and self.volumes.wants(task):
+        if (task.claims and self.volumes.wants(task)) or (task.device_claims and self.devices is not None):
             return False
         template = task.template
         answer = self._batchable.get(template)
@@ -119,6 +134,8 @@ class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvent
             checks.extend(self._spread(template, rows))
         if task.claims and self.volumes.wants(task):
             checks.extend(self.volumes.checks(task, rows))
+        if task.device_claims and self.devices is not None:
+            checks.extend(self.devices.checks(task, rows))
         return checks
 
     def static_predicate(self, template: PodTemplate) -> list[Check]:

@@ -6,6 +6,10 @@ raising it to its guarantee, until nothing remains or nothing moves. A queue may
 to its deserved share (on the dimensions a task asks for), is overused once its allocation
 reaches it, and admits a job (enqueue) only while allocation + inqueue + the job's
 minResources - elastic stays within its real capability.
+
+A `deviceclass/<DeviceClass>` key in a queue's capability caps the devices of that class its
+pods' ResourceClaims hold, a shared claim once (central/model/draquota.py), on Allocatable and
+JobEnqueueable, as the capacity plugin does.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
 from central.framework.status import ALLOWED, Status, refused
+from central.model.draquota import DeviceQuota, min_claim_tasks
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on
 
@@ -140,6 +145,10 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         super().__init__(option, handle)
         self.attrs = queue_usage(handle, {job.queue for job in handle.jobs.values()})
         water_fill(self.attrs, handle.total)
+        self.devices = DeviceQuota.of(handle.dra, handle.queues.values(), lambda queue: [queue])
+        if self.devices is not None:
+            for job in handle.jobs.values():
+                self.devices.account(job)
 
     def deserved_shares(self) -> dict[str, np.ndarray]:
         """What each queue with jobs deserves this session (water-filled by weight)."""
@@ -159,9 +168,11 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         attr = self.attrs.get(queue.name)
         if not queue.is_open or attr is None:
             return refused()
-        if less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
-            return ALLOWED
-        return refused(over_share(self.handle.dims.names, attr.allocated, task.resreq, attr.deserved, "deserved"))
+        if not less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
+            return refused(over_share(self.handle.dims.names, attr.allocated, task.resreq, attr.deserved, "deserved"))
+        if self.devices is not None and (why := self.devices.refusal(queue.name, [task], with_admitted=False)):
+            return refused(why)
+        return ALLOWED
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         """As Allocatable: a queue that is not Open never reclaims."""
@@ -188,12 +199,20 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         if not queue.is_open:
             self.handle.note_job(job, f"queue {queue.name} is {queue.state}")
             return REJECT
+        if self.devices is not None and (why := self.devices.refusal(
+                queue.name, min_claim_tasks(job), with_admitted=True)):
+            self.handle.note_job(job, why)
+            return REJECT
         if job.min_resources is None:
+            if self.devices is not None:
+                self.devices.admit(job)
             return PERMIT
         min_res = job_min_resources(self.handle, job)
         future = min_res + attr.allocated + attr.inqueue - attr.elastic
         if less_equal_on(future, attr.real_capability, future):
             attr.inqueue += min_res
+            if self.devices is not None:
+                self.devices.admit(job)
             return PERMIT
         self.handle.note_job(job, self._why_not_admitted(queue, attr, min_res, future))
         return REJECT
@@ -228,6 +247,8 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         if attr is not None:
             attr.allocated += sign * task.resreq
             attr.share = None
+        if job is not None and self.devices is not None:
+            self.devices.charge(job.queue, task, sign)
 
     def _share(self, queue: str) -> float:
         attr = self.attrs.get(queue)

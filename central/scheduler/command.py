@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kube-api-qps", type=float, default=2000.0, help="API requests per second")
     parser.add_argument("--kube-api-burst", type=int, default=2000, help="API requests allowed in a burst")
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
+    parser.add_argument("--estimate-start-period", type=float, default=0.0, metavar="SECONDS",
+                        help="every SECONDS, estimate when each waiting PodGroup starts (a forward run of the cycle "
+                             "off the loop) and annotate it caldera.sh/estimated-start; 0 (default) is off")
     parser.add_argument("--feature-gates", default="",
                         help="Volcano's feature gates, Name=bool,...; SchedulingGatesQueueAdmission=true removes the "
                              "queue-allocation scheduling gate from opted-in pods once their queue admits them")
@@ -181,7 +184,8 @@ def run(args: argparse.Namespace) -> int:
                               scheduler_name=args.scheduler_name, period=args.period, elector=elector,
                               metrics=metrics, bind_workers=args.bind_workers,
                               node_feed=feed.anew() if feed is not None else None,
-                              on_leading=on_leading, gate_workers=args.gate_removal_worker_num)
+                              on_leading=on_leading, gate_workers=args.gate_removal_worker_num,
+                              estimate_period=args.estimate_start_period)
         current[:] = [scheduler]
         return scheduler.run(stop)
 

@@ -51,6 +51,8 @@ def run_cycle(cache: ClusterCache, conf: SchedulerConf, sink: ClusterSink | None
                 sink.annotate(pod, result.annotations[pod])
             if pod in result.claim_bindings:
                 sink.bind_claims(pod, result.claim_bindings[pod])
+            if pod in result.device_claims:
+                sink.reserve_device_claims(pod, result.device_claims[pod])
             sink.bind(pod, node)
         for podgroup in sorted(result.changed_podgroups):
             sink.update_podgroup_status(podgroup, result.podgroups[podgroup])

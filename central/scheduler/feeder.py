@@ -120,6 +120,7 @@ class CacheFeeder:
             bound = current is not None and bool((current.get("spec") or {}).get("nodeName"))
             if not bound:
                 self.cache.delete("Pod", namespace, name)
+                self.cache.dra.forget(pod_key)  # the claim allocations its bind was writing
             if current is None:
                 return
             current.setdefault("kind", "Pod")

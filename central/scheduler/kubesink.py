@@ -11,6 +11,9 @@
   again under the same name meanwhile is refused too (409), not bound unseen.
 - **annotate** (GPU index, cpuset, ...) is written onto the pod by the bind worker just before
   its Binding, as Volcano's PreBind does; a failed write fails the bind.
+- **reserve_device_claims** (kube-scheduler's DynamicResources PreBind, `claimwriter.py`): the
+  bind worker allocates and reserves the pod's ResourceClaims before the Binding, and takes
+  them back when the pod does not bind.
 - **bind_claims** (kube-scheduler's VolumeBinding PreBind), also by the bind worker before the
   Binding: a volume chosen for a claim gets its `spec.claimRef` (and
   `pv.kubernetes.io/bound-by-controller`), a merge patch carrying the resourceVersion the
@@ -70,9 +73,11 @@ from central.framework.faults import EVENT_REASON, Fault
 from central.kube.client import CORE, VOLCANO_SCHEDULING, ApiError, KubeClient, path
 from central.kube.events import EventRecorder
 from central.kube.workqueue import WorkQueue
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import QUEUE_CONTROLLER_FIELDS
 from central.model.pgstatus import as_written, semantic
 from central.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE, ClaimBinding
+from central.scheduler.claimwriter import ClaimWriter, Reserved
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.gateremoval import GateRemover
 from central.scheduler.podscheduled import PodScheduledMarks
@@ -108,6 +113,8 @@ class KubeSink:
         self._queue_annotations: dict[str, dict[str, str]] = {}
         self._annotations: dict[str, dict[str, str]] = {}
         self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
+        self._device_claims: dict[str, tuple[DeviceClaimWrite, ...]] = {}
+        self.claim_writer = ClaimWriter(client)
         self.claim_timeout = claim_timeout
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
@@ -128,11 +135,15 @@ class KubeSink:
     def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
         self._claims[pod_key] = bindings  # written by the bind worker, before the Binding
 
+    def reserve_device_claims(self, pod_key: str, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        self._device_claims[pod_key] = writes  # written by the bind worker, before the Binding
+
     def bind(self, pod_key: str, node: str) -> None:
         # the UID the decision was made for: a pod deleted and recreated under the same name
         # meanwhile is refused by the API server (409) instead of bound unseen (as Volcano)
         uid = ((self.objects.get("Pod", {}).get(pod_key) or {}).get("metadata") or {}).get("uid")
-        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid, self._claims.pop(pod_key, ()))
+        self._submit(self._bind, pod_key, node, self._annotations.pop(pod_key, None), uid, self._claims.pop(pod_key, ()),
+                     self._device_claims.pop(pod_key, ()))
 
     def remove_queue_gate(self, pod_key: str) -> None:
         self.gates.enqueue(pod_key)
@@ -185,6 +196,14 @@ class KubeSink:
             podgroup = podgroups.get(key)
             if podgroup is not None:
                 self.events.emit(podgroup, "Warning", "Unschedulable", message)
+
+    def plugin_events(self, events: list[tuple[str, str, str, str]]) -> None:
+        """Events plugins told on PodGroups (a reservation made or released)."""
+        podgroups = self.objects.get("PodGroup", {})
+        for key, kind, reason, message in events:
+            podgroup = podgroups.get(key)
+            if podgroup is not None:
+                self.events.emit(podgroup, kind, reason, message)
 
     def faults(self, faults: list[Fault]) -> None:
         """This cycle's faults become Warning Events on the objects concerned."""
@@ -239,12 +258,17 @@ class KubeSink:
             log.warning("patch %s failed: %s", url, err)
 
     def _bind(self, pod_key: str, node: str, annotations: dict[str, str] | None, uid: str | None = None,
-              claims: tuple[ClaimBinding, ...] = ()) -> None:
+              claims: tuple[ClaimBinding, ...] = (), device_claims: tuple[DeviceClaimWrite, ...] = ()) -> None:
         namespace, name = pod_key.split("/", 1)
         meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+        reserved: list[Reserved] = []
         try:
             if claims:
                 self._bind_claims(claims)
+            if device_claims:  # kube-scheduler's DynamicResources PreBind; released below if the bind fails
+                if not uid:
+                    raise ApiError(409, "Conflict", f"pod {pod_key} has no uid to reserve its resource claims for")
+                reserved = self.claim_writer.reserve(name, uid, device_claims)
             if annotations:  # Volcano's PreBind: what the plugins chose, on the pod before it runs
                 patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
                 if uid:  # metadata.uid is immutable: the API server refuses this patch on a recreated pod
@@ -265,6 +289,8 @@ class KubeSink:
                 failures = self._bind_failures[pod_key] = self._bind_failures.get(pod_key, 0) + 1
             log.warning("bind %s to %s failed (%d in a row): %s", pod_key, node, failures, err)
             current = self._read_back(pod_key)
+            if reserved and uid and not (current or {}).get("spec", {}).get("nodeName"):
+                self.claim_writer.release(uid, reserved)  # written, but the pod did not bind: take them back
             first, most = self.bind_backoff
             self.bind_failed(pod_key, current, min(first * 2 ** (failures - 1), most))
             if current is not None and not current.get("spec", {}).get("nodeName"):

@@ -3,7 +3,9 @@
 Order of start-up, each step a guard from Volcano's bug history:
 1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, ResourceQuotas,
    PodDisruptionBudgets and the storage objects (PersistentVolumeClaims, PersistentVolumes,
-   StorageClasses, CSINodes) start and list;
+   StorageClasses, CSINodes) and the DRA objects (DeviceClasses, ResourceSlices, ResourceClaims,
+   ResourceClaimTemplates) start and list; a cluster that does not serve resource.k8s.io/v1
+   counts as having none of the DRA objects (`OPTIONAL`);
 2. no cycle runs before every one of them has synced (Volcano #1417);
 3. the replica takes the Lease (Volcano #2825: two schedulers double-book nodes); a standby keeps
    its cache warm meanwhile, so a hand-over costs one retry period, not a re-list;
@@ -37,6 +39,7 @@ from central.errors import InputError
 from central.kube.client import (
     CORE,
     POLICY,
+    RESOURCE,
     SCHEDULING,
     STORAGE,
     VOLCANO_SCHEDULING,
@@ -52,6 +55,7 @@ from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.kubesink import KubeSink
+from central.scheduler.startestimates import StartEstimates
 
 if TYPE_CHECKING:  # the collaborators' types only: they are passed in
     from central.agents.feed import NodeDataFeed
@@ -81,7 +85,13 @@ WATCHED = {
     "PersistentVolume": path(CORE, "persistentvolumes"),
     "StorageClass": path(STORAGE, "storageclasses"),
     "CSINode": path(STORAGE, "csinodes"),
+    # what Dynamic Resource Allocation reads (kube-scheduler's DynamicResources)
+    "DeviceClass": path(RESOURCE, "deviceclasses"),
+    "ResourceSlice": path(RESOURCE, "resourceslices"),
+    "ResourceClaim": path(RESOURCE, "resourceclaims"),
+    "ResourceClaimTemplate": path(RESOURCE, "resourceclaimtemplates"),
 }
+OPTIONAL = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}  # a cluster may not serve them
 BUILTIN_QUEUES = ("root", "default")
 
 
@@ -135,7 +145,8 @@ class Scheduler:
                  metrics: SchedulerMetrics | None = None, bind_workers: int = 16, watch_timeout: int = 300,
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
                  on_leading: Callable[[bool], None] | None = None, gate_workers: int = DEFAULT_GATE_WORKERS,
-                 queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic):
+                 queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic,
+                 estimate_period: float = 0.0):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -148,11 +159,13 @@ class Scheduler:
         events = EventRecorder(client, scheduler_name)
         self.feeder = CacheFeeder(cache, scheduler_name,
                                   on_refused=lambda obj, why: events.emit(obj, "Warning", "Unreadable", why))
-        self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout)
+        self.reflectors = {kind: Reflector(client, url, self.feeder.handler(kind), watch_timeout=watch_timeout,
+                                           optional=kind in OPTIONAL)
                            for kind, url in WATCHED.items()}
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff,
                              gate_workers=gate_workers)
+        self.estimates = StartEstimates(client, objects["PodGroup"], estimate_period)
         self.queue_backoff, self.clock = queue_backoff, clock
         self._queue_retry: dict[str, tuple[int, float]] = {}  # built-in queue -> (failures, next attempt)
         self.cycles = 0
@@ -213,10 +226,16 @@ class Scheduler:
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)
             result = self.cycle(self.cache, conf, self.sink)
+            for pod, writes in result.device_claims.items():  # before a failed bind can `forget` them
+                for write in writes:
+                    self.cache.dra.assume(pod, write)
             queues = self._queue_figures(result) if self.metrics is not None else {}
+            if self.estimates.due(self.clock()):  # a copy between cycles; the estimate runs off the loop
+                self.estimates.start(self.cache, conf, self.clock())
         self.sink.flush()
         self.sink.pending(result.pending_reasons)
         self.sink.podgroup_events(result.unschedulable)
+        self.sink.plugin_events(result.events)
         self.sink.faults(result.faults)
         self.cycles += 1
         if self.metrics is not None:

@@ -26,6 +26,7 @@ from central.model.nodedata import NodeData
 from central.model.queuetree import check_queues
 from central.progress import progress_bar
 from central.scheduler import load_config
+from central.scheduler.estimate import Explanation, describe, explain
 from central.sim.manifests import load_into, read_manifests, sources_of
 from central.sim.report import DETAIL_ROWS, print_report
 from central.sim.simulate import simulate
@@ -64,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stuck-after", metavar="DURATION", default="10m",
                         help="with --until: a job starved of its peers this long counts as stuck (default 10m)")
     parser.add_argument("--report", metavar="FILE.html", help="with --until: write a page with plots")
+    parser.add_argument("--explain", action="append", metavar="NAMESPACE/NAME",
+                        help="after the cycles, explain this job (a Volcano Job or PodGroup): its place in its queue, "
+                             "why it waits, what would unblock it and its estimated start (repeatable)")
     parser.add_argument("--trace", action="append", metavar="FILE",
                         help="with --until: jobs from a trace (one JSON job a line, `caldera trace`), on top "
                              "of the manifests")
@@ -94,18 +98,36 @@ def run(args: argparse.Namespace) -> int:
             cache.set_node_data(data if data.reported_at.timestamp() > 0 else replace(data, reported_at=start))
         step(0, "scheduling")
         result = simulate(cache, conf, args.cycles, start, progress=step)
+    explained = _explain(cache, conf, start + timedelta(seconds=args.cycles - 1), args.explain or [])
     if args.output == "json":
-        print(json.dumps(result.to_json(), indent=2))
+        body = result.to_json()
+        if explained:
+            body["explain"] = {uid: e.to_json() for uid, e in explained.items()}
+        print(json.dumps(body, indent=2))
     else:
         print_report(result, cache, paths, manifests.skipped, summary_only=args.quiet,
                      limit=None if args.details or args.output == "wide" else DETAIL_ROWS)
+        for e in explained.values():
+            print(f"\n{describe(e, start)}")
     return 0
+
+
+def _explain(cache: ClusterCache, conf: SchedulerConf, now: datetime, names: list[str]) -> dict[str, Explanation]:
+    """--explain: each NAMESPACE/NAME as a PodGroup of the manifests (a Volcano Job's is named after it)."""
+    uids = []
+    for name in names:
+        if name.count("/") != 1 or name not in cache.jobs or not cache.jobs[name].has_podgroup:
+            raise InputError("--explain", f"{name!r}: no such job in the manifests (give NAMESPACE/NAME)")
+        uids.append(name)
+    return explain(cache, conf, now, uids) if uids else {}
 
 
 def run_timed(args: argparse.Namespace) -> int:
     from central.sim import timed
 
     until = _duration(args.until, "--until", positive=True)
+    if args.explain:
+        raise InputError("--explain", "explains a job after the cycles of a dry run, not with --until")
     if args.output == "json" and args.details:
         raise InputError("--details", "applies to table output, not json (which has every job)")
     options = timed.RunOptions(

@@ -16,12 +16,14 @@ from typing import Any
 from central.errors import InputError
 from central.manifests import read_objects
 from central.model.cache import ClusterCache
+from central.model.drastore import DRA_KINDS
 from central.model.fields import object_ref
 from central.model.jobs import expand_job
 from central.sim.workloads import expand_workload, is_workload
 
 # The order objects enter the cache: what others refer to comes first.
-APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget", "PodGroup", "Pod")
+APPLY_ORDER = ("PriorityClass", "Queue", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget",
+               *DRA_KINDS, "PodGroup", "Pod")
 
 
 @dataclass

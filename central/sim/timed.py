@@ -3,7 +3,8 @@
 Objects are read as a user would `kubectl apply` them: Nodes, PriorityClasses, HyperNodes,
 ResourceQuotas and PodDisruptionBudgets are there from the start (the last two as written: no
 controller updates their status here); Queues, Volcano Jobs (through admission's defaults, then the job controller),
-PodGroups, Pods and Commands are created at their `sim.caldera.sh/submit-at` (default 0).
+PodGroups, Pods, Commands, CronJobs, JobFlows and JobTemplates (their controllers start Jobs,
+`central.sim.workflows`) are created at their `sim.caldera.sh/submit-at` (default 0).
 Every sim annotation is checked before the run starts, so a typo costs one line and exit 2,
 not a run. With several --config files the same workload runs under each, and JSON becomes
 `{"runs": {"<config file>": {...}}}`.
@@ -20,6 +21,7 @@ from typing import Any
 
 from central.admission.cluster import Cluster
 from central.admission.jobs import mutate_job, validate_job
+from central.admission.workloads import validate_cronjob, validate_jobflow
 from central.controllers import bus
 from central.errors import InputError
 from central.framework.conf import SchedulerConf
@@ -32,10 +34,11 @@ from central.model.policy import parse_pdb, parse_resource_quota
 from central.model.queuetree import check_queues
 from central.sim.timeline import TimedResult, Timeline
 from central.sim.trace import read_trace
+from central.sim.workflows import KINDS as WORKFLOW_KINDS
 from central.sim.workloads import expand_workload, is_workload
 
 STATIC = ("PriorityClass", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget")
-SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command")
+SUBMITTED = ("Queue", "Job", "PodGroup", "Pod", "Command", *WORKFLOW_KINDS)
 
 
 @dataclass
@@ -64,6 +67,8 @@ def read_workload(paths: list[str], traces: Sequence[str] = (), scheduler_name: 
         try:
             if kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
                 obj = admit_job(obj, cluster)
+            elif kind in WORKFLOW_KINDS:
+                admit_workflow(obj, cluster)
             elif kind not in STATIC + SUBMITTED or kind == "Job":  # a Job not Volcano's and not expanded
                 out.skipped[kind] = out.skipped.get(kind, 0) + 1
                 continue
@@ -108,6 +113,29 @@ def admit_job(job: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
             "name": f"{meta['name']}-{task['name']}-0", "namespace": meta["namespace"],
             "annotations": template_meta.get("annotations") or {}}})
     return job
+
+
+def admit_workflow(obj: dict[str, Any], cluster: Cluster) -> None:
+    """A CronJob, JobFlow or JobTemplate as the webhook admits it, the Jobs it will start
+    checked as Jobs (the CronJob's jobTemplate, the JobTemplate's spec): InputError names the field."""
+    kind = obj["kind"]
+    validate = {"CronJob": validate_cronjob, "JobFlow": validate_jobflow}.get(kind)
+    problems = validate(obj) if validate is not None else []
+    if problems:
+        raise InputError(object_ref(obj), problems[0])
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    template = spec.get("jobTemplate") if kind == "CronJob" else spec if kind == "JobTemplate" else None
+    if isinstance(template, dict):
+        body = template.get("spec") if kind == "CronJob" else template
+        job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+               "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace") or "default"},
+               "spec": body if isinstance(body, dict) else {}}
+        where = "spec.jobTemplate.spec" if kind == "CronJob" else "spec"
+        try:
+            admit_job(job, cluster)
+        except InputError as err:
+            raise InputError(object_ref(obj), f"{where}: {err}") from None
 
 
 def check_object(obj: dict[str, Any], templates: dict[str, Any] | None = None) -> None:

@@ -39,7 +39,7 @@ from central.sim.simulate import SimulationResult
 from central.sim.world import ENDED, World, key_of
 
 IDLE_RECHECK = 60.0
-SUBMIT_ORDER = {"Queue": 0, "Command": 1, "Job": 2, "PodGroup": 3, "Pod": 4}
+SUBMIT_ORDER = {"Queue": 0, "Command": 1, "JobTemplate": 2, "CronJob": 3, "JobFlow": 3, "Job": 4, "PodGroup": 5, "Pod": 6}
 
 
 @dataclass
@@ -78,7 +78,8 @@ class Timeline:
         self.acts_on_running = conf.acts_on_running()  # actions that may decide with no pod waiting
 
     def submit(self, obj: dict[str, Any]) -> None:
-        """Schedule `obj` (Job, PodGroup, Pod, Queue or Command) for its submit-at time."""
+        """Schedule `obj` (Job, PodGroup, Pod, Queue, Command, CronJob, JobFlow or JobTemplate)
+        for its submit-at time."""
         at = podlife.submit_at(obj)
         if obj["kind"] in ("Job", "PodGroup"):
             self.submitted.setdefault(key_of(obj), at)
@@ -117,7 +118,7 @@ class Timeline:
             _, _, _, what = heapq.heappop(self._events)
             self.events += 1
             if isinstance(what, str):
-                self.world.dirty_jobs.add(what)
+                self.world.wake(what)
             else:  # a copy: the world edits its objects, and the workload may run again under another config
                 self.world.submit(copy.deepcopy(what), now)
         for pod in self.world.kubelets.finished(now):

@@ -8,6 +8,7 @@
 - submit: seconds from the start of the simulation at which the job is submitted.
 - queue: the Queue it goes to (default "default"); priority: its pods' priority (default 0).
 - minAvailable: pods that must be placed together (default: all of them, a gang).
+- runningEstimate: the Job's `spec.runningEstimate`, a Go duration such as `20m` (optional).
 - tasks: each with name, replicas, requests (Kubernetes quantities), duration (seconds a pod
   computes; absent: until the job is deleted) and exitCode (default 0).
 Blank lines and lines starting with `#` are ignored. A row becomes a Volcano Job whose pods
@@ -30,7 +31,7 @@ from central.model import podlife
 from central.model.jobspec import DEFAULT_LIMITS
 from central.resources.vectors import parse_resource_list
 
-ROW_FIELDS = frozenset({"name", "namespace", "submit", "queue", "priority", "minAvailable", "tasks"})
+ROW_FIELDS = frozenset({"name", "namespace", "submit", "queue", "priority", "minAvailable", "runningEstimate", "tasks"})
 TASK_FIELDS = frozenset({"name", "replicas", "requests", "duration", "exitCode"})
 
 
@@ -80,12 +81,14 @@ def job_from_row(row: Any) -> dict[str, Any]:
     min_available = int(_number(row, "minAvailable", total, integer=True))
     if not 0 < min_available <= total:
         raise InputError("minAvailable", f"must be between 1 and the job's {total} pods, got {min_available}")
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
         "metadata": {"name": name, "namespace": _text(row, "namespace") or "default",
                      "annotations": {podlife.SUBMIT_AT: f"{submit:g}s"}},
         "spec": {"minAvailable": min_available, "queue": _text(row, "queue") or "default", "tasks": tasks},
     }
+    if row.get("runningEstimate") is not None:
+        job["spec"]["runningEstimate"] = _text(row, "runningEstimate")
     return job
 
 

@@ -4,8 +4,9 @@ It plays, in one process and with no threads, the parts a real cluster has aroun
 scheduler, calling the very functions those parts call on a cluster:
 - the API server: Jobs, PodGroups, Pods, Queues and Commands as dicts, each change fed to
   the scheduler's `ClusterCache` as its informers would feed it;
-- the job, PodGroup and queue controllers (`central.controllers`), run until they have
-  nothing left to do after every change, with no latency (a `requeue_after` becomes a timer);
+- the job, PodGroup and queue controllers (`central.controllers`), and those of CronJobs and
+  JobFlows (`central.sim.workflows`), run until they have nothing left to do after every
+  change, with no latency (a `requeue_after` becomes a timer);
 - the scheduler's sink: binds, evictions and status writes land on the objects;
 - the kubelets (`central.sim.kubelet`): bound pods run at once and finish when their work is
   done; evicted pods are gone once the controllers have seen them terminating.
@@ -24,11 +25,14 @@ from central.controllers.podgroups import podgroup_for_pod
 from central.controllers.queues import reconcile_queue
 from central.model import podlife
 from central.model.cache import ClusterCache
+from central.model.dra import DeviceClaimWrite
 from central.model.objects import TaskStatus
 from central.model.parse import GROUP_NAME
 from central.model.schedulinggate import without_queue_gate
 from central.model.volumes import ClaimBinding
 from central.sim.kubelet import Kubelets
+from central.sim.workflows import KINDS as WORKFLOW_KINDS
+from central.sim.workflows import WAKE, Workflows
 
 ENDED = FINISHED | {"Aborted"}
 MAX_ROUNDS = 100  # controller passes per instant; more means two controllers fight
@@ -60,6 +64,8 @@ class World:
         self.kubelets = Kubelets()
         self.queue_alloc: dict[str, dict[str, float]] = {}  # queue -> requests of its running pods
         self._charged: dict[str, tuple[str, tuple[tuple[str, float], ...]]] = {}  # pod -> (queue, requests)
+        self.workflows = Workflows(self)
+        self.workflows_due = False  # a job changed phase, a workflow object arrived, or a schedule fell due
 
     # --- arrivals ----------------------------------------------------------------------------
 
@@ -80,6 +86,9 @@ class World:
             self.queues[obj["metadata"]["name"]] = obj
             self.cache.apply(obj)
             self.dirty_queues.add(obj["metadata"]["name"])
+        elif kind in WORKFLOW_KINDS:
+            self.workflows.submit(obj)
+            self.workflows_due = True
         elif kind == "Command":
             self.commands[key] = obj
             target = obj.get("target") or {}
@@ -121,7 +130,11 @@ class World:
         """Run the controllers until none has anything left to do."""
         for _ in range(MAX_ROUNDS):
             if not (self.dirty_jobs or self.dirty_queues):
-                return
+                if not self.workflows_due:
+                    return
+                self.workflows_due = False
+                self.workflows.sync(now)  # the Jobs it starts are dirty: another pass
+                continue
             jobs, self.dirty_jobs = sorted(self.dirty_jobs), set()
             for key in jobs:
                 if key in self.jobs:
@@ -196,10 +209,30 @@ class World:
         if pg is not None:
             self.cache.delete("PodGroup", pg["metadata"].get("namespace"), pg["metadata"]["name"])
 
+    def wake(self, key: str) -> None:
+        """A timer fell due: a job controller's requeue, or the CronJobs' next schedule time."""
+        if key == WAKE:
+            self.workflows_due = True
+        else:
+            self.dirty_jobs.add(key)
+
+    def delete_job(self, key: str, now: float) -> None:
+        """A user or a controller deletes the Job: its pods and PodGroup go with it (garbage
+        collection); one that had not finished ends as Terminated."""
+        for pod in sorted(self.pods_of.pop(key, ())):
+            self.delete_pod(pod, now)
+        self._delete_podgroup(key)
+        if self.jobs.pop(key, None) is not None and self.job_phase(key) not in ENDED:
+            self._phase(key, "Terminated", now)
+        self.retiring.discard(key)
+        self.dirty_jobs.discard(key)
+        self.changed = True
+
     def _phase(self, key: str, phase: str, now: float) -> None:
         history = self.job_phases.setdefault(key, [])
         if not history or history[-1][1] != phase:
             history.append((now, phase))
+            self.workflows_due = self.workflows_due or bool(self.workflows.cronjobs or self.workflows.jobflows)
         if phase in FINISHED:
             self.retiring.add(key)
 
@@ -214,7 +247,9 @@ class World:
             for pod in sorted(self.pods_of.pop(key, ())):
                 self.delete_pod(pod, now)
             self._delete_podgroup(key)
-            self.jobs.pop(key, None)
+            job = self.jobs.pop(key, None)
+            if job is not None and self.workflows.keeps(job):
+                self.workflows.retired[key] = job
             self.dirty_jobs.discard(key)
 
     # --- the kubelets --------------------------------------------------------------------------
@@ -349,6 +384,10 @@ class WorldSink:
     def bind_claims(self, pod_key: str, bindings: tuple[ClaimBinding, ...]) -> None:
         """Never called: the simulator reads no storage objects (its manifests skip them), so
         volume binding is off in its sessions."""
+
+    def reserve_device_claims(self, pod_key: str, writes: tuple[DeviceClaimWrite, ...]) -> None:
+        """Not kept: the simulated cluster keeps no claim status between sessions (a session
+        still allocates its own claims without overlap; see docs/dra.md)."""
 
     def bind(self, pod_key: str, node: str) -> None:
         self.world.start_pod(pod_key, node, self._annotations.pop(pod_key, {}), self.now)

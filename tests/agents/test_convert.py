@@ -31,8 +31,8 @@ def report(node: str = "n1", sequence: int = 3) -> pb.NodeReport:
                               memory_total_bytes=32 << 30, memory_free_bytes=16 << 30)
     r.topology.numa_nodes.add(id=1, cpus=[4, 5], free_cpus=[], free_cpus_known=True)  # all pinned
     r.gpus.status = "ok"
-    gpu = r.gpus.gpus.add(index=0, memory_total_bytes=40 << 30, memory_used_bytes=1 << 30, healthy=True,
-                          mig_enabled=True)
+    gpu = r.gpus.gpus.add(index=0, uuid="GPU-0", numa_node=1, memory_total_bytes=40 << 30,
+                          memory_used_bytes=1 << 30, healthy=True, mig_enabled=True)
     gpu.mig_devices.add(index=0, memory_total_bytes=5 << 30)
     gpu.mig_devices.add(index=1, memory_total_bytes=10 << 30)
     return r
@@ -48,6 +48,7 @@ def test_units_and_free_cpus() -> None:
     assert cell.cpus == {0, 1, 2, 3} and cell.free_cpus == {0, 2, 3} and cell.memory_free == float(16 << 30)
     assert pinned.free_cpus == frozenset()  # fully pinned, not "unknown"
     assert data.gpu_status == "ok" and data.gpus[0].mig_slices == (float(5 << 30), float(10 << 30))
+    assert (data.gpus[0].uuid, data.gpus[0].numa) == ("GPU-0", 1)  # DRA devices find their NUMA node by it
 
 
 def test_unknown_free_cpus_mean_all_cpus_and_no_resources_mean_unknown_usage() -> None:

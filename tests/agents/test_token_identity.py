@@ -7,15 +7,19 @@ control-plane tests exercise; `identity_from_review` (the part that decides) is 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from central.agents import NodeReportStore, ReceiverServer, ServerTls
-from central.agents.server import AgentIdentity, Unauthenticated
+from central.agents.server import AgentIdentity, Unauthenticated, peer_address
 from central.agents.tokenreview import NODE_NAME, TokenReviewer, identity_from_review
 from central.certs.issue import ServingRequest, issue_serving, new_ca
+from nodeagent.api.v1 import agent_pb2 as pb
+from nodeagent.api.v1 import agent_pb2_grpc as pb_grpc
 from nodeagent.report import sections
 from nodeagent.stream import ReportStream, TlsFiles
 from tests.agents.reports import snapshot
@@ -192,3 +196,97 @@ def test_the_reviewer_caches_answers_per_token_for_a_minute():
     with pytest.raises(Unauthenticated):  # the refusal is cached too
         reviewer("t")
     assert api.calls == 3
+
+
+def test_the_reviewer_answers_known_tokens_without_blocking_and_only_accepted_ones():
+    api, now = FakeApi(GOOD), [1000.0]
+    reviewer = TokenReviewer(api, clock=lambda: now[0])
+    assert reviewer.cached("t") is None
+    reviewer("t")
+    assert reviewer.cached("t").node == "node-a" and api.calls == 1
+    now[0] += 61
+    assert reviewer.cached("t") is None
+    api.status = {"authenticated": False}
+    with pytest.raises(Unauthenticated):
+        reviewer("bad")
+    assert reviewer.cached("bad") is None
+
+
+def test_the_reviewer_cache_is_bounded_and_drops_refusals_first(monkeypatch):
+    monkeypatch.setattr("central.agents.tokenreview.MAX_CACHED", 3)
+    api, now = FakeApi(GOOD), [1000.0]
+    reviewer = TokenReviewer(api, clock=lambda: now[0])
+    reviewer("good-1")
+    api.status = {"authenticated": False}
+    for i in range(5):
+        now[0] += 1
+        with pytest.raises(Unauthenticated):
+            reviewer(f"bad-{i}")
+    assert len(reviewer._cache) == 3
+    assert reviewer.cached("good-1") is not None  # a flood of refusals does not evict an agent
+
+
+def test_peer_addresses_drop_the_port():
+    assert peer_address("ipv4:127.0.0.1:51234") == "ipv4:127.0.0.1"
+    assert peer_address("ipv6:[::1]:51234") == "ipv6:[::1]"
+    assert peer_address("unix:/tmp/s") == "unix:/tmp/s"
+
+
+class SlowTokens(Tokens):
+    """Unknown tokens are reviewed slowly (until `release`); the known one is cached."""
+
+    def __init__(self, table: dict[str, AgentIdentity]):
+        super().__init__(table)
+        self.release, self.lock = threading.Event(), threading.Lock()
+        self.running = self.most = 0
+
+    def cached(self, token: str) -> AgentIdentity | None:
+        return self.table.get(token)
+
+    def __call__(self, token: str) -> AgentIdentity:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            self.release.wait(20)
+            return super().__call__(token)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_unknown_tokens_from_one_address_are_bounded_and_known_agents_still_stream(tmp_path, agent_runner):
+    """10 streams with unknown tokens from 127.0.0.1: at most 2 reviews at once, 6 waiting in
+    all, the other 4 refused at once; the agent whose token is known streams meanwhile."""
+    tokens = SlowTokens({"good": AgentIdentity("node-a", time.time() + 3600)})
+    server, store, stream, _ = _run(tmp_path, agent_runner, tokens, "node-a", "good")
+    server.service.reviews_per_peer, server.service.unauthenticated_per_peer = 2, 6
+    channel = grpc.secure_channel(f"127.0.0.1:{server.port}", grpc.ssl_channel_credentials(
+        (tmp_path / "ca.crt").read_bytes()), options=[("grpc.ssl_target_name_override", "localhost")])
+    stub = pb_grpc.NodeReportServiceStub(channel)
+    codes: list[grpc.StatusCode] = []
+
+    def bad(i: int) -> None:
+        try:
+            list(stub.Report(iter([pb.NodeReport(node_name="node-a")]), metadata=[("authorization", f"Bearer bad-{i}")],
+                             timeout=30))
+        except grpc.RpcError as err:
+            codes.append(err.code())
+
+    threads = [threading.Thread(target=bad, args=(i,)) for i in range(10)]
+    try:
+        for thread in threads:
+            thread.start()
+        eventually(lambda: server.service.throttled == 4, what="4 streams over the bound refused")
+        eventually(lambda: "node-a" in store.fresh_nodes(), what="the known agent's report, reviews pending")
+        assert tokens.most == 2
+        tokens.release.set()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(c.name for c in codes) == ["RESOURCE_EXHAUSTED"] * 4 + ["UNAUTHENTICATED"] * 6
+        eventually(lambda: server.service._waiting == {} and server.service._review_slots == {},
+                   what="the per-address bookkeeping emptied")
+    finally:
+        tokens.release.set()
+        channel.close()
+        server.stop()

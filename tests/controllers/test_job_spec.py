@@ -13,6 +13,8 @@ from central.controllers.jobs import reconcile
 from central.errors import InputError
 from central.model.jobs import expand_job
 from central.model.jobspec import job_spec, parse_job
+from central.model.parse import parse_pod, parse_podgroup
+from central.model.subgroups import sub_groups
 from tests.builders import job, task
 
 
@@ -187,3 +189,26 @@ def test_a_jobs_unprefixed_sla_waiting_time_reaches_its_podgroup() -> None:
     j = admitted()
     j["metadata"]["annotations"] = {"sla-waiting-time": "30m"}
     assert job_spec(j).carried == {"sla-waiting-time": "30m"}
+
+
+def test_a_partitioned_task_gives_its_pods_a_partition_and_the_podgroup_a_sub_group() -> None:
+    """As Volcano's job controller: partition-id = index / partitionSize on each pod, and one
+    subGroupPolicy per partitioned task, which the scheduler reads back into sub-groups."""
+    topology = {"mode": "hard", "highestTierAllowed": 1}
+    j = admitted(tasks=[task("ps"), task("worker", 4, partitionPolicy={
+        "totalPartitions": 2, "partitionSize": 2, "minPartitions": 1, "networkTopology": topology})])
+    podgroup, pods = expand_job(j, 0)
+    assert podgroup["spec"]["subGroupPolicy"] == [{
+        "name": "worker", "subGroupSize": 2, "minSubGroups": 1,
+        "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "worker"}},
+        "matchLabelKeys": ["volcano.sh/partition-id"], "networkTopology": topology}]
+    assert podgroup["spec"]["minTaskMember"]["worker"] == 2  # minPartitions x partitionSize
+    partitions = {p["metadata"]["name"]: p["metadata"]["labels"].get("volcano.sh/partition-id") for p in pods}
+    assert partitions == {"train-ps-0": None, "train-worker-0": "0", "train-worker-1": "0",
+                          "train-worker-2": "1", "train-worker-3": "1"}
+    policies = parse_podgroup({**podgroup, "metadata": {**podgroup["metadata"]}}).sub_group_policies
+    tasks = [parse_pod(p)[0] for p in pods]
+    groups = sub_groups(policies, tasks)
+    assert {key: [t.name for t in g.tasks] for key, g in groups.items()} == {
+        "worker-0": ["train-worker-0", "train-worker-1"], "worker-1": ["train-worker-2", "train-worker-3"]}
+    assert policies[0].network_topology is not None and policies[0].network_topology.highest_tier == 1

@@ -594,3 +594,15 @@ def test_a_pending_job_says_why_its_podgroup_waits() -> None:
     c.step()
     assert (c.status["state"]["phase"], c.status["state"]["reason"], c.status["state"]["message"]) == (
         "Pending", "Unschedulable", why)
+
+
+def test_restart_partition_restarts_the_failed_pods_partition_only() -> None:
+    """Volcano's RestartPartition: the pods sharing the failed pod's partition-id in its task."""
+    c = FakeCluster(job(tasks=[task("worker", 4, partitionPolicy={"totalPartitions": 2, "partitionSize": 2})],
+                        policies=[{"event": "PodFailed", "action": "RestartPartition"}]), graceful=True)
+    c.start()
+    c.set_phase("Failed", "train-worker-3", exit_code=1)
+    d = c.step()
+    assert c.phase == "Restarting" and c.status["retryCount"] == 1
+    assert set(d.delete_pods) == {"train-worker-2", "train-worker-3"}
+    assert d.delete_podgroup is None

@@ -23,7 +23,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("local cluster", ["central.localcluster"]),
     ("processes", [
         "central.scheduler.command", "central.scheduler.loop", "central.scheduler.feeder",
-        "central.scheduler.kubesink", "central.scheduler.gateremoval", "central.scheduler.metrics",
+        "central.scheduler.kubesink", "central.scheduler.claimwriter", "central.scheduler.gateremoval",
+        "central.scheduler.metrics", "central.scheduler.startestimates",
         "central.controllers.loops",
         "central.admission.webhook", "central.admission.webhookconfig", "central.admission.command",
         "central.certs.command", "central.vcctl", "central.sim"]),

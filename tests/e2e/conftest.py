@@ -25,7 +25,8 @@ from tests.waiting import eventually
 
 # The scheduler configuration the suite installs: Volcano's default plus preempt, and the
 # placement plugins fed by the agents (numa-aware) and GPU sharing, as the README says to enable,
-# and network-topology-aware (it changes nothing while no HyperNode exists).
+# network-topology-aware (it changes nothing while no HyperNode exists), and Dynamic Resource
+# Allocation (only pods with ResourceClaims are affected; gpu-1 publishes DRA GPUs and NICs).
 SCHEDULER_CONF = """\
 actions: "enqueue, allocate, preempt, backfill"
 tiers:
@@ -37,6 +38,7 @@ tiers:
   - name: overcommit
   - name: drf
   - name: predicates
+    arguments: {predicate.DynamicResourceAllocationEnable: true}
   - name: proportion
   - name: nodeorder
   - name: numa-aware
@@ -50,7 +52,7 @@ FEATURE_GATES = "SchedulingGatesQueueAdmission=true"
 
 NODES = [NodeSpec("node-1", cpu="16", memory="64Gi", numa=2),
          NodeSpec("node-2", cpu="16", memory="64Gi", numa=2),
-         NodeSpec("gpu-1", cpu="16", memory="64Gi", numa=2, gpus=2)]
+         NodeSpec("gpu-1", cpu="16", memory="64Gi", numa=2, gpus=2, dra_gpus=4, dra_nics=2)]
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:

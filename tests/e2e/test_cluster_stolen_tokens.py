@@ -5,6 +5,8 @@ write is a dry run (dryRun=All): admission runs in full, nothing is stored."""
 
 from __future__ import annotations
 
+import http.client
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -14,7 +16,7 @@ import pytest
 
 from central.kube.client import ApiError, KubeClient
 from nodeagent.podwatch import WatchPodSource
-from tests.e2e.conftest import Tenant, as_token, wait_for
+from tests.e2e.conftest import Tenant, as_token, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -171,7 +173,41 @@ def test_a_stolen_controllers_token_creates_nothing_a_job_does_not_own(tenant: T
     refused(lambda: dry(controllers, "PATCH", url, {"spec": {"activeDeadlineSeconds": 1}}), "caldera-controllers-pod-updates")
     dry(controllers, "PATCH", url, {"metadata": {"annotations": {"scheduling.k8s.io/group-name": "podgroup-bare",
                                                                  "volcano.sh/controller-out-of-sync": "true"}}})
-    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", owned)  # a Job's pod, in the Job's namespace
+
+
+def test_a_stolen_controllers_token_cannot_forge_an_owner(tenant: Tenant) -> None:
+    """A policy sees the ownerReference only; the webhook looks its Job up: a uid that is not
+    the Job's, or a Job that does not exist, is refused, and a real Job's pod still passes."""
+    controllers = component(tenant, "controllers")
+    ns, webhook = tenant.namespace, "validatecontrollerowners.caldera.sh"
+    job = tenant.create(tenant.jobs, volcano_job("owner", tenant.queue, replicas=1))
+
+    def owned_by(name: str, uid: str, kind: str = "Job", api: str = "batch.volcano.sh/v1alpha1") -> dict[str, Any]:
+        return {"metadata": {"name": "thief", "ownerReferences": [
+            {"apiVersion": api, "kind": kind, "name": name, "uid": uid, "controller": True}]}}
+
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "spec": {"serviceAccountName": "default", "containers": [{"name": "main", "image": "evil"}]}}
+    forged = "00000000-0000-0000-0000-000000000000"
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **owned_by("owner", forged)}),
+            webhook)
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **owned_by("gone", forged)}),
+            webhook)
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/secrets",
+                        {"apiVersion": "v1", "kind": "Secret", **owned_by("owner", forged)}), webhook)
+    refused(lambda: dry(controllers, "POST", tenant.jobs, {**volcano_job("thief", tenant.queue, replicas=1),
+                                                          **owned_by("nightly", forged, "CronJob")}), webhook)
+    # what the controllers do: a Job's pod (of one of its tasks, as that task's ServiceAccount) and
+    # its plugins' objects, named by the Job's uid; the same pod as another account is refused
+    uid = job["metadata"]["uid"]
+    own = owned_by("owner", uid)
+    own["metadata"]["annotations"] = {"volcano.sh/task-spec": "worker"}
+    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**pod, **own})
+    tenant.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "admin"}})
+    as_admin = {**pod, "spec": {**pod["spec"], "serviceAccountName": "admin"}}
+    refused(lambda: dry(controllers, "POST", f"/api/v1/namespaces/{ns}/pods", {**as_admin, **own}), webhook)
+    dry(controllers, "POST", f"/api/v1/namespaces/{ns}/secrets",
+        {"apiVersion": "v1", "kind": "Secret", **owned_by("owner", uid)})
 
 
 def test_a_stolen_webhook_token_cannot_widen_its_webhooks(tenant: Tenant) -> None:
@@ -233,16 +269,27 @@ def test_a_stolen_agent_token_cannot_relax_its_own_node(tenant: Tenant) -> None:
     dry(agent, "PATCH", url, {"metadata": {"labels": {"caldera.sh/qos": "on"}}})
 
 
-def test_a_stolen_agent_token_reads_pods_only_by_listing_and_the_agent_lists_its_node_only(tenant: Tenant) -> None:
-    """RBAC cannot require a field selector and admission never sees a read, so the agent's
-    list and watch of pods stay cluster-wide (docs/reliability.md says so). What holds: no read
-    by name, nothing else readable, and the agent itself asks only for its own node's pods."""
+def test_a_stolen_agent_token_lists_only_its_own_nodes_pods(tenant: Tenant) -> None:
+    """RBAC cannot require a field selector; the agents' authorization webhook does. With the
+    agent's own token: its node's pods list, with no selector or another node's it is refused,
+    no read by name, nothing else readable; and the agent itself asks only for its node's pods."""
     agent = component(tenant, "agent")
     ns = tenant.namespace
     for node in ("node-1", "node-2"):
         tenant.create(f"/api/v1/namespaces/{ns}/pods", {
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"on-{node}"},
             "spec": {"nodeName": node, "containers": [{"name": "main", "image": "busybox"}]}})
+    mine = {"fieldSelector": "spec.nodeName=node-1"}
+    listed = agent.request("GET", "/api/v1/pods", query=mine)["items"]
+    assert {p["metadata"]["name"] for p in listed if p["metadata"]["namespace"] == ns} == {"on-node-1"}
+    assert agent.request("GET", f"/api/v1/namespaces/{ns}/pods", query=mine)["items"]
+    for url, query in (("/api/v1/pods", {}), ("/api/v1/pods", {"fieldSelector": "spec.nodeName=node-2"}),
+                       ("/api/v1/pods", {"fieldSelector": "spec.nodeName!=node-1"}),
+                       ("/api/v1/pods", {"fieldSelector": "spec.nodeName=node-2", "watch": "true"}),
+                       (f"/api/v1/namespaces/{ns}/pods", {"fieldSelector": "spec.nodeName=node-2"})):
+        with pytest.raises(ApiError) as err:
+            agent.request("GET", url, query=query)
+        assert err.value.code == 403, (url, query)
     with pytest.raises(ApiError) as err:
         agent.get(f"/api/v1/namespaces/{ns}/pods/on-node-2")
     assert err.value.code == 403
@@ -250,11 +297,7 @@ def test_a_stolen_agent_token_reads_pods_only_by_listing_and_the_agent_lists_its
         with pytest.raises(ApiError) as err:
             agent.get(url)
         assert err.value.code == 403, url
-    review = agent.create("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": {"verb": "list", "resource": "pods",
-                                        "fieldSelector": {"rawSelector": "spec.nodeName=node-2"}}}})
-    assert review["status"]["allowed"] is True  # the right RBAC cannot narrow: listed in docs/reliability.md
+    assert not tenant.kube.get_or_none("/apis/rbac.authorization.k8s.io/v1/clusterroles/caldera-nodeagent-list-pods")
 
     asked: list[str] = []
 
@@ -277,3 +320,23 @@ def test_a_stolen_agent_token_reads_pods_only_by_listing_and_the_agent_lists_its
         source.close()
     selector = "fieldSelector=" + urllib.parse.quote("spec.nodeName=node-1")
     assert asked and all(selector in url for url in asked), asked
+
+
+def test_the_webhook_answers_only_the_api_server(tenant: Tenant) -> None:
+    """The webhook asks for a client certificate that only the API server holds: a plain client
+    (curl, a stolen token) is refused at the TLS handshake, while the API server's admission
+    calls go through (a Job too big is refused by the webhook, with its message)."""
+    port = tenant.cluster.ports["caldera-admission:--port"]
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # only the client's side is under test
+    with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+        try:
+            connection.request("POST", "/authorize/agent-pods", body=b"{}")
+            connection.getresponse()
+        finally:
+            connection.close()
+    huge = volcano_job("huge", tenant.queue, replicas=10**6)
+    with pytest.raises(ApiError) as err:
+        dry(tenant.kube, "POST", tenant.jobs, huge)
+    assert "denied the request" in err.value.message and "replicas" in err.value.message, err.value

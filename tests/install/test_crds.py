@@ -5,6 +5,7 @@ Volcano checkout is in the cache, and on the real API server's OpenAPI."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -14,12 +15,25 @@ import yaml
 
 from central.kube.client import ApiError
 from central.localcluster.build import cache_dir
+from central.model.fields import YAML_LOADER
 from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = {d["metadata"]["name"]: d for d in yaml.safe_load_all((ROOT / "daemonset" / "crds.yaml").read_text()) if d}
+CRDS = {d["metadata"]["name"]: d for d in yaml.load_all((ROOT / "daemonset" / "crds.yaml").read_text(), Loader=YAML_LOADER) if d}  # noqa: S506
 COMMIT = re.search(r"volcano-sh/volcano (\w+)", (ROOT / "daemonset" / "crds.yaml").read_text())[1]
 BASES = cache_dir().parent / "volcano" / COMMIT / "src" / "installer" / "helm" / "chart" / "volcano" / "crd" / "bases"
+FLOW_BASES = BASES.parents[1] / "charts" / "jobflow" / "crd" / "bases"  # JobFlow and JobTemplate: Volcano's subchart
+
+
+@functools.cache
+def _volcanos_by_name() -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for p in [*BASES.glob("*.yaml"), *FLOW_BASES.glob("*.yaml")]
+            if (d := yaml.load(p.read_text(), Loader=YAML_LOADER))}
+
+
+def volcanos(name: str) -> dict[str, Any]:
+    """Volcano's own CRD of that name."""
+    return _volcanos_by_name()[name]
 
 
 def schema(crd: dict[str, Any]) -> dict[str, Any]:
@@ -37,9 +51,10 @@ def described(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, str]]
         yield from described(node["items"], f"{path}[]")
 
 
-def test_the_five_served_crds_are_structural_and_described():
+def test_the_served_crds_are_structural_and_described():
     assert set(CRDS) == {"queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh",
-                         "commands.bus.volcano.sh", "hypernodes.topology.volcano.sh"}
+                         "commands.bus.volcano.sh", "hypernodes.topology.volcano.sh", "cronjobs.batch.volcano.sh",
+                         "jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh"}
     for name, crd in CRDS.items():
         root = schema(crd)
         for part in (root, root["properties"].get("spec") or {}):
@@ -65,8 +80,7 @@ def test_caldera_keeps_its_stricter_checks():
 @pytest.mark.skipif(not BASES.is_dir(), reason=f"Volcano {COMMIT}'s checkout is not in the cache ({BASES})")
 def test_every_description_of_volcanos_crds_is_kept():
     for name, crd in CRDS.items():
-        [volcano] = [yaml.safe_load(p.read_text()) for p in BASES.glob("*.yaml") if
-                     yaml.safe_load(p.read_text())["metadata"]["name"] == name]
+        volcano = volcanos(name)
         theirs, ours = dict(described(schema(volcano))), dict(described(schema(crd)))
         assert {path: text for path, text in theirs.items() if ours.get(path) != text} == {}, name
         assert [v["name"] for v in volcano["spec"]["versions"]] == [v["name"] for v in crd["spec"]["versions"]]
@@ -76,8 +90,7 @@ def test_every_description_of_volcanos_crds_is_kept():
 def test_the_printer_columns_are_volcanos_own():
     """`kubectl get vcjob` and `kubectl get pg` print the same columns over Caldera as over Volcano."""
     for name, crd in CRDS.items():
-        [volcano] = [yaml.safe_load(p.read_text()) for p in BASES.glob("*.yaml") if
-                     yaml.safe_load(p.read_text())["metadata"]["name"] == name]
+        volcano = volcanos(name)
         theirs = {v["name"]: v.get("additionalPrinterColumns") for v in volcano["spec"]["versions"]}
         assert {v["name"]: v.get("additionalPrinterColumns") for v in crd["spec"]["versions"]} == theirs, name
 

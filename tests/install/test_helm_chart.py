@@ -14,6 +14,7 @@ import yaml
 
 from central.localcluster import versions
 from central.localcluster.helm import cached_helm
+from central.model.fields import YAML_LOADER
 from tests.manifests import documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def render(helm: Path, *values: str, namespace: str = "caldera-system", crds: bo
         args += ["--set-json" if value.startswith("json:") else "--set", value.removeprefix("json:")]
     result = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    return [d for d in yaml.safe_load_all(result.stdout) if d]
+    return [d for d in yaml.load_all(result.stdout, Loader=YAML_LOADER) if d]  # noqa: S506
 
 
 def key(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -89,6 +90,35 @@ def test_image_and_placement_values(helm):
     [agent] = containers(objects[("DaemonSet", "caldera-system", "caldera-nodeagent")])
     assert agent["resources"] == {"limits": {"memory": "256Mi"}}
     assert objects[("Deployment", "caldera-system", "caldera-controllers")]["spec"]["replicas"] == 3
+
+
+def test_the_webhook_asks_for_the_api_servers_client_certificate_only_when_given_its_ca(helm):
+    def webhook(*values: str) -> tuple[dict, dict]:
+        deployment = by_key(render(helm, *values))[("Deployment", "caldera-system", "caldera-admission")]
+        return containers(deployment)[0], deployment["spec"]["template"]["spec"]
+
+    container, _ = webhook()
+    assert not any(a.startswith("--client-ca-file") for a in container["args"])  # managed clusters: off
+    container, pod = webhook("admission.clientCASecret=apiserver-webhook-client-ca")
+    assert "--client-ca-file=/etc/caldera/client-ca/ca.crt" in container["args"]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == "client-ca"]
+    [volume] = [v for v in pod["volumes"] if v["name"] == "client-ca"]
+    assert mount["mountPath"] == "/etc/caldera/client-ca" and volume["secret"]["secretName"] == "apiserver-webhook-client-ca"
+
+
+def test_metrics_authorize_turns_the_agents_check_on_and_lets_it_ask_the_reviews(helm):
+    import yaml
+
+    for on in (False, True):
+        objects = by_key(render(helm, *(["agent.metricsAuthorize=true"] if on else [])))
+        config = objects[("ConfigMap", "caldera-system", "caldera-nodeagent-config")]["data"]["agent.yaml"]
+        assert yaml.safe_load(config)["exporter"]["authorize"] is on
+        binding = objects.get(("ClusterRoleBinding", "", "caldera-nodeagent-metrics-auth"))
+        assert (binding is not None) is on
+        if on:
+            assert binding["roleRef"]["name"] == "system:auth-delegator"
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "caldera-nodeagent",
+                                            "namespace": "caldera-system"}]
 
 
 def test_numa_aware_is_one_flag_and_the_config_stays_valid(helm):
@@ -147,6 +177,16 @@ def test_the_agent_can_write_only_the_named_cgroup_subtrees(helm):
     # empty: the whole tree, for layouts that differ from node to node
     assert _writable_cgroups(render(helm, "json:agent.cgroupWritableSubtrees=[]")) == [
         ("/host/cgroup", "/sys/fs/cgroup")]
+
+
+def test_the_agents_pods_list_role_is_left_out_where_the_authorizer_decides(helm):
+    def grants(objects: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        return {(o["kind"], o["metadata"]["name"]) for o in objects if "nodeagent" in o["metadata"]["name"]
+                and o["kind"].startswith("ClusterRole")}
+    fallback = {("ClusterRole", "caldera-nodeagent-list-pods"), ("ClusterRoleBinding", "caldera-nodeagent-list-pods")}
+    by_rbac = grants(render(helm))
+    assert fallback <= by_rbac
+    assert grants(render(helm, "agent.podReads=authorizer")) == by_rbac - fallback
 
 
 def test_scheduler_name_and_job_limits_are_one_value_each_for_every_component(helm):
@@ -242,3 +282,24 @@ def test_beside_volcano_caldera_touches_only_what_names_it(helm):
     assert not [n for n in hooks if n.endswith(".volcano.sh")]  # never one of Volcano's webhook names
     settings = by_key(objects)[("ConfigMap", "caldera-system", "caldera-settings")]["data"]
     assert settings["scheduler-name"] == "caldera"
+
+
+def test_resource_groups_fill_the_admission_config_and_widen_only_the_pods_webhook(helm):
+    groups = [{"resourceGroup": "management", "object": {"key": "namespace", "value": ["mng-1", "mng-2"]},
+               "labels": {"volcano.sh/nodetype": "management"}},
+              {"resourceGroup": "cpu", "object": {"key": "annotation", "value": ["example.com/pool: cpu"]},
+               "schedulerName": "volcano"}]
+    objects = {key(o): o for o in render(helm, "json:admission.resourceGroups=" + json.dumps(groups))}
+    conf = objects[("ConfigMap", "caldera-system", "volcano-admission-configmap")]["data"]["volcano-admission.conf"]
+    from central.admission.resourcegroups import parse_resource_groups
+    parsed = parse_resource_groups(conf)  # the webhook reads what Helm wrote
+    assert [g.name for g in parsed] == ["management", "cpu"] and parsed[1].annotations == (("example.com/pool", "cpu"),)
+    mutate = objects[("MutatingWebhookConfiguration", "", "caldera-mutate")]
+    [pods] = [w for w in mutate["webhooks"] if w["name"] == "mutatepod.caldera.sh"]
+    [condition] = pods["matchConditions"]
+    assert condition["expression"].endswith(
+        """ || request.namespace in ["mng-1","mng-2"] || """
+        """object.metadata.?annotations.orValue({})[?"example.com/pool"].orValue('') == "cpu\"""")
+    default = {key(o): o for o in render(helm)}[("MutatingWebhookConfiguration", "", "caldera-mutate")]
+    assert [w for w in default["webhooks"] if w["name"] != "mutatepod.caldera.sh"] == [
+        w for w in mutate["webhooks"] if w["name"] != "mutatepod.caldera.sh"]

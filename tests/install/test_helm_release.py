@@ -106,13 +106,19 @@ def test_install_upgrade_uninstall_keep_crds_and_users_jobs(cluster, helm):
     out = helm("install", "caldera", str(CHART), "-n", NAMESPACE)
     helm("upgrade", "caldera", str(CHART), "-n", NAMESPACE, "--set", "controllers.replicas=3",
          "--set", "scheduler.priorityClassName=system-node-critical",
-         "--set-json", 'admission.extraArgs=["--kube-api-qps=50"]')
+         "--set-json", 'admission.extraArgs=["--kube-api-qps=50"]',
+         "--set-json", 'admission.resourceGroups=[{"resourceGroup": "m", "object": {"key": "namespace", "value": ["team-a"]}},'
+                       '{"resourceGroup": "c", "object": {"key": "annotation", "value": ["example.com/pool: cpu"]}}]')
     deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
     assert kube.get(f"{deployments}/caldera-controllers")["spec"]["replicas"] == 3
     assert kube.get(f"{deployments}/caldera-scheduler")["spec"]["template"]["spec"]["priorityClassName"] == \
         "system-node-critical"
     [admission] = kube.get(f"{deployments}/caldera-admission")["spec"]["template"]["spec"]["containers"]
     assert admission["args"][-1] == "--kube-api-qps=50"
+    # the widened matchCondition passed the API server's CEL compilation
+    [pods] = [w for w in kube.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/caldera-mutate")[
+        "webhooks"] if w["name"] == "mutatepod.caldera.sh"]
+    assert 'request.namespace in ["team-a"]' in pods["matchConditions"][0]["expression"]
     # the certificates Job is named per revision: the upgrade made the new one, helm removed the old
     assert names(kube, f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs") == {"caldera-certs-2"}
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from central.model.drastore import DraStore
+
 
 class RecordingCache:
     """Keeps the latest object per (kind, key), as `ClusterCache.apply/delete` would see them.
@@ -20,6 +22,7 @@ class RecordingCache:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.binding: dict[str, str] = {}  # pod key -> node
         self.applied = 0
+        self.dra = DraStore()  # no claims: what the feeder's failed-bind report asks of it
 
     def apply(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -51,7 +54,7 @@ class RecordingCache:
 def result(binds: dict[str, str] | None = None, pending: dict[str, str] | None = None) -> SimpleNamespace:
     """The parts of the core's CycleResult the adapter reads."""
     return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {}, evictions={}, timings={}, faults=[],
-                           unschedulable={})
+                           unschedulable={}, events=[], device_claims={})
 
 
 def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamespace:

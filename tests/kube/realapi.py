@@ -15,7 +15,7 @@ import pytest
 
 from central.kube.client import ApiError, KubeClient
 from central.localcluster import build, controlplane
-from central.localcluster.install import Discovery, apply, kustomization_objects, repo_manifests, service_account_token
+from central.localcluster.install import Discovery, apply, apply_crds, kustomization_objects, repo_manifests, service_account_token
 from central.localcluster.pki import Pair
 from central.localcluster.processes import Supervisor
 from tests.kube.faultproxy import FaultProxy
@@ -69,10 +69,7 @@ def real_api(tmp_path_factory) -> Iterator[RealApi]:
     try:
         endpoints = controlplane.start(sup, build.binaries(), controllers=BARE_CONTROLLERS)
         admin = KubeClient.connect(str(directory / "kubeconfig"), qps=1000, burst=1000)
-        discovery = Discovery(admin)
-        for obj in kustomization_objects(repo_manifests()):
-            if obj["kind"] == "CustomResourceDefinition":
-                apply(admin, discovery, obj)
+        apply_crds(admin)
         pkidir = directory / "pki"
         proxy = FaultProxy(endpoints.apiserver, Pair(pkidir / "ca.crt", pkidir / "ca.key"),
                            Pair(pkidir / "admin.crt", pkidir / "admin.key"), pkidir)
@@ -166,6 +163,7 @@ def real(real_api: RealApi, tmp_path: Path) -> Iterator[Api]:
 _CLUSTER_SCOPED = ("/api/v1/nodes", "/apis/scheduling.volcano.sh/v1beta1/queues",
                    "/apis/topology.volcano.sh/v1alpha1/hypernodes",
                    "/apis/scheduling.k8s.io/v1/priorityclasses",
+                   "/apis/resource.k8s.io/v1/deviceclasses", "/apis/resource.k8s.io/v1/resourceslices",
                    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
                    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations")
 

@@ -367,3 +367,59 @@ def test_a_jobs_pods_are_written_concurrently_within_their_bounds():
         controller._each(write, list(range(10)))
     assert sorted(written) == list(range(10)) and most[0] == 3
     controller.stop(1)
+
+
+def test_jobs_writing_at_once_share_the_overall_bound():
+    controller = JobController(None, None, pod_writers=4, pod_writers_per_job=3)
+    lock, running, most = threading.Lock(), {"a": 0, "b": 0}, {"a": 0, "b": 0, "all": 0}
+
+    def writer(job_key):
+        def write(_):
+            with lock:
+                running[job_key] += 1
+                most[job_key] = max(most[job_key], running[job_key])
+                most["all"] = max(most["all"], running["a"] + running["b"])
+            time.sleep(0.03)
+            with lock:
+                running[job_key] -= 1
+        return write
+
+    threads = [threading.Thread(target=controller._each, args=(writer(k), list(range(12)))) for k in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert most["a"] <= 3 and most["b"] <= 3  # one job never holds more than its share
+    assert most["all"] == 4  # both jobs' pods in flight together, never more than the pool
+    controller.stop(1)
+
+
+def test_a_jobs_pods_are_deleted_before_any_is_created_and_a_failed_create_writes_no_status():
+    from central.controllers.jobs import JobDecision
+
+    controller = JobController(None, None, pod_writers=8, pod_writers_per_job=4)
+    lock, calls = threading.Lock(), []
+
+    def delete_pod(namespace, name):
+        time.sleep(0.02)
+        with lock:
+            calls.append(("delete", name))
+
+    def create(obj):
+        with lock:
+            calls.append(("create", obj["metadata"]["name"]))
+        if obj["metadata"]["name"] == "j-w-2":
+            raise ApiError(403, "Forbidden", "exceeded quota")
+        return True
+
+    controller._delete_own_pod = delete_pod
+    controller.create = create
+    controller.write_status = lambda *args: calls.append(("status",))
+    decision = JobDecision(status={"state": {"phase": "Running"}}, status_changed=True,
+                           create_pods=[{"kind": "Pod", "metadata": {"name": f"j-w-{i}"}} for i in range(6)],
+                           delete_pods=[f"j-old-{i}" for i in range(6)], events=[("Started", "x")])
+    with pytest.raises(ApiError, match="exceeded quota"):  # raised as one by one did: the retry decides again
+        controller._apply({"metadata": {"namespace": "ns", "name": "j"}}, decision)
+    kinds = [c[0] for c in calls]
+    assert kinds == ["delete"] * 6 + ["create"] * 6  # every pod tried; no status, no Event told
+    controller.stop(1)

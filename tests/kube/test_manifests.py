@@ -168,15 +168,20 @@ def test_crds_serve_what_the_clients_call():
                 "podgroups.scheduling.volcano.sh": ("Namespaced", "v1beta1", False),  # as Volcano's
                 "jobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
                 "commands.bus.volcano.sh": ("Namespaced", "v1alpha1", False),
-                "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True)}
+                "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True),
+                "cronjobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "jobflows.flow.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "jobtemplates.flow.volcano.sh": ("Namespaced", "v1alpha1", True)}
+    uncolumned = {"commands.bus.volcano.sh", "cronjobs.batch.volcano.sh", "jobtemplates.flow.volcano.sh"}
     assert set(crds) == set(expected)
     for name, (scope, version, status) in expected.items():
         crd = crds[name]
         [served] = crd["spec"]["versions"]
         assert (crd["spec"]["scope"], served["name"]) == (scope, version)
         assert ("status" in (served.get("subresources") or {})) == status
-        # Volcano's own columns (`kubectl get pg` prints RUNNINGS there too); its Command has none
-        assert bool(served.get("additionalPrinterColumns")) == (name != "commands.bus.volcano.sh")
+        # Volcano's own columns (`kubectl get pg` prints RUNNINGS there too); its Command, CronJob
+        # and JobTemplate have none
+        assert bool(served.get("additionalPrinterColumns")) == (name not in uncolumned)
         assert name == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
 
 
@@ -197,10 +202,15 @@ def test_webhooks_point_at_the_admission_service():
                         assert "object.spec.schedulerName == 'volcano'" in conditions[0]
                         assert "caldera.sh/cpuset" in conditions[0] and kind == "ValidatingWebhookConfiguration"
                         continue
-                    if service["path"] == "/pods/mutate":  # only the pods that opt in to the queue gate
-                        assert conditions == ["has(object.metadata.annotations) && "
-                                              "'scheduling.volcano.sh/queue-allocation-gate' in object.metadata.annotations"]
+                    if service["path"] == "/pods/mutate":  # only the pods that opt in: queue gate, resource group
+                        assert conditions == ["['scheduling.volcano.sh/queue-allocation-gate', 'volcano.sh/resource-group']"
+                                              ".exists(k, k in object.metadata.?annotations.orValue({}))"]
                         assert kind == "MutatingWebhookConfiguration"
+                        continue
+                    if service["path"] == "/owners/validate":  # the controllers' creates alone
+                        assert conditions == [
+                            "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-controllers'"]
+                        assert all(rule["operations"] == ["CREATE"] for rule in hook["rules"])
                         continue
                     assert conditions == [
                         "request.userInfo.username == 'system:serviceaccount:caldera-system:caldera-nodeagent'"]

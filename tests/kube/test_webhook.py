@@ -312,3 +312,58 @@ def test_a_trickling_client_is_cut_at_the_request_deadline(real, tmp_path):
         server.shutdown()
         server.server_close()
         view.stop()
+
+
+def test_the_controllers_create_only_for_a_job_that_exists(real, webhook):
+    """The owner is read with the webhook's own token (daemonset/'s RBAC): a real Job's uid
+    passes, a forged uid or a missing Job is refused."""
+    created = real.put(job("owner", tasks=[task("w")]))
+    uid = created["metadata"]["uid"]
+
+    def pod_create(name: str, owner_uid: str) -> dict:
+        owned = pod("p")
+        owned["metadata"]["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                                 "name": name, "uid": owner_uid, "controller": True}]
+        owned["metadata"].setdefault("annotations", {})["volcano.sh/task-spec"] = "w"  # its task, as the controllers make it
+        body = as_user(admission(owned), "system:serviceaccount:caldera-system:caldera-controllers")
+        body["request"].update(namespace=real.namespace, resource={"group": "", "version": "v1", "resource": "pods"})
+        return webhook("/owners/validate", body)[1]["response"]
+
+    assert pod_create("owner", uid)["allowed"]
+    forged = pod_create("owner", "00000000-0000-0000-0000-000000000000")
+    assert not forged["allowed"] and "another uid" in forged["status"]["message"]
+    missing = pod_create("nobody", uid)
+    assert not missing["allowed"] and "does not exist" in missing["status"]["message"]
+    assert not real.proxy.forbidden, f"the webhook's RBAC lacks {real.proxy.forbidden}"
+
+
+def test_with_a_client_ca_only_a_client_holding_its_certificate_is_served(tmp_path):
+    from central.localcluster import pki
+
+    cert, key = self_signed(tmp_path)
+    clients = pki.new_ca(tmp_path / "clients", "webhook-client-ca")
+    apiserver = pki.issue(clients, tmp_path / "clients", "apiserver", "kube-apiserver-webhook-client")
+    stranger = pki.issue(pki.new_ca(tmp_path / "other", "other-ca"), tmp_path / "other", "user", "alice")
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key, client_ca=str(clients.cert)), ClusterView(None),
+                           DEFAULT_CONFIG)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def healthz(client: pki.Pair | None) -> int:
+        context = ssl.create_default_context(cafile=cert)
+        if client is not None:
+            context.load_cert_chain(str(client.cert), str(client.key))
+        connection = http.client.HTTPSConnection("localhost", server.server_address[1], context=context, timeout=10)
+        try:
+            connection.request("GET", "/healthz")
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    try:
+        assert healthz(apiserver) == 200
+        for client in (None, stranger):  # refused in the handshake (TLS 1.3: at the first read)
+            with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+                healthz(client)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -11,11 +11,17 @@ import yaml
 from nodeagent.config import leaves, load_config
 
 MANIFEST = Path(__file__).resolve().parents[2] / "daemonset" / "nodeagent.yaml"
+LIST_PODS = "caldera-nodeagent-list-pods"  # the RBAC fallback for clusters without the authorizer
+
+
+def _parsed() -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
 
 
 @pytest.fixture(scope="module")
 def docs() -> dict[str, dict[str, Any]]:
-    parsed = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
+    """The agent's objects but the fallback pods-list role and binding, one per kind."""
+    parsed = [d for d in _parsed() if d["metadata"]["name"] != LIST_PODS]
     by_kind = {d["kind"]: d for d in parsed}
     assert len(by_kind) == len(parsed), "one object per kind expected"
     return by_kind
@@ -66,9 +72,19 @@ def test_service_account_and_rbac_bind_together(docs, pod) -> None:
 
 def test_rbac_is_least_privilege(docs) -> None:
     grants = {(r, v) for rule in docs["ClusterRole"]["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods", "list"), ("pods", "watch"),
-                      ("pods/eviction", "create")}
+    assert grants == {("nodes", "get"), ("nodes", "patch"), ("pods/eviction", "create")}
     assert all(rule["apiGroups"] == [""] for rule in docs["ClusterRole"]["rules"])
+
+
+def test_the_pods_list_fallback_is_its_own_role_and_binding(docs) -> None:
+    """Left out where the authorization webhook decides the agent's pod reads."""
+    fallback = {d["kind"]: d for d in _parsed() if d["metadata"]["name"] == LIST_PODS}
+    assert set(fallback) == {"ClusterRole", "ClusterRoleBinding"}
+    assert fallback["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]
+    sa = docs["ServiceAccount"]["metadata"]
+    assert fallback["ClusterRoleBinding"]["roleRef"]["name"] == LIST_PODS
+    assert fallback["ClusterRoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
 
 
 def test_mounts_match_volumes(pod, container) -> None:

@@ -8,8 +8,12 @@ a create that meets 409 AlreadyExists, a delete that meets 404, are done already
 write carries the resourceVersion the reflector saw and a 409 just reconciles again. A key
 that keeps failing is retried with backoff, and dropped after `MAX_REQUEUE` retries (Volcano's
 max-requeue-num); a Job then gets an Event and is terminated, as Volcano's handleJobError does.
+A key whose namespace is being deleted is not retried: its writes meet 403 NamespaceTerminating,
+404 (the namespace, or an object the cascade took) or 409; each such key is logged once, at
+debug, instead of a warning per retry (deleting a namespace of 200 Jobs logged thousands).
 
-One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`.
+One module per controller beside this one: `jobs`, `queues`, `podgroups`, `hypernodes`, `cronjobs`,
+`jobflows`.
 """
 
 from __future__ import annotations
@@ -22,7 +26,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from central.kube.client import CORE, VOLCANO_BATCH, VOLCANO_BUS, VOLCANO_SCHEDULING, ApiError, KubeClient, path
+from central.kube.client import (
+    CORE,
+    VOLCANO_BATCH,
+    VOLCANO_BUS,
+    VOLCANO_FLOW,
+    VOLCANO_SCHEDULING,
+    ApiError,
+    KubeClient,
+    path,
+)
 from central.kube.events import EventRecorder
 from central.kube.informer import Reflector
 from central.kube.workqueue import WorkQueue
@@ -31,6 +44,7 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEUE = 15
 WRITTEN_MEMO = 10_000  # objects whose last written content a loop remembers
+GONE_CODES = (403, 404, 409)  # what a write meets while its namespace is deleted
 
 
 # kind -> (API prefix, plural) for the objects the controllers create and delete
@@ -39,7 +53,8 @@ URLS = {
     "Secret": (CORE, "secrets"), "PersistentVolumeClaim": (CORE, "persistentvolumeclaims"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "PodGroup": (VOLCANO_SCHEDULING, "podgroups"), "Queue": (VOLCANO_SCHEDULING, "queues"),
-    "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"),
+    "Job": (VOLCANO_BATCH, "jobs"), "Command": (VOLCANO_BUS, "commands"), "CronJob": (VOLCANO_BATCH, "cronjobs"),
+    "JobFlow": (VOLCANO_FLOW, "jobflows"), "JobTemplate": (VOLCANO_FLOW, "jobtemplates"),
 }
 
 
@@ -67,6 +82,7 @@ class ControllerLoop:
         self._threads: list[threading.Thread] = []
         self._written: OrderedDict[str, str] = OrderedDict()  # object -> content last written (replace)
         self._written_lock = threading.Lock()
+        self._gone_logged: OrderedDict[str, None] = OrderedDict()  # keys logged as going with their namespace
 
     def watch(self, url: str, to_keys: Callable[[dict[str, Any]], list[str]], **kw: Any) -> Reflector:
         def handler(_: str, obj: dict[str, Any]) -> None:
@@ -111,7 +127,9 @@ class ControllerLoop:
                 if requeue is not None:
                     self.queue.add_after(key, requeue)
             except Exception as err:  # ApiError, network, or a bug: retry with backoff, never die
-                if self.queue.failures(key) >= MAX_REQUEUE:  # Volcano: NumRequeues < maxRequeueNum requeues
+                if self._going_with_namespace(key, err):
+                    self.queue.forget(key)
+                elif self.queue.failures(key) >= MAX_REQUEUE:  # Volcano: NumRequeues < maxRequeueNum requeues
                     log.error("%s %s: giving up after %d retries: %s", self.name, key, MAX_REQUEUE, err)
                     self.queue.forget(key)
                     self.gave_up(key, err)
@@ -121,6 +139,30 @@ class ControllerLoop:
             finally:
                 self.syncs += 1
                 self.queue.done(key)
+
+    def _going_with_namespace(self, key: str, err: Exception) -> bool:
+        """Whether `err` is a write meeting the deletion of `key`'s namespace (then logged once, at
+        debug): the API server says the namespace is terminating or gone, or a 404/409 hits a key
+        whose own object is being deleted (`being_deleted`). Anything else is a real error."""
+        if not isinstance(err, ApiError) or err.code not in GONE_CODES or "/" not in key:
+            return False
+        namespace = key.split("/", 1)[0]
+        said = ("being terminated" in err.message if err.code == 403
+                else err.code == 404 and f'namespaces "{namespace}" not found' in err.message)
+        if not said and (err.code == 403 or not self.being_deleted(key)):
+            return False
+        with self._written_lock:
+            first = key not in self._gone_logged
+            self._gone_logged[key] = None
+            while len(self._gone_logged) > WRITTEN_MEMO:
+                self._gone_logged.popitem(last=False)
+        if first:
+            log.debug("%s %s: its namespace is being deleted (%s); not retried", self.name, key, err)
+        return True
+
+    def being_deleted(self, key: str) -> bool:
+        """Whether the object `key` names is gone or has a deletionTimestamp (by the loop's reflectors)."""
+        return False
 
     def sync(self, key: str) -> float | None:
         """Reconcile one key; return seconds after which to look again, or None."""

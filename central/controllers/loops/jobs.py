@@ -100,6 +100,10 @@ class JobController(ControllerLoop):
 
     # --- reconcile ------------------------------------------------------------------------------
 
+    def being_deleted(self, key: str) -> bool:
+        job = self.jobs.objects.get(key)
+        return job is None or bool((job.get("metadata") or {}).get("deletionTimestamp"))
+
     def sync(self, key: str) -> float | None:
         job = self.jobs.objects.get(key)
         if job is None:

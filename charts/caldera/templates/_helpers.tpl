@@ -46,6 +46,13 @@ daemonset/ has them.
 {{- $c := first $pod.spec.containers -}}
 {{- $_ := set $c "args" (concat (default (list) $c.args) $values.extraArgs) -}}
 {{- end -}}
+{{- if and (eq $component "admission") $values.clientCASecret -}}
+{{- /* TLS client authentication: the CA of the API server's webhook client certificate */ -}}
+{{- $c := first $pod.spec.containers -}}
+{{- $_ := set $c "args" (append (default (list) $c.args) "--client-ca-file=/etc/caldera/client-ca/ca.crt") -}}
+{{- $_ := set $c "volumeMounts" (append (default (list) $c.volumeMounts) (dict "name" "client-ca" "mountPath" "/etc/caldera/client-ca" "readOnly" true)) -}}
+{{- $_ := set $pod.spec "volumes" (append (default (list) $pod.spec.volumes) (dict "name" "client-ca" "secret" (dict "secretName" $values.clientCASecret "items" (list (dict "key" "ca.crt" "path" "ca.crt"))))) -}}
+{{- end -}}
 {{- if $v.imagePullSecrets -}}{{- $_ := set $pod.spec "imagePullSecrets" $v.imagePullSecrets -}}{{- end -}}
 {{- if $values.nodeSelector -}}{{- $_ := set $pod.spec "nodeSelector" $values.nodeSelector -}}{{- end -}}
 {{- if $values.tolerations -}}{{- $_ := set $pod.spec "tolerations" $values.tolerations -}}{{- end -}}
@@ -100,9 +107,55 @@ daemonset/ has them.
 {{- $_ := set $agent "volumeMounts" $mounts -}}
 {{- $_ := set $pod "volumes" $volumes -}}
 {{- end -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.metricsAuthorize -}}
+{{- $agent := fromYaml (get $obj.data "agent.yaml") -}}
+{{- $_ := set $agent.exporter "authorize" true -}}
+{{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
+{{- end -}}
 {{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "caldera-nodeagent-config") $v.agent.config -}}
 {{- $agent := mergeOverwrite (fromYaml (get $obj.data "agent.yaml")) $v.agent.config -}}
 {{- $_ := set $obj.data "agent.yaml" (toYaml $agent) -}}
+{{- end -}}
+{{- if $v.admission.resourceGroups -}}
+{{- include "caldera.resourceGroups" (dict "obj" $obj "groups" $v.admission.resourceGroups) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+admission.resourceGroups: Volcano's admission configuration, and the pods webhook's
+matchCondition widened to the pods they name (by namespace, or by annotation key and value);
+the annotation volcano.sh/resource-group is always sent.
+*/}}
+{{- define "caldera.resourceGroups" -}}
+{{- $obj := .obj -}}
+{{- if and (eq $obj.kind "ConfigMap") (eq $obj.metadata.name "volcano-admission-configmap") -}}
+{{- $_ := set $obj.data "volcano-admission.conf" (toYaml (dict "resourceGroups" .groups)) -}}
+{{- end -}}
+{{- if eq $obj.kind "MutatingWebhookConfiguration" -}}
+{{- $extra := list -}}
+{{- range $g := .groups -}}
+{{- $object := default (dict) $g.object -}}
+{{- if eq (default "" $object.key) "namespace" -}}
+{{- $extra = append $extra (printf "request.namespace in %s" (toJson $object.value)) -}}
+{{- else -}}
+{{- range $pair := default (list) $object.value -}}
+{{- $kv := splitn ":" 2 $pair -}}
+{{- $extra = append $extra (printf "object.metadata.?annotations.orValue({})[?%s].orValue('') == %s"
+      (toJson (trim $kv._0)) (toJson (trim (default "" $kv._1)))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $extra -}}
+{{- range $w := $obj.webhooks -}}
+{{- if eq $w.name "mutatepod.caldera.sh" -}}
+{{- range $c := $w.matchConditions -}}
+{{- if eq $c.name "opted-in" -}}
+{{- $_ := set $c "expression" (printf "%s || %s" $c.expression (join " || " $extra)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -115,12 +168,13 @@ metadata, ServiceAccount subjects, Service DNS names, flags and CEL expressions 
 {{- end -}}
 
 {{/*
-Beside Volcano (values besideVolcano): whether to leave this object out. Volcano's controllers
+Whether to leave this object out. Beside Volcano (values besideVolcano): Volcano's controllers
 keep reconciling every Job (Caldera's Job controller would too), so Caldera's controllers do
-not run.
+not run. With agent.podReads authorizer: the agent's pods-list ClusterRole and its binding.
 */}}
 {{- define "caldera.leftOutBesideVolcano" -}}
 {{- if and .root.Values.besideVolcano (has .obj.kind (list "Deployment" "PodDisruptionBudget")) (eq .obj.metadata.name "caldera-controllers") -}}true{{- end -}}
+{{- if and (eq .root.Values.agent.podReads "authorizer") (eq .obj.metadata.name "caldera-nodeagent-list-pods") -}}true{{- end -}}
 {{- end -}}
 
 {{/*
