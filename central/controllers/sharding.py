@@ -22,6 +22,7 @@ VERSION = "v1alpha1"
 KIND = "NodeShard"
 PLURAL = "nodeshards"
 API_VERSION = f"{GROUP}/{VERSION}"
+SHARD_LABEL = "caldera.sh/scheduler-shard"  # on each shard scheduler's Lease: the shard's name
 
 
 def nodeshard(scheduler: str, nodes: Iterable[str], resource_version: str | None = None) -> dict[str, Any]:
@@ -67,6 +68,22 @@ class LeaseWatch:
 
     def live(self, now: float) -> set[str]:
         return {name for name, (_, changed, duration) in self._seen.items() if now - changed < duration}
+
+    def observe_leases(self, leases: Iterable[Mapping[str, Any]], now: float) -> set[str]:
+        """Observe the shard schedulers' Leases (labelled `SHARD_LABEL`); the live shards.
+        A released Lease (no holder) or a deleted one is dead at once."""
+        present = set()
+        for lease in leases:
+            shard = ((lease.get("metadata") or {}).get("labels") or {}).get(SHARD_LABEL)
+            spec = lease.get("spec") or {}
+            if not shard or not spec.get("holderIdentity"):
+                continue
+            present.add(shard)
+            self.observe(shard, str(lease["metadata"].get("resourceVersion")),
+                         float(spec.get("leaseDurationSeconds") or 15), now)
+        for gone in set(self._seen) - present:
+            self.forget(gone)
+        return self.live(now)
 
 
 def assign(nodes: Mapping[str, float | None], live: Iterable[str],
