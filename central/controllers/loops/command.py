@@ -21,11 +21,11 @@ from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.controllers.loops.base import ControllerLoop
 from central.controllers.loops.cronjobs import CronJobController
 from central.controllers.loops.hypernodes import HyperNodeController
-from central.controllers.loops.sharding import ShardingController
 from central.controllers.loops.jobflows import JobFlowController, JobTemplateController
 from central.controllers.loops.jobs import POD_WRITERS, POD_WRITERS_PER_JOB, JobController
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
+from central.controllers.loops.sharding import ShardingController
 from central.kube.client import KubeClient
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, run_terms
