@@ -237,11 +237,13 @@ class ShardGate:
     def _claim(self, key: str) -> bool:
         """Whether this replica holds the gang's claim now, claiming it if it is free."""
         me = self.sharding.name
-        if key in self.sharding.claimed:
-            return True
         current = self.podgroups.get(key)
         if current is None:
             return False
+        if key in self.sharding.claimed:
+            if owner(current) in (None, me):  # ours, or the watch has not shown our claim yet
+                return True
+            self.sharding.claimed.discard(key)  # taken over while this replica's Lease had lapsed
         namespace, name = key.split("/", 1)
         url = path(VOLCANO_SCHEDULING, "podgroups", namespace, name)
         for _ in range(2):  # the store's copy may be stale: one fresh read on 409

@@ -207,3 +207,11 @@ def test_a_sharded_session_places_only_on_the_shards_nodes_and_keeps_the_others_
     cache.shard = frozenset()  # no NodeShard yet: nothing placed, nothing evicted
     result = run_cycle(cache, load_config(DEFAULT_CONF_YAML, "default"))
     assert result.binds == {} and result.evictions == {}
+
+
+def test_a_claim_taken_over_meanwhile_is_no_longer_this_replicas():
+    cache, podgroups = _cluster(owner="b")  # b took the gang over while this replica's Lease had lapsed
+    gate, api, sink, sharding = _gate(cache, podgroups, leases=[_lease("b", "1")])
+    sharding.claimed.add("ml/g")
+    gate.bind("ml/g-0", "n1")
+    assert api.puts == [] and sink.calls == [] and sharding.claimed == set()
