@@ -18,7 +18,8 @@ import nodeagent.bench
 MODULES = [m.name for package in (central.bench, nodeagent.bench)
            for m in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
 # imported by the scripts, not run on their own; `session` is `caldera bench` (add_arguments/run)
-HELPERS = {"central.bench.e2e", "central.bench.floor", "central.bench.synthetic", "central.bench.session"}
+HELPERS = {"central.bench.e2e", "central.bench.e2e_shards", "central.bench.floor", "central.bench.synthetic",
+           "central.bench.session"}
 
 
 def test_there_are_benchmarks_to_check():
