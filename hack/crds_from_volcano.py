@@ -38,6 +38,14 @@ SERVED = {  # the CRDs Caldera serves, by name: Volcano's file for each
     "cronjobs.batch.volcano.sh": BASES / "batch.volcano.sh_cronjobs.yaml",
     "jobflows.flow.volcano.sh": FLOW_BASES / "flow.volcano.sh_jobflows.yaml",
     "jobtemplates.flow.volcano.sh": FLOW_BASES / "flow.volcano.sh_jobtemplates.yaml",
+    "nodeshards.shard.volcano.sh": BASES / "shard.volcano.sh_nodeshards.yaml",
+}
+# Printer columns Caldera adds before Volcano's own (which it keeps, byte for byte): Volcano's
+# NodeShard prints only its age, so `kubectl get nsh` would not say which nodes a shard holds.
+EXTRA_COLUMNS = {
+    "nodeshards.shard.volcano.sh": [{"jsonPath": ".spec.nodesDesired", "name": "NodesDesired", "type": "string"},
+                                    {"jsonPath": ".status.nodesInUse", "name": "NodesInUse", "type": "string",
+                                     "priority": 1}],
 }
 STRICTER = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "pattern", "minLength",
             "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
@@ -137,6 +145,9 @@ def merged(volcano: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
         if mine is None:
             continue
         overlay(version["schema"]["openAPIV3Schema"], mine["schema"]["openAPIV3Schema"])
+    extra = EXTRA_COLUMNS.get(ours["metadata"]["name"])
+    for version in crd["spec"]["versions"] if extra else ():
+        version["additionalPrinterColumns"] = copy.deepcopy(extra) + version.get("additionalPrinterColumns", [])
     missing = set(by_version) - {v["name"] for v in crd["spec"]["versions"]}
     if missing:
         raise SystemExit(f"{ours['metadata']['name']}: Volcano's CRD lacks version(s) {sorted(missing)}")

@@ -82,11 +82,12 @@ class Run:
 
 
 def measure(name: str, admin: KubeClient, server: str, run: Run, scheduler_name: str,
-            start_scheduler: Callable[[], Any]) -> Result:
+            start_scheduler: Callable[[], Any], clients: str = "") -> Result:
     """Create the pods for `scheduler_name` and wait until all are bound (or binds stall).
     Streaming: the scheduler runs first and the clock starts at the first
     create. Backlog: every pod is created first, then the scheduler started, and the clock
-    runs from its start: the scheduler and its binds alone, the creates' cost kept out."""
+    runs from its start: the scheduler and its binds alone, the creates' cost kept out.
+    `clients`: whose requests the audit log is read for (default: `name`'s)."""
     work, backlog = run.work, run.backlog
     result = Result(name, len(work.pods), backlog=backlog)
     if not backlog:
@@ -124,17 +125,17 @@ def measure(name: str, admin: KubeClient, server: str, run: Run, scheduler_name:
         latency = np.array([(t - started[k.split("/", 1)[1]]) * 1e3 for k, (t, _) in bound.items()])
         result.p50_ms, result.p99_ms = float(np.percentile(latency, 50)), float(np.percentile(latency, 99))
         result.max_ms = float(latency.max())
-    result.requests = e2e_audit.read(run.audit / e2e_audit.LOG, e2e_audit.CLIENTS[name], NAMESPACE)
+    result.requests = e2e_audit.read(run.audit / e2e_audit.LOG, e2e_audit.CLIENTS[clients or name], NAMESPACE)
     return result
 
 
-def _caldera_plane(run: Run) -> Any:
+def caldera_plane(run: Run) -> Any:
     return up(run.directory, [], agents=False, controllers=False, kcm_controllers=KCM_CONTROLLERS, say=run.say,
               apiserver_args=e2e_audit.apiserver_args(run.audit))
 
 
 def run_caldera(run: Run) -> Result:
-    cluster = _caldera_plane(run)
+    cluster = caldera_plane(run)
     try:
         admin = KubeClient.connect(str(cluster.kubeconfig), qps=QPS, burst=QPS)
         populate(admin, run.work, run.say, "caldera", volcano_api=True)
@@ -148,7 +149,7 @@ def run_caldera(run: Run) -> Result:
 
 
 def run_volcano(run: Run) -> Result:
-    cluster = _caldera_plane(run)
+    cluster = caldera_plane(run)
     try:
         start = e2e_volcano.install(cluster, run.say, scheduler=not run.backlog)
         admin = KubeClient.connect(str(cluster.kubeconfig), qps=QPS, burst=QPS)

@@ -16,6 +16,7 @@ import random
 import resource
 import time
 import tracemalloc
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -222,6 +223,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backlog", action="store_true",
                         help="with --e2e: create every pod first, then start the scheduler; the clock runs from "
                              "its start (the scheduler and its binds alone, not the creates)")
+    parser.add_argument("--shards", type=int, default=0, metavar="N",
+                        help="with --e2e: also run Caldera sharded (--scheduler-sharding-mode=hard), one shard "
+                             "and then N, each on a fresh control plane, with the schedulers' CPU seconds")
     parser.add_argument("--preemption", metavar="NODESxPODS", default=cluster_size("1000x15000"),
                         type=lambda text: None if text == "none" else cluster_size(text),
                         help="size of the preemption run: nodes x low-priority pods that fill them, or none "
@@ -230,7 +234,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.e2e:
-        return run_e2e(args.size or [(1000, 10000)], args.backlog, args.case or [CASES[0]])
+        return run_e2e(args.size or [(1000, 10000)], args.backlog, args.case or [CASES[0]], args.shards)
     if args.dra:
         from central.bench import dra
 
@@ -249,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_e2e(sizes: list[tuple[int, int]], backlog: bool, cases: list[str]) -> int:
+def run_e2e(sizes: list[tuple[int, int]], backlog: bool, cases: list[str], shards: int = 0) -> int:
     import os
     import sys
 
@@ -284,9 +288,42 @@ def run_e2e(sizes: list[tuple[int, int]], backlog: bool, cases: list[str]) -> in
                 return 2
             for row in results:
                 print(e2e.report(row), flush=True)
+            if shards:
+                sharded = run_shards(nodes, pods, say, backlog, shards, case)
+                if sharded is None:
+                    return 2
+                results += sharded
             lines.append(e2e.final_line(nodes, pods, results, case))
     print("\n".join(lines), flush=True)
     return 0
+
+
+def run_shards(nodes: int, pods: int, say: Callable[[str], None], backlog: bool, shards: int,
+               case: str) -> list[Any] | None:
+    """Caldera sharded, one shard then `shards`, each row printed with its schedulers' CPU."""
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from central.bench import e2e, e2e_shards
+    from central.bench.e2e_cases import workload
+    from central.kube.client import ApiError
+    from central.localcluster import build
+    from central.localcluster.processes import StartError
+
+    work = workload(nodes, pods, case)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="caldera-e2e-shards-") as tmp:
+        for count in sorted({1, shards}):
+            try:
+                row, cpu = e2e_shards.run_sharded(work, Path(tmp) / f"shards-{count}", say, 1800.0, backlog, count)
+            except (StartError, build.BuildError, ApiError) as err:
+                print(f"caldera bench --e2e --shards: {err}", file=sys.stderr)
+                return None
+            print(e2e.report(row), flush=True)
+            print(e2e_shards.report(row, cpu), flush=True)
+            rows.append(row)
+    return rows
 
 
 def cluster_size(text: str) -> tuple[int, int]:

@@ -43,7 +43,7 @@ else and the next pod goes one by one again.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from central.resources.vectors import EPSILON
 
 _UNSCHEDULABLE, _UNRESOLVABLE = np.int8(Code.UNSCHEDULABLE), np.int8(Code.UNRESOLVABLE)
 EXCLUDED = "node(s) had data the scheduler could not read (see the Node's events)"
+OTHER_SHARD = "node(s) were in another scheduler's shard"
 
 
 class TemplateView:
@@ -117,6 +118,13 @@ class Placement:
         self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
         self._batch_judges: tuple[list[Callable[[TaskInfo], bool]], bool] | None = None  # see _judges
         self.excluding = False
+        self.shard: np.ndarray | None = None  # rows this scheduler may place on (its NodeShard); None: all
+
+    def restrict(self, nodes: Sequence[NodeInfo], allowed: Collection[str]) -> None:
+        """Place only on the `allowed` nodes this session (a sharded scheduler's own); the
+        others stay in the totals and queue shares, unresolvable for every task. Call before
+        any task is placed."""
+        self.shard = np.fromiter((node.name in allowed for node in nodes), bool, len(nodes))
 
     def use(self, points: Points) -> None:
         """The plugins' answers to filter and score with (they open after the placement: a
@@ -152,6 +160,8 @@ class Placement:
             static = [check for fn in self.points.static_predicate for check in fn(task.template)]
             if self.excluding:
                 static.append(Check(self.usable, EXCLUDED))
+            if self.shard is not None:
+                static.append(Check(self.shard, OTHER_SHARD))
             view = self._views[task.template] = TemplateView(self.n, static)
             self._refresh(task, view, np.arange(self.n))
         elif view.position < len(changes):

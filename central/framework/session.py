@@ -66,6 +66,8 @@ class Session:
         self.decisions = Decisions()
         self.notes = Notes(self.uid, self.now)
         self.placement = Placement(cache.table, self.nodes, cache.nodes, self.dims.names)
+        if cache.shard is not None:
+            self.placement.restrict(self.nodes, cache.shard)
         self.faults = Faults(self.jobs, self.placement.exclude)
         for name, reason in cache.node_data_faults.items():  # refused agent reports: see central.agents.feed
             if name in cache.nodes:

@@ -34,6 +34,7 @@ VOLCANO_BATCH = "/apis/batch.volcano.sh/v1alpha1"
 VOLCANO_BUS = "/apis/bus.volcano.sh/v1alpha1"
 VOLCANO_TOPOLOGY = "/apis/topology.volcano.sh/v1alpha1"
 VOLCANO_FLOW = "/apis/flow.volcano.sh/v1alpha1"
+VOLCANO_SHARD = "/apis/shard.volcano.sh/v1alpha1"
 COORDINATION = "/apis/coordination.k8s.io/v1"
 SCHEDULING = "/apis/scheduling.k8s.io/v1"
 SCHEDULING_BETA = "/apis/scheduling.k8s.io/v1beta1"  # Kubernetes' gang API (Workload, PodGroup)

@@ -46,7 +46,8 @@ def _micro_time() -> str:
 class LeaderElector:
     def __init__(self, client: KubeClient, namespace: str, name: str, identity: str, *,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0, retry_period: float = 2.0,
-                 on_lost: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic):
+                 on_lost: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                 labels: dict[str, str] | None = None):
         self.client = client
         self.url = path(COORDINATION, "leases", namespace, name)
         self.collection = path(COORDINATION, "leases", namespace)
@@ -54,6 +55,7 @@ class LeaderElector:
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.on_lost = on_lost  # called from the lease thread the moment leadership is lost
         self.clock = clock
+        self.labels = labels  # on the Lease this elector creates (others find shard Leases by label)
         self.leading = threading.Event()
         self.lost = threading.Event()
         self._record: dict[str, Any] | None = None  # the Lease as last read or written
@@ -138,7 +140,8 @@ class LeaderElector:
                     raise
                 self._record = self._call("POST", self.collection, deadline, {
                     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "metadata": {"name": self.name, "namespace": self.namespace, **(
+                        {"labels": self.labels} if self.labels else {})},
                     "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_duration),
                              "acquireTime": now, "renewTime": now, "leaseTransitions": 0}})
                 self._last_renew = started

@@ -69,9 +69,11 @@ class Discovery:
 def apply_crds(kube: KubeClient) -> None:
     """daemonset/'s CustomResourceDefinitions alone, on a bare control plane (tests, benches)."""
     discovery = Discovery(kube)
-    for obj in kustomization_objects(repo_manifests()):
-        if obj["kind"] == "CustomResourceDefinition":
-            apply(kube, discovery, obj)
+    crds = [obj for obj in kustomization_objects(repo_manifests()) if obj["kind"] == "CustomResourceDefinition"]
+    for obj in crds:
+        apply(kube, discovery, obj)
+    for obj in crds:  # served once Established: a create right after would answer 404
+        _wait_established(kube, obj["metadata"]["name"])
 
 
 def apply(kube: KubeClient, discovery: Discovery, obj: dict[str, Any]) -> dict[str, Any]:

@@ -158,6 +158,12 @@ class ClusterCache:
         # entries per change: one list for the garbage collector to walk, not a tuple per
         # change), so that a failed session can be rolled back (Session.rollback).
         self.journal: list[Any] | None = None
+        # Which jobs a session may consider, beyond the queue checks (None: all). A sharded
+        # replica that is not the leader leaves Pending jobs to the leader's enqueue.
+        self.job_filter: Callable[[JobInfo], bool] | None = None
+        # The nodes a session may place on (a sharded scheduler's NodeShard); None: every node.
+        # The others still count in totals and queue shares, as in Volcano's hard sharding.
+        self.shard: frozenset[str] | None = None
 
     # --- feeding ----------------------------------------------------------------------------
 
@@ -379,8 +385,9 @@ class ClusterCache:
         """Jobs a session considers: with a PodGroup and an existing queue (as Volcano's snapshot)
         that admits the job's namespace (queue tenancy, which admission checks first)."""
         admits: dict[tuple[str, str], bool] = {}  # (queue, namespace) -> answer: queues hold still meanwhile
+        keep = self.job_filter
         for job in self.jobs.values():
-            if not job.has_podgroup:
+            if not job.has_podgroup or (keep is not None and not keep(job)):
                 continue
             key = (job.queue, job.namespace)
             ok = admits.get(key)

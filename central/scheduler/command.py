@@ -17,6 +17,7 @@ from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, run_terms
 from central.scheduler.loop import ConfigFile, Scheduler
 from central.scheduler.metrics import SchedulerMetrics, serve
+from central.scheduler.shards import HARD, NONE, ClusterLeader, Sharding, shard_lease_name
 
 if TYPE_CHECKING:  # imported when asked for (--agent-address): gRPC is not loaded otherwise
     from central.agents.feed import NodeDataFeed
@@ -42,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds the leader keeps trying to renew before it gives up")
     parser.add_argument("--leader-elect-retry-period", type=float, default=2.0,
                         help="seconds between tries to acquire or renew the Lease")
+    parser.add_argument("--scheduler-sharding-mode", choices=[NONE, HARD], default=NONE,
+                        help="none (default): one active scheduler, by leader election; hard: every replica "
+                             "schedules, only onto the nodes of its NodeShard (Volcano's soft mode is not supported)")
+    parser.add_argument("--scheduler-sharding-name", default="volcano",
+                        help="the NodeShard this replica schedules onto (--scheduler-sharding-mode=hard); one "
+                             "replica per name schedules, others of the same name stand by on its Lease")
     parser.add_argument("--kube-api-qps", type=float, default=2000.0, help="API requests per second")
     parser.add_argument("--kube-api-burst", type=int, default=2000, help="API requests allowed in a burst")
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
@@ -163,8 +170,9 @@ def run(args: argparse.Namespace) -> int:
     def load(data: bytes | str, filename: str) -> SchedulerConf:  # the process's feature gates ride on every version
         return replace(load_config(data, filename), features=features)
     config = ConfigFile(args.config, load, load(DEFAULT_CONF_YAML, "built-in default"))
-    elector = None
-    if args.leader_elect:
+    elector = leader = None
+    sharded = args.scheduler_sharding_mode == HARD
+    if args.leader_elect or sharded:
         if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
             # client-go's rule: a leader must give up before a standby may take the Lease over
             raise InputError("--leader-elect-renew-deadline",
@@ -172,14 +180,22 @@ def run(args: argparse.Namespace) -> int:
                              f" {args.leader_elect_retry_period} < {args.leader_elect_renew_deadline} < "
                              f"{args.leader_elect_lease_duration}")
         identity = f"{socket.gethostname()}_{os.getpid()}"
-        elector = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity,
-                                lease_duration=args.leader_elect_lease_duration,
-                                renew_deadline=args.leader_elect_renew_deadline,
-                                retry_period=args.leader_elect_retry_period)
+        timing = {"lease_duration": args.leader_elect_lease_duration,
+                  "renew_deadline": args.leader_elect_renew_deadline, "retry_period": args.leader_elect_retry_period}
+        leader = LeaderElector(client.fork(), args.lock_object_namespace, args.lock_object_name, identity, **timing)
+        elector = leader
+        if sharded:  # a replica schedules while it holds its shard's Lease; the leader Lease is for cluster-wide work
+            from central.controllers.sharding import SHARD_LABEL
+
+            elector = LeaderElector(client.fork(), args.lock_object_namespace,
+                                    shard_lease_name(args.lock_object_name, args.scheduler_sharding_name), identity,
+                                    labels={SHARD_LABEL: args.scheduler_sharding_name}, **timing)
     receiver, feed = agent_receiver(args, client)
     metrics = SchedulerMetrics()
     on_leading = leader_label(client) if elector is not None else None
     current: list[Scheduler] = []  # this term's scheduler: a lost lease ends the term, not the process
+    # with leader election off, a sharded replica does the cluster-wide work itself
+    cluster_leader = ClusterLeader(leader if args.leader_elect else None) if sharded else None
 
     def term(term_client: KubeClient) -> int:
         # a fresh cache and a fresh view of the agents' reports: the next term starts as a restart would
@@ -191,7 +207,10 @@ def run(args: argparse.Namespace) -> int:
                               node_feed=feed.anew() if feed is not None else None,
                               on_leading=on_leading, gate_workers=args.gate_removal_worker_num,
                               estimate_period=args.estimate_start_period,
-                              native_podgroups=args.native_podgroups)
+                              native_podgroups=args.native_podgroups,
+                              sharding=Sharding(args.scheduler_sharding_name, cluster_leader)
+                              if cluster_leader is not None else None,
+                              lease_namespace=args.lock_object_namespace)
         current[:] = [scheduler]
         return scheduler.run(stop)
 

@@ -21,6 +21,9 @@ Order of start-up, each step a guard from Volcano's bug history:
 With `native_podgroups`, Kubernetes' own PodGroups (`scheduling.k8s.io/v1beta1`) are watched
 too and read as PodGroups (`central.model.nativegang`); an API server that does not serve them
 gets one warning line and counts as having none, asked again as the DRA objects are.
+With `--scheduler-sharding-mode=hard` every replica schedules, on its NodeShard's nodes, while
+it holds its shard's Lease; the cluster-wide work (the built-in queues, enqueue, queue status)
+is the leader Lease holder's (`central.scheduler.shards`).
 Losing the Lease stops scheduling at once (`run` returns 1 and the process exits, as Volcano
 does); a clean stop drains the binds and releases the Lease.
 
@@ -36,10 +39,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from central.controllers.sharding import SHARD_LABEL, nodes_desired
 from central.errors import InputError
 from central.kube.client import (
+    COORDINATION,
     CORE,
     POLICY,
     RESOURCE,
@@ -47,6 +52,7 @@ from central.kube.client import (
     SCHEDULING_BETA,
     STORAGE,
     VOLCANO_SCHEDULING,
+    VOLCANO_SHARD,
     VOLCANO_TOPOLOGY,
     ApiError,
     KubeClient,
@@ -59,6 +65,7 @@ from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.kubesink import NATIVE_PODGROUP, KubeSink
+from central.scheduler.shards import ShardGate, Sharding
 from central.scheduler.startestimates import StartEstimates
 
 if TYPE_CHECKING:  # the collaborators' types only: they are passed in
@@ -152,7 +159,8 @@ class Scheduler:
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
                  on_leading: Callable[[bool], None] | None = None, gate_workers: int = DEFAULT_GATE_WORKERS,
                  queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic,
-                 estimate_period: float = 0.0, native_podgroups: bool = False):
+                 estimate_period: float = 0.0, native_podgroups: bool = False,
+                 sharding: Sharding | None = None, lease_namespace: str = ""):
         self.client = client
         self.cache = cache
         self.cycle = cycle
@@ -170,6 +178,15 @@ class Scheduler:
         self.reflectors = {kind: Reflector(client, url, self.feeder.handler("PodGroup" if kind == NATIVE else kind),
                                            watch_timeout=watch_timeout, optional=kind in OPTIONAL)
                            for kind, url in watched.items()}
+        self.sharding = sharding
+        if sharding is not None:
+            cache.shard = frozenset()  # no node until this replica's NodeShard names some
+            self.reflectors["NodeShard"] = Reflector(client, path(VOLCANO_SHARD, "nodeshards"), self._on_nodeshard,
+                                                     watch_timeout=watch_timeout)
+            self.reflectors["Lease"] = Reflector(client, path(COORDINATION, "leases", lease_namespace),
+                                                 lambda event, obj: None, query={"labelSelector": SHARD_LABEL},
+                                                 watch_timeout=watch_timeout)
+            sharding.leases = self.reflectors["Lease"].objects
         objects = {kind: r.objects for kind, r in self.reflectors.items()}
         self.sink = KubeSink(client, self.feeder.bind_failed, objects, events, bind_workers, bind_backoff,
                              gate_workers=gate_workers)
@@ -179,6 +196,14 @@ class Scheduler:
         self.cycles = 0
         self.failed_cycles = 0
         self.ready = threading.Event()  # synced and leading: what the readiness probe reports
+
+    def _on_nodeshard(self, event: str, obj: dict[str, Any]) -> None:
+        assert self.sharding is not None
+        if obj.get("metadata", {}).get("name") != self.sharding.name:
+            return
+        nodes = frozenset() if event == "DELETED" else nodes_desired(obj) or frozenset()
+        with self.feeder.lock:  # between cycles
+            self.cache.shard = nodes
 
     def synced(self) -> bool:
         return all(r.synced.is_set() for r in self.reflectors.values())
@@ -198,6 +223,8 @@ class Scheduler:
                             "no native PodGroup is read until it does", NATIVE_URL)
             if self.elector is not None and not self.elector.acquire(stop):
                 return 0
+            if self.sharding is not None:
+                self.sharding.leader.start(stop)
             if self.on_leading is not None:
                 self.on_leading(True)
             if self.metrics is not None:
@@ -208,7 +235,8 @@ class Scheduler:
                     log.error("leadership lost: stepping down")
                     return 1
                 started = time.monotonic()
-                self._ensure_queues()
+                if self.sharding is None or self.sharding.leader.leading():
+                    self._ensure_queues()
                 try:
                     self.run_once()
                 except Exception:  # one bad cycle must not stop scheduling (Volcano #5708)
@@ -230,6 +258,8 @@ class Scheduler:
             self.sink.events.close()
             if self.elector is not None:
                 self.elector.release()
+            if self.sharding is not None and stop.is_set():  # a new term keeps contending
+                self.sharding.leader.release()
 
     def run_once(self) -> CycleResult:
         conf = self.config.current()
@@ -238,10 +268,16 @@ class Scheduler:
             self.feeder.unpark_due()
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)
-            result = self.cycle(self.cache, conf, self.sink)
+            gate = None
+            if self.sharding is not None:
+                self.cache.job_filter = self.sharding.job_filter()
+                gate = ShardGate(self.sink, self.client, self.cache, self.sharding, self.reflectors["PodGroup"].objects)
+            result = self.cycle(self.cache, conf, gate if gate is not None else self.sink)
             for pod, writes in result.device_claims.items():  # before a failed bind can `forget` them
                 for write in writes:
                     self.cache.dra.assume(pod, write)
+            if gate is not None:
+                gate.finish(self.feeder, self.reflectors["Pod"].objects)
             queues = self._queue_figures(result) if self.metrics is not None else {}
             if self.estimates.due(self.clock()):  # a copy between cycles; the estimate runs off the loop
                 self.estimates.start(self.cache, conf, self.clock())
@@ -250,6 +286,8 @@ class Scheduler:
         self.sink.podgroup_events(result.unschedulable)
         self.sink.plugin_events(result.events)
         self.sink.faults(result.faults)
+        if self.sharding is not None:
+            self.sharding.release_done(self.client, self.cache, self.reflectors["PodGroup"].objects, self.feeder.lock)
         self.cycles += 1
         if self.metrics is not None:
             self.metrics.observe_faults(result.faults)

@@ -19,7 +19,8 @@ MODULES = [m.name for package in (central.bench, nodeagent.bench)
            for m in pkgutil.iter_modules(package.__path__, package.__name__ + ".")]
 # imported by the scripts, not run on their own; `session` is `caldera bench` (add_arguments/run)
 HELPERS = {"central.bench.e2e", "central.bench.e2e_audit", "central.bench.e2e_cases", "central.bench.e2e_load",
-           "central.bench.e2e_volcano", "central.bench.floor", "central.bench.synthetic", "central.bench.session"}
+           "central.bench.e2e_shards", "central.bench.e2e_volcano", "central.bench.floor", "central.bench.synthetic",
+           "central.bench.session"}
 
 
 def test_there_are_benchmarks_to_check():

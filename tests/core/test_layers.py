@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("processes", [
         "central.scheduler.command", "central.scheduler.loop", "central.scheduler.feeder",
         "central.scheduler.kubesink", "central.scheduler.claimwriter", "central.scheduler.gateremoval",
-        "central.scheduler.metrics", "central.scheduler.startestimates",
+        "central.scheduler.metrics", "central.scheduler.startestimates", "central.scheduler.shards",
         "central.controllers.loops",
         "central.admission.webhook", "central.admission.webhookconfig", "central.admission.command",
         "central.certs.command", "central.vcctl", "central.sim"]),

@@ -6,41 +6,18 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 import urllib.request
 
 import pytest
 
 from central.localcluster.processes import alive
+from tests.e2e.bindwatch import BindWatch
 from tests.e2e.conftest import Tenant, volcano_job, wait_for
 
 pytestmark = pytest.mark.e2e
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/caldera-system/leases/vc-scheduler"
-
-
-class BindWatch:
-    """Every nodeName each pod of the namespace is ever seen with, from a watch."""
-
-    def __init__(self, tenant: Tenant):
-        self.seen: dict[str, set[str]] = {}
-        self.stream = tenant.kube.stream(f"/api/v1/namespaces/{tenant.namespace}/pods", {}, timeout=300)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            for event in self.stream:
-                pod = event.get("object") or {}
-                node = (pod.get("spec") or {}).get("nodeName")
-                if node:
-                    self.seen.setdefault(pod["metadata"]["uid"], set()).add(node)
-        except Exception:  # the stream closed at the end of the test
-            pass
-
-    def close(self) -> None:
-        self.stream.close()
 
 
 def holder(tenant: Tenant) -> str:

@@ -54,7 +54,7 @@ def described(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, str]]
 def test_the_served_crds_are_structural_and_described():
     assert set(CRDS) == {"queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh",
                          "commands.bus.volcano.sh", "hypernodes.topology.volcano.sh", "cronjobs.batch.volcano.sh",
-                         "jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh"}
+                         "jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh", "nodeshards.shard.volcano.sh"}
     for name, crd in CRDS.items():
         root = schema(crd)
         for part in (root, root["properties"].get("spec") or {}):
@@ -88,11 +88,17 @@ def test_every_description_of_volcanos_crds_is_kept():
 
 @pytest.mark.skipif(not BASES.is_dir(), reason=f"Volcano {COMMIT}'s checkout is not in the cache ({BASES})")
 def test_the_printer_columns_are_volcanos_own():
-    """`kubectl get vcjob` and `kubectl get pg` print the same columns over Caldera as over Volcano."""
+    """`kubectl get vcjob` and `kubectl get pg` print the same columns over Caldera as over Volcano;
+    `kubectl get nsh` prints the shard's nodes before Volcano's own columns."""
+    added = {"nodeshards.shard.volcano.sh": ["NodesDesired", "NodesInUse"]}
     for name, crd in CRDS.items():
         volcano = volcanos(name)
         theirs = {v["name"]: v.get("additionalPrinterColumns") for v in volcano["spec"]["versions"]}
-        assert {v["name"]: v.get("additionalPrinterColumns") for v in crd["spec"]["versions"]} == theirs, name
+        ours = {v["name"]: v.get("additionalPrinterColumns") for v in crd["spec"]["versions"]}
+        extra = added.get(name, [])
+        assert {version: [c["name"] for c in (columns or [])][:len(extra)] for version, columns in ours.items()} \
+            == {version: extra for version in theirs}, name
+        assert {version: (columns or [])[len(extra):] or None for version, columns in ours.items()} == theirs, name
 
 
 def test_the_api_server_serves_the_descriptions(real_api):

@@ -161,7 +161,7 @@ def real(real_api: RealApi, tmp_path: Path) -> Iterator[Api]:
 
 # Cluster-scoped kinds tests create (or make Caldera create): the next test starts without them.
 _CLUSTER_SCOPED = ("/api/v1/nodes", "/apis/scheduling.volcano.sh/v1beta1/queues",
-                   "/apis/topology.volcano.sh/v1alpha1/hypernodes",
+                   "/apis/topology.volcano.sh/v1alpha1/hypernodes", "/apis/shard.volcano.sh/v1alpha1/nodeshards",
                    "/apis/scheduling.k8s.io/v1/priorityclasses",
                    "/apis/resource.k8s.io/v1/deviceclasses", "/apis/resource.k8s.io/v1/resourceslices",
                    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",

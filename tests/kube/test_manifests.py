@@ -171,7 +171,8 @@ def test_crds_serve_what_the_clients_call():
                 "hypernodes.topology.volcano.sh": ("Cluster", "v1alpha1", True),
                 "cronjobs.batch.volcano.sh": ("Namespaced", "v1alpha1", True),
                 "jobflows.flow.volcano.sh": ("Namespaced", "v1alpha1", True),
-                "jobtemplates.flow.volcano.sh": ("Namespaced", "v1alpha1", True)}
+                "jobtemplates.flow.volcano.sh": ("Namespaced", "v1alpha1", True),
+                "nodeshards.shard.volcano.sh": ("Cluster", "v1alpha1", True)}
     uncolumned = {"commands.bus.volcano.sh", "cronjobs.batch.volcano.sh", "jobtemplates.flow.volcano.sh"}
     assert set(crds) == set(expected)
     for name, (scope, version, status) in expected.items():

@@ -1,5 +1,5 @@
-"""`caldera controllers`: the Job, Queue, PodGroup, HyperNode, CronJob, JobFlow and JobTemplate
-controllers (flags as vc-controller-manager).
+"""`caldera controllers`: the Job, Queue, PodGroup, HyperNode, CronJob, JobFlow, JobTemplate and
+sharding controllers (flags as vc-controller-manager).
 
 Reflectors start at once (a standby keeps warm caches); workers start only on the replica
 that holds the Lease, after every cache has synced. Losing the Lease ends the term: the
@@ -25,6 +25,7 @@ from central.controllers.loops.jobflows import JobFlowController, JobTemplateCon
 from central.controllers.loops.jobs import POD_WRITERS, POD_WRITERS_PER_JOB, JobController
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
+from central.controllers.loops.sharding import ShardingController
 from central.kube.client import KubeClient
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, run_terms
@@ -53,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kube-api-burst", type=int, default=400, help="API requests allowed in a burst")
     parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
+    parser.add_argument("--sharding-lease-namespace", default="caldera-system",
+                        help="where the sharded schedulers (--scheduler-sharding-mode=hard) hold their shard Leases; "
+                             "the sharding controller gives each live one a NodeShard")
     parser.add_argument("--hypernode-discovery-config", default="caldera-system/caldera-controller-configmap",
                         metavar="NAMESPACE/NAME", type=_config_map,
                         help="the ConfigMap whose volcano-controller.conf may enable HyperNode discovery from "
@@ -70,13 +74,15 @@ def _config_map(text: str) -> tuple[str, str] | None:
 
 def build(client: KubeClient, workers: int, scheduler_names: tuple[str, ...],
           limits: JobLimits = DEFAULT_LIMITS, pod_writers: tuple[int, int] = (POD_WRITERS, POD_WRITERS_PER_JOB),
-          discovery_config: tuple[str, str] | None = None) -> list[ControllerLoop]:
+          discovery_config: tuple[str, str] | None = None,
+          shard_lease_namespace: str = "caldera-system") -> list[ControllerLoop]:
     events = EventRecorder(client, "vc-controller-manager")
     return [JobController(client, events, workers, limits=limits, pod_writers=pod_writers[0],
                           pod_writers_per_job=pod_writers[1]), QueueController(client, events),
             PodGroupController(client, events, scheduler_names=scheduler_names),
             HyperNodeController(client, events, discovery_config=discovery_config),
-            CronJobController(client, events), JobFlowController(client, events), JobTemplateController(client, events)]
+            CronJobController(client, events), JobFlowController(client, events), JobTemplateController(client, events),
+            ShardingController(client, events, shard_lease_namespace)]
 
 
 def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector: LeaderElector | None,
@@ -127,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
 
     def term(term_client: KubeClient) -> int:  # a lost lease ends the term, not the process
         loops = build(term_client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args),
-                      (args.pod_writers, args.pod_writers_per_job), args.hypernode_discovery_config)
+                      (args.pod_writers, args.pod_writers_per_job), args.hypernode_discovery_config,
+                      args.sharding_lease_namespace)
         current[:] = loops
         counts = QueuePodGroupCounts(next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects)
         registry.register(counts)
