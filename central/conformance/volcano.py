@@ -2,7 +2,8 @@
 
 Caldera's scheduler, controllers and webhook are stopped (by the PIDs `up` recorded in
 DIR/state.json) and the objects they installed that would answer for Volcano are deleted:
-webhook configurations, admission policies and CRDs, named from Caldera's own manifests.
+webhook configurations and admission policies, named from Caldera's own manifests, and the
+objects of its CRDs (the CRDs themselves are replaced in place by Volcano's).
 Then Volcano is installed from its source tree as its helm chart would, with one local
 adaptation: its three components run as local processes with the admin kubeconfig, so the
 webhook configurations call a loopback URL instead of a Service.
@@ -14,7 +15,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import yaml
 
@@ -25,6 +26,7 @@ from central.localcluster.build import Progress
 from central.localcluster.processes import free_port
 from central.localcluster.up import Cluster
 
+T = TypeVar("T")
 CHART = Path("installer/helm/chart/volcano")
 CRD_FOLDERS = (CHART / "crd/bases", CHART / "charts/jobflow/crd/bases")  # jobflow's before the controllers start
 NAMESPACES = Path("installer/namespace.yaml")
@@ -137,29 +139,60 @@ def _start_component(cluster: Cluster, built: Build, name: str, extra: list[str]
 
 
 def _delete_caldera(admin: KubeClient) -> None:
+    """Delete Caldera's webhook configurations and admission policies, then every object of its
+    custom resources (the default queues its controllers made). Its CRDs stay for Volcano's to
+    replace in place: a deleted CRD lingers for minutes while the API server's finalizer retries
+    "storage is (re)initializing" with back-off (seen here at over 120 s)."""
     discovery = install.Discovery(admin)
-    urls = []
+    crds = []
     for api_version, kind, name in caldera_objects():
         try:
             url = discovery.collection(api_version, kind, None) + "/" + name
         except ApiError:  # a kind this apiserver does not serve: nothing of it was installed
             continue
-        if admin.get_or_none(url) is not None:
+        obj = admin.get_or_none(url)
+        if obj is not None and kind == "CustomResourceDefinition":
+            crds.append(obj)
+        elif obj is not None:
             admin.delete(url)
-            urls.append(url)
-    deadline = time.monotonic() + 120
-    for url in urls:  # a CRD is gone once its objects are: wait, or Volcano's would be refused
-        while admin.get_or_none(url) is not None:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{url} still present 120 s after its deletion")
+    for crd in crds:
+        served = next(v["name"] for v in crd["spec"]["versions"] if v.get("served"))
+        base, plural = f"/apis/{crd['spec']['group']}/{served}", crd["spec"]["names"]["plural"]
+        for item in _patiently(lambda: admin.get(f"{base}/{plural}").get("items") or []):
+            meta = item["metadata"]
+            where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+            _patiently(lambda: admin.delete(f"{base}{where}/{plural}/{meta['name']}"))
+
+
+def _patiently(call: Callable[[], T], timeout: float = 60) -> T:
+    """`call`, retried while the API server answers what passes on its own within seconds: 429
+    "storage is (re)initializing" from a CRD's starting watch cache, and 500 from a webhook
+    whose configuration was just deleted but is still in the API server's informer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except ApiError as err:
+            if err.code not in (429, 500) or time.monotonic() > deadline:
+                raise
             time.sleep(0.2)
 
 
 def _create_crd(admin: KubeClient, discovery: install.Discovery, crd: dict[str, Any]) -> None:
-    # Server-side apply would store the whole schema in managedFields; create is what kubectl
-    # create does, and the CRDs are new here.
-    admin.create(discovery.collection(crd["apiVersion"], crd["kind"], None), crd)
-    install._wait_established(admin, crd["metadata"]["name"])
+    """Volcano's CRD in place of Caldera's of the same name (the same group, kind and versions),
+    or created where Caldera has none. Server-side apply would store the whole schema in
+    managedFields; a replace is what `kubectl replace` does."""
+    url = discovery.collection(crd["apiVersion"], crd["kind"], None)
+    name = crd["metadata"]["name"]
+    old = admin.get_or_none(f"{url}/{name}")
+    if old is None:
+        admin.create(url, crd)
+    else:
+        crd["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        admin.request("PUT", f"{url}/{name}", body=crd)
+    install._wait_established(admin, name)
+    served = next(v["name"] for v in crd["spec"]["versions"] if v.get("served"))
+    _patiently(lambda: admin.get(f"/apis/{crd['spec']['group']}/{served}/{crd['spec']['names']['plural']}"))
 
 
 def _webhooks_have_ca(admin: KubeClient) -> bool:
