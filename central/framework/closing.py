@@ -104,7 +104,7 @@ class Closing:
             if status is None:
                 status = podgroup_status(job, new, side)
                 seen = semantic(status)
-                if seen != job.reported:
+                if seen != job.reported and not job.implicit:  # a plain pod's group has no object to write
                     result.changed_podgroups.add(job.uid)
                 job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
                 job.closed = (job.phase, job.min_available, dict(job.counts), noted, status)

@@ -65,6 +65,17 @@ def test_counts_that_changed_are_written_with_nothing_else_changed() -> None:
     assert run_cycle(cache, CONF).changed_podgroups == set()  # written: not again
 
 
+def test_a_plain_pods_group_is_scheduled_but_never_written() -> None:
+    """A pod without a PodGroup gets a group in the session only (the PodGroup controller makes
+    the object, under another name): no status write for it, which would only meet a 404."""
+    case = {"nodes": {"n1": {"cpu": 4, "memory": "8Gi"}}, "pods": {"ns/plain": {"cpu": 1}},
+            "podgroups": {"ns/g": {"minMember": 1}}}
+    case["pods"]["ns/g-0"] = {"group": "g", "cpu": 1}
+    result = run_cycle(cache_of(case), CONF)
+    assert set(result.binds) == {"ns/plain", "ns/g-0"}
+    assert "ns/podgroup-plain" in result.podgroups and result.changed_podgroups == {"ns/g"}
+
+
 def test_a_podless_podgroup_held_at_enqueue_gets_pending_and_why() -> None:
     case = {"nodes": {"n1": {"cpu": 4, "memory": "8Gi"}},
             "queues": {"small": {"weight": 1, "capability": {"cpu": 2}}},
