@@ -12,7 +12,8 @@ over-commit).
 An `optional` reflector watches a resource the cluster may not serve (an API group left off,
 such as resource.k8s.io on an older control plane): a 404 on its list counts as an empty,
 synced list, so nothing waits for it, and the list is retried at the longest backoff, so the
-API is picked up once the server serves it.
+API is picked up once the server serves it. A 403 (the component's RBAC lacks the list) is
+treated the same, with a warning: a missing grant for an optional API must not stop the rest.
 
 The reflector also keeps the latest object of every key (`objects`), which the binder, the
 status writer and the controllers read instead of asking the API server.
@@ -82,8 +83,8 @@ class Reflector:
                 self._watch()
                 delay = self.backoff[0]
             except ApiError as err:
-                if err.code == 404 and self.optional and self.resource_version is None:
-                    self._not_served()
+                if err.code in (403, 404) and self.optional and self.resource_version is None:
+                    self._not_served(err)
                     continue
                 if err.code == 410:
                     log.info("%s: resourceVersion %s expired, listing again", self.url, self.resource_version)
@@ -99,11 +100,14 @@ class Reflector:
                 self._stop.wait(delay)
                 delay = min(delay * 2, self.backoff[1])
 
-    def _not_served(self) -> None:
-        if self.served:
+    def _not_served(self, err: ApiError) -> None:
+        if self.served and err.code == 403:
+            log.warning("%s: forbidden to this component (%s); treated as empty, asking again every %.0fs",
+                        self.url, err.message, self.backoff[1])
+        elif self.served:
             log.info("%s: not served by this cluster; treated as empty, asking again every %.0fs",
                      self.url, self.backoff[1])
-            self.served = False
+        self.served = False
         self.synced.set()
         self._stop.wait(self.backoff[1])
 

@@ -151,3 +151,16 @@ def test_an_api_the_cluster_does_not_serve_counts_as_empty_and_synced(real):
     finally:
         reflector.stop()
         required.stop()
+
+
+def test_an_optional_api_this_component_may_not_list_counts_as_empty_and_synced(real, tmp_path):
+    """A grant left out of a component's RBAC for an optional API (403) must not hold back its
+    other work: the reflector syncs empty, as for an API the cluster does not serve."""
+    scheduler = real.as_account("caldera-scheduler", tmp_path)
+    reflector = Reflector(scheduler, "/api/v1/secrets", lambda kind, obj: None,
+                          optional=True, backoff=(0.05, 0.2)).start()
+    try:
+        eventually(reflector.synced.is_set, what="the optional reflector synced")
+        assert not reflector.served and reflector.objects == {}
+    finally:
+        reflector.stop()
