@@ -270,7 +270,7 @@ class Scheduler:
                 self.node_feed.sync(self.cache)
             gate = None
             if self.sharding is not None:
-                self.cache.job_filter = self.sharding.job_filter()
+                self.cache.job_filter = self.sharding.job_filter(self.cache.jobs.values())
                 gate = ShardGate(self.sink, self.client, self.cache, self.sharding, self.reflectors["PodGroup"].objects)
             result = self.cycle(self.cache, conf, gate if gate is not None else self.sink)
             for pod, writes in result.device_claims.items():  # before a failed bind can `forget` them

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +101,8 @@ class Sharding:
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)  # the shard Leases' store
     watch: LeaseWatch = field(default_factory=LeaseWatch)
     claimed: set[str] = field(default_factory=set)  # PodGroups this replica claimed and has not released
+    share_after: float = 3.0  # seconds another replica's share of pending jobs waits here first
+    waiting: dict[str, float] = field(default_factory=dict)  # another's pending job -> first seen here
     claims_won: int = 0
     claims_lost: int = 0
     released: int = 0
@@ -107,12 +110,30 @@ class Sharding:
     def live(self) -> set[str]:
         return self.watch.observe_leases(list(self.leases.values()), self.clock()) | {self.name}
 
-    def job_filter(self) -> Callable[[JobInfo], bool] | None:
-        """None for the leader; the others leave Pending PodGroups (phase "" or Pending) to its
-        enqueue. A plain pod's implicit group has no object to write: each replica enqueues it."""
-        if self.leader.leading():
-            return None
-        return lambda job: job.implicit or job.phase not in ("", "Pending")
+    def job_filter(self, jobs: Iterable[JobInfo] = ()) -> Callable[[JobInfo], bool] | None:
+        """The jobs this replica's session takes this cycle (None: every one), given the cache's.
+
+        The others leave Pending PodGroups (phase "" or Pending) to the leader's enqueue; a plain
+        pod's implicit group has no object to write, so each replica enqueues it. With several
+        live replicas, the admitted jobs nothing of which is placed yet are split between them
+        by a hash of the job: each takes its own share at once and another's only once that job
+        has waited `share_after` seconds here (its owner could not place it on its nodes), so
+        two replicas do not both work out every pending job. Jobs with placed pods stay in
+        every session: their pods are the cluster's usage."""
+        leading = self.leader.leading()
+        live = sorted(self.live())
+        if len(live) == 1:
+            self.waiting = {}
+            return None if leading else lambda job: job.implicit or job.phase not in ("", "Pending")
+        now, me, seen, self.waiting = self.clock(), live.index(self.name), self.waiting, {}
+        for job in jobs:
+            if (job.implicit or job.phase not in ("", "Pending")) and not job.count(*CONFIRMED, *IN_FLIGHT) \
+                    and zlib.crc32(job.uid.encode()) % len(live) != me:
+                self.waiting[job.uid] = seen.get(job.uid, now)
+        later = frozenset(uid for uid, since in self.waiting.items() if now - since < self.share_after)
+        if leading:
+            return lambda job: job.uid not in later
+        return lambda job: (job.implicit or job.phase not in ("", "Pending")) and job.uid not in later
 
     def release_done(self, client: KubeClient, cache: ClusterCache, podgroups: Mapping[str, dict[str, Any]],
                      lock: Any) -> None:

@@ -215,3 +215,31 @@ def test_a_claim_taken_over_meanwhile_is_no_longer_this_replicas():
     sharding.claimed.add("ml/g")
     gate.bind("ml/g-0", "n1")
     assert api.puts == [] and sink.calls == [] and sharding.claimed == set()
+
+
+def test_two_live_replicas_split_the_pending_jobs_and_take_the_others_share_once_it_waited():
+    cache, podgroups = _cluster()
+    for i in range(12):
+        cache.apply(pod(f"p{i}", "ml"))
+    now = [100.0]
+    leases = [_lease("a", "1"), _lease("b", "1")]
+    sharding = {name: Sharding(name, ClusterLeader(None), clock=lambda: now[0], share_after=3.0)
+                for name in ("a", "b")}
+
+    def session(name: str) -> set[str]:
+        replica = sharding[name]
+        replica.leases = {lease["metadata"]["name"]: lease for lease in leases}
+        cache.job_filter = replica.job_filter(cache.jobs.values())
+        return {job.name for job in cache.iter_scheduling_jobs()}
+
+    first = {name: session(name) for name in ("a", "b")}
+    pending = {job.name for job in cache.jobs.values()}
+    assert first["a"] | first["b"] == pending and first["a"] & first["b"] == set()  # each job worked out once
+    assert first["a"] and first["b"]
+    cache.set_status(cache.tasks["ml/p0"], TaskStatus.BOUND, "n1")  # placed: its pods are everyone's usage
+    now[0] += 2.0
+    assert "podgroup-p0" in session("a") & session("b")
+    now[0] += 1.5  # the other's share waited 3.5 s here: its owner could not place it
+    assert session("a") == session("b") == pending
+    leases.pop()  # b's Lease is gone: a takes every job at once
+    assert session("a") == pending
