@@ -19,7 +19,7 @@ hands in: the framework never imports actions or plugins, they import it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from central.errors import InputError, shown
@@ -92,6 +92,11 @@ class SchedulerConf:
     def time_sensitive(self) -> bool:
         """Do some plugins' answers change with the clock alone (see `Plugin.time_sensitive`)?"""
         return any(self.registry.plugins[p.name].time_sensitive for tier in self.tiers for p in tier)
+
+    def offline(self) -> "SchedulerConf":
+        """This configuration without the plugins that call another service (`Plugin.calls_out`)."""
+        tiers = tuple(tuple(p for p in tier if not self.registry.plugins[p.name].calls_out) for tier in self.tiers)
+        return self if tiers == self.tiers else replace(self, tiers=tiers)
 
     def acts_on_running(self) -> bool:
         """May an action decide something with no pod waiting (see `Action.acts_on_running`)?"""

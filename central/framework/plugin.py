@@ -22,6 +22,9 @@ Besides the points, a plugin class may say, for the framework and tools around i
 - `keeps_gangs`: its Preemptable/Reclaimable votes and victim guard only keep jobs at their
   minAvailable (gang's). The whole-gang actions (gangpreempt, gangreclaim) keep gangs whole
   themselves and leave such votes out; every other vote counts there as in preempt/reclaim.
+- `calls_out`: it answers by calling another service (an HTTP scheduler extender). Sessions
+  of a forward run (the start-time estimates) leave it out: they must not reach the service
+  with a cluster that exists only in the run.
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class Plugin:
     divides_queues: ClassVar[Literal["flat", "hierarchical"] | None] = None
     time_sensitive: ClassVar[bool] = False
     keeps_gangs: ClassVar[bool] = False
+    calls_out: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):
         self.option = option

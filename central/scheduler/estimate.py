@@ -81,6 +81,7 @@ def explain(cache: ClusterCache, conf: SchedulerConf, now: datetime, jobs: Itera
     the forward run places them as the cluster would; without it, such a job starts when
     admitted."""
     snapshot = cache if copied else copy.deepcopy(cache)
+    conf = conf.offline()
     history = history or RuntimeHistory()
     targets = [uid for uid in (jobs if jobs is not None else
                                [j.uid for j in snapshot.iter_scheduling_jobs() if waiting(j)]) if uid in snapshot.jobs]

@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from central.errors import InputError
+from central.model.cache import ClusterCache
 from central.plugins.extender import MAX_BODY, ExtenderError, Settings, send
 from central.scheduler import load_config
+from central.scheduler.estimate import explain
 from tests.ports import free_port
-from tests.scenarios.harness import run_case
+from tests.scenarios.harness import objects_of, run_case
 
 Answer = Callable[[dict[str, Any]], Any]  # request body -> answer body (an int: that HTTP status)
 
@@ -317,3 +320,17 @@ def test_a_failed_session_open_fails_every_verb_unless_ignorable(extender):
     assert extender.bodies("predicate") == []  # not asked again this session
     lenient = run(config(extender.url, onSessionOpenVerb="open", predicateVerb="predicate", ignorable=True))
     assert lenient.binds == {"ns/p": "n1"} and extender.bodies("predicate")
+
+
+def test_start_time_estimates_never_call_the_extender(extender):
+    """The estimator's forward run judges a cluster that exists only in the run: the extender,
+    a service outside, is left out of its sessions (the live cycle still calls it)."""
+    conf = load_config(config(extender.url, predicateVerb="predicate"))
+    cache = ClusterCache()
+    for obj in objects_of({"nodes": {"n1": {"cpu": 1, "memory": "1Gi"}},
+                           "pods": {"ns/big": {"cpu": 2, "memory": "1Gi"}, "ns/p": {"cpu": 1, "memory": "1Gi"}}}):
+        cache.apply(obj)
+    explain(cache, conf, datetime(2026, 1, 1, tzinfo=timezone.utc))
+    assert extender.requests == []
+    assert [p.name for tier in conf.offline().tiers for p in tier if p.name == "extender"] == []
+    assert run(config(extender.url, predicateVerb="predicate")).binds and extender.bodies("predicate")
