@@ -276,14 +276,16 @@ class Scheduler:
             for pod, writes in result.device_claims.items():  # before a failed bind can `forget` them
                 for write in writes:
                     self.cache.dra.assume(pod, write)
+            reasons, unschedulable = result.pending_reasons, result.unschedulable
             if gate is not None:
                 gate.finish(self.feeder, self.reflectors["Pod"].objects)
+                reasons, unschedulable = gate.pending(reasons), gate.unschedulable(unschedulable)
             queues = self._queue_figures(result) if self.metrics is not None else {}
             if self.estimates.due(self.clock()):  # a copy between cycles; the estimate runs off the loop
                 self.estimates.start(self.cache, conf, self.clock())
         self.sink.flush()
-        self.sink.pending(result.pending_reasons)
-        self.sink.podgroup_events(result.unschedulable)
+        self.sink.pending(reasons)
+        self.sink.podgroup_events(unschedulable)
         self.sink.plugin_events(result.events)
         self.sink.faults(result.faults)
         if self.sharding is not None:

@@ -103,6 +103,8 @@ class Sharding:
     claimed: set[str] = field(default_factory=set)  # PodGroups this replica claimed and has not released
     share_after: float = 3.0  # seconds another replica's share of pending jobs waits here first
     waiting: dict[str, float] = field(default_factory=dict)  # another's pending job -> first seen here
+    shares: list[str] = field(default_factory=list)  # the live replicas this cycle, sorted
+    unadmitted: frozenset[str] = frozenset()  # PodGroups waiting for enqueue: the leader's alone
     claims_won: int = 0
     claims_lost: int = 0
     released: int = 0
@@ -121,19 +123,27 @@ class Sharding:
         two replicas do not both work out every pending job. Jobs with placed pods stay in
         every session: their pods are the cluster's usage."""
         leading = self.leader.leading()
-        live = sorted(self.live())
+        live = self.shares = sorted(self.live())
         if len(live) == 1:
-            self.waiting = {}
+            self.waiting, self.unadmitted = {}, frozenset()
             return None if leading else lambda job: job.implicit or job.phase not in ("", "Pending")
-        now, me, seen, self.waiting = self.clock(), live.index(self.name), self.waiting, {}
+        now, seen, self.waiting, unadmitted = self.clock(), self.waiting, {}, set()
         for job in jobs:
-            if (job.implicit or job.phase not in ("", "Pending")) and not job.count(*CONFIRMED, *IN_FLIGHT) \
-                    and zlib.crc32(job.uid.encode()) % len(live) != me:
+            if not job.implicit and job.phase in ("", "Pending"):
+                unadmitted.add(job.uid)
+            elif not job.count(*CONFIRMED, *IN_FLIGHT) and not self.owns(job.uid):
                 self.waiting[job.uid] = seen.get(job.uid, now)
+        self.unadmitted = frozenset(unadmitted)
         later = frozenset(uid for uid, since in self.waiting.items() if now - since < self.share_after)
         if leading:
             return lambda job: job.uid not in later
         return lambda job: (job.implicit or job.phase not in ("", "Pending")) and job.uid not in later
+
+    def owns(self, job_uid: str) -> bool:
+        """Whether the job is this replica's share among the live replicas of this cycle's
+        `job_filter`: it works the job out first and alone tells why it waits (two replicas
+        seeing different nodes would overwrite each other's reasons every cycle)."""
+        return len(self.shares) <= 1 or self.shares[zlib.crc32(job_uid.encode()) % len(self.shares)] == self.name
 
     def release_done(self, client: KubeClient, cache: ClusterCache, podgroups: Mapping[str, dict[str, Any]],
                      lock: Any) -> None:
@@ -210,8 +220,15 @@ class ShardGate:
         self.sink.evict(pod_key, reason)
 
     def update_podgroup_status(self, podgroup_key: str, status: dict[str, Any]) -> None:
-        if self._jobs.get(podgroup_key, True) and not self._held_by_other(podgroup_key):
+        if self._jobs.get(podgroup_key, True) and self._reports(podgroup_key):
             self.sink.update_podgroup_status(podgroup_key, status)
+
+    def pending(self, reasons: Mapping[str, str]) -> dict[str, str]:
+        """The why-pending reasons this replica reports: those of the jobs it reports on."""
+        return {pod: why for pod, why in reasons.items() if self._reports(self._job_of(pod))}
+
+    def unschedulable(self, podgroups: Mapping[str, str]) -> dict[str, str]:
+        return {key: why for key, why in podgroups.items() if self._reports(key)}
 
     def update_queue_status(self, queue_name: str, status: dict[str, Any]) -> None:
         if self.leading:
@@ -239,9 +256,20 @@ class ShardGate:
             self._live = self.sharding.live()
         return self._live
 
-    def _held_by_other(self, key: str) -> bool:
+    def _reports(self, key: str) -> bool:
+        """A PodGroup's status and reasons come from the replica holding its claim, else from
+        the leader while it waits for enqueue (the others leave it out), else from the one whose
+        share it is."""
         held = owner(self.podgroups.get(key) or {})
-        return held is not None and held != self.sharding.name and held in self.live()
+        if held is not None and held in self.live():
+            return held == self.sharding.name
+        if key in self.sharding.unadmitted:
+            return self.leading
+        return self.sharding.owns(key)
+
+    def _job_of(self, pod_key: str) -> str:
+        task = self.cache.tasks.get(pod_key)
+        return task.job_uid if task is not None and task.job_uid else ""
 
     def _allowed(self, pod_key: str) -> bool:
         task = self.cache.tasks.get(pod_key)

@@ -243,3 +243,28 @@ def test_two_live_replicas_split_the_pending_jobs_and_take_the_others_share_once
     assert session("a") == session("b") == pending
     leases.pop()  # b's Lease is gone: a takes every job at once
     assert session("a") == pending
+
+
+def test_each_job_s_reasons_and_status_come_from_one_replica():
+    """Two replicas see different nodes, so their why-pending reasons differ: only the replica
+    whose share a job is tells them (the leader for a PodGroup waiting for its enqueue, the
+    claim's holder for a claimed gang), or they would overwrite each other every cycle."""
+    cache, podgroups = _cluster()
+    for i in range(12):
+        cache.apply(pod(f"p{i}", "ml"))
+    waiting = podgroup("waiting", "ml", min_member=1)
+    cache.apply(waiting)
+    podgroups["ml/waiting"] = waiting
+    leases = [_lease("a", "1"), _lease("b", "1")]
+    reasons = {key: "0/2 nodes are available" for key in cache.tasks}
+    told: dict[str, set[str]] = {}
+    for name, leading in (("a", True), ("b", False)):
+        sharding = Sharding(name, ClusterLeader(None if leading else NotLeading()),  # type: ignore[arg-type]
+                            clock=lambda: 100.0)
+        sharding.leases = {lease["metadata"]["name"]: lease for lease in leases}
+        sharding.job_filter(cache.jobs.values())
+        gate = ShardGate(RecordingSink(), FakeApi(copy.deepcopy(podgroups)), cache, sharding, podgroups)  # type: ignore[arg-type]
+        told[name] = set(gate.pending(reasons))
+        assert set(gate.unschedulable({"ml/waiting": "queue full"})) == ({"ml/waiting"} if leading else set())
+    assert told["a"] | told["b"] == set(reasons) and told["a"] & told["b"] == set()
+    assert told["a"] and told["b"]
