@@ -54,6 +54,7 @@ class Session:
         missing = [name for name in ("root", cache.default_queue) if name not in cache.queues]
         self.queues: dict[str, QueueInfo] = cache.all_queues()
         self.jobs: dict[str, JobInfo] = {job.uid: job for job in cache.iter_scheduling_jobs()}
+        self.opened = cache.version_mark()  # jobs whose version is newer changed in this session
         self.journal = Journal(cache)
 
         def forget_made_up_queues() -> None:  # all_queues() made them up for this session
@@ -211,7 +212,8 @@ class Session:
 
     def close(self) -> CycleResult:
         return Closing(self.cache, self.dims, self.jobs, self.queues, self.tiers, self.points,
-                       self.decisions, self.notes, self.faults, self.journal, self.plugin_timings).close()
+                       self.decisions, self.notes, self.faults, self.journal, self.plugin_timings,
+                       self.handle, self.conf, self.opened).close()
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it (see `central.framework.journal`)."""

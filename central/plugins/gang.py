@@ -105,7 +105,7 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
 
     def on_session_close(self) -> None:
         handle = self.handle
-        for job in handle.jobs.values():
+        for job in handle.closing_jobs():  # the others keep their condition (a function of their state)
             if not job.tasks:
                 continue
             if job_ready(job):
