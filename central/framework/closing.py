@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from central.framework.conf import SchedulerConf
 from central.framework.decisions import Decisions
 from central.framework.faults import EVENT_REASON, Fault, Faults
 from central.framework.journal import Journal
-from central.framework.conf import SchedulerConf
 from central.framework.notes import Notes
 from central.framework.plugin import AccountingPlugin, Plugin
 from central.framework.points import Points

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from central.framework import session as session_module
 from central.framework.closing import CycleResult
 from central.framework.conf import DEFAULT_CONF_YAML, Registry
 from central.framework.extension import SessionClose
-from central.framework import session as session_module
 from central.framework.nodeindex import NodeIndex
 from central.framework.plugin import Plugin
 from central.framework.session import Session
