@@ -22,6 +22,10 @@ Besides the points, a plugin class may say, for the framework and tools around i
 - `keeps_gangs`: its Preemptable/Reclaimable votes and victim guard only keep jobs at their
   minAvailable (gang's). The whole-gang actions (gangpreempt, gangreclaim) keep gangs whole
   themselves and leave such votes out; every other vote counts there as in preempt/reclaim.
+- `valid_by_state`: its JobValid answer depends on the job alone (its PodGroup and the
+  statuses of its tasks: what `JobInfo.version` follows), not on the session or the clock;
+  while every JobValid plugin of a configuration says so, a job's answer is kept across
+  sessions until its version changes (gang's).
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ class Plugin:
     divides_queues: ClassVar[Literal["flat", "hierarchical"] | None] = None
     time_sensitive: ClassVar[bool] = False
     keeps_gangs: ClassVar[bool] = False
+    valid_by_state: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):
         self.option = option

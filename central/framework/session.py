@@ -141,7 +141,16 @@ class Session:
 
     def job_valid(self, job: JobInfo) -> str | None:
         faulted = self.faults.job_reason(job)
-        return faulted if faulted is not None else rules.first_answer(self.points.job_valid, job)
+        if faulted is not None:
+            return faulted
+        if not self.points.job_valid_by_state:
+            return rules.first_answer(self.points.job_valid, job)
+        kept = job.valid  # the answer holds while the job's version and the configuration do
+        if kept is not None and kept[0] == job.version and kept[1] is self.conf:
+            return kept[2]
+        answer = rules.first_answer(self.points.job_valid, job)
+        job.valid = (job.version, self.conf, answer)
+        return answer
 
     def job_ready(self, job: JobInfo) -> bool:
         return rules.all_true(self.points.job_ready, job)

@@ -297,6 +297,9 @@ class JobInfo:
     # added, removed, replaced or moved to another status or node (a changed PodGroup is a new
     # JobInfo): what is kept of a job across sessions holds while the job has that version
     version: int = 0
+    # (version, configuration, answer): its JobValid answer where every plugin's depends on the
+    # job alone (`central.framework.session.Session.job_valid`)
+    valid: tuple[int, Any, str | None] | None = None
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
     # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
     quota_request: dict[str, Decimal] | None = None

@@ -58,6 +58,7 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
            ext.JobPipelined, ext.JobStarving, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.SessionClose):
     name = "gang"
     keeps_gangs = True  # gangpreempt and gangreclaim evict whole gangs and keep the rest intact themselves
+    valid_by_state = True  # job_valid reads the job's counts and PodGroup only
 
     def job_valid(self, job: JobInfo) -> str | None:
         for role, minimum in job.task_min_available.items():

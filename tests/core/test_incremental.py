@@ -306,3 +306,29 @@ def test_a_job_a_session_recorded_something_of_is_worked_out_again_after(monkeyp
             result = run_cycle(cluster.cache, conf, now=datetime(2026, 1, 1, 0, number, tzinfo=timezone.utc))
             results.append((result.podgroups, result.changed_podgroups, result.unschedulable))
         assert results[0] == results[1], number
+
+
+def test_a_kept_job_valid_answer_ends_when_the_job_changes():
+    """Gang's JobValid answer depends on the job alone: kept across sessions on the job, it
+    is asked again once the job's tasks change."""
+    cluster = Cluster()
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    cluster.put(("podgroup", "g0", {"minMember": 3}))
+    for name in ("p0", "p1"):
+        cluster.put(("pod", name, {"group": "g0", "cpu": 1, "memory": "1Gi"}))
+    job = cluster.cache.jobs["ns/g0"]
+
+    def valid() -> str | None:
+        ssn = Session(cluster.cache, CONF)
+        answer = ssn.job_valid(job)
+        ssn.rollback()
+        return answer
+
+    assert "not enough valid tasks" in (valid() or "")
+    assert job.valid is not None and job.valid[0] == job.version
+    cluster.put(("pod", "p2", {"group": "g0", "cpu": 1, "memory": "1Gi"}))
+    assert valid() is None
+    other = load_config(DEFAULT_CONF_YAML, "another.conf")  # another configuration asks again
+    ssn = Session(cluster.cache, other)
+    assert ssn.job_valid(job) is None and job.valid[1] is other
+    ssn.rollback()
