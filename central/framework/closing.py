@@ -13,9 +13,10 @@ without a plugin being asked, when all of these hold:
 - this session recorded nothing of it: no note, condition, side condition, fault or fit error;
 - the last close had recorded nothing of it either, nor had that session changed its tasks
   (a placement it discarded), so that the last status came from the job's state alone.
-Plugins that set conditions at close do so from the job's state and what the session noted
-of it, so a settled job's conditions are its last ones, their session stamps aside: as
-`_unchanged` would find them, the stamps staying those the API server holds.
+Jobs settle only while every plugin's last word sets conditions from the job's state and what
+the session noted of it alone (`Plugin.closes_by_state`): a settled job's conditions are then
+its last ones, their session stamps aside, as `_unchanged` would find them, the stamps staying
+those the API server holds.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class Closing:
         decisions, notes = self.decisions, self.notes
         before = set(notes.conditions)  # set while the actions ran: the plugins' last word comes after
         recorded = before.union(notes.side_conditions, notes.jobs, self.faults.jobs)
-        settled = {uid: job for uid, job in self.jobs.items() if _settled(job, self.conf, recorded)}
+        settling = all(plugin.closes_by_state for plugin in self.points.on_session_close)  # type: ignore[attr-defined]
+        settled = {uid: job for uid, job in self.jobs.items() if settling and _settled(job, self.conf, recorded)}
         if self.handle is not None:
             changing = [job for uid, job in self.jobs.items() if uid not in settled]
             self.handle.closing_jobs = lambda: changing

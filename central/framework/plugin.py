@@ -26,6 +26,11 @@ Besides the points, a plugin class may say, for the framework and tools around i
   statuses of its tasks: what `JobInfo.version` follows), not on the session or the clock;
   while every JobValid plugin of a configuration says so, a job's answer is kept across
   sessions until its version changes (gang's).
+- `closes_by_state`: its on_session_close sets PodGroup conditions (`set_condition`) only
+  from the job's state and what the session noted of it (side conditions, notes and events
+  are free: closing sees them). While every SessionClose plugin of a session says so, a
+  job nothing changed keeps its last close and the plugins are asked only for the others
+  (`Handle.closing_jobs`, `central.framework.closing`); otherwise every job is worked out.
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ class Plugin:
     time_sensitive: ClassVar[bool] = False
     keeps_gangs: ClassVar[bool] = False
     valid_by_state: ClassVar[bool] = False
+    closes_by_state: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):
         self.option = option

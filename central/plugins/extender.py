@@ -113,6 +113,7 @@ def send(settings: Settings, verb: str, body: Any) -> Any:
 class Extender(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.Preemptable, ext.Reclaimable, ext.JobEnqueueable,
                ext.JobEnqueued, ext.Overused, ext.JobReady, ext.AllocationEvents, ext.SessionClose):
     name = "extender"
+    closes_by_state = True  # its last word is a call to the extender: no condition
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> Settings:

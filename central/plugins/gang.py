@@ -59,6 +59,7 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
     name = "gang"
     keeps_gangs = True  # gangpreempt and gangreclaim evict whole gangs and keep the rest intact themselves
     valid_by_state = True  # job_valid reads the job's counts and PodGroup only
+    closes_by_state = True  # its conditions: from the job's counts, notes and fit errors
 
     def job_valid(self, job: JobInfo) -> str | None:
         for role, minimum in job.task_min_available.items():

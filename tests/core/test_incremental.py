@@ -278,9 +278,12 @@ class Marking(Plugin, SessionClose):
     records of a job besides what its state gives, and then stops recording."""
 
     name = "marking"
+    closes_by_state = True  # side conditions only: closing sees them
     marking = False
+    asked: list[int] = []  # how many jobs each session's close listed as changing
 
     def on_session_close(self) -> None:
+        Marking.asked.append(len(list(self.handle.closing_jobs())))
         if Marking.marking:
             for job in self.handle.jobs.values():
                 self.handle.set_side_condition(job, "Marked", True, "Marked", "a plugin's own condition")
@@ -332,3 +335,26 @@ def test_a_kept_job_valid_answer_ends_when_the_job_changes():
     ssn = Session(cluster.cache, other)
     assert ssn.job_valid(job) is None and job.valid[1] is other
     ssn.rollback()
+
+
+class Unsure(Marking):
+    """The same last word, without saying it sets conditions from the job's state alone."""
+
+    name = "unsure"
+    closes_by_state = False
+
+
+@pytest.mark.parametrize(("plugin", "changing"), [(Marking, [1, 0, 0, 0]), (Unsure, [1, 1, 1, 1])])
+def test_jobs_settle_only_while_every_plugin_s_last_word_is_by_state(plugin, changing, monkeypatch):
+    """A plugin that does not say its conditions come from the job's state alone (the
+    default) has every job worked out at every close, as before jobs could settle."""
+    conf = load_config(DEFAULT_CONF_YAML + f"  - name: {plugin.name}\n", "c.conf",
+                       Registry(REGISTRY.actions, {**REGISTRY.plugins, plugin.name: plugin}))
+    cluster = Cluster()
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    cluster.put(("podgroup", "g0", {"minMember": 1}))
+    cluster.put(("pod", "p0", {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    monkeypatch.setattr(Marking, "asked", [])
+    for _ in changing:
+        run_cycle(cluster.cache, conf)
+    assert Marking.asked == changing
