@@ -4,6 +4,19 @@ At close the plugins hand in their last word (gang writes why-pending conditions
 job's PodGroup phase is computed as Volcano does, open statements are discarded and
 committed pipelines turned into nominations, and what is session-only is given back, so the
 cache again mirrors the cluster plus the binds and evictions decided.
+
+Only jobs whose close may differ from their last are worked out again (`Handle.closing_jobs`
+lists them for the plugins). A job is *settled*, and keeps the status its last close gave it
+without a plugin being asked, when all of these hold:
+- its tasks are as they were then (`JobInfo.version`: the cache bumps it at every change);
+- its phase, minMember and conditions are those that close left, under the same configuration;
+- this session recorded nothing of it: no note, condition, side condition, fault or fit error;
+- the last close had recorded nothing of it either, nor had that session changed its tasks
+  (a placement it discarded), so that the last status came from the job's state alone.
+Jobs settle only while every plugin's last word sets conditions from the job's state and what
+the session noted of it alone (`Plugin.closes_by_state`): a settled job's conditions are then
+its last ones, their session stamps aside, as `_unchanged` would find them, the stamps staying
+those the API server holds.
 """
 
 from __future__ import annotations
@@ -12,10 +25,11 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from central.framework.conf import SchedulerConf
 from central.framework.decisions import Decisions
 from central.framework.faults import EVENT_REASON, Fault, Faults
 from central.framework.journal import Journal
@@ -29,9 +43,13 @@ from central.model.pgstatus import condition_key, semantic
 from central.model.volumes import ClaimBinding
 from central.resources.vectors import Dimensions, format_value
 
+if TYPE_CHECKING:
+    from central.framework.handle import Handle
+
 # the PodGroup phases whose Unschedulable condition is also told as a Warning Event (Volcano's
 # RecordJobStatusEvent; Volcano's pgUnschedulable)
 UNSCHEDULABLE_PHASES = frozenset({"Pending", "Inqueue", "Unknown"})
+_A, _B, _C, _D = ALLOCATED_STATUSES  # counted inline, for every job at every close
 
 
 @dataclass
@@ -60,6 +78,21 @@ class CycleResult:
     plugin_timings: dict[tuple[str, str], float] = field(default_factory=dict)  # (plugin, OnSessionOpen|Close) -> s
 
 
+class Closed(NamedTuple):
+    """What a session close computed of a job (`JobInfo.closed`), kept for the next close."""
+
+    phase: str  # the phase the close left
+    min_available: int
+    counts: dict[TaskStatus, int]  # the task counts it saw
+    noted: tuple[Any, ...]  # the session's conditions for it, without their stamps (`_noted`)
+    status: dict[str, Any]  # the status it computed
+    version: int  # the job's version at the close
+    quiet: bool  # that session recorded nothing of the job and changed none of its tasks
+    conf: SchedulerConf | None  # the configuration of that session
+    new: dict[str, Any] | None  # the condition that session set for it
+    unschedulable: str | None  # what it reported as the job's reason to be Unschedulable
+
+
 @dataclass
 class Closing:
     """The parts of a session that closing reads."""
@@ -75,13 +108,30 @@ class Closing:
     faults: Faults
     journal: Journal
     plugin_timings: dict[tuple[str, str], float]
+    handle: Handle | None = None  # its `closing_jobs` is set here for the plugins' last word
+    conf: SchedulerConf | None = None  # settled jobs are those a close under the same one left
+    opened: int = 0  # `ClusterCache.version_mark` at session open: jobs changed since are newer
 
     def close(self) -> CycleResult:
+        decisions, notes = self.decisions, self.notes
+        before = set(notes.conditions)  # set while the actions ran: the plugins' last word comes after
+        recorded = before.union(notes.side_conditions, notes.jobs, self.faults.jobs)
+        settling = all(plugin.closes_by_state for plugin in self.points.on_session_close)  # type: ignore[attr-defined]
+        settled = {uid: job for uid, job in self.jobs.items() if settling and _settled(job, self.conf, recorded)}
+        if self.handle is not None:
+            changing = [job for uid, job in self.jobs.items() if uid not in settled]
+            self.handle.closing_jobs = lambda: changing
         for plugin in self.points.on_session_close:
             started = time.perf_counter()
             plugin.on_session_close()
             self.plugin_timings[(plugin.name, "OnSessionClose")] = time.perf_counter() - started  # type: ignore[attr-defined]
-        decisions, notes = self.decisions, self.notes
+        # what the session recorded of each job besides the conditions its state gives
+        recorded = before.union(notes.side_conditions, notes.jobs, self.faults.jobs)
+        for uid in [uid for uid in settled if uid in recorded or uid in notes.conditions]:
+            job = settled.pop(uid)  # a plugin's last word recorded something of it: worked out again
+            last = job.closed.new
+            if uid not in notes.conditions and last is not None:  # the condition its state gives, restamped
+                notes.conditions[uid] = notes.condition(last["type"], last["reason"], last["message"])
         for uid, reason in self.faults.jobs.items():  # after gang's: the fault is the reason that counts
             if self.jobs[uid].count(TaskStatus.PENDING):  # a job with nothing left to place is only reported
                 notes.conditions[uid] = notes.condition("Unschedulable", EVENT_REASON, reason)
@@ -98,21 +148,15 @@ class Closing:
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
-            new, side = notes.conditions.get(job.uid), notes.side_conditions.get(job.uid)
-            noted = _noted(new, side)
-            status = _unchanged(job, noted)
-            if status is None:
-                status = podgroup_status(job, new, side)
-                seen = semantic(status)
-                if seen != job.reported and not job.implicit:  # a plain pod's group has no object to write
-                    result.changed_podgroups.add(job.uid)
-                job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
-                job.closed = (job.phase, job.min_available, dict(job.counts), noted, status)
-            result.podgroups[job.uid] = status
-            if new is not None and new["type"] == "Unschedulable" and new["reason"] != EVENT_REASON \
-                    and status["phase"] in UNSCHEDULABLE_PHASES:
-                result.unschedulable[job.uid] = new["message"]
-            result.pending_reasons.update(self._pending_reasons(job))
+            if job.uid in settled:
+                closed = job.closed
+                result.podgroups[job.uid] = closed.status
+                if closed.unschedulable is not None:
+                    result.unschedulable[job.uid] = closed.unschedulable
+            else:
+                self._close_job(job, recorded, result)
+            if job.counts.get(TaskStatus.PENDING) or job.fit_errors:
+                result.pending_reasons.update(self._pending_reasons(job))
         for statement in reversed(list(decisions.open)):
             statement.discard()
         for task in decisions.pipelines:
@@ -127,13 +171,39 @@ class Closing:
         self.journal.close()
         return result
 
+    def _close_job(self, job: JobInfo, recorded: set[str], result: CycleResult) -> None:
+        """The job's status, worked out (or its last one, where `_unchanged` finds it so)."""
+        notes = self.notes
+        new, side = notes.conditions.get(job.uid), notes.side_conditions.get(job.uid)
+        noted = _noted(new, side)
+        status = _unchanged(job, noted)
+        unschedulable = None
+        if new is not None and new["type"] == "Unschedulable" and new["reason"] != EVENT_REASON:
+            unschedulable = new["message"]
+        if status is None:
+            status = podgroup_status(job, new, side)
+            seen = semantic(status)
+            if seen != job.reported and not job.implicit:  # a plain pod's group has no object to write
+                result.changed_podgroups.add(job.uid)
+            job.phase, job.conditions, job.reported = status["phase"], status["conditions"], seen
+        if status["phase"] not in UNSCHEDULABLE_PHASES:
+            unschedulable = None
+        quiet = job.uid not in recorded and not job.fit_errors and job.version < self.opened
+        if status is not (job.closed.status if job.closed is not None else None) or job.closed.quiet != quiet \
+                or job.closed.version != job.version or job.closed.conf is not self.conf:
+            job.closed = Closed(job.phase, job.min_available, dict(job.counts), noted, status, job.version, quiet,
+                                self.conf, new, unschedulable)
+        result.podgroups[job.uid] = status
+        if unschedulable is not None:
+            result.unschedulable[job.uid] = unschedulable
+
     def _held_without_pods(self) -> None:
         """A PodGroup without pods that a gate held back (enqueue) gets the Unschedulable
         condition gang gives a job with pods, so that it is not silently Pending: operators
         create no pod before their PodGroup is admitted, and people look here for why."""
-        for job in self.jobs.values():
-            note = self.notes.jobs.get(job.uid)
-            if not job.tasks and job.pending_phase and note is not None and job.uid not in self.notes.conditions:
+        for uid, note in self.notes.jobs.items():
+            job = self.jobs.get(uid)
+            if job is not None and not job.tasks and job.pending_phase and uid not in self.notes.conditions:
                 message = (f"{job.min_available}/0 tasks in gang unschedulable: pod group is not ready, "
                            f"{job.min_available} minAvailable; {note}")
                 self.notes.conditions[job.uid] = self.notes.condition("Unschedulable", "NotEnoughResources", message)
@@ -181,6 +251,15 @@ def _renominate(task: TaskInfo, node: str | None) -> Callable[[], None]:
     return undo
 
 
+def _settled(job: JobInfo, conf: SchedulerConf | None, recorded: set[str]) -> bool:
+    """Whether the job's last close stands (see the module's doc)."""
+    closed = job.closed
+    return (closed is not None and closed.quiet and closed.version == job.version and closed.conf is conf
+            and conf is not None and job.uid not in recorded and not job.fit_errors and job.phase == closed.phase
+            and job.conditions is closed.status["conditions"] and job.min_available == closed.min_available
+            and job.reported is not None and not job.counts.get(TaskStatus.RELEASING))
+
+
 def _noted(new: dict[str, Any] | None, side: Mapping[str, dict[str, Any]] | None) -> tuple[Any, ...]:
     """What the session's conditions for a job say, without their session stamps."""
     return (None if new is None else condition_key(new),
@@ -196,9 +275,9 @@ def _unchanged(job: JobInfo, noted: tuple[Any, ...]) -> dict[str, Any] | None:
     closed = job.closed
     if closed is None or job.counts.get(TaskStatus.RELEASING):
         return None
-    phase, min_available, counts, last_noted, status = closed
-    if (job.conditions is status["conditions"] and job.phase == phase and job.min_available == min_available
-            and noted == last_noted and job.counts == counts and job.reported is not None):
+    status = closed.status
+    if (job.conditions is status["conditions"] and job.phase == closed.phase and job.min_available == closed.min_available
+            and noted == closed.noted and job.counts == closed.counts and job.reported is not None):
         return status
     return None
 
@@ -238,14 +317,17 @@ def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapp
     allocated = {name: dims.zeros() for name in queues}
     pods = dict.fromkeys(queues, 0)  # allocated pods, which admission reads (a parent has none)
     phases: dict[str, dict[str, int]] = {name: {} for name in queues}
-    own: dict[str, list[JobInfo]] = {}
+    own: dict[str, list[np.ndarray]] = {}  # queue -> its jobs' allocated vectors
+    held = dict.fromkeys(queues, 0)  # queue -> its jobs' allocated pods
     for job in jobs.values():
-        counts = phases.setdefault(job.queue, {})
-        counts[job.phase] = counts.get(job.phase, 0) + 1
-        own.setdefault(job.queue, []).append(job)
+        queue, phase, get = job.queue, job.phase, job.counts.get
+        counts = phases.setdefault(queue, {})
+        counts[phase] = counts.get(phase, 0) + 1
+        own.setdefault(queue, []).append(job.allocated)
+        held[queue] = held.get(queue, 0) + get(_A, 0) + get(_B, 0) + get(_C, 0) + get(_D, 0)
     for queue, members in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
-        vec = np.array([job.allocated for job in members]).sum(axis=0)  # row by row: as adding them in turn
-        n = sum(job.count(*ALLOCATED_STATUSES) for job in members)
+        vec = np.array(members).sum(axis=0)  # row by row: as adding them in turn
+        n = held[queue]
         name: str | None = queue
         seen = set()
         while name in queues and name not in seen:  # the queue and its ancestors

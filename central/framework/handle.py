@@ -11,7 +11,7 @@ what this class lists. One handle serves every plugin of a session.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
@@ -74,6 +74,9 @@ class Handle:
         # the session's configured job order, set once every plugin is open (ask it lazily)
         self.job_less: Callable[[JobInfo, JobInfo], bool] = lambda a, b: (a.creation, a.uid) < (b.creation, b.uid)
         self.remember = journal.remember  # kept for later sessions; a rolled back session takes it back
+        # at close (on_session_close), the jobs whose status may differ from the one their last
+        # close gave them; the others keep it, conditions included (`central.framework.closing`)
+        self.closing_jobs: Callable[[], Iterable[JobInfo]] = lambda: jobs.values()
 
     @cached_property
     def node_index(self) -> NodeIndex:

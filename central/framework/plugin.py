@@ -25,6 +25,15 @@ Besides the points, a plugin class may say, for the framework and tools around i
 - `calls_out`: it answers by calling another service (an HTTP scheduler extender). Sessions
   of a forward run (the start-time estimates) leave it out: they must not reach the service
   with a cluster that exists only in the run.
+- `valid_by_state`: its JobValid answer depends on the job alone (its PodGroup and the
+  statuses of its tasks: what `JobInfo.version` follows), not on the session or the clock;
+  while every JobValid plugin of a configuration says so, a job's answer is kept across
+  sessions until its version changes (gang's).
+- `closes_by_state`: its on_session_close sets PodGroup conditions (`set_condition`) only
+  from the job's state and what the session noted of it (side conditions, notes and events
+  are free: closing sees them). While every SessionClose plugin of a session says so, a
+  job nothing changed keeps its last close and the plugins are asked only for the others
+  (`Handle.closing_jobs`, `central.framework.closing`); otherwise every job is worked out.
 """
 
 from __future__ import annotations
@@ -110,6 +119,8 @@ class Plugin:
     time_sensitive: ClassVar[bool] = False
     keeps_gangs: ClassVar[bool] = False
     calls_out: ClassVar[bool] = False
+    valid_by_state: ClassVar[bool] = False
+    closes_by_state: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):
         self.option = option

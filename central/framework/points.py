@@ -107,6 +107,8 @@ class Points:
         self.task_order = [p.task_order for p in flat(ext.TaskOrder)]
         self.victim_queue_order = [p.victim_queue_order for p in flat(ext.VictimQueueOrder)]
         self.job_valid = [p.job_valid for p in flat(ext.JobValid)]
+        # every JobValid answer is the job's own (Plugin.valid_by_state): kept while its version holds
+        self.job_valid_by_state = all(p.valid_by_state for p in flat(ext.JobValid))  # type: ignore[attr-defined]
         self.job_ready = [p.job_ready for p in flat(ext.JobReady)]
         self.job_pipelined = [[p.job_pipelined for p in tier] for tier in tiered(ext.JobPipelined)]
         self.job_starving = [[p.job_starving for p in tier] for tier in tiered(ext.JobStarving)]
@@ -153,6 +155,7 @@ class Points:
         task_order: list[Callable[[TaskInfo, TaskInfo], int]]
         victim_queue_order: list[Callable[[QueueInfo, QueueInfo, QueueInfo], int]]
         job_valid: list[Callable[[JobInfo], str | None]]
+        job_valid_by_state: bool
         job_ready: list[Callable[[JobInfo], bool]]
         job_pipelined: list[list[Callable[[JobInfo], int]]]
         job_starving: list[list[Callable[[JobInfo], bool]]]

@@ -54,6 +54,7 @@ class Session:
         missing = [name for name in ("root", cache.default_queue) if name not in cache.queues]
         self.queues: dict[str, QueueInfo] = cache.all_queues()
         self.jobs: dict[str, JobInfo] = {job.uid: job for job in cache.iter_scheduling_jobs()}
+        self.opened = cache.version_mark()  # jobs whose version is newer changed in this session
         self.journal = Journal(cache)
 
         def forget_made_up_queues() -> None:  # all_queues() made them up for this session
@@ -140,7 +141,16 @@ class Session:
 
     def job_valid(self, job: JobInfo) -> str | None:
         faulted = self.faults.job_reason(job)
-        return faulted if faulted is not None else rules.first_answer(self.points.job_valid, job)
+        if faulted is not None:
+            return faulted
+        if not self.points.job_valid_by_state:
+            return rules.first_answer(self.points.job_valid, job)
+        kept = job.valid  # the answer holds while the job's version and the configuration do
+        if kept is not None and kept[0] == job.version and kept[1] is self.conf:
+            return kept[2]
+        answer = rules.first_answer(self.points.job_valid, job)
+        job.valid = (job.version, self.conf, answer)
+        return answer
 
     def job_ready(self, job: JobInfo) -> bool:
         return rules.all_true(self.points.job_ready, job)
@@ -211,7 +221,8 @@ class Session:
 
     def close(self) -> CycleResult:
         return Closing(self.cache, self.dims, self.jobs, self.queues, self.tiers, self.points,
-                       self.decisions, self.notes, self.faults, self.journal, self.plugin_timings).close()
+                       self.decisions, self.notes, self.faults, self.journal, self.plugin_timings,
+                       self.handle, self.conf, self.opened).close()
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it (see `central.framework.journal`)."""

@@ -18,6 +18,7 @@ scheduler then deletes the pod here and shows it again as the API has it).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -53,9 +54,13 @@ KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLU
          "PodDisruptionBudget", *DRA_KINDS)
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
+# Job versions: one counter for every job of every cache, so that a version taken as a mark
+# (`ClusterCache.version_mark`) orders against every job's last change.
+_versions = itertools.count(1)
 
 
 def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
+    job.version = next(_versions)
     status = task.status
     job.counts[status] = job.counts.get(status, 0) + sign
     key = (task.role, status)
@@ -88,6 +93,7 @@ def _take_tasks(job: JobInfo, old: JobInfo) -> None:
 
 
 def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> None:
+    job.version = next(_versions)
     counts, roles = job.counts, job.role_counts
     counts[was] = counts.get(was, 0) - 1
     counts[status] = counts.get(status, 0) + 1
@@ -350,6 +356,12 @@ class ClusterCache:
                 BATCH_MEMORY: canonical(BATCH_MEMORY, Decimal(repr(data.batch_memory)))}
 
     # --- queries ----------------------------------------------------------------------------
+
+    @staticmethod
+    def version_mark() -> int:
+        """A version newer than every job's last change so far and older than every later
+        one: a job whose `version` is below a mark taken at session open has not changed since."""
+        return next(_versions)
 
     def node_derived(self, key: str, build: Callable[[], T]) -> T:
         """What `build` makes from the Node objects alone (labels, taints, rows), kept across

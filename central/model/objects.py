@@ -291,8 +291,15 @@ class JobInfo:
     fit_errors: dict[str, "FitErrors | str"] = field(default_factory=dict)  # task uid -> why not placed
     network_topology: NetworkTopology | None = None  # spec.networkTopology
     # what the last session close computed of it, reused while nothing it depends on changed
-    # (`central.framework.closing`): (phase, minMember, counts, the session's conditions, status)
-    closed: tuple[Any, ...] | None = None
+    # (`central.framework.closing.Closed`)
+    closed: Any = None
+    # bumped (from one counter for all jobs) by the cache at every change of its tasks: one
+    # added, removed, replaced or moved to another status or node (a changed PodGroup is a new
+    # JobInfo): what is kept of a job across sessions holds while the job has that version
+    version: int = 0
+    # (version, configuration, answer): its JobValid answer where every plugin's depends on the
+    # job alone (`central.framework.session.Session.job_valid`)
+    valid: tuple[int, Any, str | None] | None = None
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
     # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
     quota_request: dict[str, Decimal] | None = None

@@ -67,6 +67,7 @@ def alpha(elapsed: float, half_life: float) -> float:
 
 class AdmissionFairSharing(Plugin, ext.QueueOrder, ext.VictimQueueOrder, ext.AllocationEvents, ext.SessionClose):
     name = "admissionfairsharing"
+    closes_by_state = True  # its last word keeps usage and annotates queues: no condition
     time_sensitive = True  # usage is sampled and decays with the clock alone
 
     @classmethod

@@ -114,6 +114,7 @@ class Extender(Plugin, ext.Predicate, ext.BatchNodeOrder, ext.Preemptable, ext.R
                ext.JobEnqueued, ext.Overused, ext.JobReady, ext.AllocationEvents, ext.SessionClose):
     name = "extender"
     calls_out = True
+    closes_by_state = True  # its last word is a call to the extender: no condition
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> Settings:

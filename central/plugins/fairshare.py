@@ -104,6 +104,7 @@ def fair_shares(demand: dict[str, float], total: float) -> dict[str, float]:
 
 class Fairshare(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.AllocationEvents, ext.SessionClose):
     name = "fairshare"
+    closes_by_state = True  # its last word keeps usage and annotates queues: no condition
     time_sensitive = True  # usage decays and accrues with the clock alone
 
     @classmethod

@@ -58,6 +58,8 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
            ext.JobPipelined, ext.JobStarving, ext.Preemptable, ext.Reclaimable, ext.VictimGuard, ext.SessionClose):
     name = "gang"
     keeps_gangs = True  # gangpreempt and gangreclaim evict whole gangs and keep the rest intact themselves
+    valid_by_state = True  # job_valid reads the job's counts and PodGroup only
+    closes_by_state = True  # its conditions: from the job's counts, notes and fit errors
 
     def job_valid(self, job: JobInfo) -> str | None:
         for role, minimum in job.task_min_available.items():
@@ -105,7 +107,7 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
 
     def on_session_close(self) -> None:
         handle = self.handle
-        for job in handle.jobs.values():
+        for job in handle.closing_jobs():  # the others keep their condition (a function of their state)
             if not job.tasks:
                 continue
             if job_ready(job):

@@ -13,7 +13,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
-from central.plugins.proportion import job_min_resources, less_gated, never_fits
+from central.plugins.proportion import admitted_hold, job_min_resources, less_gated, never_fits
 from central.resources.vectors import EPSILON, format_value, less_equal_on
 
 if TYPE_CHECKING:
@@ -37,13 +37,15 @@ class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
         used = handle.table.used[: len(handle.nodes)].sum(axis=0)
         self.idle = handle.total * factor - used
         self.inqueue = handle.dims.zeros()
-        admitted = [job for job in handle.jobs.values() if job.min_resources is not None and job.phase == "Inqueue"]
-        running = [job for job in handle.jobs.values() if job.min_resources is not None and job.phase == "Running"
-                   and job.ready_num >= job.min_available]
-        for job in admitted:
-            self.inqueue += less_gated(job, job_min_resources(handle, job))
-        for job in running:  # what their minResources still hold beyond their allocation
-            self.inqueue += less_gated(job, np.maximum(job_min_resources(handle, job) - job.allocated, 0))
+        # admitted jobs hold their minResources; running ones what it holds beyond their allocation
+        holding = [job for job in handle.jobs.values() if job.min_resources is not None and (
+            job.phase == "Inqueue" or job.phase == "Running" and job.ready_num >= job.min_available)]
+        if holding:  # in one array: a session has many jobs, and most have not changed
+            held = np.array([job_min_resources(handle, job) for job in holding])
+            running = np.array([job.phase == "Running" for job in holding])
+            allocated = np.array([job.allocated for job in holding])
+            held[running] = np.maximum(held[running] - allocated[running], 0)
+            self.inqueue = admitted_hold(holding, held)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         if job.min_resources is None:

@@ -56,6 +56,7 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
 
 class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents, ext.SessionClose):
     name = "predicates"
+    closes_by_state = True  # its last word settles devices: no condition
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> dict[str, bool]:

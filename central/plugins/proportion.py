@@ -88,6 +88,15 @@ def less_gated(job: JobInfo, held: np.ndarray) -> np.ndarray:
     return np.maximum(held - np.sum(gated, axis=0), 0) if gated else held
 
 
+def admitted_hold(jobs: list[JobInfo], held: np.ndarray) -> np.ndarray:
+    """The sum of what each job holds of its queue's admitted resources (`held`, a row per
+    job, changed in place): each row less its job's gated pods (`less_gated`), summed at once."""
+    for i in np.flatnonzero(held.any(axis=1)).tolist():
+        if jobs[i].counts.get(TaskStatus.PENDING):
+            held[i] = less_gated(jobs[i], held[i])
+    return held.sum(axis=0)
+
+
 def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
     """Allocated, requested, inqueue and elastic resources of the queues that have jobs."""
     dims, total = ssn.dims, ssn.total
@@ -118,7 +127,7 @@ def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
         held = np.maximum(min_res - allocated, 0)
         held[inqueue] = min_res[inqueue]
         held[~(inqueue | running)] = 0
-        attr.inqueue = sum((less_gated(job, row) for job, row in zip(jobs, held) if row.any()), start=dims.zeros())
+        attr.inqueue = admitted_hold(jobs, held)
         attr.elastic = np.maximum(allocated - min_res, 0).sum(axis=0)
     return attrs
 

@@ -124,6 +124,7 @@ def reserved_nodes(job: JobInfo) -> list[str] | None:
 class ReservationPlugin(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.JobEnqueued, ext.Predicate,
                         ext.AllocationEvents, ext.SessionClose):
     name = "reservation"
+    closes_by_state = True  # its last word sets side conditions only, which closing sees
     time_sensitive = True  # a job crosses the wait threshold with the clock alone
 
     @classmethod

@@ -9,18 +9,27 @@ cycles (whose binds and evictions are written back to the objects, as the sink w
 must leave that state exactly as a cache fed only the final objects has it.
 """
 
+import copy
+import itertools
+from dataclasses import fields
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from central.framework.conf import DEFAULT_CONF_YAML
+from central.framework import session as session_module
+from central.framework.closing import CycleResult
+from central.framework.conf import DEFAULT_CONF_YAML, Registry
+from central.framework.extension import SessionClose
 from central.framework.nodeindex import NodeIndex
+from central.framework.plugin import Plugin
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import READY_STATUSES
-from central.scheduler import load_config
+from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
 
@@ -76,7 +85,9 @@ class Cluster:
             self.cache.delete(kind, obj["metadata"].get("namespace"), obj["metadata"]["name"])
 
     def cycle(self) -> None:
-        result = run_cycle(self.cache, CONF)
+        self.write_back(run_cycle(self.cache, CONF))
+
+    def write_back(self, result: CycleResult) -> None:
         for key, node in result.binds.items():  # what the sink writes, seen back through the informer
             pod = self.objects[("Pod", key)]
             pod["spec"]["nodeName"] = node
@@ -196,3 +207,154 @@ def test_a_node_that_comes_back_is_charged_for_the_pods_still_bound_to_it():
     cache = cluster.cache
     assert cache.table.used[cache.nodes["n0"].index].tolist()[:2] == [1000.0, 2**30]
     assert sorted(cache.nodes["n0"].tasks) == ["ns/p0"]
+
+
+def _forget_kept(cache: ClusterCache) -> None:
+    """Every job changed, as far as anything kept across sessions can tell: all is worked out anew."""
+    for job in cache.jobs.values():
+        job.version = ClusterCache.version_mark()
+
+
+def _cycle_result(cluster: Cluster, number: int, monkeypatch: Any) -> dict[str, Any]:
+    """One cycle at a fixed clock and session id, its statuses written back as the sink would."""
+    monkeypatch.setattr(session_module, "_session_ids", itertools.count(number))
+    result = run_cycle(cluster.cache, CONF, now=datetime(2026, 1, 1, 0, number, tzinfo=timezone.utc))
+    cluster.write_back(result)
+    for uid in sorted(result.changed_podgroups):
+        obj = cluster.objects.get(("PodGroup", uid))
+        if obj is not None:
+            obj["status"] = copy.deepcopy(result.podgroups[uid])
+            cluster.cache.apply(obj)
+    return {f.name: getattr(result, f.name) for f in fields(result) if f.name not in ("timings", "plugin_timings")}
+
+
+@settings(max_examples=150, deadline=None)
+@given(operations, st.integers(1, 3))
+def test_what_closes_keep_gives_the_statuses_a_full_close_gives(ops, repeat):
+    """Closing works out only the jobs that changed (`central.framework.closing`): every cycle
+    hands over what a close that worked out every job hands over, byte for byte (statuses,
+    conditions with their stamps, which ones changed, why pods wait, queue statuses)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        kept, full = Cluster(), Cluster()
+        number = 0
+        for op in ops:
+            for cluster in (kept, full):
+                if op[0] == "delete":
+                    cluster.delete(op[1], op[2])
+                elif op[0] != "cycle":
+                    cluster.put(op)
+            if op[0] == "cycle":
+                for _ in range(repeat):  # quiet cycles in a row: the kept statuses stand
+                    number += 1
+                    _forget_kept(full.cache)
+                    assert _cycle_result(kept, number, monkeypatch) == _cycle_result(full, number, monkeypatch)
+        for uid, job in kept.cache.jobs.items():
+            other = full.cache.jobs[uid]
+            assert (job.phase, job.conditions, job.reported) == (other.phase, other.conditions, other.reported)
+
+
+def test_a_change_to_a_job_ends_its_kept_close():
+    """A job's tasks changing bumps its version, and its status is worked out again."""
+    cluster = Cluster()
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    cluster.put(("podgroup", "g0", {"minMember": 2}))
+    for name in ("p0", "p1"):
+        cluster.put(("pod", name, {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    job = cluster.cache.jobs["ns/g0"]
+    run_cycle(cluster.cache, CONF)
+    run_cycle(cluster.cache, CONF)
+    kept, version = job.closed, job.version
+    assert kept is not None and kept.quiet and kept.status["phase"] == "Running"
+    run_cycle(cluster.cache, CONF)
+    assert job.closed is kept  # nothing changed: the last close stands
+    cluster.put(("pod", "p1", {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Succeeded"}))
+    assert job.version > version
+    result = run_cycle(cluster.cache, CONF)
+    assert job.closed is not kept and result.podgroups["ns/g0"]["succeeded"] == 1
+
+
+class Marking(Plugin, SessionClose):
+    """Sets a side condition on every job at close while `marking` is on: something a session
+    records of a job besides what its state gives, and then stops recording."""
+
+    name = "marking"
+    closes_by_state = True  # side conditions only: closing sees them
+    marking = False
+    asked: list[int] = []  # how many jobs each session's close listed as changing
+
+    def on_session_close(self) -> None:
+        Marking.asked.append(len(list(self.handle.closing_jobs())))
+        if Marking.marking:
+            for job in self.handle.jobs.values():
+                self.handle.set_side_condition(job, "Marked", True, "Marked", "a plugin's own condition")
+
+
+def test_a_job_a_session_recorded_something_of_is_worked_out_again_after(monkeypatch):
+    """A settled job that a plugin's last word marks, and the close after the mark stops, hand
+    over what a full close does (the last close's record is not the job's state alone)."""
+    conf = load_config(DEFAULT_CONF_YAML + "  - name: marking\n", "marking.conf",
+                       Registry(REGISTRY.actions, {**REGISTRY.plugins, "marking": Marking}))
+    kept, full = Cluster(), Cluster()
+    for cluster in (kept, full):
+        cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+        cluster.put(("podgroup", "g0", {"minMember": 2}))
+        for name in ("p0", "p1"):
+            cluster.put(("pod", name, {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    for number, marking in enumerate([False, False, True, False, False, True, True, False], start=1):
+        monkeypatch.setattr(Marking, "marking", marking)
+        _forget_kept(full.cache)
+        results = []
+        for cluster in (kept, full):
+            monkeypatch.setattr(session_module, "_session_ids", itertools.count(number))
+            result = run_cycle(cluster.cache, conf, now=datetime(2026, 1, 1, 0, number, tzinfo=timezone.utc))
+            results.append((result.podgroups, result.changed_podgroups, result.unschedulable))
+        assert results[0] == results[1], number
+
+
+def test_a_kept_job_valid_answer_ends_when_the_job_changes():
+    """Gang's JobValid answer depends on the job alone: kept across sessions on the job, it
+    is asked again once the job's tasks change."""
+    cluster = Cluster()
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    cluster.put(("podgroup", "g0", {"minMember": 3}))
+    for name in ("p0", "p1"):
+        cluster.put(("pod", name, {"group": "g0", "cpu": 1, "memory": "1Gi"}))
+    job = cluster.cache.jobs["ns/g0"]
+
+    def valid() -> str | None:
+        ssn = Session(cluster.cache, CONF)
+        answer = ssn.job_valid(job)
+        ssn.rollback()
+        return answer
+
+    assert "not enough valid tasks" in (valid() or "")
+    assert job.valid is not None and job.valid[0] == job.version
+    cluster.put(("pod", "p2", {"group": "g0", "cpu": 1, "memory": "1Gi"}))
+    assert valid() is None
+    other = load_config(DEFAULT_CONF_YAML, "another.conf")  # another configuration asks again
+    ssn = Session(cluster.cache, other)
+    assert ssn.job_valid(job) is None and job.valid[1] is other
+    ssn.rollback()
+
+
+class Unsure(Marking):
+    """The same last word, without saying it sets conditions from the job's state alone."""
+
+    name = "unsure"
+    closes_by_state = False
+
+
+@pytest.mark.parametrize(("plugin", "changing"), [(Marking, [1, 0, 0, 0]), (Unsure, [1, 1, 1, 1])])
+def test_jobs_settle_only_while_every_plugin_s_last_word_is_by_state(plugin, changing, monkeypatch):
+    """A plugin that does not say its conditions come from the job's state alone (the
+    default) has every job worked out at every close, as before jobs could settle."""
+    conf = load_config(DEFAULT_CONF_YAML + f"  - name: {plugin.name}\n", "c.conf",
+                       Registry(REGISTRY.actions, {**REGISTRY.plugins, plugin.name: plugin}))
+    cluster = Cluster()
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    cluster.put(("podgroup", "g0", {"minMember": 1}))
+    cluster.put(("pod", "p0", {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    monkeypatch.setattr(Marking, "asked", [])
+    for _ in changing:
+        run_cycle(cluster.cache, conf)
+    assert Marking.asked == changing
