@@ -101,6 +101,20 @@ class Plan:
         self.position = len(changes)
         return row
 
+    def take_more(self, tasks: Sequence[TaskInfo]) -> list[int]:
+        """Right after `take` handed out a row, before it is allocated: the rows for the next
+        pods, first first, as many as `take` would hand them out one by one (stopping at the
+        first it would refuse), the pod before each allocated to its row in between."""
+        rows: list[int] = []
+        for task in tasks:
+            if self.taken >= len(self.rows) or task.template is not self.template or task.nominated_node \
+                    or not all(judge(task) for judge in self.judges):
+                break
+            rows.append(self.rows[self.taken])
+            self.taken += 1
+        self.position += len(rows)  # the log the pods handed out will have written, the last one's row last
+        return rows
+
 
 class Placement:
     """The filter chain and the scores over the session's node rows, for the actions."""

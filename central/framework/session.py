@@ -163,6 +163,21 @@ class Session:
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         return rules.first_refusal(self.points.allocatable, queue, task)
 
+    def admits_in_row(self, queue: QueueInfo, task: TaskInfo, count: int) -> int:
+        """Of `count` pods of the task's template in a row, the first admitted already, how many
+        Allocatable admits, each charged before the next is asked (1 where a plugin cannot say)."""
+        admitted = count
+        for fn in self.points.admits_in_row:
+            answer = fn(queue, task, admitted)
+            if answer is None:
+                return 1
+            admitted = min(admitted, answer)
+        return max(admitted, 1)
+
+    def allocations_to_ready(self, job: JobInfo) -> int:
+        """The fewest more allocated pods before JobReady could answer True (all must)."""
+        return max((fn(job) for fn in self.points.allocations_to_ready), default=1)
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         return rules.first_refusal(self.points.preemptive, queue, task)
 

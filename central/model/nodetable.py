@@ -46,5 +46,15 @@ class NodeTable:
         self.pods[row] += pods
         self.touch(row)
 
+    def charge_rows(self, rows: np.ndarray, req: np.ndarray) -> None:
+        """`charge(row, req, 1, 0, 0, 1)` for each of `rows` in turn (a row may repeat): the same
+        figures, as np.add.at adds in order, and the same change log."""
+        np.add.at(self.used, rows, req)
+        np.subtract.at(self.idle, rows, req)
+        np.add.at(self.pods, rows, 1)
+        touched = np.unique(rows)
+        self.future[touched] = self.idle[touched] + self.releasing[touched] - self.pipelined[touched]
+        self.changes.extend(rows.tolist())
+
     def changed_since(self, position: int) -> np.ndarray:
         return np.unique(np.asarray(self.changes[position:], dtype=np.int64))

@@ -71,6 +71,10 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
     def job_ready(self, job: JobInfo) -> bool:
         return job_ready(job)
 
+    def allocations_to_ready(self, job: JobInfo) -> int:
+        best_effort = sum(job.best_effort_pending.values()) if job.best_effort_pending else 0
+        return max(1, job.min_available - job.ready - best_effort)
+
     def job_pipelined(self, job: JobInfo) -> int:
         occupied = job.ready_num + job.count(TaskStatus.PIPELINED)
         return PERMIT if roles_ready(job, pipelined=True) and occupied >= job.min_available else REJECT
