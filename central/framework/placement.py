@@ -105,13 +105,13 @@ class Plan:
         """Right after `take` handed out a row, before it is allocated: the rows for the next
         pods, first first, as many as `take` would hand them out one by one (stopping at the
         first it would refuse), the pod before each allocated to its row in between."""
-        rows: list[int] = []
-        for task in tasks:
-            if self.taken >= len(self.rows) or task.template is not self.template or task.nominated_node \
-                    or not all(judge(task) for judge in self.judges):
+        rows = self.rows[self.taken : self.taken + len(tasks)]
+        template, judges = self.template, self.judges
+        for i, task in enumerate(tasks[: len(rows)]):
+            if task.template is not template or task.nominated_node or not all(judge(task) for judge in judges):
+                del rows[i:]
                 break
-            rows.append(self.rows[self.taken])
-            self.taken += 1
+        self.taken += len(rows)
         self.position += len(rows)  # the log the pods handed out will have written, the last one's row last
         return rows
 
@@ -397,7 +397,10 @@ class _Levels:
     def __init__(self, placement: Placement, task: TaskInfo, view: TemplateView, rows: np.ndarray):
         self.placement, self.task, self.view, self.rows = placement, task, view, rows
         table = placement.table
-        self.state = [getattr(table, name)[rows] for name in self._STATE]  # copies
+        self.arrays = [getattr(table, name) for name in self._STATE]
+        self.base = [array[rows] for array in self.arrays]  # copies: what the rows are put back to
+        self.state = self.base
+        self.releasing, self.pipelined = table.releasing[rows], table.pipelined[rows]  # no level changes them
         self.answers: list[tuple[np.ndarray, np.ndarray]] = []
 
     def at(self, level: int) -> tuple[np.ndarray, np.ndarray]:
@@ -407,19 +410,18 @@ class _Levels:
         return self.answers[level - 1]
 
     def _next(self) -> None:
-        table, rows, req = self.placement.table, self.rows, self.task.resreq
+        rows, req = self.rows, self.task.resreq
         used, idle, _, pods = self.state
         used = used + req  # as NodeTable.charge and touch compute a charged row
         idle = idle - req
-        future = idle + table.releasing[rows] - table.pipelined[rows]
+        future = idle + self.releasing - self.pipelined
         self.state = [used, idle, future, pods + 1]
-        arrays = [getattr(table, name) for name in self._STATE]
-        saved = [array[rows] for array in arrays]
+        arrays = self.arrays
         try:
             for array, value in zip(arrays, self.state):
                 array[rows] = value
             codes, fits_idle, score = self.placement._row_answers(self.task, self.view, rows)
         finally:
-            for array, value in zip(arrays, saved):
+            for array, value in zip(arrays, self.base):
                 array[rows] = value
         self.answers.append(((codes == Code.FITS) & fits_idle, score))

@@ -52,8 +52,7 @@ class NodeTable:
         np.add.at(self.used, rows, req)
         np.subtract.at(self.idle, rows, req)
         np.add.at(self.pods, rows, 1)
-        touched = np.unique(rows)
-        self.future[touched] = self.idle[touched] + self.releasing[touched] - self.pipelined[touched]
+        self.future[rows] = self.idle[rows] + self.releasing[rows] - self.pipelined[rows]  # a repeated row: one value
         self.changes.extend(rows.tolist())
 
     def changed_since(self, position: int) -> np.ndarray:
