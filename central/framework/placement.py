@@ -49,7 +49,7 @@ import numpy as np
 
 from central.framework.points import Points
 from central.framework.status import Check, Code, fold, sliced
-from central.model.nodetable import NodeTable
+from central.model.nodetable import NodeTable, block
 from central.model.objects import FitErrors, NodeInfo, PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -200,11 +200,10 @@ class Placement:
         req, table = task.resreq, self.table
         cols = self.columns(req)
         need = req[cols]
-        at = (rows[:, None], cols)  # one gather per array
-        short = table.future[at] + EPSILON <= need
+        short = block(table.future, rows, cols) + EPSILON <= need
         checks = []
         if short.any():
-            never = table.alloc[at] - table.pipelined[at] + EPSILON <= need
+            never = block(table.alloc, rows, cols) - block(table.pipelined, rows, cols) + EPSILON <= need
             names = self._names
             for j in np.flatnonzero(short.any(axis=0)):
                 checks.append(Check(~short[:, j], f"Insufficient {names[cols[j]]}",
@@ -227,7 +226,7 @@ class Placement:
             fold(codes, checks)
         req, table = task.resreq, self.table
         cols = self.columns(req)
-        fits_idle = ((table.idle[rows[:, None], cols] + EPSILON > req[cols]).all(axis=1)
+        fits_idle = ((block(table.idle, rows, cols) + EPSILON > req[cols]).all(axis=1)
                      & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
         for fn in self.points.node_order:

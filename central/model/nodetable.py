@@ -57,3 +57,9 @@ class NodeTable:
 
     def changed_since(self, position: int) -> np.ndarray:
         return np.unique(np.asarray(self.changes[position:], dtype=np.int64))
+
+
+def block(array: np.ndarray, rows: np.ndarray, cols: np.ndarray | list[int]) -> np.ndarray:
+    """`array[rows[:, None], cols]`, a new array, by two takes: a fraction of the cost of one
+    two-dimensional fancy index on the few rows and columns a placement reads."""
+    return array.take(rows, axis=0).take(cols, axis=1)
