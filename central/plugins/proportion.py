@@ -119,7 +119,8 @@ def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
         held = np.maximum(min_res - allocated, 0)
         held[inqueue] = min_res[inqueue]
         held[~(inqueue | running)] = 0
-        attr.inqueue = sum((less_gated(job, row) for job, row in zip(jobs, held) if row.any()), start=dims.zeros())
+        holding = np.flatnonzero(held.any(axis=1))  # most jobs hold nothing: one pass, not one call per job
+        attr.inqueue = sum((less_gated(jobs[i], held[i]) for i in holding.tolist()), start=dims.zeros())
         attr.elastic = np.maximum(allocated - min_res, 0).sum(axis=0)
     return attrs
 
