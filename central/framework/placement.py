@@ -122,7 +122,7 @@ class Placement:
     def __init__(self, table: NodeTable, nodes: Sequence[NodeInfo], nodes_by_name: Mapping[str, NodeInfo],
                  dimension_names: Sequence[str]):
         self.table = table
-        self.table.changes.clear()  # positions in the change log are per session
+        self.table.clear_changes()  # positions in the change log are per session
         self.n = len(nodes)
         self._nodes_by_name = nodes_by_name
         self._names = dimension_names

@@ -23,6 +23,7 @@ class NodeTable:
         self.releasing_pods = np.zeros(rows, dtype=np.int64)  # of those, releasing: their slots free up
         self.max_pods = np.zeros(rows, dtype=np.int64)
         self.changes: list[int] = []  # rows written, in order; positions serve as versions
+        self.last_change = np.zeros(rows, dtype=np.int64)  # per row: 1 + its latest position in `changes` (0: none)
 
     @property
     def size(self) -> int:
@@ -31,6 +32,7 @@ class NodeTable:
     def touch(self, row: int) -> None:
         self.future[row] = self.idle[row] + self.releasing[row] - self.pipelined[row]
         self.changes.append(row)
+        self.last_change[row] = len(self.changes)
 
     def charge(self, row: int, req: np.ndarray, used: float, releasing: float, pipelined: float, pods: int) -> None:
         """Add (or with negative factors, remove) a task's request to a row."""
@@ -54,9 +56,16 @@ class NodeTable:
         np.add.at(self.pods, rows, 1)
         self.future[rows] = self.idle[rows] + self.releasing[rows] - self.pipelined[rows]  # a repeated row: one value
         self.changes.extend(rows.tolist())
+        self.last_change[rows] = len(self.changes)  # nothing looks at the log between the run's own entries
+
+    def clear_changes(self) -> None:
+        """Start the change log afresh (positions are per session)."""
+        self.changes.clear()
+        self.last_change[:] = 0
 
     def changed_since(self, position: int) -> np.ndarray:
-        return np.unique(np.asarray(self.changes[position:], dtype=np.int64))
+        """The rows written at `position` of the log or after, in row order."""
+        return np.flatnonzero(self.last_change > position)
 
 
 def block(array: np.ndarray, rows: np.ndarray, cols: np.ndarray | list[int]) -> np.ndarray:
