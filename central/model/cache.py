@@ -433,8 +433,12 @@ class ClusterCache:
         assert req is not None and job is not None and job.allocated is not None and job.pending_request is not None
         allocated, pending = TaskStatus.ALLOCATED, TaskStatus.PENDING
         journal, starting, counts, roles = self.journal, self.starting, job.counts, job.role_counts
-        for task, node in zip(tasks, nodes, strict=True):
-            assert task.status == pending and task.node is None and task.resreq is req and task.job_uid == job.uid
+        if len(tasks) != len(nodes) or first.best_effort or any(
+                task.status != pending or task.node is not None or task.resreq is not req or task.job_uid != job.uid
+                for task in tasks):
+            raise ValueError("a run is of pending pods of one template and one job, each with a node")
+        # nothing fails from here on: the journal (the session's rollback) holds what changed
+        for task, node in zip(tasks, nodes):
             if journal is not None:
                 journal += (task, pending, None)
             task.status, task.node = allocated, node.name

@@ -134,3 +134,42 @@ def test_adding_a_request_repeatedly_at_once_gives_the_figures_one_by_one_gives(
     assert at_once.tobytes() == one_by_one.tobytes()
     if not (req % 1).any() and not (base % 1).any() and np.abs(base).max() + np.abs(req).max() * times < 2**52:
         assert repeats_exactly(base, req, times)
+
+
+class RunBreaking(Plugin, AllocationEvents):
+    """A plugin bug (not bad data) while a run is told: the cycle fails and rolls back."""
+
+    name = "run-breaking"
+    events_in_runs = True
+
+    def on_allocate(self, task):
+        if task.uid == "bench/job-00000-5":
+            raise RuntimeError("a bug")
+
+    def on_deallocate(self, task):
+        pass
+
+
+def test_a_cycle_failing_while_a_run_is_told_leaves_the_cache_as_it_was():
+    cache = ClusterCache()
+    for obj in synthetic_cluster(30, 300, seed=3):
+        cache.apply(obj)
+
+    def state():
+        table = cache.table
+        return ([(t.uid, t.status, t.node) for t in cache.tasks.values()],
+                [(j.uid, j.ready, _counted(j.counts), _counted(j.role_counts), _counted(j.role_ready),
+                  j.allocated.tolist(), j.pending_request.tolist()) for j in cache.jobs.values()],
+                [array.tolist() for array in (table.used, table.idle, table.future, table.pods)],
+                sorted(cache.starting), [sorted(node.tasks) for node in cache.node_list])
+
+    before = state()
+    registry = Registry(REGISTRY.actions, {**REGISTRY.plugins, "run-breaking": RunBreaking})
+    with pytest.raises(RuntimeError, match="a bug"):
+        run_cycle(cache, load_config(BINPACK + "  - name: run-breaking\n", "test", registry))
+    assert state() == before
+
+
+def _counted(counts: dict) -> list:
+    """Counters without their zero entries (a count that went up and down again reads 0 either way)."""
+    return sorted((key, n) for key, n in counts.items() if n)
