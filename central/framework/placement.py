@@ -49,7 +49,7 @@ import numpy as np
 
 from central.framework.points import Points
 from central.framework.status import Check, Code, fold, sliced
-from central.model.nodetable import NodeTable, block
+from central.model.nodetable import NodeTable, block, row_all
 from central.model.objects import FitErrors, NodeInfo, PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -226,7 +226,7 @@ class Placement:
             fold(codes, checks)
         req, table = task.resreq, self.table
         cols = self.columns(req)
-        fits_idle = ((block(table.idle, rows, cols) + EPSILON > req[cols]).all(axis=1)
+        fits_idle = (row_all(block(table.idle, rows, cols) + EPSILON > req[cols])
                      & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
         for fn in self.points.node_order:
@@ -353,6 +353,8 @@ class Placement:
         while heap and len(chosen) < count:
             _, row, i = heapq.heappop(heap)  # the best score, the lowest row on a tie: as select
             chosen.append(row)
+            if len(chosen) == count:
+                break  # the row's next answers would only serve a pod beyond the plan
             placed[i] += 1
             fits, score = levels.at(int(placed[i]))
             if fits[i]:

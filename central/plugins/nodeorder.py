@@ -18,7 +18,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 from central.framework.plugin import Arguments, Plugin
-from central.model.nodetable import block
+from central.model.nodetable import block, row_sum
 from central.model.objects import PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -48,7 +48,7 @@ def least_requested(requested: np.ndarray, alloc: np.ndarray, positive: bool = F
     top = (alloc - requested) * MAX_SCORE
     per = np.floor(top / alloc if positive else _ratio(top, alloc))
     per[requested > alloc] = 0
-    return np.floor(per.sum(axis=1) / per.shape[1])
+    return np.floor(row_sum(per) / per.shape[1])
 
 
 def most_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -62,7 +62,7 @@ def balanced(requested: np.ndarray, alloc: np.ndarray, positive: bool = False) -
     if positive:
         frac = np.minimum(requested / alloc, 1.0)
         counted: int | np.ndarray = frac.shape[1]
-        mean = frac.sum(axis=1) / counted
+        mean = row_sum(frac) / counted
         spread = frac - mean[:, None]
     else:
         has = alloc > 0
@@ -70,7 +70,7 @@ def balanced(requested: np.ndarray, alloc: np.ndarray, positive: bool = False) -
         counted = np.maximum(has.sum(axis=1), 1)
         mean = frac.sum(axis=1) / counted
         spread = np.where(has, frac - mean[:, None], 0.0)
-    std = np.sqrt((spread ** 2).sum(axis=1) / counted)
+    std = np.sqrt(row_sum(spread ** 2) / counted)
     # with two resources this equals kube's |f1 - f2| / 2
     return np.floor((1 - std) * MAX_SCORE)
 
