@@ -57,7 +57,12 @@ class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.R
         return share
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self._share(left.uid), self._share(right.uid)
+        shares = self.shares  # every heap comparison asks: the cached share without a call
+        ls, rs = shares.get(left.uid), shares.get(right.uid)
+        if ls is None:
+            ls = self._share(left.uid)
+        if rs is None:
+            rs = self._share(right.uid)
         return -1 if ls < rs else (1 if ls > rs else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:

@@ -164,8 +164,10 @@ def repeats_exactly(base: Vector, req: Vector, times: int) -> bool:
     """Is `base` plus (or minus) `times` x `req`, added at once, the very figure that adding
     `req` `times` times one by one gives? So where every figure is integral (millicores,
     bytes, devices) and the sums stay well inside a float's exact range."""
-    top = float(np.abs(base).max(initial=0.0)) + float(np.abs(req).max(initial=0.0)) * times
-    return top < 2.0 ** 52 and not (req % 1).any() and not (base % 1).any()
+    both = np.concatenate((base, req))
+    if not (np.trunc(both) == both).all():  # a fraction, or NaN
+        return False
+    return float(np.abs(base).max(initial=0.0) + np.abs(req).max(initial=0.0) * times) < 2.0 ** 52
 
 
 def add_repeated(vec: Vector, req: Vector, times: int, sign: int = 1) -> None:
