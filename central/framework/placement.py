@@ -346,9 +346,10 @@ class Placement:
             return None
         rows = _best(rows, view.score[rows], count)
         levels = _Levels(self, task, view, rows)
-        heap = [(-score, int(row), i) for i, (row, score) in enumerate(zip(rows, view.score[rows]))]
+        # Python numbers from here on: the loop runs once per pod
+        heap = [(-score, row, i) for i, (row, score) in enumerate(zip(rows.tolist(), view.score[rows].tolist()))]
         heapq.heapify(heap)
-        placed = np.zeros(len(rows), dtype=np.int64)
+        placed = [0] * len(rows)
         chosen: list[int] = []
         while heap and len(chosen) < count:
             _, row, i = heapq.heappop(heap)  # the best score, the lowest row on a tie: as select
@@ -356,7 +357,7 @@ class Placement:
             if len(chosen) == count:
                 break  # the row's next answers would only serve a pod beyond the plan
             placed[i] += 1
-            fits, score = levels.at(int(placed[i]))
+            fits, score = levels.at(placed[i])
             if fits[i]:
                 heapq.heappush(heap, (-score[i], row, i))
         return Plan(task.template, chosen, self.table.changes, judges)
@@ -402,9 +403,9 @@ class _Levels:
         self.base = [array[rows] for array in self.arrays]  # copies: what the rows are put back to
         self.state = self.base
         self.releasing, self.pipelined = table.releasing[rows], table.pipelined[rows]  # no level changes them
-        self.answers: list[tuple[np.ndarray, np.ndarray]] = []
+        self.answers: list[tuple[list[bool], list[float]]] = []
 
-    def at(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+    def at(self, level: int) -> tuple[list[bool], list[float]]:
         """(fits idle and passes steps 1-3, score) per row with `level` pods charged."""
         while len(self.answers) < level:
             self._next()
@@ -425,4 +426,4 @@ class _Levels:
         finally:
             for array, value in zip(arrays, self.base):
                 array[rows] = value
-        self.answers.append(((codes == Code.FITS) & fits_idle, score))
+        self.answers.append((((codes == Code.FITS) & fits_idle).tolist(), score.tolist()))
