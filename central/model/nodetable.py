@@ -77,7 +77,8 @@ def block(array: np.ndarray, rows: np.ndarray, cols: np.ndarray | list[int]) -> 
 def row_sum(block: np.ndarray) -> np.ndarray:
     """`block.sum(axis=1)`, the same figures: with two columns one addition, which is what the
     reduction does (numpy's per-row reductions over a few columns cost several times more)."""
-    return block[:, 0] + block[:, 1] if block.shape[1] == 2 else block.sum(axis=1)
+    total: np.ndarray = block[:, 0] + block[:, 1] if block.shape[1] == 2 else block.sum(axis=1)
+    return total
 
 
 def row_any(mask: np.ndarray) -> np.ndarray:
