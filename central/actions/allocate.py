@@ -121,8 +121,14 @@ def place_tasks(handle: ActionHandle, stmt: Statement, tasks: FixedLine[TaskInfo
                 row = plan.take(task) if plan is not None else None
                 if row is None:
                     unplanned.add(task.template)
-        if row is not None:
-            stmt.allocate(task, handle.nodes[row])
+        if plan is not None and row is not None:
+            more = _run_after(handle, tasks, task, job, queue, plan)
+            if more:
+                run = [task, *tasks.head(len(more))]
+                tasks.drop(len(more))
+                stmt.allocate_run(run, [handle.nodes[r] for r in (row, *more)])
+            else:
+                stmt.allocate(task, handle.nodes[row])
         else:
             rows = placement.feasible(task)
             if within is not None:
@@ -136,6 +142,25 @@ def place_tasks(handle: ActionHandle, stmt: Statement, tasks: FixedLine[TaskInfo
             (stmt.allocate if fits_idle else stmt.pipeline)(task, handle.nodes[row])
         if tasks and handle.job_ready(job):
             break
+
+
+def _run_after(handle: ActionHandle, tasks: FixedLine[TaskInfo], task: TaskInfo, job: JobInfo, queue: QueueInfo,
+               plan: Plan) -> list[int]:
+    """The plan's rows for the pods after `task` that the loop would allocate straight after
+    it, asking nothing that their allocations change: next in line, of its template, not
+    gated, admitted by Allocatable in a row, and before the job can turn ready."""
+    limit = min(len(plan.rows) - plan.taken, handle.allocations_to_ready(job) - 1)
+    if limit <= 0 or not tasks:
+        return []
+    same = []
+    for other in tasks.head(limit):
+        if other.template is not task.template or other.gated:
+            break
+        same.append(other)
+    if not same:
+        return []
+    admitted = handle.admits_in_row(queue, task, 1 + len(same)) - 1
+    return plan.take_more(same[:admitted]) if admitted > 0 else []
 
 
 def _batch(tasks: FixedLine[TaskInfo], task: TaskInfo, job: JobInfo) -> int:

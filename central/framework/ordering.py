@@ -79,6 +79,15 @@ class FixedLine(Generic[T]):
     def pop(self) -> T:
         return self._items.pop()
 
+    def head(self, limit: int) -> list[T]:
+        """The next `limit` items (fewer where fewer are left), first first; they stay."""
+        items = self._items
+        return items[: len(items) - limit - 1 : -1] if limit < len(items) else items[::-1]
+
+    def drop(self, count: int) -> None:
+        """Take the next `count` items out."""
+        del self._items[len(self._items) - count:]
+
     def assign(self, other: "FixedLine[T]") -> None:
         """Hold exactly what `other` has left, in its order (a trial hands back what it left)."""
         self._items = list(other._items)

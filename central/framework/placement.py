@@ -49,7 +49,7 @@ import numpy as np
 
 from central.framework.points import Points
 from central.framework.status import Check, Code, fold, sliced
-from central.model.nodetable import NodeTable
+from central.model.nodetable import NodeTable, block, row_all
 from central.model.objects import FitErrors, NodeInfo, PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -101,6 +101,20 @@ class Plan:
         self.position = len(changes)
         return row
 
+    def take_more(self, tasks: Sequence[TaskInfo]) -> list[int]:
+        """Right after `take` handed out a row, before it is allocated: the rows for the next
+        pods, first first, as many as `take` would hand them out one by one (stopping at the
+        first it would refuse), the pod before each allocated to its row in between."""
+        rows = self.rows[self.taken : self.taken + len(tasks)]
+        template, judges = self.template, self.judges
+        for i, task in enumerate(tasks[: len(rows)]):
+            if task.template is not template or task.nominated_node or not all(judge(task) for judge in judges):
+                del rows[i:]
+                break
+        self.taken += len(rows)
+        self.position += len(rows)  # the log the pods handed out will have written, the last one's row last
+        return rows
+
 
 class Placement:
     """The filter chain and the scores over the session's node rows, for the actions."""
@@ -108,7 +122,7 @@ class Placement:
     def __init__(self, table: NodeTable, nodes: Sequence[NodeInfo], nodes_by_name: Mapping[str, NodeInfo],
                  dimension_names: Sequence[str]):
         self.table = table
-        self.table.changes.clear()  # positions in the change log are per session
+        self.table.clear_changes()  # positions in the change log are per session
         self.n = len(nodes)
         self._nodes_by_name = nodes_by_name
         self._names = dimension_names
@@ -186,11 +200,10 @@ class Placement:
         req, table = task.resreq, self.table
         cols = self.columns(req)
         need = req[cols]
-        at = (rows[:, None], cols)  # one gather per array
-        short = table.future[at] + EPSILON <= need
+        short = block(table.future, rows, cols) + EPSILON <= need
         checks = []
         if short.any():
-            never = table.alloc[at] - table.pipelined[at] + EPSILON <= need
+            never = block(table.alloc, rows, cols) - block(table.pipelined, rows, cols) + EPSILON <= need
             names = self._names
             for j in np.flatnonzero(short.any(axis=0)):
                 checks.append(Check(~short[:, j], f"Insufficient {names[cols[j]]}",
@@ -213,7 +226,7 @@ class Placement:
             fold(codes, checks)
         req, table = task.resreq, self.table
         cols = self.columns(req)
-        fits_idle = ((table.idle[rows[:, None], cols] + EPSILON > req[cols]).all(axis=1)
+        fits_idle = (row_all(block(table.idle, rows, cols) + EPSILON > req[cols])
                      & (table.pods[rows] < table.max_pods[rows]))
         score = np.zeros(len(rows))
         for fn in self.points.node_order:
@@ -333,15 +346,18 @@ class Placement:
             return None
         rows = _best(rows, view.score[rows], count)
         levels = _Levels(self, task, view, rows)
-        heap = [(-score, int(row), i) for i, (row, score) in enumerate(zip(rows, view.score[rows]))]
+        # Python numbers from here on: the loop runs once per pod
+        heap = [(-score, row, i) for i, (row, score) in enumerate(zip(rows.tolist(), view.score[rows].tolist()))]
         heapq.heapify(heap)
-        placed = np.zeros(len(rows), dtype=np.int64)
+        placed = [0] * len(rows)
         chosen: list[int] = []
         while heap and len(chosen) < count:
             _, row, i = heapq.heappop(heap)  # the best score, the lowest row on a tie: as select
             chosen.append(row)
+            if len(chosen) == count:
+                break  # the row's next answers would only serve a pod beyond the plan
             placed[i] += 1
-            fits, score = levels.at(int(placed[i]))
+            fits, score = levels.at(placed[i])
             if fits[i]:
                 heapq.heappush(heap, (-score[i], row, i))
         return Plan(task.template, chosen, self.table.changes, judges)
@@ -383,29 +399,31 @@ class _Levels:
     def __init__(self, placement: Placement, task: TaskInfo, view: TemplateView, rows: np.ndarray):
         self.placement, self.task, self.view, self.rows = placement, task, view, rows
         table = placement.table
-        self.state = [getattr(table, name)[rows] for name in self._STATE]  # copies
-        self.answers: list[tuple[np.ndarray, np.ndarray]] = []
+        self.arrays = [getattr(table, name) for name in self._STATE]
+        self.base = [array[rows] for array in self.arrays]  # copies: what the rows are put back to
+        self.state = self.base
+        self.releasing, self.pipelined = table.releasing[rows], table.pipelined[rows]  # no level changes them
+        self.answers: list[tuple[list[bool], list[float]]] = []
 
-    def at(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+    def at(self, level: int) -> tuple[list[bool], list[float]]:
         """(fits idle and passes steps 1-3, score) per row with `level` pods charged."""
         while len(self.answers) < level:
             self._next()
         return self.answers[level - 1]
 
     def _next(self) -> None:
-        table, rows, req = self.placement.table, self.rows, self.task.resreq
+        rows, req = self.rows, self.task.resreq
         used, idle, _, pods = self.state
         used = used + req  # as NodeTable.charge and touch compute a charged row
         idle = idle - req
-        future = idle + table.releasing[rows] - table.pipelined[rows]
+        future = idle + self.releasing - self.pipelined
         self.state = [used, idle, future, pods + 1]
-        arrays = [getattr(table, name) for name in self._STATE]
-        saved = [array[rows] for array in arrays]
+        arrays = self.arrays
         try:
             for array, value in zip(arrays, self.state):
                 array[rows] = value
             codes, fits_idle, score = self.placement._row_answers(self.task, self.view, rows)
         finally:
-            for array, value in zip(arrays, saved):
+            for array, value in zip(arrays, self.base):
                 array[rows] = value
-        self.answers.append(((codes == Code.FITS) & fits_idle, score))
+        self.answers.append((((codes == Code.FITS) & fits_idle).tolist(), score.tolist()))

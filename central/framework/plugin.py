@@ -34,23 +34,36 @@ Besides the points, a plugin class may say, for the framework and tools around i
   are free: closing sees them). While every SessionClose plugin of a session says so, a
   job nothing changed keeps its last close and the plugins are asked only for the others
   (`Handle.closing_jobs`, `central.framework.closing`); otherwise every job is worked out.
+
+Runs of identical pods (the pods of one template a batch placement put, allocated one after
+the other with nothing asked in between) can be allocated at once where every plugin taking
+part says how (defaults keep a plugin pod by pod):
+- `events_in_runs`: its on_allocate/on_deallocate read only the task and the plugin's own
+  state, so a run is told with `on_allocate_run` once the whole run is on the table
+  (AccountingPlugin's are, through `charge_run`).
+- `admits_in_row(queue, task, count)` (Allocatable plugins): how many of `count` pods of the
+  task's template in a row it admits, each charged before the next is asked; None: it
+  cannot say.
+- `allocations_to_ready(job)` (JobReady plugins): the fewest more allocated pods before its
+  job_ready can answer True.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from central.errors import InputError, shown
 from central.framework.extension import ABSTAIN, PERMIT, REJECT, AllocationEvents
 from central.model.fields import GO_BOOLS
+from central.resources.vectors import add_repeated
 
 MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow waiting)
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
-    from central.model.objects import TaskInfo
+    from central.model.objects import JobInfo, QueueInfo, TaskInfo
 
 __all__ = ["ABSTAIN", "PERMIT", "REJECT", "AccountingPlugin", "Arguments", "Plugin", "PluginOption"]
 
@@ -121,6 +134,7 @@ class Plugin:
     calls_out: ClassVar[bool] = False
     valid_by_state: ClassVar[bool] = False
     closes_by_state: ClassVar[bool] = False
+    events_in_runs: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):
         self.option = option
@@ -130,6 +144,34 @@ class Plugin:
     def batchable(self, task: TaskInfo) -> bool:
         """See the module's docstring (batch placement)."""
         return False
+
+    def admits_in_row(self, queue: QueueInfo, task: TaskInfo, count: int) -> int | None:
+        """See the module's docstring (runs of identical pods)."""
+        return None
+
+    def allocations_to_ready(self, job: JobInfo) -> int:
+        """See the module's docstring (runs of identical pods)."""
+        return 1
+
+    def on_allocate_run(self, tasks: Sequence[TaskInfo]) -> None:
+        """`on_allocate` for each task of a run in order (a plugin with `events_in_runs`), all
+        or none: an InputError is raised once the tasks already told are undone."""
+        events = cast(AllocationEvents, self)
+        told = 0
+        try:
+            for task in tasks:
+                events.on_allocate(task)
+                told += 1
+        except InputError:
+            for task in reversed(tasks[:told]):
+                events.on_deallocate(task)
+            raise
+
+    def on_deallocate_run(self, tasks: Sequence[TaskInfo]) -> None:
+        """The undo of `on_allocate_run`: `on_deallocate` for each task, last first."""
+        events = cast(AllocationEvents, self)
+        for task in reversed(tasks):
+            events.on_deallocate(task)
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> Any:
@@ -142,7 +184,10 @@ class Plugin:
 
 class AccountingPlugin(Plugin, AllocationEvents):
     """A plugin that keeps its own tally of what is allocated (drf, proportion, capacity):
-    every statement operation and its undo reach `charge` with +1 or -1."""
+    every statement operation and its undo reach `charge` with +1 or -1, a run of them
+    `charge_run` (by default `charge` task by task)."""
+
+    events_in_runs = True
 
     def on_allocate(self, task: TaskInfo) -> None:
         self.charge(task, +1)
@@ -150,10 +195,33 @@ class AccountingPlugin(Plugin, AllocationEvents):
     def on_deallocate(self, task: TaskInfo) -> None:
         self.charge(task, -1)
 
+    def on_allocate_run(self, tasks: Sequence[TaskInfo]) -> None:
+        self.charge_run(tasks, +1)
+
+    def on_deallocate_run(self, tasks: Sequence[TaskInfo]) -> None:
+        self.charge_run(tasks, -1)
+
     def charge(self, task: TaskInfo, sign: int) -> None:
         raise NotImplementedError
+
+    def charge_run(self, tasks: Sequence[TaskInfo], sign: int) -> None:
+        """`charge` for each task of a run, all or none (as `Plugin.on_allocate_run`)."""
+        if sign > 0:
+            Plugin.on_allocate_run(self, tasks)
+        else:
+            Plugin.on_deallocate_run(self, tasks)
 
     def deserved_shares(self) -> dict[str, Any] | None:
         """Queue -> the resource vector it deserves this session, where the plugin computes
         shares (proportion, capacity); reports show it. None: no shares here (drf)."""
         return None
+
+
+def charge_repeated(vec: Any, tasks: Sequence[TaskInfo], sign: int) -> bool:
+    """Add `sign` x the request of each task of a run to `vec` in place, where the run is of
+    one template (one request vector): True; False where it is not (nothing added)."""
+    req = tasks[0].resreq
+    if req is None or any(task.resreq is not req for task in tasks):
+        return False
+    add_repeated(vec, req, len(tasks), sign)
+    return True

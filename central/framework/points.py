@@ -142,6 +142,12 @@ class Points:
         listeners = flat(ext.AllocationEvents)
         self.on_allocate = [p.on_allocate for p in listeners]
         self.on_deallocate = [p.on_deallocate for p in listeners]  # index for index, the same plugins
+        # runs of identical pods (see `central.framework.plugin`): None where a plugin cannot take them
+        runs = all(p.events_in_runs for p in listeners)  # type: ignore[attr-defined]
+        self.on_allocate_run = [p.on_allocate_run for p in listeners] if runs else None  # type: ignore[attr-defined]
+        self.on_deallocate_run = [p.on_deallocate_run for p in listeners] if runs else None  # type: ignore[attr-defined]
+        self.admits_in_row = [p.admits_in_row for p in flat(ext.Allocatable)]  # type: ignore[attr-defined]
+        self.allocations_to_ready = [p.allocations_to_ready for p in flat(ext.JobReady)]  # type: ignore[attr-defined]
         self.on_session_close = flat(ext.SessionClose)
         # the plugins whose answers decide a placement: asked whether a pod may be placed in a batch
         deciding: dict[int, Plugin] = {}
@@ -183,6 +189,10 @@ class Points:
         hypernode_order: list[Callable[[JobInfo, list[HyperNode], SubGroup | None], np.ndarray]]
         on_allocate: list[Callable[[TaskInfo], None]]
         on_deallocate: list[Callable[[TaskInfo], None]]
+        on_allocate_run: list[Callable[[Sequence[TaskInfo]], None]] | None
+        on_deallocate_run: list[Callable[[Sequence[TaskInfo]], None]] | None
+        admits_in_row: list[Callable[[QueueInfo, TaskInfo, int], int | None]]
+        allocations_to_ready: list[Callable[[JobInfo], int]]
         on_session_close: list[ext.SessionClose]
 
 

@@ -84,6 +84,7 @@ class Session:
             self.rollback()
             raise
         self.points = Points(self.tiers)
+        self._job_order, self._queue_order = self.points.job_order, self.points.queue_order  # one lookup less per comparison
         self.handle.job_less = self.job_less
         self.placement.use(self.points)
 
@@ -97,14 +98,14 @@ class Session:
 
     # (first_opinion inlined: these run for every heap comparison)
     def job_less(self, left: JobInfo, right: JobInfo) -> bool:
-        for fn in self.points.job_order:
+        for fn in self._job_order:
             result = fn(left, right)
             if result:
                 return result < 0
         return (left.creation, left.uid) < (right.creation, right.uid)
 
     def queue_less(self, left: QueueInfo, right: QueueInfo) -> bool:
-        for fn in self.points.queue_order:
+        for fn in self._queue_order:
             result = fn(left, right)
             if result:
                 return result < 0
@@ -172,6 +173,21 @@ class Session:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         return rules.first_refusal(self.points.allocatable, queue, task)
+
+    def admits_in_row(self, queue: QueueInfo, task: TaskInfo, count: int) -> int:
+        """Of `count` pods of the task's template in a row, the first admitted already, how many
+        Allocatable admits, each charged before the next is asked (1 where a plugin cannot say)."""
+        admitted = count
+        for fn in self.points.admits_in_row:
+            answer = fn(queue, task, admitted)
+            if answer is None:
+                return 1
+            admitted = min(admitted, answer)
+        return max(admitted, 1)
+
+    def allocations_to_ready(self, job: JobInfo) -> int:
+        """The fewest more allocated pods before JobReady could answer True (all must)."""
+        return max((fn(job) for fn in self.points.allocations_to_ready), default=1)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         return rules.first_refusal(self.points.preemptive, queue, task)

@@ -7,6 +7,8 @@ into evictions; pipelines stay in the session only, as in Volcano.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from central.errors import InputError
 from central.framework.decisions import Decisions
 from central.framework.points import Points
@@ -33,6 +35,33 @@ class Statement:
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self._apply(EVICT, task, TaskStatus.RELEASING, task.node, reason)
+
+    def allocate_run(self, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo]) -> None:
+        """`allocate(tasks[i], nodes[i])` for each in turn, for pending pods of one template and
+        one job with nothing asked in between (a batch placement's run): the cache records the
+        run at once, and where every listening plugin takes runs it is told once. If a plugin
+        refuses, the run is undone and done again pod by pod, which refuses where it did."""
+        points = self.points
+        tell, undo = points.on_allocate_run, points.on_deallocate_run
+        if tell is None or undo is None or len(tasks) == 1:
+            for task, node in zip(tasks, nodes, strict=True):
+                self.allocate(task, node)
+            return
+        self.cache.allocate_run(tasks, nodes)
+        told = 0
+        try:
+            for fn in tell:
+                fn(tasks)
+                told += 1
+        except InputError:
+            for fn in reversed(undo[:told]):
+                fn(tasks)
+            for task in reversed(tasks):
+                self.cache.set_status(task, TaskStatus.PENDING, None)
+            for task, node in zip(tasks, nodes, strict=True):
+                self.allocate(task, node)
+            return
+        self.ops.extend((ALLOCATE, task, TaskStatus.PENDING, None, "") for task in tasks)
 
     def merge(self, other: Statement) -> None:
         """Take over `other`'s operations (a sub-statement that succeeded)."""

@@ -19,7 +19,7 @@ scheduler then deletes the pod here and shows it again as the API has it).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -47,7 +47,7 @@ from central.model.objects import (
 from central.model.policy import PdbInfo, ResourceQuotaInfo, parse_pdb, parse_resource_quota
 from central.model.topology import Topology
 from central.model.volumes import VOLUME_KINDS, VolumeStore, in_tree_limits
-from central.resources.vectors import Dimensions, canonical
+from central.resources.vectors import Dimensions, add_repeated, canonical
 
 T = TypeVar("T")
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLUME_KINDS, "ResourceQuota",
@@ -434,6 +434,40 @@ class ClusterCache:
         self._charge(task, -1)
         task.status, task.node = status, node
         self._charge(task, +1)
+
+    def allocate_run(self, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo]) -> None:
+        """`set_status(task, ALLOCATED, node.name)` for each task in turn, for pending pods of one
+        template and one job that request resources: the per-pod records one by one, the sums
+        (the job's, the node table's) added once with the figures one by one gives."""
+        first = tasks[0]
+        job = self.jobs.get(first.job_uid) if first.job_uid else None
+        req = first.resreq
+        assert req is not None and job is not None and job.allocated is not None and job.pending_request is not None
+        allocated, pending = TaskStatus.ALLOCATED, TaskStatus.PENDING
+        journal, starting, counts, roles = self.journal, self.starting, job.counts, job.role_counts
+        if len(tasks) != len(nodes) or first.best_effort or any(
+                task.status != pending or task.node is not None or task.resreq is not req or task.job_uid != job.uid
+                for task in tasks):
+            raise ValueError("a run is of pending pods of one template and one job, each with a node")
+        # nothing fails from here on: the journal (the session's rollback) holds what changed
+        for task, node in zip(tasks, nodes):
+            if journal is not None:
+                journal += (task, pending, None)
+            task.status, task.node = allocated, node.name
+            starting[task.uid] = task
+            node.tasks[task.uid] = task
+            role = task.role
+            roles[role, pending] = roles.get((role, pending), 0) - 1
+            roles[role, allocated] = roles.get((role, allocated), 0) + 1
+            job.role_ready[role] = job.role_ready.get(role, 0) + 1
+        count = len(tasks)
+        job.version = next(_versions)  # as set_status's recount does: the job's pods changed
+        counts[pending] = counts.get(pending, 0) - count
+        counts[allocated] = counts.get(allocated, 0) + count
+        job.ready += count
+        add_repeated(job.pending_request, req, count, -1)
+        add_repeated(job.allocated, req, count)
+        self.table.charge_rows(np.fromiter((node.index for node in nodes), np.int64, count), req)
 
     def _charge(self, task: TaskInfo, sign: int) -> None:
         if task.status in STARTING_STATUSES:

@@ -15,6 +15,7 @@ import numpy as np
 
 from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
+from central.model.nodetable import block, row_any, row_sum
 from central.model.objects import TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -68,10 +69,10 @@ class Binpack(Plugin, ext.NodeOrder):
         if not len(cols):
             return np.zeros(len(rows))
         table = self.handle.table
-        at = (rows[:, None], cols)
-        alloc = table.alloc[at]
-        after = table.used[at] + need
-        per = np.divide(w * after, alloc, out=np.zeros_like(after), where=alloc > 0)
-        over = (after > alloc + EPSILON).any(axis=1)
-        score = per.sum(axis=1) / total * MAX_SCORE * self.weight
+        alloc = block(table.alloc, rows, cols)
+        after = block(table.used, rows, cols) + need
+        has = alloc > 0
+        per = (w * after) / alloc if has.all() else np.divide(w * after, alloc, out=np.zeros_like(after), where=has)
+        over = row_any(after > alloc + EPSILON)
+        score = row_sum(per) / total * MAX_SCORE * self.weight
         return np.where(over, 0.0, score)

@@ -12,13 +12,13 @@ before the victim's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.framework import extension as ext
-from central.framework.plugin import AccountingPlugin
+from central.framework.plugin import AccountingPlugin, charge_repeated
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.plugins.hdrf import HdrfTree
 from central.resources.vectors import dominant_share
@@ -57,7 +57,12 @@ class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.R
         return share
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self._share(left.uid), self._share(right.uid)
+        shares = self.shares  # every heap comparison asks: the cached share without a call
+        ls, rs = shares.get(left.uid), shares.get(right.uid)
+        if ls is None:
+            ls = self._share(left.uid)
+        if rs is None:
+            rs = self._share(right.uid)
         return -1 if ls < rs else (1 if ls > rs else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -108,5 +113,14 @@ class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.R
             vec += sign * task.resreq
             self.shares.pop(task.job_uid, None)
             self.tree_state = None
+
+    def charge_run(self, tasks: Sequence[TaskInfo], sign: int) -> None:
+        uid = tasks[0].job_uid
+        vec = self.allocated.get(uid)
+        if vec is None or any(task.job_uid != uid for task in tasks) or not charge_repeated(vec, tasks, sign):
+            super().charge_run(tasks, sign)
+            return
+        self.shares.pop(uid, None)
+        self.tree_state = None
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 from central.framework.plugin import Arguments, Plugin
+from central.model.nodetable import block, row_sum
 from central.model.objects import PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -31,11 +32,10 @@ WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "node
 BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 
-def requested_fraction(ssn: Handle, task: TaskInfo, rows: np.ndarray, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def requested_fraction(ssn: Handle, task: TaskInfo, rows: np.ndarray, cols: list[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
     table = ssn.table
-    at = (rows[:, None], cols)  # one gather per array
-    return table.used[at] + table.pipelined[at] + task.resreq[cols], table.alloc[at]
+    return block(table.used, rows, cols) + block(table.pipelined, rows, cols) + task.resreq[cols], block(table.alloc, rows, cols)
 
 
 def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -43,10 +43,12 @@ def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     return np.divide(top, alloc, out=np.zeros_like(top), where=alloc > 0)
 
 
-def least_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    per = np.floor(_ratio((alloc - requested) * MAX_SCORE, alloc))
+def least_requested(requested: np.ndarray, alloc: np.ndarray, positive: bool = False) -> np.ndarray:
+    """`positive`: every node has every column (alloc > 0), so a plain division is `_ratio`."""
+    top = (alloc - requested) * MAX_SCORE
+    per = np.floor(top / alloc if positive else _ratio(top, alloc))
     per[requested > alloc] = 0
-    return np.floor(per.sum(axis=1) / per.shape[1])
+    return np.floor(row_sum(per) / per.shape[1])
 
 
 def most_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -54,14 +56,21 @@ def most_requested(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     return np.floor(per.sum(axis=1) / per.shape[1])
 
 
-def balanced(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    """(1 - standard deviation of the requested fractions) x 100, over resources the node has."""
-    has = alloc > 0
-    frac = np.minimum(_ratio(requested, alloc), 1.0)
-    counted = np.maximum(has.sum(axis=1), 1)
-    mean = frac.sum(axis=1) / counted
-    spread = np.where(has, frac - mean[:, None], 0.0)
-    std = np.sqrt((spread ** 2).sum(axis=1) / counted)
+def balanced(requested: np.ndarray, alloc: np.ndarray, positive: bool = False) -> np.ndarray:
+    """(1 - standard deviation of the requested fractions) x 100, over resources the node has
+    (`positive`: every node has every column, so no column is left out: the same figures)."""
+    if positive:
+        frac = np.minimum(requested / alloc, 1.0)
+        counted: int | np.ndarray = frac.shape[1]
+        mean = row_sum(frac) / counted
+        spread = frac - mean[:, None]
+    else:
+        has = alloc > 0
+        frac = np.minimum(_ratio(requested, alloc), 1.0)
+        counted = np.maximum(has.sum(axis=1), 1)
+        mean = frac.sum(axis=1) / counted
+        spread = np.where(has, frac - mean[:, None], 0.0)
+    std = np.sqrt(row_sum(spread ** 2) / counted)
     # with two resources this equals kube's |f1 - f2| / 2
     return np.floor((1 - std) * MAX_SCORE)
 
@@ -87,7 +96,7 @@ class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
         self.weights: dict[str, int] = self.settings
         self.index = handle.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
-        self._cols: dict[int, list[int]] = {}
+        self._cols: dict[int, np.ndarray] = {}
         self._batchable: dict[PodTemplate, bool] = {}
 
     def batchable(self, task: TaskInfo) -> bool:
@@ -108,12 +117,13 @@ class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
         score = np.zeros(len(rows))
         # cpu and memory come first in the balanced columns: one read of the table serves all
         requested, alloc = requested_fraction(self.handle, task, rows, self._balanced_cols(task))
+        positive = bool((alloc > 0).all())
         if w["leastrequested"]:
-            score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2])
+            score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2], positive)
         if w["mostrequested"]:
             score += w["mostrequested"] * most_requested(requested[:, :2], alloc[:, :2])
         if w["balancedresource"]:
-            score += w["balancedresource"] * balanced(requested, alloc)
+            score += w["balancedresource"] * balanced(requested, alloc, positive)
         affinity, _ = self._static_scores(task.template)
         if w["nodeaffinity"]:
             score += w["nodeaffinity"] * affinity[rows]
@@ -132,11 +142,12 @@ class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
             score = _plus(score, w["podtopologyspread"] * self._spread(template, rows))
         return score
 
-    def _balanced_cols(self, task: TaskInfo) -> list[int]:
+    def _balanced_cols(self, task: TaskInfo) -> np.ndarray:
         cols = self._cols.get(id(task.resreq))
         if cols is None:
             index = self.handle.dims.index
-            cols = [index[r] for r in BALANCED_RESOURCES if r in index and (r in ("cpu", "memory") or task.resreq[index[r]] > EPSILON)]
+            cols = np.array([index[r] for r in BALANCED_RESOURCES
+                             if r in index and (r in ("cpu", "memory") or task.resreq[index[r]] > EPSILON)], dtype=np.intp)
             self._cols[id(task.resreq)] = cols
         return cols
 

@@ -14,7 +14,8 @@ class Priority(Plugin, ext.JobOrder, ext.TaskOrder, ext.JobStarving, ext.Preempt
         return _higher_first(left.priority, right.priority)
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        return _higher_first(left.priority, right.priority)
+        lp, rp = left.priority, right.priority
+        return -1 if lp > rp else (1 if lp < rp else 0)  # _higher_first, inline: every heap comparison asks
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         jobs = self.handle.jobs

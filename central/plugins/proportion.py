@@ -14,17 +14,18 @@ JobEnqueueable, as the capacity plugin does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.framework import extension as ext
-from central.framework.plugin import PERMIT, REJECT, AccountingPlugin
+from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, charge_repeated
 from central.framework.status import ALLOWED, Status, refused
 from central.model.draquota import DeviceQuota, min_claim_tasks
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
-from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on
+from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on, repeats_exactly
 
 if TYPE_CHECKING:
     from central.framework.handle import Handle
@@ -197,6 +198,20 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
             return refused(why)
         return ALLOWED
 
+    def admits_in_row(self, queue: QueueInfo, task: TaskInfo, count: int) -> int | None:
+        """The j-th pod is admitted while allocated + j x request stays within deserved (the
+        figure charging them one by one reaches, where `repeats_exactly`); devices: pod by pod."""
+        attr = self.attrs.get(queue.name)
+        if not queue.is_open or attr is None:
+            return 0
+        req = task.resreq
+        if self.devices is not None or req is None or not repeats_exactly(attr.allocated, req, count):
+            return None
+        mask = req > EPSILON
+        steps = np.arange(1, count + 1, dtype=float)[:, None]
+        fits = (attr.allocated[mask] + steps * req[mask] < attr.deserved[mask] + EPSILON).all(axis=1)
+        return count if fits.all() else int(np.argmin(fits))
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         """As Allocatable: a queue that is not Open never reclaims."""
         return self.allocatable(queue, task)
@@ -272,6 +287,15 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
             attr.share = None
         if job is not None and self.devices is not None:
             self.devices.charge(job.queue, task, sign)
+
+    def charge_run(self, tasks: Sequence[TaskInfo], sign: int) -> None:
+        job = self.handle.jobs.get(tasks[0].job_uid)
+        attr = self.attrs.get(job.queue) if job is not None else None
+        if attr is None or self.devices is not None or any(task.job_uid != job.uid for task in tasks) \
+                or not charge_repeated(attr.allocated, tasks, sign):
+            super().charge_run(tasks, sign)
+            return
+        attr.share = None
 
     def _share(self, queue: str) -> float:
         attr = self.attrs.get(queue)

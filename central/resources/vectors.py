@@ -158,3 +158,24 @@ def dominant_share(allocated: Vector, total: Vector) -> float:
     if share < 1.0 and np.any(allocated[~has] > EPSILON):
         return 1.0
     return share
+
+
+def repeats_exactly(base: Vector, req: Vector, times: int) -> bool:
+    """Is `base` plus (or minus) `times` x `req`, added at once, the very figure that adding
+    `req` `times` times one by one gives? So where every figure is integral (millicores,
+    bytes, devices) and the sums stay well inside a float's exact range."""
+    both = np.concatenate((base, req))
+    if not (np.trunc(both) == both).all():  # a fraction, or NaN
+        return False
+    return float(np.abs(base).max(initial=0.0) + np.abs(req).max(initial=0.0) * times) < 2.0 ** 52
+
+
+def add_repeated(vec: Vector, req: Vector, times: int, sign: int = 1) -> None:
+    """`vec += sign * req`, `times` times, in place: at once where that gives the same figures
+    (`repeats_exactly`), else one by one."""
+    if repeats_exactly(vec, req, times):
+        vec += (sign * times) * req
+    else:
+        step = sign * req
+        for _ in range(times):
+            vec += step
