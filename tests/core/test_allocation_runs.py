@@ -21,6 +21,7 @@ from central.framework.extension import AllocationEvents
 from central.framework.plugin import Plugin
 from central.framework.statement import Statement
 from central.model.cache import ClusterCache
+from central.model.objects import TaskStatus
 from central.resources.vectors import add_repeated, repeats_exactly
 from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
@@ -173,3 +174,16 @@ def test_a_cycle_failing_while_a_run_is_told_leaves_the_cache_as_it_was():
 def _counted(counts: dict) -> list:
     """Counters without their zero entries (a count that went up and down again reads 0 either way)."""
     return sorted((key, n) for key, n in counts.items() if n)
+
+
+def test_a_run_changes_its_jobs_version_as_one_by_one_allocation_does():
+    """Closes and validity answers are kept per job until its version changes; a run changes it."""
+    cache = ClusterCache()
+    for obj in synthetic_cluster(10, 40, seed=1):
+        cache.apply(obj)
+    job = next(j for j in cache.jobs.values() if j.count(TaskStatus.PENDING) >= 2)
+    tasks = [t for t in job.tasks.values() if t.status == TaskStatus.PENDING]
+    tasks = [t for t in tasks if t.resreq is tasks[0].resreq][:2]
+    mark = cache.version_mark()
+    cache.allocate_run(tasks, [cache.node_list[0]] * len(tasks))
+    assert job.version > mark
