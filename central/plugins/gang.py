@@ -49,9 +49,13 @@ def keep_gangs(jobs: Mapping[str, JobInfo], candidates: list[TaskInfo]) -> list[
     return victims
 
 
+def _best_effort(job: JobInfo) -> int:
+    """Its pending best-effort pods, which count as ready (they need nothing placed)."""
+    return sum(job.best_effort_pending.values()) if job.best_effort_pending else 0
+
+
 def job_ready(job: JobInfo) -> bool:
-    best_effort = sum(job.best_effort_pending.values()) if job.best_effort_pending else 0
-    if job.ready + best_effort < job.min_available:
+    if job.ready + _best_effort(job) < job.min_available:
         return False
     return not job.task_min_available or roles_ready(job)  # (orderings ask often: no call for plain gangs)
 
@@ -76,8 +80,7 @@ class Gang(Plugin, ext.JobOrder, ext.JobValid, ext.JobReady,
         return job_ready(job)
 
     def allocations_to_ready(self, job: JobInfo) -> int:
-        best_effort = sum(job.best_effort_pending.values()) if job.best_effort_pending else 0
-        return max(1, job.min_available - job.ready - best_effort)
+        return max(1, job.min_available - job.ready - _best_effort(job))
 
     def job_pipelined(self, job: JobInfo) -> int:
         occupied = job.ready_num + job.count(TaskStatus.PIPELINED)

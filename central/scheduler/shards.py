@@ -112,7 +112,7 @@ class Sharding:
     def live(self) -> set[str]:
         return self.watch.observe_leases(list(self.leases.values()), self.clock()) | {self.name}
 
-    def job_filter(self, jobs: Iterable[JobInfo] = ()) -> Callable[[JobInfo], bool] | None:
+    def job_filter(self, jobs: Iterable[JobInfo]) -> Callable[[JobInfo], bool] | None:
         """The jobs this replica's session takes this cycle (None: every one), given the cache's.
 
         The others leave Pending PodGroups (phase "" or Pending) to the leader's enqueue; a plain

@@ -152,10 +152,10 @@ def test_a_replica_that_does_not_lead_leaves_pending_jobs_to_the_leaders_enqueue
     cache.apply(pending)
     cache.apply(pod("w-0", "ml", group="waiting"))
     _, _, _, follower = _gate(cache, podgroups, leading=False)
-    cache.job_filter = follower.job_filter()
+    cache.job_filter = follower.job_filter(cache.jobs.values())
     assert {job.name for job in cache.iter_scheduling_jobs()} == {"g", "podgroup-solo"}  # solo: no PodGroup object
     _, _, _, leader = _gate(cache, podgroups, leading=True)
-    cache.job_filter = leader.job_filter()
+    cache.job_filter = leader.job_filter(cache.jobs.values())
     assert {job.name for job in cache.iter_scheduling_jobs()} == {"g", "podgroup-solo", "waiting"}
 
 
