@@ -98,10 +98,12 @@ class KubeClient:
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100,
-                host: str | None = None, context: str | None = None) -> "KubeClient":
+                host: str | None = None, context: str | None = None, connections: int = 32) -> "KubeClient":
         """From `kubeconfig` if given, else in-cluster, else ~/.kube/config (its `context`, or
         the current one); `host` overrides the server address (vcctl's --master) and needs no
-        kubeconfig at all: without one it is reached with no credentials."""
+        kubeconfig at all: without one it is reached with no credentials. `connections`: how
+        many kept-alive connections the pool holds (one per thread that calls at once; a
+        watch holds one while it runs), beyond which each call opens and drops its own."""
         configuration = client.Configuration()
         where = f"--kubeconfig {kubeconfig}" if kubeconfig else "kubeconfig (in-cluster, then ~/.kube/config)"
         if kubeconfig and not os.path.exists(kubeconfig):
@@ -126,7 +128,7 @@ class KubeClient:
                     refresh(conf)
                     conf.host = host
                 configuration.refresh_api_key_hook = keep_host
-        configuration.connection_pool_maxsize = 32
+        configuration.connection_pool_maxsize = connections
         return cls(client.ApiClient(configuration), qps, burst)
 
     @staticmethod

@@ -92,6 +92,7 @@ from central.scheduler.podscheduled import PodScheduledMarks
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 3
+BIND_WORKERS = 64  # binds wait on the API server, not the CPU: a cycle's binds go out together
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
@@ -104,7 +105,7 @@ BindFailed = Callable[[str, dict[str, Any] | None, float], None]
 
 class KubeSink:
     def __init__(self, client: KubeClient, bind_failed: BindFailed, objects: dict[str, dict[str, dict[str, Any]]],
-                 events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
+                 events: EventRecorder, bind_workers: int = BIND_WORKERS, bind_backoff: tuple[float, float] = (1.0, 10.0),
                  status_workers: int = 4, condition_interval: float = 10.0,
                  clock: Callable[[], float] = time.monotonic, claim_timeout: float = 60.0,
                  gate_workers: int = DEFAULT_GATE_WORKERS):
