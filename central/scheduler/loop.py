@@ -1,4 +1,5 @@
-"""The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
+"""The scheduler process: reflectors feed the cache, the leader runs a cycle every period
+(sooner when a new pod arrives: `Scheduler._wait_for_work`).
 
 Order of start-up, each step a guard from Volcano's bug history:
 1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, ResourceQuotas,
