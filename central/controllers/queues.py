@@ -107,8 +107,12 @@ def reconcile_queue(
     )
     status = copy.deepcopy(dict(queue.get("status") or {}))
     status["state"] = state
+    counts: dict[str, int] = {}  # one pass over the queue's PodGroups, not one per phase
+    for pg in by_queue.get(name, []):
+        phase = _pg_phase(pg)
+        counts[phase] = counts.get(phase, 0) + 1
     for phase in PODGROUP_PHASES:
-        status[phase.lower()] = sum(1 for pg in by_queue.get(name, []) if _pg_phase(pg) == phase)
+        status[phase.lower()] = counts.get(phase, 0)
     decision.status = status
     decision.status_changed = status != dict(queue.get("status") or {})
     if parent is not None and not (queue.get("spec") or {}).get("parent"):

@@ -30,6 +30,7 @@ from central.model.dra import DeviceClaimWrite
 from central.model.drastore import DraStore
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.policy import PdbInfo, ResourceQuotaInfo
+from central.model.queuesums import QueueSum
 from central.model.topology import Topology
 from central.model.volumes import ClaimBinding, VolumeStore
 
@@ -77,6 +78,12 @@ class Handle:
         # at close (on_session_close), the jobs whose status may differ from the one their last
         # close gave them; the others keep it, conditions included (`central.framework.closing`)
         self.closing_jobs: Callable[[], Iterable[JobInfo]] = lambda: jobs.values()
+
+    def queue_sums(self) -> Mapping[str, QueueSum] | None:
+        """Per queue, the sums over the session's jobs as they stand now (allocated, pending,
+        admitted, elastic; read-only), updated for the jobs that changed since the cache last
+        summed them; None where they would not be exact (sum from the jobs then)."""
+        return self._cache.queue_sums.sums(self.jobs, self.dims)
 
     @cached_property
     def node_index(self) -> NodeIndex:
