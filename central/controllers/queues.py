@@ -3,7 +3,7 @@
     reconcile_queue(queue, queues, podgroups, commands=()) -> QueueDecision
 
 `queues` maps every queue name to its object, `podgroups` are all PodGroups (only those in
-this queue count), `commands` the bus Commands (OpenQueue / CloseQueue, as `vcctl queue
+this queue and its descendants, `subtree`, count), `commands` the bus Commands (OpenQueue / CloseQueue, as `vcctl queue
 operate` creates them; the oldest one targeting this queue is applied and consumed).
 
 - OpenQueue -> Open. CloseQueue -> Closing while the queue still holds unfinished PodGroups
@@ -119,6 +119,20 @@ def reconcile_queue(
         decision.spec_patch = {"parent": ROOT}
     decision.cascade = _cascade(name, state, queues, by_queue)
     return decision
+
+
+def subtree(name: str, queues: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The queue and its descendants: the queues whose PodGroups `reconcile_queue` reads."""
+    children: dict[str | None, list[str]] = {}
+    for child, queue in queues.items():
+        children.setdefault(_parent(queue), []).append(child)
+    out, pending = {name}, [name]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            if child not in out:
+                out.add(child)
+                pending.append(child)
+    return out
 
 
 def _cascade(

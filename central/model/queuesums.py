@@ -30,6 +30,7 @@ import numpy as np
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus
 from central.resources.vectors import Dimensions
 
+_A, _B, _C, _D = ALLOCATED_STATUSES
 EXACT = 2**52  # below it a float holds every whole number, a sum of two such too
 
 
@@ -96,12 +97,12 @@ def _terms(job: JobInfo, dims: Dimensions) -> _Terms | None:
     held = held_row(job, min_res, allocated)
     held = dims.zeros() if held is None or not held.any() else less_gated(job, held).copy()
     elastic = np.maximum(allocated - min_res, 0)
-    parts = np.concatenate((allocated, pending, held, elastic))
-    if parts.size and not (np.all(np.isfinite(parts)) and np.array_equal(parts, np.round(parts))):
+    parts = np.concatenate((allocated, pending, held, elastic)).tolist()  # a few numbers: Python is quicker
+    if not all(value.is_integer() for value in parts):  # inf and nan are not
         return None
-    size = int(np.abs(parts).max()) if parts.size else 0
-    counts = job.counts
-    pods = sum(counts.get(status, 0) for status in ALLOCATED_STATUSES)
+    size = int(max(map(abs, parts), default=0))
+    get = job.counts.get
+    pods = get(_A, 0) + get(_B, 0) + get(_C, 0) + get(_D, 0)
     return _Terms(job, job.version, job.phase, job.min_available, job.queue, allocated, pending, held, elastic,
                   pods, size)
 
