@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from central.resources.vectors import Dimensions
 
 
+_NOT_YET = object()
+
+
 class Handle:
     def __init__(self, cache: ClusterCache, now: datetime, jobs: Mapping[str, JobInfo],
                  queues: Mapping[str, QueueInfo], total: np.ndarray, notes: Notes, faults: Faults,
@@ -78,11 +81,18 @@ class Handle:
         # at close (on_session_close), the jobs whose status may differ from the one their last
         # close gave them; the others keep it, conditions included (`central.framework.closing`)
         self.closing_jobs: Callable[[], Iterable[JobInfo]] = lambda: jobs.values()
+        self.opening = True  # the session sets it False once every plugin is open
+        self._sums_at_open: object = _NOT_YET
 
     def queue_sums(self) -> Mapping[str, QueueSum] | None:
         """Per queue, the sums over the session's jobs as they stand now (allocated, pending,
         admitted, elastic; read-only), updated for the jobs that changed since the cache last
-        summed them; None where they would not be exact (sum from the jobs then)."""
+        summed them; None where they would not be exact (sum from the jobs then). While the
+        plugins open (`opening`) nothing changes the jobs: the first answer serves them all."""
+        if self.opening:
+            if self._sums_at_open is _NOT_YET:
+                self._sums_at_open = self._cache.queue_sums.sums(self.jobs, self.dims)
+            return self._sums_at_open  # type: ignore[return-value]
         return self._cache.queue_sums.sums(self.jobs, self.dims)
 
     @cached_property

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.framework.conf import DEFAULT_CONF_YAML
+from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus
 from central.model.queuesums import held_row, less_gated, min_resources
@@ -163,3 +164,18 @@ def test_a_changed_podgroup_without_pods_is_worked_out_again():
     jobs = _jobs(cache)
     assert _kept(cache, jobs) == _from_scratch(cache, jobs)
     assert _kept(cache, jobs)["a"][2][0] == 2000.0
+
+
+def test_after_the_plugins_open_the_session_s_sums_follow_its_changes():
+    """One answer serves every plugin while they open; after that each ask sums anew."""
+    cache = _cache()
+    session = Session(cache, CONF, now=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    try:
+        assert not session.handle.opening
+        before = session.handle.queue_sums()
+        assert before is not None and not before["a"].allocated.any()
+        cache.set_status(cache.tasks["ml/g0-0"], TaskStatus.ALLOCATED, "n0")
+        after = session.handle.queue_sums()
+        assert after is not None and after["a"].allocated[0] == 1000.0
+    finally:
+        session.rollback()
