@@ -27,6 +27,7 @@ restart a job forever. Task policies are tried before the job's; the first match
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,6 +68,7 @@ def parse_time(text: Any) -> float | None:
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
+@functools.lru_cache(maxsize=1024)  # a simulated instant stamps many pods and jobs alike
 def format_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

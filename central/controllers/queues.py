@@ -3,7 +3,7 @@
     reconcile_queue(queue, queues, podgroups, commands=()) -> QueueDecision
 
 `queues` maps every queue name to its object, `podgroups` are all PodGroups (only those in
-this queue count), `commands` the bus Commands (OpenQueue / CloseQueue, as `vcctl queue
+this queue and its descendants, `subtree`, count), `commands` the bus Commands (OpenQueue / CloseQueue, as `vcctl queue
 operate` creates them; the oldest one targeting this queue is applied and consumed).
 
 - OpenQueue -> Open. CloseQueue -> Closing while the queue still holds unfinished PodGroups
@@ -107,14 +107,32 @@ def reconcile_queue(
     )
     status = copy.deepcopy(dict(queue.get("status") or {}))
     status["state"] = state
+    counts: dict[str, int] = {}  # one pass over the queue's PodGroups, not one per phase
+    for pg in by_queue.get(name, []):
+        phase = _pg_phase(pg)
+        counts[phase] = counts.get(phase, 0) + 1
     for phase in PODGROUP_PHASES:
-        status[phase.lower()] = sum(1 for pg in by_queue.get(name, []) if _pg_phase(pg) == phase)
+        status[phase.lower()] = counts.get(phase, 0)
     decision.status = status
     decision.status_changed = status != dict(queue.get("status") or {})
     if parent is not None and not (queue.get("spec") or {}).get("parent"):
         decision.spec_patch = {"parent": ROOT}
     decision.cascade = _cascade(name, state, queues, by_queue)
     return decision
+
+
+def subtree(name: str, queues: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The queue and its descendants: the queues whose PodGroups `reconcile_queue` reads."""
+    children: dict[str | None, list[str]] = {}
+    for child, queue in queues.items():
+        children.setdefault(_parent(queue), []).append(child)
+    out, pending = {name}, [name]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            if child not in out:
+                out.add(child)
+                pending.append(child)
+    return out
 
 
 def _cascade(

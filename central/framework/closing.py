@@ -40,6 +40,7 @@ from central.model.cache import ClusterCache
 from central.model.dra import DeviceClaimWrite
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.model.pgstatus import condition_key, semantic
+from central.model.queuesums import QueueSum
 from central.model.volumes import ClaimBinding
 from central.resources.vectors import Dimensions, format_value
 
@@ -164,7 +165,7 @@ class Closing:
                 self.journal.on_rollback(_renominate(task, task.nominated_node))
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
-        result.queues = queue_statuses(self.dims, self.queues, self.jobs)
+        result.queues = queue_statuses(self.dims, self.queues, self.jobs, self.cache.queue_sums.sums(self.jobs, self.dims))
         result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
         result.events = [event for event in notes.events if event[0] in self.jobs]
         self._deserved(result)
@@ -312,21 +313,31 @@ def podgroup_status(job: JobInfo, new: dict[str, Any] | None,
     return {"phase": phase, "conditions": conditions, "running": running, "succeeded": succeeded, "failed": failed}
 
 
-def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapping[str, JobInfo]) -> dict[str, dict[str, Any]]:
-    """Every queue's status: what its jobs and its descendants' jobs hold, and its jobs by phase."""
+def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapping[str, JobInfo],
+                   sums: Mapping[str, QueueSum] | None = None) -> dict[str, dict[str, Any]]:
+    """Every queue's status: what its jobs and its descendants' jobs hold, and its jobs by phase.
+    `sums`: the cache's per-queue sums over `jobs` (`central.model.queuesums`), where exact."""
     allocated = {name: dims.zeros() for name in queues}
     pods = dict.fromkeys(queues, 0)  # allocated pods, which admission reads (a parent has none)
     phases: dict[str, dict[str, int]] = {name: {} for name in queues}
-    own: dict[str, list[np.ndarray]] = {}  # queue -> its jobs' allocated vectors
+    own: dict[str, np.ndarray] = {}  # queue -> what its jobs hold
     held = dict.fromkeys(queues, 0)  # queue -> its jobs' allocated pods
-    for job in jobs.values():
-        queue, phase, get = job.queue, job.phase, job.counts.get
-        counts = phases.setdefault(queue, {})
-        counts[phase] = counts.get(phase, 0) + 1
-        own.setdefault(queue, []).append(job.allocated)
-        held[queue] = held.get(queue, 0) + get(_A, 0) + get(_B, 0) + get(_C, 0) + get(_D, 0)
-    for queue, members in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
-        vec = np.array(members).sum(axis=0)  # row by row: as adding them in turn
+    if sums is not None:
+        for job in jobs.values():
+            counts = phases.setdefault(job.queue, {})
+            counts[job.phase] = counts.get(job.phase, 0) + 1
+        for queue, kept in sums.items():
+            own[queue], held[queue] = kept.allocated, kept.pods
+    else:
+        members: dict[str, list[np.ndarray]] = {}  # queue -> its jobs' allocated vectors
+        for job in jobs.values():
+            queue, phase, get = job.queue, job.phase, job.counts.get
+            counts = phases.setdefault(queue, {})
+            counts[phase] = counts.get(phase, 0) + 1
+            members.setdefault(queue, []).append(job.allocated)
+            held[queue] = held.get(queue, 0) + get(_A, 0) + get(_B, 0) + get(_C, 0) + get(_D, 0)
+        own = {queue: np.array(vectors).sum(axis=0) for queue, vectors in members.items()}  # row by row
+    for queue, vec in own.items():  # summed per queue, then passed up (canonical units: whole numbers)
         n = held[queue]
         name: str | None = queue
         seen = set()

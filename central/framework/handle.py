@@ -30,12 +30,16 @@ from central.model.dra import DeviceClaimWrite
 from central.model.drastore import DraStore
 from central.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from central.model.policy import PdbInfo, ResourceQuotaInfo
+from central.model.queuesums import QueueSum
 from central.model.topology import Topology
 from central.model.volumes import ClaimBinding, VolumeStore
 
 if TYPE_CHECKING:
     from central.model.nodetable import NodeTable
     from central.resources.vectors import Dimensions
+
+
+_NOT_YET = object()
 
 
 class Handle:
@@ -77,6 +81,19 @@ class Handle:
         # at close (on_session_close), the jobs whose status may differ from the one their last
         # close gave them; the others keep it, conditions included (`central.framework.closing`)
         self.closing_jobs: Callable[[], Iterable[JobInfo]] = lambda: jobs.values()
+        self.opening = True  # the session sets it False once every plugin is open
+        self._sums_at_open: object = _NOT_YET
+
+    def queue_sums(self) -> Mapping[str, QueueSum] | None:
+        """Per queue, the sums over the session's jobs as they stand now (allocated, pending,
+        admitted, elastic; read-only), updated for the jobs that changed since the cache last
+        summed them; None where they would not be exact (sum from the jobs then). While the
+        plugins open (`opening`) nothing changes the jobs: the first answer serves them all."""
+        if self.opening:
+            if self._sums_at_open is _NOT_YET:
+                self._sums_at_open = self._cache.queue_sums.sums(self.jobs, self.dims)
+            return self._sums_at_open  # type: ignore[return-value]
+        return self._cache.queue_sums.sums(self.jobs, self.dims)
 
     @cached_property
     def node_index(self) -> NodeIndex:

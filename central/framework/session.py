@@ -83,6 +83,7 @@ class Session:
         except BaseException:
             self.rollback()
             raise
+        self.handle.opening = False
         self.points = Points(self.tiers)
         self._job_order, self._queue_order = self.points.job_order, self.points.queue_order  # one lookup less per comparison
         self.handle.job_less = self.job_less

@@ -46,6 +46,7 @@ from central.model.objects import (
     TaskStatus,
 )
 from central.model.policy import PdbInfo, ResourceQuotaInfo, parse_pdb, parse_resource_quota
+from central.model.queuesums import QueueSums
 from central.model.topology import Topology
 from central.model.volumes import VOLUME_KINDS, VolumeStore, in_tree_limits
 from central.resources.vectors import Dimensions, add_repeated, canonical
@@ -161,6 +162,7 @@ class ClusterCache:
         self.node_generation = 0  # bumped whenever a Node is added, replaced or removed
         self._node_derived: dict[str, tuple[int, Any]] = {}
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
+        self.queue_sums = QueueSums()  # per-queue sums over jobs, updated for the jobs that changed
         # While a session is open: task, status, node before each status change, flat (three
         # entries per change: one list for the garbage collector to walk, not a tuple per
         # change), so that a failed session can be rolled back (Session.rollback).

@@ -34,12 +34,20 @@ SUBMIT_AT = PREFIX + "submit-at"
 CROSS_NODE_SLOWDOWN = PREFIX + "cross-node-slowdown"
 
 
+_DURATIONS: dict[str, float] = {}  # annotation text -> seconds: a week's pods share a few hundred texts
+
+
 def pod_duration(pod: Mapping[str, Any]) -> float | None:
     """Seconds the pod runs before it exits; None: it runs until deleted."""
     text = _annotation(pod, DURATION)
     if text is None:
         return None
-    return parse_duration(text, _where(pod, DURATION)).total_seconds()
+    seconds = _DURATIONS.get(text)
+    if seconds is None:  # a text read before parsed fine; only an unread one can fail
+        seconds = parse_duration(text, _where(pod, DURATION)).total_seconds()
+        if len(_DURATIONS) < 100_000:  # bounded: a memo, not a record
+            _DURATIONS[text] = seconds
+    return seconds
 
 
 def pod_exit_code(pod: Mapping[str, Any]) -> int:

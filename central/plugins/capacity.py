@@ -49,8 +49,9 @@ from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, Arguments
 from central.framework.status import ALLOWED, Status, refused
 from central.model.draquota import DeviceQuota, min_claim_tasks
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.model.queuesums import less_gated
 from central.model.schedulinggate import opted_in
-from central.plugins.proportion import job_min_resources, less_gated, over_share
+from central.plugins.proportion import job_min_resources, over_share
 from central.resources.vectors import EPSILON, dominant_share, less_equal_on
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
 from central.model.objects import JobInfo
-from central.plugins.proportion import admitted_hold, job_min_resources, less_gated, never_fits
+from central.model.queuesums import less_gated
+from central.plugins.proportion import admitted_hold, job_min_resources, never_fits
 from central.resources.vectors import EPSILON, format_value, less_equal_on
 
 if TYPE_CHECKING:
@@ -37,6 +38,11 @@ class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
         used = handle.table.used[: len(handle.nodes)].sum(axis=0)
         self.idle = handle.total * factor - used
         self.inqueue = handle.dims.zeros()
+        kept = handle.queue_sums()
+        if kept is not None:  # the cache's per-queue sums (central.model.queuesums): what admitted jobs hold
+            for sums in kept.values():
+                self.inqueue += sums.held
+            return
         # admitted jobs hold their minResources; running ones what it holds beyond their allocation
         holding = [job for job in handle.jobs.values() if job.min_resources is not None and (
             job.phase == "Inqueue" or job.phase == "Running" and job.ready_num >= job.min_available)]

@@ -25,6 +25,7 @@ from central.framework.plugin import PERMIT, REJECT, AccountingPlugin, charge_re
 from central.framework.status import ALLOWED, Status, refused
 from central.model.draquota import DeviceQuota, min_claim_tasks
 from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from central.model.queuesums import less_gated
 from central.resources.vectors import EPSILON, dominant_share, format_value, less_equal, less_equal_on, repeats_exactly
 
 if TYPE_CHECKING:
@@ -78,17 +79,6 @@ def job_min_resources(ssn: Handle, job: JobInfo) -> np.ndarray:
     return job.min_request if job.min_request is not None else ssn.dims.vector(job.min_resources or {})
 
 
-def less_gated(job: JobInfo, held: np.ndarray) -> np.ndarray:
-    """What a job holds of its queue's admitted (inqueue) resources: `held` less what its pods
-    behind a scheduling gate other than the queue's request, as Volcano's
-    DeductSchGatedResources: a gated job must not keep other jobs from being admitted."""
-    if not job.count(TaskStatus.PENDING):
-        return held
-    gated = [t.resreq for t in job.tasks.values()
-             if t.status == TaskStatus.PENDING and t.externally_gated and t.resreq is not None]
-    return np.maximum(held - np.sum(gated, axis=0), 0) if gated else held
-
-
 def admitted_hold(jobs: list[JobInfo], held: np.ndarray) -> np.ndarray:
     """The sum of what each job holds of its queue's admitted resources (`held`, a row per
     job, changed in place): each row less its job's gated pods (`less_gated`), summed at once."""
@@ -112,6 +102,17 @@ def queue_usage(ssn: Handle, queue_names: set[str]) -> dict[str, QueueAttr]:
         real = np.minimum(np.maximum(total - total_guarantee, 0) + guarantee, capability)
         attrs[name] = QueueAttr(queue.weight, guarantee, capability, real, dims.zeros(), dims.zeros(),
                                 dims.zeros(), dims.zeros(), dims.zeros())
+    kept = ssn.queue_sums()
+    if kept is not None:  # the cache's sums, updated for the jobs that changed (central.model.queuesums)
+        for name, attr in attrs.items():
+            sums = kept.get(name)
+            if sums is None:  # no job in it: nothing allocated, requested or held
+                continue
+            attr.allocated = sums.allocated.copy()
+            attr.request = attr.allocated + sums.pending
+            attr.inqueue = sums.held.copy()
+            attr.elastic = sums.elastic.copy()
+        return attrs
     by_queue: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
         if job.queue in attrs:

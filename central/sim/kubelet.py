@@ -48,28 +48,48 @@ class Gang:
 
 class Kubelets:
     def __init__(self) -> None:
-        self.gangs: dict[str, Gang] = {}
+        self._gangs: dict[str, Gang] = {}
         self.gang_of: dict[str, str] = {}  # pod key -> gang key
         self._heap: list[tuple[float, int, str, int]] = []  # (finish time, seq, pod key, token)
         self._seq = itertools.count()
+        # Gangs whose pods started at their `since` and are not retimed yet, in the order of their
+        # last start: a gang's pods bound in one cycle are retimed once, not once per pod. Every
+        # other call retimes them first, so what it sees is what retiming at each start gives
+        # (adding pods of one gang at one instant with one `needs` only ever turns progress on).
+        self._started: dict[str, Gang] = {}
+
+    @property
+    def gangs(self) -> dict[str, Gang]:
+        self._retime_started()
+        return self._gangs
 
     def start(self, key: str, gang_key: str, needs: int, node: str, duration: float | None,
               slowdown: float, now: float) -> None:
-        gang = self.gangs.get(gang_key)
+        gang = self._gangs.get(gang_key)
         if gang is None:
-            gang = self.gangs[gang_key] = Gang(needs=needs, since=now)
+            gang = self._gangs[gang_key] = Gang(needs=needs, since=now)
+        elif gang_key in self._started and (gang.needs != needs or gang.since != now):
+            self._retime_started()
         gang.needs = needs
         self._advance(gang, now)
         gang.running[key] = RunningPod(key, node, duration, slowdown)
         self.gang_of[key] = gang_key
-        self._retime(gang, now)
+        self._started.pop(gang_key, None)
+        self._started[gang_key] = gang  # last: retimed after the gangs that started before
+
+    def _retime_started(self) -> None:
+        if self._started:
+            started, self._started = self._started, {}
+            for gang in started.values():
+                self._retime(gang, gang.since)
 
     def stop(self, key: str, now: float, succeeded: bool = False) -> None:
         """The pod stopped running: it exited (`succeeded` when with 0), or is being deleted."""
+        self._retime_started()
         gang_key = self.gang_of.get(key)
         if gang_key is None:
             return
-        gang = self.gangs[gang_key]
+        gang = self._gangs[gang_key]
         self._advance(gang, now)
         if gang.running.pop(key, None) is not None and succeeded:
             gang.succeeded.add(key)
@@ -79,17 +99,19 @@ class Kubelets:
         """The pod is gone: it neither runs nor counts as a peer that has done its part."""
         self.stop(key, now)
         gang_key = self.gang_of.pop(key, None)
-        if gang_key is not None and key in self.gangs[gang_key].succeeded:
-            self.gangs[gang_key].succeeded.discard(key)
-            self._retime(self.gangs[gang_key], now)
+        if gang_key is not None and key in self._gangs[gang_key].succeeded:
+            self._gangs[gang_key].succeeded.discard(key)
+            self._retime(self._gangs[gang_key], now)
 
     def next_finish(self) -> float | None:
+        self._retime_started()
         while self._heap and not self._current(self._heap[0]):
             heapq.heappop(self._heap)
         return self._heap[0][0] if self._heap else None
 
     def finished(self, now: float) -> list[str]:
         """Pods whose work is done by `now`, in finishing order."""
+        self._retime_started()
         out = []
         while self._heap and self._heap[0][0] <= now + 1e-9:
             entry = heapq.heappop(self._heap)
@@ -101,7 +123,7 @@ class Kubelets:
         """Jobs starved (running pods, too few peers) for more than `longer_than` seconds at
         some point until `now`: their longest such stretch."""
         out = {}
-        for key, gang in self.gangs.items():
+        for key, gang in self.gangs.items():  # (the property: started gangs retimed first)
             start, length = gang.longest_starved
             if gang.starved_since is not None and now - gang.starved_since > length:
                 start, length = gang.starved_since, now - gang.starved_since
@@ -113,7 +135,7 @@ class Kubelets:
 
     def _current(self, entry: tuple[float, int, str, int]) -> bool:
         gang_key = self.gang_of.get(entry[2])
-        pod = self.gangs[gang_key].running.get(entry[2]) if gang_key is not None else None
+        pod = self._gangs[gang_key].running.get(entry[2]) if gang_key is not None else None
         return pod is not None and pod.token == entry[3]
 
     def _advance(self, gang: Gang, now: float) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from central.controllers.job_policies import format_time
 from central.controllers.jobs import FINISHED, reconcile
 from central.controllers.podgroups import podgroup_for_pod
-from central.controllers.queues import reconcile_queue
+from central.controllers.queues import reconcile_queue, subtree
 from central.model import podlife
 from central.model.cache import ClusterCache
 from central.model.dra import DeviceClaimWrite
@@ -38,6 +38,10 @@ ENDED = FINISHED | {"Aborted"}
 MAX_ROUNDS = 100  # controller passes per instant; more means two controllers fight
 
 
+def _queue_of(podgroup: dict[str, Any]) -> str:
+    return str((podgroup.get("spec") or {}).get("queue") or "default")
+
+
 def key_of(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
@@ -50,6 +54,7 @@ class World:
         self.on_timer = on_timer  # (when, job key): the job controller asked to look again then
         self.jobs: dict[str, dict[str, Any]] = {}
         self.podgroups: dict[str, dict[str, Any]] = {}
+        self.podgroups_in: dict[str, dict[str, dict[str, Any]]] = {}  # queue -> its PodGroups, by key
         self.pods: dict[str, dict[str, Any]] = {}
         self.queues: dict[str, dict[str, Any]] = {}
         self.commands: dict[str, dict[str, Any]] = {}
@@ -105,8 +110,15 @@ class World:
         if key not in self.podgroups and not owned:
             self.queue_of[key] = str((pg.get("spec") or {}).get("queue") or "default")
             self._phase(key, "Pending", now)
+        self._unlist_podgroup(key)
         self.podgroups[key] = pg
+        self.podgroups_in.setdefault(_queue_of(pg), {})[key] = pg
         self.cache.apply(pg)
+
+    def _unlist_podgroup(self, key: str) -> None:
+        old = self.podgroups.get(key)
+        if old is not None:
+            self.podgroups_in[_queue_of(old)].pop(key, None)
 
     def _put_pod(self, pod: dict[str, Any], now: float) -> None:
         meta = pod["metadata"]
@@ -180,7 +192,8 @@ class World:
 
     def _sync_queue(self, name: str) -> None:
         queue = self.queues[name]
-        d = reconcile_queue(queue, self.queues, list(self.podgroups.values()), list(self.commands.values()))
+        podgroups = [pg for member in subtree(name, self.queues) for pg in self.podgroups_in.get(member, {}).values()]
+        d = reconcile_queue(queue, self.queues, podgroups, list(self.commands.values()))
         for command in d.delete_commands:
             self.commands = {k: c for k, c in self.commands.items() if c["metadata"]["name"] != command}
         if d.annotations:
@@ -205,6 +218,7 @@ class World:
             self.changed = True
 
     def _delete_podgroup(self, key: str) -> None:
+        self._unlist_podgroup(key)
         pg = self.podgroups.pop(key, None)
         if pg is not None:
             self.cache.delete("PodGroup", pg["metadata"].get("namespace"), pg["metadata"]["name"])
