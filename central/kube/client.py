@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import orjson
 import urllib3
@@ -28,6 +29,7 @@ from kubernetes import client, config
 
 from central.errors import InputError
 
+AUTH_REUSE = 1.0  # seconds the auth headers are reused before the hooks are asked again
 CORE = "/api/v1"
 VOLCANO_SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
 VOLCANO_BATCH = "/apis/batch.volcano.sh/v1alpha1"
@@ -93,15 +95,19 @@ class KubeClient:
         self.api = api_client
         self.limiter = RateLimiter(qps, burst)
         self._base = api_client.configuration.host.rstrip("/")
+        self._prefix = urlsplit(self._base).path  # a server behind a proxy's path keeps it
+        self._token: tuple[float, dict[str, str]] = (-1.0, {})  # (reused until, the auth headers)
         self._pool: urllib3.HTTPConnectionPool | None = None  # the API server's, made at the first call
         self.fence: threading.Event | None = None  # set: no more writes through this client (see fenced)
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, qps: float = 50.0, burst: int = 100,
-                host: str | None = None, context: str | None = None) -> "KubeClient":
+                host: str | None = None, context: str | None = None, connections: int = 32) -> "KubeClient":
         """From `kubeconfig` if given, else in-cluster, else ~/.kube/config (its `context`, or
         the current one); `host` overrides the server address (vcctl's --master) and needs no
-        kubeconfig at all: without one it is reached with no credentials."""
+        kubeconfig at all: without one it is reached with no credentials. `connections`: how
+        many kept-alive connections the pool holds (one per thread that calls at once; a
+        watch holds one while it runs), beyond which each call opens and drops its own."""
         configuration = client.Configuration()
         where = f"--kubeconfig {kubeconfig}" if kubeconfig else "kubeconfig (in-cluster, then ~/.kube/config)"
         if kubeconfig and not os.path.exists(kubeconfig):
@@ -126,7 +132,7 @@ class KubeClient:
                     refresh(conf)
                     conf.host = host
                 configuration.refresh_api_key_hook = keep_host
-        configuration.connection_pool_maxsize = 32
+        configuration.connection_pool_maxsize = connections
         return cls(client.ApiClient(configuration), qps, burst)
 
     @staticmethod
@@ -162,14 +168,25 @@ class KubeClient:
         other.fence = threading.Event()
         return other
 
+    def _auth(self) -> dict[str, str]:
+        """The auth headers, from the ApiClient's hooks (they re-read a rotated or expired
+        token) at most every `AUTH_REUSE` seconds: asking them costs more CPU than a bind."""
+        until, headers = self._token
+        now = time.monotonic()
+        if now >= until:
+            headers = {}
+            self.api.update_params_for_auth(headers, [], ["BearerToken"], "", "GET", None)
+            self._token = (now + AUTH_REUSE, headers)
+        return headers
+
     def _call(self, method: str, url: str, query: dict[str, Any] | None, body: Any,
               content_type: str | None, timeout: float | tuple[float, float]) -> urllib3.BaseHTTPResponse:
         """One request on the API server's kept-alive connection pool; the response unread.
 
-        The ApiClient builds the URL and the headers (its auth hooks re-read a rotated token),
-        but the request goes to the host's urllib3 pool directly: the generated client's
-        layers (request wrapping, body sniffing, response wrapping) cost more CPU than the
-        HTTP exchange itself, and a scheduler's binds are bounded by exactly that CPU."""
+        The ApiClient's hooks give the auth headers (`_auth`), but the request goes to the
+        host's urllib3 pool directly: the generated client's layers (request wrapping, body
+        sniffing, response wrapping, re-applying the kubeconfig) cost more CPU than the HTTP
+        exchange itself, and a scheduler's binds are bounded by exactly that CPU."""
         if self.fence is not None and method != "GET" and self.fence.is_set():
             raise ApiError(0, "Fenced", f"{method} {url}: this replica lost its lease and writes no more")
         self.limiter.acquire()
@@ -178,9 +195,12 @@ class KubeClient:
             headers["Content-Type"] = content_type or "application/json"
             if not isinstance(body, (str, bytes)):
                 body = json.dumps(body, separators=(",", ":"))
-        query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        _, full_url, headers, _, _ = self.api.param_serialize(
-            method, url, query_params=query_params, header_params=headers, auth_settings=["BearerToken"])
+        headers.update(self.api.default_headers)
+        headers.update(self._auth())
+        target = self._prefix + url
+        pairs = [(k, v) for k, v in (query or {}).items() if v is not None]
+        if pairs:  # encoded as the generated client does
+            target += "?" + "&".join(f"{k}={quote(str(v).lower() if isinstance(v, bool) else str(v))}" for k, v in pairs)
         if isinstance(timeout, tuple):
             limits = urllib3.Timeout(connect=timeout[0], read=timeout[1])
         else:
@@ -188,10 +208,8 @@ class KubeClient:
         try:
             pool = self._pool
             if pool is None:
-                pool = self._pool = self.api.rest_client.pool_manager.connection_from_url(full_url)
-            target = full_url[len(self._base):] if full_url.startswith(self._base) else full_url
-            response = pool.urlopen(method, target, body=body, headers=headers, preload_content=False,
-                                          timeout=limits)
+                pool = self._pool = self.api.rest_client.pool_manager.connection_from_url(self._base)
+            response = pool.urlopen(method, target, body=body, headers=headers, preload_content=False, timeout=limits)
         except urllib3.exceptions.HTTPError as err:  # no answer at all (refused, reset, TLS): code 0
             raise ApiError(0, type(err).__name__, str(err)) from None
         if not 200 <= response.status < 300:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
+from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
@@ -175,16 +176,19 @@ class ClusterCache:
 
     # --- feeding ----------------------------------------------------------------------------
 
+    @cached_property
+    def _appliers(self) -> dict[object, Callable[[Mapping[str, Any]], None]]:
+        """Each kind's handler (made once: every watch event passes here)."""
+        return {"Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
+                "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class,
+                "HyperNode": self._apply_hypernode, **{kind: self.volumes.apply for kind in VOLUME_KINDS},
+                **{kind: self.dra.apply for kind in DRA_KINDS},
+                "ResourceQuota": self._apply_resource_quota, "PodDisruptionBudget": self._apply_pdb}
+
     def apply(self, obj: Mapping[str, Any]) -> None:
         """Add or replace one object. InputError names the object and field; nothing changes then."""
         kind: object = obj.get("kind") if isinstance(obj, Mapping) else None
-        handlers: dict[object, Callable[[Mapping[str, Any]], None]] = {
-            "Node": self._apply_node, "Pod": self._apply_pod, "PodGroup": self._apply_podgroup,
-            "Queue": self._apply_queue, "PriorityClass": self._apply_priority_class, "HyperNode": self._apply_hypernode,
-            **{kind: self.volumes.apply for kind in VOLUME_KINDS},
-            **{kind: self.dra.apply for kind in DRA_KINDS},
-            "ResourceQuota": self._apply_resource_quota, "PodDisruptionBudget": self._apply_pdb}
-        handler = handlers.get(kind)
+        handler = self._appliers.get(kind)
         if handler is None:
             raise InputError("kind", f"unsupported kind {kind!r}; supported: {', '.join(KINDS)}")
         try:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, run_terms
+from central.scheduler.kubesink import BIND_WORKERS
 from central.scheduler.loop import ConfigFile, Scheduler
 from central.scheduler.metrics import SchedulerMetrics, serve
 from central.scheduler.shards import HARD, NONE, ClusterLeader, Sharding, shard_lease_name
@@ -32,7 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-conf", "--config", dest="config",
                         help="volcano-scheduler.conf; re-read when it changes, the last good one kept")
     parser.add_argument("--schedule-period", "--period", dest="period", type=float, default=1.0,
-                        help="seconds between scheduling cycles (default 1)")
+                        help="the longest wait in seconds between scheduling cycles (default 1); a new pod "
+                             "brings the next cycle forward unless --no-cycle-on-arrival")
+    parser.add_argument("--cycle-on-arrival", action=argparse.BooleanOptionalAction, default=True,
+                        help="start the next cycle when a new pod arrives, once the scheduler has idled as long "
+                             "as its last cycle ran (at least 0.1 s), instead of at the next period (default on)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="elect a leader on a Lease before scheduling (default on)")
     parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
@@ -51,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "replica per name schedules, others of the same name stand by on its Lease")
     parser.add_argument("--kube-api-qps", type=float, default=2000.0, help="API requests per second")
     parser.add_argument("--kube-api-burst", type=int, default=2000, help="API requests allowed in a burst")
-    parser.add_argument("--bind-workers", type=int, default=16, help="concurrent pods/binding calls")
+    parser.add_argument("--bind-workers", type=int, default=BIND_WORKERS, help="concurrent pods/binding calls")
     parser.add_argument("--estimate-start-period", type=float, default=0.0, metavar="SECONDS",
                         help="every SECONDS, estimate when each waiting PodGroup starts (a forward run of the cycle "
                              "off the loop) and annotate it caldera.sh/estimated-start; 0 (default) is off")
@@ -136,6 +141,7 @@ def start_receiver(receiver: ReceiverServer, stop: threading.Event) -> Callable[
 
 
 LEADER_LABEL = "caldera.sh/leader"
+CONNECTIONS_BESIDE_BINDS = 48  # kept alive for the watches (one each), the status, gate and event lanes, the Lease
 
 
 def leader_label(client: KubeClient) -> Callable[[bool], None] | None:
@@ -164,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
     from central.scheduler.cycle import run_cycle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
+    client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst,
+                                connections=args.bind_workers + CONNECTIONS_BESIDE_BINDS)
     features = parse_feature_gates(args.feature_gates)
 
     def load(data: bytes | str, filename: str) -> SchedulerConf:  # the process's feature gates ride on every version
@@ -206,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
                               metrics=metrics, bind_workers=args.bind_workers,
                               node_feed=feed.anew() if feed is not None else None,
                               on_leading=on_leading, gate_workers=args.gate_removal_worker_num,
-                              estimate_period=args.estimate_start_period,
+                              estimate_period=args.estimate_start_period, on_arrival=args.cycle_on_arrival,
                               native_podgroups=args.native_podgroups,
                               sharding=Sharding(args.scheduler_sharding_name, cluster_leader)
                               if cluster_leader is not None else None,

@@ -53,6 +53,7 @@ class CacheFeeder:
         self.rejected = 0  # objects the cache refused (malformed); logged, never fatal
         self.refused: dict[str, str] = {}  # "Kind ns/name" -> why the cache holds no current version of it
         self.events = 0
+        self.arrived = threading.Event()  # a new pod of ours waits for a node: the loop starts a cycle sooner
 
     def handler(self, kind: str) -> Handler:
         """The reflector handler for objects of `kind` (list items and watch objects alike)."""
@@ -87,6 +88,8 @@ class CacheFeeder:
                 if shown is None:
                     return
                 obj = shown
+                if event == "ADDED" and not (obj.get("spec") or {}).get("nodeName"):
+                    self.arrived.set()  # not on MODIFIED: the scheduler's own condition writes would wake it
             try:
                 self.cache.apply(obj)
             except InputError as err:

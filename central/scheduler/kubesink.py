@@ -92,6 +92,8 @@ from central.scheduler.podscheduled import PodScheduledMarks
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 3
+QUEUE_STATUS_INTERVAL = 1.0  # seconds, the default period: what Volcano's queue status writes come at
+BIND_WORKERS = 64  # binds wait on the API server, not the CPU: a cycle's binds go out together
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
@@ -104,7 +106,7 @@ BindFailed = Callable[[str, dict[str, Any] | None, float], None]
 
 class KubeSink:
     def __init__(self, client: KubeClient, bind_failed: BindFailed, objects: dict[str, dict[str, dict[str, Any]]],
-                 events: EventRecorder, bind_workers: int = 16, bind_backoff: tuple[float, float] = (1.0, 10.0),
+                 events: EventRecorder, bind_workers: int = BIND_WORKERS, bind_backoff: tuple[float, float] = (1.0, 10.0),
                  status_workers: int = 4, condition_interval: float = 10.0,
                  clock: Callable[[], float] = time.monotonic, claim_timeout: float = 60.0,
                  gate_workers: int = DEFAULT_GATE_WORKERS):
@@ -118,7 +120,8 @@ class KubeSink:
         self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
-        self._queues: dict[str, dict[str, Any]] = {}
+        self._queues: dict[str, dict[str, Any]] = {}  # queue -> its newest status not yet handed over
+        self._queue_written: dict[str, float] = {}  # queue -> when its status was last handed over
         self._queue_annotations: dict[str, dict[str, str]] = {}
         self._annotations: dict[str, dict[str, str]] = {}
         self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
@@ -225,14 +228,19 @@ class KubeSink:
 
     # --- session close ------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Hand the statuses collected this cycle to the status lane; returns at once."""
+    def flush(self, held: bool = False) -> None:
+        """Hand the statuses collected this cycle to the status lane; returns at once. A
+        queue's status goes at most once per `QUEUE_STATUS_INTERVAL` (cycles that new pods
+        bring forward would write it each time); one held back goes at a later flush, the
+        newest then, or with `held`, now."""
         podgroups, self._podgroups = self._podgroups, {}
-        queues, self._queues = self._queues, {}
         for key, status in podgroups.items():
             self.statuses.put(("PodGroup", key), status)
-        for name, status in queues.items():
-            self.statuses.put(("Queue", name), status)
+        now = self.clock()
+        for name in list(self._queues):
+            if held or now >= self._queue_written.get(name, -QUEUE_STATUS_INTERVAL) + QUEUE_STATUS_INTERVAL:
+                self._queue_written[name] = now
+                self.statuses.put(("Queue", name), self._queues.pop(name))
         annotations, self._queue_annotations = self._queue_annotations, {}
         for name, marks in annotations.items():
             self.statuses.put(("QueueAnnotations", name), marks)
@@ -245,6 +253,7 @@ class KubeSink:
         self.statuses.wait_idle(timeout)
 
     def close(self) -> None:
+        self.flush(held=True)
         self.drain(30.0)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.statuses.close()

@@ -1,4 +1,5 @@
-"""The scheduler process: reflectors feed the cache, the leader runs a cycle every period.
+"""The scheduler process: reflectors feed the cache, the leader runs a cycle every period
+(sooner when a new pod arrives: `Scheduler._wait_for_work`).
 
 Order of start-up, each step a guard from Volcano's bug history:
 1. reflectors for Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, ResourceQuotas,
@@ -64,7 +65,7 @@ from central.kube.leader import LeaderElector
 from central.resources.vectors import parse_resource_list
 from central.scheduler.feeder import CacheFeeder
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
-from central.scheduler.kubesink import NATIVE_PODGROUP, KubeSink
+from central.scheduler.kubesink import BIND_WORKERS, NATIVE_PODGROUP, KubeSink
 from central.scheduler.shards import ShardGate, Sharding
 from central.scheduler.startestimates import StartEstimates
 
@@ -106,6 +107,8 @@ NATIVE = NATIVE_PODGROUP  # Kubernetes' gang API, watched with native_podgroups
 NATIVE_URL = path(SCHEDULING_BETA, "podgroups")
 OPTIONAL = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", NATIVE}  # may not be served
 BUILTIN_QUEUES = ("root", "default")
+ARRIVAL_GAP = 0.1  # seconds: the least idle time before a cycle that a new pod brings forward
+STOP_CHECK = 0.1  # seconds: how often a loop waiting for pods looks at its stop event
 
 
 class ConfigFile:
@@ -155,17 +158,18 @@ class ConfigFile:
 class Scheduler:
     def __init__(self, client: KubeClient, cache: ClusterCache, cycle: Cycle, config: ConfigFile, *,
                  scheduler_name: str = "volcano", period: float = 1.0, elector: LeaderElector | None = None,
-                 metrics: SchedulerMetrics | None = None, bind_workers: int = 16, watch_timeout: int = 300,
+                 metrics: SchedulerMetrics | None = None, bind_workers: int = BIND_WORKERS, watch_timeout: int = 300,
                  bind_backoff: tuple[float, float] = (1.0, 10.0), node_feed: NodeDataFeed | None = None,
                  on_leading: Callable[[bool], None] | None = None, gate_workers: int = DEFAULT_GATE_WORKERS,
                  queue_backoff: tuple[float, float] = (1.0, 30.0), clock: Callable[[], float] = time.monotonic,
                  estimate_period: float = 0.0, native_podgroups: bool = False,
-                 sharding: Sharding | None = None, lease_namespace: str = ""):
+                 sharding: Sharding | None = None, lease_namespace: str = "", on_arrival: bool = True):
         self.client = client
         self.cache = cache
         self.cycle = cycle
         self.config = config
-        self.period = period
+        self.period = period  # the longest wait between cycles; with `on_arrival` a new pod cuts it short
+        self.on_arrival = on_arrival
         self.elector = elector
         self.metrics = metrics
         self.node_feed = node_feed  # the agents' reports, if any
@@ -244,7 +248,7 @@ class Scheduler:
                     if self.metrics is not None:
                         self.metrics.rolled_back.inc()
                     log.exception("scheduling cycle failed; the cache was rolled back to before it")
-                stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+                self._wait_for_work(stop, started)
             return 0
         finally:
             if self.metrics is not None:
@@ -261,10 +265,25 @@ class Scheduler:
             if self.sharding is not None and stop.is_set():  # a new term keeps contending
                 self.sharding.leader.release()
 
+    def _wait_for_work(self, stop: threading.Event, started: float) -> None:
+        """Until a period has passed since the cycle `started`, or sooner when a new pod has
+        arrived: then as soon as the loop has idled as long as that cycle ran (at least
+        `ARRIVAL_GAP`), so arrivals keep it busy at most half the time."""
+        deadline = started + self.period
+        if not self.on_arrival:
+            stop.wait(max(0.0, deadline - time.monotonic()))
+            return
+        now = time.monotonic()
+        stop.wait(max(0.0, min(deadline, now + max(ARRIVAL_GAP, now - started)) - now))
+        while not stop.is_set() and (now := time.monotonic()) < deadline:
+            if self.feeder.arrived.wait(min(deadline - now, STOP_CHECK)):
+                return
+
     def run_once(self) -> CycleResult:
         conf = self.config.current()
         started = time.perf_counter()
         with self.feeder.lock:
+            self.feeder.arrived.clear()  # this cycle sees every pod that has arrived
             self.feeder.unpark_due()
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)

@@ -61,7 +61,7 @@ class SchedulerMetrics:
             self.queue[(figure, "scalar_resources")] = Gauge(
                 f"{prefix}_queue_{figure}_scalar_resources", f"Queue {figure} scalar resources",
                 ["queue_name", "resource"], registry=r)
-        self._queue_labels: set[tuple[str, tuple[str, ...]]] = set()
+        self._queue_series: dict[tuple[str, str, tuple[str, ...]], Any] = {}  # (figure, unit, labels) -> child
 
     def observe_cycle(self, e2e_ms: float, *, scheduled: int, unschedulable: int, evicted: int,
                       steps_ms: Mapping[str, float] = {}, plugin_ms: Mapping[tuple[str, str], float] = {}) -> None:
@@ -90,18 +90,22 @@ class SchedulerMetrics:
 
     def observe_queues(self, queues: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
         """`queues[name][figure][resource]` in Volcano's units (millicores, bytes, milli-units)."""
-        seen: set[tuple[str, tuple[str, ...]]] = set()
+        series: dict[tuple[str, str, tuple[str, ...]], Any] = self._queue_series
+        kept: dict[tuple[str, str, tuple[str, ...]], Any] = {}
         for name, figures in queues.items():
             for figure in QUEUE_FIGURES:
                 for resource, value in (figures.get(figure) or {}).items():
                     unit = QUEUE_UNITS.get(resource, "scalar_resources")
-                    labels = (name,) if unit != "scalar_resources" else (name, resource)
-                    self.queue[(figure, unit)].labels(*labels).set(value)
-                    seen.add((f"{figure}/{unit}", labels))
-        for stale in self._queue_labels - seen:
-            figure, unit = stale[0].split("/")
-            self.queue[(figure, unit)].remove(*stale[1])
-        self._queue_labels = seen
+                    labels: tuple[str, ...] = (name,) if unit != "scalar_resources" else (name, resource)
+                    key = (figure, unit, labels)
+                    child = series.get(key)
+                    if child is None:  # labels() looks the child up under a lock: once per series, not per cycle
+                        child = self.queue[(figure, unit)].labels(*labels)
+                    child.set(value)
+                    kept[key] = child
+        for figure, unit, labels in series.keys() - kept.keys():
+            self.queue[(figure, unit)].remove(*labels)
+        self._queue_series = kept
 
 
 class QueuePodGroupCounts:

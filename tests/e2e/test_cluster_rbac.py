@@ -60,3 +60,24 @@ def test_an_agent_may_evict_only_pods_on_its_own_node(tenant: Tenant) -> None:
     assert refused.value.code in (400, 403), refused.value
     evict("here")
     wait_for(lambda: [p["metadata"]["name"] for p in tenant.pods()] == ["there"], "only the pod on node-1 evicted")
+
+
+def test_the_components_requests_go_to_kube_schedulers_priority_levels(tenant: Tenant) -> None:
+    """API Priority and Fairness: Lease renewals in leader-election, every other request in
+    workload-high, not workload-low behind every service account (the API server names the
+    FlowSchema that classified a request in a response header)."""
+    schemas = {o["metadata"]["uid"]: o["metadata"]["name"]
+               for o in tenant.kube.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")["items"]}
+
+    def schema(client: KubeClient, url: str) -> str:
+        response = client._call("GET", url, None, None, None, 10.0)
+        response.release_conn()
+        return schemas.get(response.headers.get("X-Kubernetes-PF-FlowSchema-UID", ""), "none")
+
+    leases = "/apis/coordination.k8s.io/v1/namespaces/caldera-system/leases"
+    for name, lease in (("caldera-scheduler", "vc-scheduler"), ("caldera-controllers", "vc-controller-manager")):
+        component = KubeClient.connect(str(tenant.cluster.dir / "kubeconfigs" / name))
+        assert schema(component, f"{leases}/{lease}") == "caldera-leader-election", name
+        assert schema(component, f"/api/v1/namespaces/{tenant.namespace}/pods") == "caldera-components", name
+    agent = as_token(tenant, tenant.cluster.dir / "nodes" / "node-1" / "kube-token")
+    assert schema(agent, "/api/v1/nodes/node-1") == "service-accounts"  # the agents stay where they were

@@ -207,12 +207,14 @@ def test_everything_lands_in_the_release_namespace_and_no_namespace_is_rendered(
                      "json:metrics.prometheusRule.enabled=true", "json:metrics.dashboard.enabled=true", namespace="batch")
     assert "caldera-system" not in json.dumps(objects)  # flags, DNS names, subjects, CEL alike
     assert "Namespace" not in {o["kind"] for o in objects}
-    namespaced = [o for o in objects if not o["kind"].startswith(("Cluster", "Validating", "Mutating"))]
+    namespaced = [o for o in objects if not o["kind"].startswith(("Cluster", "Validating", "Mutating", "FlowSchema"))]
     assert {o["metadata"].get("namespace") for o in namespaced} == {"batch"}
     webhooks = [w for o in objects if o["kind"].endswith("WebhookConfiguration") for w in o["webhooks"]]
     assert {w["clientConfig"]["service"]["namespace"] for w in webhooks} == {"batch"}
     bindings = [o for o in objects if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
     assert {s["namespace"] for o in bindings for s in o["subjects"]} == {"batch"}
+    flows = [o for o in objects if o["kind"] == "FlowSchema"]
+    assert {s["serviceAccount"]["namespace"] for o in flows for r in o["spec"]["rules"] for s in r["subjects"]} == {"batch"}
 
 
 def test_crds_come_only_from_crds_dir_which_helm_never_deletes(helm):

@@ -1,4 +1,4 @@
-"""The client's rate limiter and error mapping."""
+"""The client's rate limiter, error mapping, request targets and auth headers."""
 
 from __future__ import annotations
 
@@ -67,3 +67,63 @@ contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
     with pytest.raises(ApiError) as err:
         client.request("GET", "/api/v1/pods", timeout=2.0)
     assert err.value.code == 0
+
+
+@pytest.fixture
+def recording_server():
+    """A local HTTP server answering `{}` to every GET, recording (path, Authorization)."""
+    import http.server
+    import threading
+
+    seen: list[tuple[str, str]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            seen.append((self.path, self.headers.get("Authorization", "")))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_request_keeps_the_servers_path_and_encodes_its_query(recording_server):
+    from kubernetes import client
+
+    from central.kube.client import KubeClient
+    port, seen = recording_server
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}/k8s/clusters/c1/")
+    configuration.api_key, configuration.api_key_prefix = {"BearerToken": "one"}, {"BearerToken": "Bearer"}
+    KubeClient(client.ApiClient(configuration)).request(
+        "GET", "/api/v1/pods", query={"labelSelector": "a in (x,y)", "watch": True, "limit": 5, "continue": None})
+    assert seen == [("/k8s/clusters/c1/api/v1/pods?labelSelector=a%20in%20%28x%2Cy%29&watch=true&limit=5", "Bearer one")]
+
+
+def test_the_auth_hooks_are_asked_again_only_after_a_while(recording_server):
+    import time
+
+    from kubernetes import client
+
+    from central.kube.client import AUTH_REUSE, KubeClient
+    port, seen = recording_server
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    configuration.api_key, configuration.api_key_prefix = {"BearerToken": "one"}, {"BearerToken": "Bearer"}
+    asked: list[str] = []
+    configuration.refresh_api_key_hook = lambda conf: asked.append(conf.api_key["BearerToken"])
+    kube = KubeClient(client.ApiClient(configuration))
+    for _ in range(3):
+        kube.request("GET", "/api/v1/pods")
+    configuration.api_key["BearerToken"] = "two"  # the token rotated
+    kube.request("GET", "/api/v1/pods")  # within AUTH_REUSE: the headers kept
+    assert asked == ["one"]  # once for four requests: the hooks cost more than a bind
+    time.sleep(AUTH_REUSE + 0.1)
+    kube.request("GET", "/api/v1/pods")
+    assert [auth for _, auth in seen] == ["Bearer one"] * 4 + ["Bearer two"] and asked == ["one", "two"]

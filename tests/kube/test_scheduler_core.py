@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -220,3 +221,35 @@ def test_a_failed_cycle_is_rolled_back_and_the_next_one_binds_on_a_clean_cache(r
     assert scheduler.failed_cycles == 1 and metrics.rolled_back._value.get() == 1
     assert real.proxy.count("create", "pods/binding") == 4
     assert scheduler.cache.table.pods[scheduler.cache.nodes["n1"].index] == 4
+
+
+def scheduler_waiting_a_minute(real, on_arrival: bool) -> Scheduler:
+    conf = ConfigFile(None, load_config, load_config(DEFAULT_CONF_YAML, "default"))
+    return Scheduler(real.kube, ClusterCache(), run_cycle, conf, period=60.0, on_arrival=on_arrival)
+
+
+def test_a_new_pod_brings_the_next_cycle_forward(real):
+    real.put(node("n1", pods=10))
+    scheduler = scheduler_waiting_a_minute(real, on_arrival=True)
+    with running(scheduler):
+        eventually(lambda: scheduler.cycles >= 1, what="the first cycle")
+        real.put(pod("late"))
+        eventually(lambda: real.pod("late")["spec"].get("nodeName"), timeout=20, what="the new pod bound")
+        assert scheduler.cycles == 2  # one cycle for it, not a cycle every 0.1 s
+        for i in range(3):  # pods that come while the scheduler waits: as many cycles at most
+            real.put(pod(f"more-{i}"))
+        eventually(lambda: all(real.pod(f"more-{i}")["spec"].get("nodeName") for i in range(3)), timeout=20,
+                   what="the later pods bound")
+        assert 3 <= scheduler.cycles <= 5
+
+
+def test_without_cycle_on_arrival_a_new_pod_waits_for_the_period(real):
+    real.put(node("n1", pods=10))
+    scheduler = scheduler_waiting_a_minute(real, on_arrival=False)
+    with running(scheduler):
+        eventually(lambda: scheduler.cycles >= 1, what="the first cycle")
+        real.put(pod("late"))
+        eventually(lambda: "late" in {t.name for j in scheduler.cache.jobs.values() for t in j.tasks.values()},
+                   what="the pod in the scheduler's cache")
+        time.sleep(1.0)
+        assert not real.pod("late")["spec"].get("nodeName") and scheduler.cycles == 1

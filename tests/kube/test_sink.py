@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -277,6 +278,25 @@ def test_queue_status_write_keeps_the_controllers_state(real):
         thread.join(10)
     # allocated is the scheduler's; state and counts stay the Queue controller's
     assert team(real)["status"] == {"state": "Closed", "allocated": {"cpu": "2"}}
+
+
+def test_a_queues_status_is_written_at_most_once_a_period_the_newest_last(real):
+    real.put({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "team"},
+              "spec": {"weight": 1}})
+    calls = itertools.count(1)
+
+    def cycle(cache, conf, sink):  # a new figure every cycle, as binds brought forward would give
+        sink.update_queue_status("team", {"allocated": {"cpu": str(next(calls))}})
+        return result()
+
+    scheduler, stop, thread = start(real.kube, cycle=cycle)  # a cycle every 0.05 s
+    try:
+        eventually(lambda: scheduler.cycles >= 30, what="30 cycles")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert 1 <= real.proxy.count("patch", "queues/status") <= 4  # once a second, not 30 times
+    assert team(real)["status"]["allocated"] == {"cpu": str(scheduler.cycles)}  # the held-back newest, at close
 
 
 def test_queue_annotations_are_written_and_read_back_by_the_next_scheduler(real):
