@@ -42,7 +42,9 @@ def least_requested(requested: np.ndarray, alloc: np.ndarray, positive: bool = F
     """`positive`: every node has every column (alloc > 0), so a plain division is `_ratio`."""
     top = (alloc - requested) * MAX_SCORE
     per = np.floor(top / alloc if positive else _ratio(top, alloc))
-    per[requested > alloc] = 0
+    # 0 where more is requested than allocatable: exactly the negative figures (top < 0 there,
+    # alloc > 0 or the ratio 0), so a maximum does it in one call where a masked write takes two
+    np.maximum(per, 0.0, out=per)
     return np.floor(row_sum(per) / per.shape[1])
 
 
