@@ -206,9 +206,16 @@ class Points:
 
 
 def _array_forms(plugins: Sequence[object], method: str) -> list[Callable[..., Any]] | None:
-    """Each plugin's array form `method`, in order; None when one has only the Plugin default."""
-    if any(getattr(type(p), method) is getattr(Plugin, method) for p in plugins):
-        return None
+    """Each plugin's array form `method` (the point's method name + "_on"), in order; None
+    when one has only the Plugin default, or a subclass redefined the point's method below
+    the class that gave the array form (the form would not answer what the method does)."""
+    point_method = method.removesuffix("_on")
+    for plugin in plugins:
+        mro = type(plugin).__mro__
+        form_owner = next((k for k in mro if method in vars(k)), Plugin)
+        point_owner = next((k for k in mro if point_method in vars(k)), Plugin)
+        if form_owner is Plugin or not issubclass(form_owner, point_owner):
+            return None
     return [getattr(p, method) for p in plugins]
 
 

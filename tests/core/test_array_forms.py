@@ -161,3 +161,24 @@ def test_a_row_state_reads_what_the_table_holds():
     assert np.array_equal(state.full("pods"), table.pods[rows])
     held = RowState(table, rows, {"pods": np.array([7, 8, 9, 10])})
     assert held.full("pods").tolist() == [7, 8, 9, 10] and np.array_equal(held.full("alloc"), table.alloc[rows])
+
+
+def test_a_plugin_without_its_own_array_form_takes_the_per_plugin_path():
+    """A plugin with no array form, or a subclass that redefines node_order below the class
+    that gave one, turns the array forms off for the session: its node_order is asked."""
+    from central.plugins.binpack import Binpack
+
+    class Plain:
+        def node_order(self, task, rows):  # pragma: no cover - never asked here
+            raise AssertionError
+
+    class Reweighed(Binpack):
+        def node_order(self, task, rows):  # pragma: no cover - never asked here
+            raise AssertionError
+
+    handle, _ = _session(synthetic_cluster(10, 20), CONFS["binpack"])
+    plugins = [p for p in handle.placement.points.placement_plugins if hasattr(p, "node_order")]
+    assert points._array_forms(plugins, "node_order_on") is not None
+    for odd in (Plain, Reweighed):
+        twin = object.__new__(odd)
+        assert points._array_forms([*plugins, twin], "node_order_on") is None
