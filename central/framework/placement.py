@@ -48,8 +48,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 import numpy as np
 
 from central.framework.points import Points
+from central.framework.rowstate import RowState
 from central.framework.status import Check, Code, fold, sliced
-from central.model.nodetable import NodeTable, block, row_all
+from central.model.nodetable import NodeTable, row_all
 from central.model.objects import FitErrors, NodeInfo, PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -127,7 +128,7 @@ class Placement:
         self._nodes_by_name = nodes_by_name
         self._names = dimension_names
         self.points: Points  # the session's, set by `use` once its plugins are open
-        self._cols: dict[int, np.ndarray] = {}
+        self._cols: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # id(request) -> columns, need, it
         self._views: dict[PodTemplate, TemplateView] = {}
         self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
         self._batch_judges: tuple[list[Callable[[TaskInfo], bool]], bool] | None = None  # see _judges
@@ -158,13 +159,17 @@ class Placement:
 
     def columns(self, req: np.ndarray) -> np.ndarray:
         """Dimensions checked for a request: cpu and memory always, scalars only when asked for."""
-        key = id(req)
-        cols = self._cols.get(key)
-        if cols is None:
+        return self._request(req)[0]
+
+    def _request(self, req: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The columns checked for a request, and the request on them."""
+        found = self._cols.get(id(req))
+        if found is None or found[2] is not req:  # the request is held, so its id is not reused
             wanted = req > EPSILON
             wanted[:2] = True
-            cols = self._cols[key] = np.flatnonzero(wanted)
-        return cols
+            cols = np.flatnonzero(wanted)
+            found = self._cols[id(req)] = (cols, req[cols], req)
+        return found[0], found[1]
 
     def view(self, task: TaskInfo) -> TemplateView:
         """The task's template view, current as of now."""
@@ -192,26 +197,24 @@ class Placement:
         `static`: its codes are kept folded in the view)."""
         if static:
             yield [sliced(check, rows) for check in view.static]
-        yield self._resource_checks(task, rows)
+        yield self._resource_checks(task, RowState(self.table, rows))
         for fn in self.points.row_predicate:
             yield fn(task, rows)
 
-    def _resource_checks(self, task: TaskInfo, rows: np.ndarray) -> list[Check]:
-        req, table = task.resreq, self.table
-        cols = self.columns(req)
-        need = req[cols]
-        short = block(table.future, rows, cols) + EPSILON <= need
+    def _resource_checks(self, task: TaskInfo, state: RowState) -> list[Check]:
+        cols, need = self._request(task.resreq)
+        short = state.block("future", cols) + EPSILON <= need
         checks = []
-        if short.any():
-            never = block(table.alloc, rows, cols) - block(table.pipelined, rows, cols) + EPSILON <= need
+        if np.count_nonzero(short):  # (count_nonzero: a fraction of the cost of any() and all() on few rows)
+            never = state.block("alloc", cols) - state.block("pipelined", cols) + EPSILON <= need
             names = self._names
             for j in np.flatnonzero(short.any(axis=0)):
                 checks.append(Check(~short[:, j], f"Insufficient {names[cols[j]]}",
                                     np.where(never[:, j], _UNRESOLVABLE, _UNSCHEDULABLE)))
-        slots = table.pods[rows] - table.releasing_pods[rows] < table.max_pods[rows]
-        if not slots.all():
-            checks.append(Check(slots, "Too many pods",
-                                np.where(table.max_pods[rows] > 0, _UNSCHEDULABLE, _UNRESOLVABLE)))
+        max_pods = state.full("max_pods")
+        slots = state.full("pods") - state.full("releasing_pods") < max_pods
+        if np.count_nonzero(slots) < len(slots):
+            checks.append(Check(slots, "Too many pods", np.where(max_pods > 0, _UNSCHEDULABLE, _UNRESOLVABLE)))
         return checks
 
     def _refresh(self, task: TaskInfo, view: TemplateView, rows: np.ndarray) -> None:
@@ -219,18 +222,30 @@ class Placement:
 
     def _row_answers(self, task: TaskInfo, view: TemplateView,
                      rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row, as the table stands: the status of steps 1-3, whether the request fits
-        idle now, and the summed node_order score."""
+        """`_answers` on `rows` as the table stands."""
+        return self._answers(task, view, RowState(self.table, rows))
+
+    def _answers(self, task: TaskInfo, view: TemplateView,
+                 state: RowState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of `state`: the status of steps 1-3, whether the request fits idle now,
+        and the summed node_order score. A state that is not the table as it stands (see
+        `RowState`) needs every plugin's array forms."""
+        points, rows = self.points, state.rows
         codes = view.static_code[rows]
-        for checks in self._cached_steps(task, view, rows, static=False):
-            fold(codes, checks)
-        req, table = task.resreq, self.table
-        cols = self.columns(req)
-        fits_idle = (row_all(block(table.idle, rows, cols) + EPSILON > req[cols])
-                     & (table.pods[rows] < table.max_pods[rows]))
+        fold(codes, self._resource_checks(task, state))
+        checks_on = points.row_predicate_on
+        for i, fn in enumerate(points.row_predicate):
+            fold(codes, checks_on[i](task, state) if checks_on is not None else fn(task, rows))
+        cols, need = self._request(task.resreq)
+        fits_idle = row_all(state.block("idle", cols) + EPSILON > need) & (state.full("pods") < state.full("max_pods"))
         score = np.zeros(len(rows))
-        for fn in self.points.node_order:
-            score += fn(task, rows)
+        scores_on = points.node_order_on
+        if scores_on is not None:
+            for score_on in scores_on:
+                score += score_on(task, state)
+        else:
+            for score_fn in points.node_order:
+                score += score_fn(task, rows)
         return codes, fits_idle, score
 
     def _predicates(self, task: TaskInfo, rows: np.ndarray, codes: np.ndarray, limit: Code) -> np.ndarray:
@@ -278,9 +293,9 @@ class Placement:
     def room_after(self, task: TaskInfo, row: int, freed: np.ndarray, pods: int) -> bool:
         """Would the request and a pod slot fit the node's future idle once `freed` resources
         and `pods` pod slots are given back? A bound checked before choosing victims."""
-        req, table = task.resreq, self.table
-        cols = self.columns(req)
-        if not np.all(table.future[row, cols] + freed[cols] + EPSILON > req[cols]):
+        table = self.table
+        cols, need = self._request(task.resreq)
+        if not np.all(table.future[row, cols] + freed[cols] + EPSILON > need):
             return False
         return bool(table.pods[row] - table.releasing_pods[row] - pods < table.max_pods[row])
 
@@ -345,7 +360,7 @@ class Placement:
         if not len(rows) or any(fn(task, rows) is not None for fn in self.points.batch_node_order):
             return None
         rows = _best(rows, view.score[rows], count)
-        levels = _Levels(self, task, view, rows)
+        levels = _Levels(self, task, view, rows, count - 1)
         # Python numbers from here on: the loop runs once per pod
         heap = [(-score, row, i) for i, (row, score) in enumerate(zip(rows.tolist(), view.score[rows].tolist()))]
         heapq.heapify(heap)
@@ -392,23 +407,33 @@ def _best(rows: np.ndarray, scores: np.ndarray, count: int) -> np.ndarray:
 class _Levels:
     """A plan's rows' answers with j more pods of the template on each, j = 1, 2, ...: each
     level is the one before plus one pod charged, worked out when first asked for, for all
-    the rows at once, on the table charged for that moment and then put back exactly."""
+    the rows at once. Where every plugin has array forms, several levels are worked out in
+    one call, as `RowState`s of their own (the charged figures: running sums, in order, as
+    NodeTable.charge and touch make them); otherwise level by level, on the table charged
+    for that moment and then put back exactly."""
 
     _STATE = ("used", "idle", "future", "pods")
+    FIRST_LEVELS = 4
 
-    def __init__(self, placement: Placement, task: TaskInfo, view: TemplateView, rows: np.ndarray):
+    def __init__(self, placement: Placement, task: TaskInfo, view: TemplateView, rows: np.ndarray, deepest: int):
         self.placement, self.task, self.view, self.rows = placement, task, view, rows
+        self.deepest = deepest  # the most levels a plan can ask for
         table = placement.table
         self.arrays = [getattr(table, name) for name in self._STATE]
         self.base = [array[rows] for array in self.arrays]  # copies: what the rows are put back to
         self.state = self.base
         self.releasing, self.pipelined = table.releasing[rows], table.pipelined[rows]  # no level changes them
         self.answers: list[tuple[list[bool], list[float]]] = []
+        points = placement.points
+        self.stacked = points.node_order_on is not None and points.row_predicate_on is not None
 
     def at(self, level: int) -> tuple[list[bool], list[float]]:
         """(fits idle and passes steps 1-3, score) per row with `level` pods charged."""
         while len(self.answers) < level:
-            self._next()
+            if self.stacked:
+                self._next_levels(level)
+            else:
+                self._next()
         return self.answers[level - 1]
 
     def _next(self) -> None:
@@ -427,3 +452,28 @@ class _Levels:
             for array, value in zip(arrays, self.base):
                 array[rows] = value
         self.answers.append((((codes == Code.FITS) & fits_idle).tolist(), score.tolist()))
+
+    def _next_levels(self, wanted: int) -> None:
+        """The next levels, at least up to `wanted`: a few at first (most plans ask for two
+        or three), then as many again as there are, no more than a plan can ask for."""
+        have = len(self.answers)
+        count = max(wanted - have, min(have or self.FIRST_LEVELS, self.deepest - have), 1)
+        rows, req = self.rows, self.task.resreq
+        used, idle, _, pods = self.state
+        used_levels = np.empty((count + 1, *used.shape))
+        used_levels[0], used_levels[1:] = used, req
+        np.add.accumulate(used_levels, axis=0, out=used_levels)  # in order, one pod at a time, as charged
+        idle_levels = np.empty_like(used_levels)
+        idle_levels[0], idle_levels[1:] = idle, req
+        np.subtract.accumulate(idle_levels, axis=0, out=idle_levels)
+        used_levels, idle_levels = used_levels[1:], idle_levels[1:]
+        future_levels = idle_levels + self.releasing - self.pipelined
+        pods_levels = pods + np.arange(1, count + 1)[:, None]
+        self.state = [used_levels[-1], idle_levels[-1], future_levels[-1], pods_levels[-1]]
+        n, dims = len(rows), used.shape[1]
+        state = RowState(self.placement.table, np.tile(rows, count), {
+            "used": used_levels.reshape(count * n, dims), "idle": idle_levels.reshape(count * n, dims),
+            "future": future_levels.reshape(count * n, dims), "pods": pods_levels.reshape(count * n)})
+        codes, fits_idle, score = self.placement._answers(self.task, self.view, state)
+        fits = ((codes == Code.FITS) & fits_idle).reshape(count, n).tolist()
+        self.answers.extend(zip(fits, score.reshape(count, n).tolist()))

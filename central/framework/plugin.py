@@ -46,6 +46,15 @@ part says how (defaults keep a plugin pod by pod):
   cannot say.
 - `allocations_to_ready(job)` (JobReady plugins): the fewest more allocated pods before its
   job_ready can answer True.
+
+Array forms of the row-local placement points (defaults: none). `node_order_on(task, state)`
+and `row_predicate_on(task, state)` answer what node_order and row_predicate answer, for the
+rows of a `central.framework.rowstate.RowState`, reading the node table only through it (its
+`rows` may index what the plugin keeps per node, such as static scores). A plugin whose
+node_order is `node_order_on` over the table's rows gives the same figures both ways. Where
+every plugin answering those points has them, the placement shares one gathering of the
+table's rows between them and its own checks, and works out a batch's rows with j more pods
+for several j in one call (`central.framework.placement`).
 """
 
 from __future__ import annotations
@@ -62,7 +71,11 @@ from central.resources.vectors import add_repeated
 MAX_NUMBER = 1e9  # plugin weights and factors; more is a typo (or an overflow waiting)
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from central.framework.handle import Handle
+    from central.framework.rowstate import RowState
+    from central.framework.status import Check
     from central.model.objects import JobInfo, QueueInfo, TaskInfo
 
 __all__ = ["ABSTAIN", "PERMIT", "REJECT", "AccountingPlugin", "Arguments", "Plugin", "PluginOption"]
@@ -152,6 +165,14 @@ class Plugin:
     def allocations_to_ready(self, job: JobInfo) -> int:
         """See the module's docstring (runs of identical pods)."""
         return 1
+
+    def node_order_on(self, task: TaskInfo, state: RowState) -> np.ndarray:
+        """See the module's docstring (array forms)."""
+        raise NotImplementedError(f"plugin {self.name}: node_order has no array form")
+
+    def row_predicate_on(self, task: TaskInfo, state: RowState) -> list[Check]:
+        """See the module's docstring (array forms)."""
+        raise NotImplementedError(f"plugin {self.name}: row_predicate has no array form")
 
     def on_allocate_run(self, tasks: Sequence[TaskInfo]) -> None:
         """`on_allocate` for each task of a run in order (a plugin with `events_in_runs`), all

@@ -23,6 +23,7 @@ from central.framework.status import ALLOWED, Status
 if TYPE_CHECKING:
     import numpy as np
 
+    from central.framework.rowstate import RowState
     from central.framework.status import Check
     from central.model.objects import JobInfo, PodTemplate, QueueInfo, TaskInfo
     from central.model.subgroups import SubGroup
@@ -136,6 +137,9 @@ class Points:
         self.predicate = [p.predicate for p in flat(ext.Predicate)]
         self.node_order = [p.node_order for p in flat(ext.NodeOrder)]
         self.batch_node_order = [p.batch_node_order for p in flat(ext.BatchNodeOrder)]
+        # the array forms (see `central.framework.plugin`), index for index; None where one lacks its own
+        self.node_order_on = _array_forms(flat(ext.NodeOrder), "node_order_on")
+        self.row_predicate_on = _array_forms(flat(ext.RowPredicate), "row_predicate_on")
         self.hypernode_gradients = [p.hypernode_gradients for p in flat(ext.HyperNodeGradients)]
         self.eviction_gradients = [p.eviction_gradients for p in flat(ext.EvictionGradients)]
         self.hypernode_order = [p.hypernode_order for p in flat(ext.HyperNodeOrder)]
@@ -183,6 +187,8 @@ class Points:
         row_predicate: list[Callable[[TaskInfo, np.ndarray], list[Check]]]
         predicate: list[Callable[[TaskInfo, np.ndarray], list[Check]]]
         node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray]]
+        node_order_on: list[Callable[[TaskInfo, RowState], np.ndarray]] | None
+        row_predicate_on: list[Callable[[TaskInfo, RowState], list[Check]]] | None
         batch_node_order: list[Callable[[TaskInfo, np.ndarray], np.ndarray | None]]
         hypernode_gradients: list[Callable[[JobInfo, SubGroup | None, HyperNode | None], list[list[HyperNode]] | None]]
         eviction_gradients: list[Callable[[JobInfo], list[list[HyperNode]] | None]]
@@ -197,6 +203,20 @@ class Points:
 
 
 # --- combination rules (see each point's `combine`) -------------------------------------------
+
+
+def _array_forms(plugins: Sequence[object], method: str) -> list[Callable[..., Any]] | None:
+    """Each plugin's array form `method` (the point's method name + "_on"), in order; None
+    when one has only the Plugin default, or a subclass redefined the point's method below
+    the class that gave the array form (the form would not answer what the method does)."""
+    point_method = method.removesuffix("_on")
+    for plugin in plugins:
+        mro = type(plugin).__mro__
+        form_owner = next((k for k in mro if method in vars(k)), Plugin)
+        point_owner = next((k for k in mro if point_method in vars(k)), Plugin)
+        if form_owner is Plugin or not issubclass(form_owner, point_owner):
+            return None
+    return [getattr(p, method) for p in plugins]
 
 
 def _keeps_gangs(plugin: object) -> bool:

@@ -15,7 +15,8 @@ import numpy as np
 
 from central.framework import extension as ext
 from central.framework.plugin import Arguments, Plugin
-from central.model.nodetable import block, row_any, row_sum
+from central.framework.rowstate import RowState
+from central.model.nodetable import row_any, row_sum
 from central.model.objects import TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -58,8 +59,11 @@ class Binpack(Plugin, ext.NodeOrder):
         return True  # used and allocatable, from the table
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        return self.node_order_on(task, RowState(self.handle.table, rows))
+
+    def node_order_on(self, task: TaskInfo, state: RowState) -> np.ndarray:
         if not self.weight:
-            return np.zeros(len(rows))
+            return np.zeros(len(state))
         req = task.resreq
         found = self._columns.get(id(req))
         if found is None:  # per request vector (one per template, kept by the cache)
@@ -67,12 +71,11 @@ class Binpack(Plugin, ext.NodeOrder):
             found = self._columns[id(req)] = (req, cols, req[cols], self.weights[cols], self.weights[cols].sum())
         _, cols, need, w, total = found
         if not len(cols):
-            return np.zeros(len(rows))
-        table = self.handle.table
-        alloc = block(table.alloc, rows, cols)
-        after = block(table.used, rows, cols) + need
+            return np.zeros(len(state))
+        alloc = state.block("alloc", cols)
+        after = state.block("used", cols) + need
         has = alloc > 0
-        per = (w * after) / alloc if has.all() else np.divide(w * after, alloc, out=np.zeros_like(after), where=has)
+        per = (w * after) / alloc if np.count_nonzero(has) == has.size else np.divide(w * after, alloc, out=np.zeros_like(after), where=has)
         over = row_any(after > alloc + EPSILON)
         score = row_sum(per) / total * MAX_SCORE * self.weight
         return np.where(over, 0.0, score)

@@ -18,7 +18,8 @@ import numpy as np
 from central.framework import extension as ext
 from central.framework.nodeindex import domain_counts, placed_tasks, term_rows, untolerated
 from central.framework.plugin import Arguments, Plugin
-from central.model.nodetable import block, row_sum
+from central.framework.rowstate import RowState
+from central.model.nodetable import row_sum
 from central.model.objects import PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
@@ -32,12 +33,6 @@ WEIGHTS = {"leastrequested": 1, "mostrequested": 0, "balancedresource": 1, "node
 BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 
-def requested_fraction(ssn: Handle, task: TaskInfo, rows: np.ndarray, cols: list[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(requested incl. the task, allocatable) on `cols` for each row, as kube's NodeInfo sees it."""
-    table = ssn.table
-    return block(table.used, rows, cols) + block(table.pipelined, rows, cols) + task.resreq[cols], block(table.alloc, rows, cols)
-
-
 def _ratio(top: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     """top / alloc, 0 where the node has none of the resource."""
     return np.divide(top, alloc, out=np.zeros_like(top), where=alloc > 0)
@@ -47,7 +42,9 @@ def least_requested(requested: np.ndarray, alloc: np.ndarray, positive: bool = F
     """`positive`: every node has every column (alloc > 0), so a plain division is `_ratio`."""
     top = (alloc - requested) * MAX_SCORE
     per = np.floor(top / alloc if positive else _ratio(top, alloc))
-    per[requested > alloc] = 0
+    # 0 where more is requested than allocatable: exactly the negative figures (top < 0 there,
+    # alloc > 0 or the ratio 0), so a maximum does it in one call where a masked write takes two
+    np.maximum(per, 0.0, out=per)
     return np.floor(row_sum(per) / per.shape[1])
 
 
@@ -96,7 +93,7 @@ class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
         self.weights: dict[str, int] = self.settings
         self.index = handle.node_index
         self._static: dict[PodTemplate, tuple[np.ndarray, np.ndarray]] = {}
-        self._cols: dict[int, np.ndarray] = {}
+        self._cols: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._batchable: dict[PodTemplate, bool] = {}
 
     def batchable(self, task: TaskInfo) -> bool:
@@ -113,20 +110,25 @@ class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
         return answer
 
     def node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        return self.node_order_on(task, RowState(self.handle.table, rows))
+
+    def node_order_on(self, task: TaskInfo, state: RowState) -> np.ndarray:
         w = self.weights
-        score = np.zeros(len(rows))
+        score = np.zeros(len(state))
         # cpu and memory come first in the balanced columns: one read of the table serves all
-        requested, alloc = requested_fraction(self.handle, task, rows, self._balanced_cols(task))
-        positive = bool((alloc > 0).all())
+        cols, need = self._balanced_cols(task)
+        requested = state.block("used", cols) + state.block("pipelined", cols) + need
+        alloc = state.block("alloc", cols)
+        positive = np.count_nonzero(alloc > 0) == alloc.size
         if w["leastrequested"]:
             score += w["leastrequested"] * least_requested(requested[:, :2], alloc[:, :2], positive)
         if w["mostrequested"]:
             score += w["mostrequested"] * most_requested(requested[:, :2], alloc[:, :2])
         if w["balancedresource"]:
             score += w["balancedresource"] * balanced(requested, alloc, positive)
-        affinity, _ = self._static_scores(task.template)
-        if w["nodeaffinity"]:
-            score += w["nodeaffinity"] * affinity[rows]
+        if w["nodeaffinity"] and task.template.preferred_node_terms:  # no terms: all zero, adding nothing
+            affinity, _ = self._static_scores(task.template)
+            score += w["nodeaffinity"] * affinity[state.rows]
         return score
 
     def batch_node_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
@@ -142,14 +144,15 @@ class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
             score = _plus(score, w["podtopologyspread"] * self._spread(template, rows))
         return score
 
-    def _balanced_cols(self, task: TaskInfo) -> np.ndarray:
-        cols = self._cols.get(id(task.resreq))
-        if cols is None:
+    def _balanced_cols(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray]:
+        """The balanced columns for the task's request, and the request on them."""
+        found = self._cols.get(id(task.resreq))
+        if found is None:
             index = self.handle.dims.index
             cols = np.array([index[r] for r in BALANCED_RESOURCES
                              if r in index and (r in ("cpu", "memory") or task.resreq[index[r]] > EPSILON)], dtype=np.intp)
-            self._cols[id(task.resreq)] = cols
-        return cols
+            found = self._cols[id(task.resreq)] = (cols, task.resreq[cols], task.resreq)  # the request held: its id stays its own
+        return found[0], found[1]
 
     def _static_scores(self, template: PodTemplate) -> tuple[np.ndarray, np.ndarray]:
         cached = self._static.get(template)
