@@ -75,7 +75,7 @@ class Allocate(Action):
 def _admitted_valid_jobs(handle: ActionHandle) -> list[JobInfo]:
     admit_pending = "enqueue" not in handle.actions
     out = []
-    for job in handle.jobs.values():
+    for job in handle.restless.values():  # at rest: admitted, valid, nothing pending
         if job.pending_phase:
             if not admit_pending:
                 continue

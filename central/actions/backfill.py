@@ -17,7 +17,7 @@ class Backfill(Action):
 
     def execute(self, handle: ActionHandle) -> None:
         placement = handle.placement
-        jobs = [job for job in handle.jobs.values() if any(job.best_effort_pending.values())]
+        jobs = [job for job in handle.restless.values() if any(job.best_effort_pending.values())]
         for job in sorted(jobs, key=lambda j: (j.creation, j.uid)):
             if job.pending_phase or handle.job_valid(job):
                 continue

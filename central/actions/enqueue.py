@@ -14,7 +14,7 @@ class Enqueue(Action):
     name = "enqueue"
 
     def execute(self, handle: ActionHandle) -> None:
-        queues, jobs = handle.queue_lines(job for job in handle.jobs.values() if job.pending_phase)
+        queues, jobs = handle.queue_lines(job for job in handle.restless.values() if job.pending_phase)
         while queues:
             queue = queues.pop()
             waiting = jobs[queue.name]

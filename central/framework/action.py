@@ -77,6 +77,7 @@ class SessionParts(Protocol):
     @property
     def queue_gate_admission(self) -> bool: ...
     jobs: dict[str, JobInfo]
+    restless: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
     nodes: list[NodeInfo]
     dims: Dimensions
@@ -118,6 +119,8 @@ class ActionHandle:
         self.actions: Sequence[str] = ssn.actions  # the configured actions, in order
         self.queue_gate_admission: bool = ssn.queue_gate_admission  # SchedulingGatesQueueAdmission is on
         self.jobs: Mapping[str, JobInfo] = ssn.jobs
+        # the jobs not at rest: a job at rest has no pod to place, is admitted and valid
+        self.restless: Mapping[str, JobInfo] = ssn.restless
         self.queues = ssn.queues
         self.nodes = ssn.nodes  # by row
         self.dims = ssn.dims

@@ -17,6 +17,11 @@ Jobs settle only while every plugin's last word sets conditions from the job's s
 the session noted of it alone (`Plugin.closes_by_state`): a settled job's conditions are then
 its last ones, their session stamps aside, as `_unchanged` would find them, the stamps staying
 those the API server holds.
+
+A settled job is moreover *at rest* (`JobInfo.rest`) when no action has anything to do for it:
+admitted, valid, and without pending or pipelined pods. The next sessions under the same
+configuration pass it by in their actions' and this close's passes until it changes (its
+version moves), so a cycle's cost follows the jobs that changed, not every running one.
 """
 
 from __future__ import annotations
@@ -112,13 +117,16 @@ class Closing:
     handle: Handle | None = None  # its `closing_jobs` is set here for the plugins' last word
     conf: SchedulerConf | None = None  # settled jobs are those a close under the same one left
     opened: int = 0  # `ClusterCache.version_mark` at session open: jobs changed since are newer
+    restless: Mapping[str, JobInfo] | None = None  # the jobs not at rest at open (None: all of them)
 
     def close(self) -> CycleResult:
         decisions, notes = self.decisions, self.notes
         before = set(notes.conditions)  # set while the actions ran: the plugins' last word comes after
         recorded = before.union(notes.side_conditions, notes.jobs, self.faults.jobs)
         settling = all(plugin.closes_by_state for plugin in self.points.on_session_close)  # type: ignore[attr-defined]
-        settled = {uid: job for uid, job in self.jobs.items() if settling and _settled(job, self.conf, recorded)}
+        restless, opened = self.jobs if self.restless is None else self.restless, self.opened
+        settled = {uid: job for uid, job in self.jobs.items() if settling and (
+            _settled(job, self.conf, recorded) if uid in restless else job.version < opened and uid not in recorded)}
         if self.handle is not None:
             changing = [job for uid, job in self.jobs.items() if uid not in settled]
             self.handle.closing_jobs = lambda: changing
@@ -144,18 +152,23 @@ class Closing:
         result.annotations = {uid: marks for uid, marks in notes.annotations.items() if marks and uid in decisions.binds}
         result.claim_bindings = {uid: b for uid, b in notes.claim_bindings.items() if uid in decisions.binds}
         result.device_claims = {uid: w for uid, w in notes.device_claims.items() if uid in decisions.binds}
-        for job in self.jobs.values():
+        woken: list[JobInfo] = []  # at rest at open, its status worked out again
+        for uid, job in self.jobs.items():
+            if uid in settled:
+                closed = job.closed
+                result.podgroups[uid] = closed.status
+                if closed.unschedulable is not None:
+                    result.unschedulable[uid] = closed.unschedulable
+            else:
+                if uid not in restless:  # at rest when the session opened, which saved only the others
+                    self.journal.save_jobs((job,))
+                    woken.append(job)
+                self._close_job(job, recorded, result)
+        for job in restless.values():  # a job at rest has no pending or pipelined pod
             if job.counts.get(TaskStatus.PIPELINED):
                 for task in job.tasks.values():
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
-            if job.uid in settled:
-                closed = job.closed
-                result.podgroups[job.uid] = closed.status
-                if closed.unschedulable is not None:
-                    result.unschedulable[job.uid] = closed.unschedulable
-            else:
-                self._close_job(job, recorded, result)
             if job.counts.get(TaskStatus.PENDING) or job.fit_errors:
                 result.pending_reasons.update(self._pending_reasons(job))
         for statement in reversed(list(decisions.open)):
@@ -169,8 +182,34 @@ class Closing:
         result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
         result.events = [event for event in notes.events if event[0] in self.jobs]
         self._deserved(result)
+        self._stamp_rest(restless, settled, recorded, woken)
         self.journal.close()
         return result
+
+    def _stamp_rest(self, restless: Mapping[str, JobInfo], settled: Mapping[str, JobInfo], recorded: set[str],
+                    woken: list[JobInfo]) -> None:
+        """Mark the jobs now at rest (`JobInfo.rest`), so that the next sessions under this
+        configuration pass them by until they change; a job at rest whose status was worked out
+        again is so no longer. A rolled back close takes the marks back."""
+        conf, was = self.conf, []
+        for job in restless.values():
+            valid, counts = job.valid, job.counts
+            if (job.uid in settled or _settled(job, conf, recorded)) and valid is not None and valid[0] == job.version \
+                    and valid[1] is conf and valid[2] is None and not job.pending_phase \
+                    and not counts.get(TaskStatus.PENDING) and not counts.get(TaskStatus.PIPELINED):
+                was.append((job, job.rest))
+                job.rest = job.version
+        for job in woken:
+            was.append((job, job.rest))
+            job.rest = -1
+        cache, conf_was = self.cache, self.cache.rest_conf
+
+        def unstamp() -> None:
+            cache.rest_conf = conf_was
+            for job, rest in was:
+                job.rest = rest
+        self.journal.on_rollback(unstamp)
+        cache.rest_conf = conf
 
     def _close_job(self, job: JobInfo, recorded: set[str], result: CycleResult) -> None:
         """The job's status, worked out (or its last one, where `_unchanged` finds it so)."""
@@ -323,11 +362,8 @@ def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapp
     own: dict[str, np.ndarray] = {}  # queue -> what its jobs hold
     held = dict.fromkeys(queues, 0)  # queue -> its jobs' allocated pods
     if sums is not None:
-        for job in jobs.values():
-            counts = phases.setdefault(job.queue, {})
-            counts[job.phase] = counts.get(job.phase, 0) + 1
         for queue, kept in sums.items():
-            own[queue], held[queue] = kept.allocated, kept.pods
+            own[queue], held[queue], phases[queue] = kept.allocated, kept.pods, kept.phases
     else:
         members: dict[str, list[np.ndarray]] = {}  # queue -> its jobs' allocated vectors
         for job in jobs.values():
@@ -349,9 +385,11 @@ def queue_statuses(dims: Dimensions, queues: Mapping[str, QueueInfo], jobs: Mapp
     out = {}
     for name in queues:
         vec = allocated[name]
-        out[name] = {
+        status: dict[str, Any] = {
             "allocated": {**{n: format_value(n, float(v)) for n, v in zip(dims.names, vec) if v > 0},
-                          **({"pods": str(pods[name])} if pods[name] else {})},
-            **{f"{phase.lower() or 'pending'}": count for phase, count in phases.get(name, {}).items()},
-        }
+                          **({"pods": str(pods[name])} if pods[name] else {})}}
+        for phase, count in phases.get(name, {}).items():  # "" is Pending too: the two add up
+            key = phase.lower() or "pending"
+            status[key] = status.get(key, 0) + count
+        out[name] = status
     return out

@@ -53,7 +53,15 @@ class Session:
         self.total = cache.table.alloc[: len(self.nodes)].sum(axis=0)
         missing = [name for name in ("root", cache.default_queue) if name not in cache.queues]
         self.queues: dict[str, QueueInfo] = cache.all_queues()
-        self.jobs: dict[str, JobInfo] = {job.uid: job for job in cache.iter_scheduling_jobs()}
+        self.jobs: dict[str, JobInfo] = {}
+        # The jobs not at rest (`JobInfo.rest`): the only ones the actions' and the close's
+        # passes have anything to do for. A job at rest stays so until it changes.
+        self.restless: dict[str, JobInfo] = {}
+        resting = conf is cache.rest_conf
+        for job in cache.iter_scheduling_jobs():
+            self.jobs[job.uid] = job
+            if not resting or job.rest != job.version:
+                self.restless[job.uid] = job
         self.opened = cache.version_mark()  # jobs whose version is newer changed in this session
         self.journal = Journal(cache)
 
@@ -61,8 +69,8 @@ class Session:
             for name in missing:
                 cache.queues.pop(name, None)
         self.journal.on_rollback(forget_made_up_queues)
-        self.journal.save_jobs(self.jobs.values())
-        for job in self.jobs.values():
+        self.journal.save_jobs(self.restless.values())  # the close saves a job at rest before it changes one
+        for job in self.restless.values():
             job.fit_errors = {}
         self.decisions = Decisions()
         self.notes = Notes(self.uid, self.now)
@@ -239,7 +247,7 @@ class Session:
     def close(self) -> CycleResult:
         return Closing(self.cache, self.dims, self.jobs, self.queues, self.tiers, self.points,
                        self.decisions, self.notes, self.faults, self.journal, self.plugin_timings,
-                       self.handle, self.conf, self.opened).close()
+                       self.handle, self.conf, self.opened, self.restless).close()
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it (see `central.framework.journal`)."""

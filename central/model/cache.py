@@ -163,6 +163,7 @@ class ClusterCache:
         self._node_derived: dict[str, tuple[int, Any]] = {}
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         self.queue_sums = QueueSums()  # per-queue sums over jobs, updated for the jobs that changed
+        self.rest_conf: object = None  # the configuration of the close that stamped jobs' `rest`
         # While a session is open: task, status, node before each status change, flat (three
         # entries per change: one list for the garbage collector to walk, not a tuple per
         # change), so that a failed session can be rolled back (Session.rollback).
@@ -288,6 +289,7 @@ class ClusterCache:
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
         job.priority = self._class_priority(job.priority_class)
         self._vectorise_job(job)
+        job.version = next(_versions)  # a new JobInfo: newer than any mark taken before it
         self.jobs[job.uid] = job
 
     def _apply_hypernode(self, obj: Mapping[str, Any]) -> None:

@@ -300,6 +300,11 @@ class JobInfo:
     # (version, configuration, answer): its JobValid answer where every plugin's depends on the
     # job alone (`central.framework.session.Session.job_valid`)
     valid: tuple[int, Any, str | None] | None = None
+    # the version at which a session's close found it at rest: nothing for an action to do (no
+    # pending, pipelined or releasing pod, admitted, valid) and its status settled. While the
+    # version holds, a session under the same configuration passes it by
+    # (`central.framework.session.Session.restless`)
+    rest: int = -1
     sub_group_policies: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
     # spec.minResources with every name kept (`pods`, `requests.cpu`...), what a ResourceQuota reads
     quota_request: dict[str, Decimal] | None = None

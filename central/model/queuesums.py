@@ -2,7 +2,7 @@
 
 Proportion and overcommit (at session open) and the queue statuses (at close) each sum, per
 queue, what every live job holds: allocated resources and pods, pending requests, what admitted
-jobs hold of their minResources and the part beyond it. Between two cycles
+jobs hold of their minResources and the part beyond it, and how many jobs are in each phase. Between two cycles
 most jobs do not change, so each job's terms are kept with the stamp they were worked out
 under, and a queue's sums change by the difference when a job's terms do.
 
@@ -23,7 +23,7 @@ caller sums from scratch, as it did before these sums were kept.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -72,6 +72,7 @@ class QueueSum:
     elastic: np.ndarray  # allocated beyond minResources
     pods: int = 0  # allocated pods
     jobs: int = 0
+    phases: dict[str, int] = field(default_factory=dict)  # PodGroup phase as the jobs have it ("" too) -> jobs
 
 
 @dataclass(slots=True, eq=False)
@@ -155,6 +156,7 @@ class QueueSums:
         queue.elastic += terms.elastic
         queue.pods += terms.pods
         queue.jobs += 1
+        queue.phases[terms.phase] = queue.phases.get(terms.phase, 0) + 1
         self._bound += terms.size
 
     def _take_out(self, terms: _Terms) -> None:
@@ -168,4 +170,9 @@ class QueueSums:
             queue.held -= terms.held
             queue.elastic -= terms.elastic
             queue.pods -= terms.pods
+            left = queue.phases[terms.phase] - 1
+            if left:
+                queue.phases[terms.phase] = left
+            else:
+                del queue.phases[terms.phase]
         self._bound -= terms.size

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from central.framework import session as session_module
+from central.framework.action import ActionHandle
 from central.framework.closing import CycleResult
 from central.framework.conf import DEFAULT_CONF_YAML, Registry
 from central.framework.extension import SessionClose
@@ -358,3 +359,70 @@ def test_jobs_settle_only_while_every_plugin_s_last_word_is_by_state(plugin, cha
     for _ in changing:
         run_cycle(cluster.cache, conf)
     assert Marking.asked == changing
+
+
+def _running_gang(cluster: Cluster) -> None:
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    cluster.put(("podgroup", "g0", {"minMember": 2}))
+    for name in ("p0", "p1"):
+        cluster.put(("pod", name, {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+
+
+def _restless(cache: ClusterCache, conf: Any = CONF) -> set[str]:
+    ssn = Session(cache, conf)
+    ssn.rollback()
+    return set(ssn.restless)
+
+
+def test_a_running_job_comes_to_rest_and_a_change_wakes_it():
+    """A job with nothing to place, admitted and settled is at rest: the next sessions under the
+    same configuration pass it by, until it changes or the configuration does."""
+    cluster = Cluster()
+    _running_gang(cluster)
+    cluster.put(("podgroup", "g1", {"minMember": 1}))
+    cluster.put(("pod", "p2", {"group": "g1", "cpu": 8, "memory": "1Gi"}))  # fits nowhere: never at rest
+    for _ in range(3):
+        cluster.cycle()
+    assert _restless(cluster.cache) == {"ns/g1"}
+    assert _restless(cluster.cache, load_config(DEFAULT_CONF_YAML, "another.conf")) == {"ns/g0", "ns/g1"}
+    cluster.put(("pod", "p1", {"group": "g0", "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Succeeded"}))
+    assert _restless(cluster.cache) == {"ns/g0", "ns/g1"}
+    result = run_cycle(cluster.cache, CONF)
+    assert result.podgroups["ns/g0"]["succeeded"] == 1 and "ns/g0" in result.changed_podgroups
+
+
+def test_a_rolled_back_close_takes_its_rest_marks_back():
+    cluster = Cluster()
+    _running_gang(cluster)
+    job = cluster.cache.jobs["ns/g0"]
+    for _ in range(5):
+        before, conf_before = job.rest, cluster.cache.rest_conf
+        ssn = Session(cluster.cache, CONF)
+        handle = ActionHandle(ssn)
+        for name in CONF.actions:
+            CONF.registry.actions[name](CONF.action_settings(name)).execute(handle)
+        ssn.close()
+        if job.rest != before:
+            assert job.rest == job.version
+            ssn.rollback()
+            assert (job.rest, cluster.cache.rest_conf) == (before, conf_before)
+            return
+    raise AssertionError("the running job never came to rest")
+
+
+def test_a_job_with_a_pod_left_to_place_never_rests():
+    """A job whose queue is past its share is not reached: nothing is recorded of it and it
+    settles, but it has a pod to place. When the other queue's demand goes, the next session
+    places it."""
+    cluster = Cluster()
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "4Gi"}))
+    for queue, group, running, cpu, pending, asks in (("q1", "g0", "p0", 2, "p1", 1), ("q2", "g1", "p2", 1, "p3", 4)):
+        cluster.put(("queue", queue, {"weight": 1}))
+        cluster.put(("podgroup", group, {"minMember": 1, "queue": queue}))
+        cluster.put(("pod", running, {"group": group, "cpu": cpu, "memory": f"{cpu}Gi", "node": "n0", "phase": "Running"}))
+        cluster.put(("pod", pending, {"group": group, "cpu": asks, "memory": f"{asks}Gi"}))
+    for _ in range(3):
+        cluster.cycle()
+    assert cluster.cache.tasks["ns/p1"].node is None and not cluster.cache.jobs["ns/g0"].fit_errors  # q1 has its share
+    cluster.delete("Pod", 3)  # p3: q2 asks for no more than it has
+    assert run_cycle(cluster.cache, CONF).binds == {"ns/p1": "n0"}

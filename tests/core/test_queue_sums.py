@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from central.framework.closing import queue_statuses
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.framework.session import Session
 from central.model.cache import ClusterCache
@@ -25,7 +26,10 @@ CONF = load_config(DEFAULT_CONF_YAML)
 
 def _from_scratch(cache: ClusterCache, jobs: dict[str, JobInfo]) -> dict[str, tuple[list[float], ...]]:
     out: dict[str, list[np.ndarray | int]] = {}
+    phases: dict[str, dict[str, int]] = {}
     for job in jobs.values():
+        counts = phases.setdefault(job.queue, {})
+        counts[job.phase] = counts.get(job.phase, 0) + 1
         assert job.allocated is not None and job.pending_request is not None
         min_res = min_resources(job, cache.dims)
         held = held_row(job, min_res, job.allocated)
@@ -35,14 +39,14 @@ def _from_scratch(cache: ClusterCache, jobs: dict[str, JobInfo]) -> dict[str, tu
         sums = out.setdefault(job.queue, [cache.dims.zeros() for _ in range(4)] + [0])
         for i, term in enumerate(terms):
             sums[i] = sums[i] + term
-    return {q: tuple([list(map(float, v)) for v in s[:4]] + [[float(s[4])]]) for q, s in out.items()}
+    return {q: tuple([list(map(float, v)) for v in s[:4]] + [[float(s[4])], phases[q]]) for q, s in out.items()}
 
 
 def _kept(cache: ClusterCache, jobs: dict[str, JobInfo]) -> dict[str, tuple[list[float], ...]]:
     sums = cache.queue_sums.sums(jobs, cache.dims)
     assert sums is not None
     return {q: (list(map(float, s.allocated)), list(map(float, s.pending)), list(map(float, s.held)),
-                list(map(float, s.elastic)), [float(s.pods)]) for q, s in sums.items()}
+                list(map(float, s.elastic)), [float(s.pods)], s.phases) for q, s in sums.items()}
 
 
 def _cache() -> ClusterCache:
@@ -144,7 +148,7 @@ def test_after_any_changes_the_sums_are_those_from_scratch(ops):
             cache.delete("Pod", task.namespace, task.name)
         elif op == "phase":
             job = cache.jobs["ml/g0"]
-            job.phase = ["Pending", "Inqueue", "Running"][n % 3]
+            job.phase = ["Pending", "Inqueue", "Running", ""][n % 4]
         elif op == "queue":
             cache.apply(podgroup(f"g{n % 2}", queue="ab"[n % 2 ^ 1 if n > 2 else n % 2], min_member=1 + n % 2))
         elif op == "cycle":
@@ -154,8 +158,8 @@ def test_after_any_changes_the_sums_are_those_from_scratch(ops):
 
 
 def test_a_changed_podgroup_without_pods_is_worked_out_again():
-    """A new JobInfo for the same PodGroup: with no tasks both have version 0, so only its
-    identity tells that minResources changed."""
+    """A new JobInfo for the same PodGroup, without tasks: its identity (and the version the
+    cache gives a new one) tells that minResources changed."""
     cache = _cache()
     cache.apply({**podgroup("g2", queue="a", minResources={"cpu": "1"}), "status": {"phase": "Inqueue"}})
     jobs = _jobs(cache)
@@ -179,3 +183,15 @@ def test_after_the_plugins_open_the_session_s_sums_follow_its_changes():
         assert after is not None and after["a"].allocated[0] == 1000.0
     finally:
         session.rollback()
+
+
+def test_jobs_pending_with_and_without_a_phase_count_together():
+    """A PodGroup's phase "" is Pending: the queue's status adds both kinds up."""
+    cache = _cache()
+    cache.apply(podgroup("g1", queue="a", min_member=1))
+    jobs = _jobs(cache)
+    jobs["ml/g1"].phase = ""  # as a JobInfo made in code may have it
+    assert sorted(job.phase for job in jobs.values()) == ["", "Pending"]
+    statuses = queue_statuses(cache.dims, cache.all_queues(), jobs, cache.queue_sums.sums(jobs, cache.dims))
+    assert statuses["a"]["pending"] == 2
+    assert queue_statuses(cache.dims, cache.all_queues(), jobs)["a"]["pending"] == 2  # summed from scratch too
