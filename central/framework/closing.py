@@ -26,6 +26,7 @@ version moves), so a cycle's cost follows the jobs that changed, not every runni
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -178,7 +179,9 @@ class Closing:
                 self.journal.on_rollback(_renominate(task, task.nominated_node))
                 task.nominated_node = result.nominated[task.uid] = task.node
                 self.cache.set_status(task, TaskStatus.PENDING, None)
-        result.queues = queue_statuses(self.dims, self.queues, self.jobs, self.cache.queue_sums.sums(self.jobs, self.dims))
+        sums = self.cache.queue_sums.sums(self.jobs, self.dims) if self.handle is None else \
+            self.handle.queue_sums(itertools.chain(restless.values(), woken))  # the others have not changed
+        result.queues = queue_statuses(self.dims, self.queues, self.jobs, sums)
         result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
         result.events = [event for event in notes.events if event[0] in self.jobs]
         self._deserved(result)

@@ -84,16 +84,21 @@ class Handle:
         self.opening = True  # the session sets it False once every plugin is open
         self._sums_at_open: object = _NOT_YET
 
-    def queue_sums(self) -> Mapping[str, QueueSum] | None:
+    def queue_sums(self, changed: Iterable[JobInfo] | None = None) -> Mapping[str, QueueSum] | None:
         """Per queue, the sums over the session's jobs as they stand now (allocated, pending,
         admitted, elastic; read-only), updated for the jobs that changed since the cache last
         summed them; None where they would not be exact (sum from the jobs then). While the
-        plugins open (`opening`) nothing changes the jobs: the first answer serves them all."""
+        plugins open (`opening`) nothing changes the jobs: the first answer serves them all.
+        `changed` (the close's): the only jobs that may have changed since the plugins opened;
+        where they were given sums, the others' stamps are not looked at again."""
         if self.opening:
-            if self._sums_at_open is _NOT_YET:
-                self._sums_at_open = self._cache.queue_sums.sums(self.jobs, self.dims)
+            if self._sums_at_open is _NOT_YET:  # since the last session, only the cache changed jobs
+                kept = self._cache.queue_sums
+                self._sums_at_open = kept.sums(self.jobs, self.dims, kept.changed_since_last(self.jobs))
             return self._sums_at_open  # type: ignore[return-value]
-        return self._cache.queue_sums.sums(self.jobs, self.dims)
+        answered = self._sums_at_open is not _NOT_YET and self._sums_at_open is not None
+        since_open = changed if answered else None
+        return self._cache.queue_sums.sums(self.jobs, self.dims, since_open)
 
     @cached_property
     def node_index(self) -> NodeIndex:

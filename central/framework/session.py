@@ -69,6 +69,7 @@ class Session:
             for name in missing:
                 cache.queues.pop(name, None)
         self.journal.on_rollback(forget_made_up_queues)
+        self.journal.on_rollback(cache.queue_sums.forget)
         self.journal.save_jobs(self.restless.values())  # the close saves a job at rest before it changes one
         for job in self.restless.values():
             job.fit_errors = {}

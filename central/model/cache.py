@@ -18,7 +18,6 @@ scheduler then deletes the pod here and shows it again as the API has it).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from functools import cached_property
@@ -44,6 +43,7 @@ from central.model.objects import (
     QueueInfo,
     TaskInfo,
     TaskStatus,
+    next_version,
 )
 from central.model.policy import PdbInfo, ResourceQuotaInfo, parse_pdb, parse_resource_quota
 from central.model.queuesums import QueueSums
@@ -56,13 +56,10 @@ KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", *VOLU
          "PodDisruptionBudget", *DRA_KINDS)
 BATCH_CPU = "kubernetes.io/batch-cpu"  # millicores, as Volcano's agent publishes them
 BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
-# Job versions: one counter for every job of every cache, so that a version taken as a mark
-# (`ClusterCache.version_mark`) orders against every job's last change.
-_versions = itertools.count(1)
 
 
 def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
-    job.version = next(_versions)
+    job.version = next_version()
     status = task.status
     job.counts[status] = job.counts.get(status, 0) + sign
     key = (task.role, status)
@@ -95,7 +92,7 @@ def _take_tasks(job: JobInfo, old: JobInfo) -> None:
 
 
 def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> None:
-    job.version = next(_versions)
+    job.version = next_version()
     counts, roles = job.counts, job.role_counts
     counts[was] = counts.get(was, 0) - 1
     counts[status] = counts.get(status, 0) + 1
@@ -289,7 +286,7 @@ class ClusterCache:
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
         job.priority = self._class_priority(job.priority_class)
         self._vectorise_job(job)
-        job.version = next(_versions)  # a new JobInfo: newer than any mark taken before it
+        job.version = next_version()  # a new JobInfo: newer than any mark taken before it
         self.jobs[job.uid] = job
 
     def _apply_hypernode(self, obj: Mapping[str, Any]) -> None:
@@ -369,7 +366,7 @@ class ClusterCache:
     def version_mark() -> int:
         """A version newer than every job's last change so far and older than every later
         one: a job whose `version` is below a mark taken at session open has not changed since."""
-        return next(_versions)
+        return next_version()
 
     def node_derived(self, key: str, build: Callable[[], T]) -> T:
         """What `build` makes from the Node objects alone (labels, taints, rows), kept across
@@ -469,7 +466,7 @@ class ClusterCache:
             roles[role, allocated] = roles.get((role, allocated), 0) + 1
             job.role_ready[role] = job.role_ready.get(role, 0) + 1
         count = len(tasks)
-        job.version = next(_versions)  # as set_status's recount does: the job's pods changed
+        job.version = next_version()  # as set_status's recount does: the job's pods changed
         counts[pending] = counts.get(pending, 0) - count
         counts[allocated] = counts.get(allocated, 0) + count
         job.ready += count

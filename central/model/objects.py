@@ -9,6 +9,7 @@ filters and static scores are computed once per template, not once per pod.
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any
@@ -16,6 +17,10 @@ from typing import Any
 import numpy as np
 
 from central.model.schedulinggate import only_queue_gate
+
+# Job versions (`JobInfo.version`): one counter for every job of every cache, so that a version
+# taken as a mark (`ClusterCache.version_mark`) orders against every job's last change.
+next_version = itertools.count(1).__next__
 
 
 class TaskStatus(enum.IntEnum):

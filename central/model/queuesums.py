@@ -13,6 +13,12 @@ object (a changed PodGroup, its queue and minResources included, is a new one), 
 the session's jobs takes its terms out. A change in the number of dimensions (a new resource
 name re-lays every vector) starts over.
 
+Which stamps are looked at: a session's first call looks only at the jobs whose version is newer
+than the last answered call, or that are new to the sums (between sessions only the cache
+changes jobs, and it bumps their versions; a rolled back session, whose phases go back without
+one, makes the next call look at all). Its close looks only at the jobs the session may have
+changed: those not at rest and those it worked out again (`central.framework.closing`).
+
 Exactness: adding and subtracting terms gives the sums that summing from scratch gives only
 while every term is a whole number and every partial sum stays below 2**52 (2**53 for
 the sum of two of them) (canonical units
@@ -22,12 +28,12 @@ caller sums from scratch, as it did before these sums were kept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus
+from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus, next_version
 from central.resources.vectors import Dimensions
 
 _A, _B, _C, _D = ALLOCATED_STATUSES
@@ -116,13 +122,34 @@ class QueueSums:
         self._sums: dict[str, QueueSum] = {}
         self._width = -1
         self._bound = 0  # the sum of every kept term's `size`: no partial sum exceeds it
+        self._mark: int | None = None  # a version mark taken when the last call answered
 
-    def sums(self, jobs: Mapping[str, JobInfo], dims: Dimensions) -> dict[str, QueueSum] | None:
-        """Each queue with jobs among `jobs` and its sums; None where they would not be exact."""
+    def changed_since_last(self, jobs: Mapping[str, JobInfo]) -> list[JobInfo] | None:
+        """Between sessions only the cache changes jobs, and it bumps the version of each it
+        changes (a new JobInfo gets a new one): of `jobs`, those changed since the last call
+        answered, or new to the sums. None where no call has answered since the sums started
+        over or were `forget`-ed."""
+        mark, terms = self._mark, self._terms
+        if mark is None:
+            return None
+        return [job for uid, job in jobs.items() if job.version > mark or uid not in terms]
+
+    def forget(self) -> None:
+        """A session that changed phases was rolled back (phases go back without a version):
+        the next call looks at every job's stamp."""
+        self._mark = None
+
+    def sums(self, jobs: Mapping[str, JobInfo], dims: Dimensions,
+             changed: Iterable[JobInfo] | None = None) -> dict[str, QueueSum] | None:
+        """Each queue with jobs among `jobs` and its sums; None where they would not be exact.
+        `changed`: the only ones of `jobs` that may have changed since the last call answered
+        (`changed_since_last`, or a session's own account); the others' stamps are not looked at."""
         if len(dims) != self._width:
             self._start_over(len(dims))
+        if changed is not None and self._mark is None:  # nothing to go by
+            changed = None
         terms = self._terms
-        for uid, job in jobs.items():
+        for uid, job in jobs.items() if changed is None else ((job.uid, job) for job in changed):
             kept = terms.get(uid)
             if (kept is not None and kept.job is job and kept.version == job.version and kept.phase == job.phase
                     and kept.min_available == job.min_available):
@@ -138,13 +165,14 @@ class QueueSums:
             if self._bound >= EXACT:  # a partial sum might round: sum from scratch
                 self._start_over(len(dims))
                 return None
-        if len(terms) != len(jobs):
+        if len(terms) != len(jobs):  # every job is in terms by now: some left
             for uid in [uid for uid in terms if uid not in jobs]:
                 self._take_out(terms.pop(uid))
+        self._mark = next_version()
         return self._sums
 
     def _start_over(self, width: int) -> None:
-        self._terms, self._sums, self._width, self._bound = {}, {}, width, 0
+        self._terms, self._sums, self._width, self._bound, self._mark = {}, {}, width, 0, None
 
     def _put_in(self, terms: _Terms, dims: Dimensions) -> None:
         queue = self._sums.get(terms.queue)

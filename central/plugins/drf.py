@@ -12,14 +12,14 @@ before the victim's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from central.framework import extension as ext
-from central.framework.plugin import AccountingPlugin, charge_repeated
-from central.model.objects import JobInfo, QueueInfo, TaskInfo
+from central.framework.plugin import AccountingPlugin
+from central.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.plugins.hdrf import HdrfTree
 from central.resources.vectors import dominant_share
 
@@ -37,8 +37,7 @@ class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.R
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
         self.total = handle.total
-        # Volcano's drf counts every task charged in the session, pipelined ones included.
-        self.allocated = {uid: job.allocated.copy() for uid, job in handle.jobs.items()}
+        self.allocated = _Charged(handle.jobs)
         self.shares: dict[str, float] = {}  # computed when an ordering asks, dropped on change
         self.tree: HdrfTree | None = None
         self.tree_state: Mapping[tuple[str, ...] | str, tuple[float, bool]] | None = None  # the tree evaluated, dropped on change
@@ -108,19 +107,50 @@ class Drf(AccountingPlugin, ext.JobOrder, ext.QueueOrder, ext.Preemptable, ext.R
         return victims
 
     def charge(self, task: TaskInfo, sign: int) -> None:
-        vec = self.allocated.get(task.job_uid)
-        if vec is not None:
-            vec += sign * task.resreq
+        if task.job_uid in self.allocated:
+            self.allocated.pipeline(task, sign)
             self.shares.pop(task.job_uid, None)
             self.tree_state = None
 
-    def charge_run(self, tasks: Sequence[TaskInfo], sign: int) -> None:
-        uid = tasks[0].job_uid
-        vec = self.allocated.get(uid)
-        if vec is None or any(task.job_uid != uid for task in tasks) or not charge_repeated(vec, tasks, sign):
-            super().charge_run(tasks, sign)
-            return
-        self.shares.pop(uid, None)
+    def charge_run(self, tasks: Sequence[TaskInfo], sign: int) -> None:  # allocated pods: the cache counts them
+        for uid in {task.job_uid for task in tasks}:
+            self.shares.pop(uid, None)
         self.tree_state = None
+
+
+class _Charged(Mapping[str, np.ndarray]):
+    """What drf counts of each of the session's jobs (read-only vectors): Volcano's drf counts
+    every pod charged in the session, pipelined ones included, and the cache's `allocated` of the
+    job counts all but the pipelined ones (it has counted each change before the plugins are
+    told of it). So: the cache's vector, plus the pods this session pipelined, told here."""
+
+    def __init__(self, jobs: Mapping[str, JobInfo]) -> None:
+        self.jobs = jobs
+        self.pipelined: dict[str, np.ndarray] = {}  # job -> its pods pipelined this session, summed
+        self.pipelined_pods: set[str] = set()
+
+    def pipeline(self, task: TaskInfo, sign: int) -> None:
+        """Count a pipelined pod (`sign` 1, told while the pod is Pipelined) or take it back
+        (-1, told once the cache has put it back)."""
+        assert task.resreq is not None
+        if sign > 0 and task.status == TaskStatus.PIPELINED:
+            self.pipelined_pods.add(task.uid)
+            was = self.pipelined.get(task.job_uid)
+            self.pipelined[task.job_uid] = task.resreq.copy() if was is None else was + task.resreq
+        elif sign < 0 and task.uid in self.pipelined_pods:
+            self.pipelined_pods.discard(task.uid)
+            self.pipelined[task.job_uid] = self.pipelined[task.job_uid] - task.resreq
+
+    def __getitem__(self, uid: str) -> np.ndarray:
+        allocated = self.jobs[uid].allocated
+        assert allocated is not None
+        extra = self.pipelined.get(uid)
+        return allocated if extra is None else allocated + extra
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
 
 
