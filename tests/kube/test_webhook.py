@@ -6,6 +6,7 @@ import base64
 import datetime
 import http.client
 import json
+import socket
 import ssl
 import threading
 import urllib.error
@@ -364,6 +365,30 @@ def test_with_a_client_ca_only_a_client_holding_its_certificate_is_served(tmp_pa
         for client in (None, stranger):  # refused in the handshake (TLS 1.3: at the first read)
             with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
                 healthz(client)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_answer_leaves_in_one_write(tmp_path):
+    """Headers and body in one TLS record: in two writes the body waited, under Nagle's
+    algorithm, for the client's delayed ACK of the headers on every kept-alive call. A TLS
+    read returns one record's bytes, so the first read holds the whole answer only if it was
+    written at once."""
+    cert, key = self_signed(tmp_path)
+    server = WebhookServer(("127.0.0.1", 0), TLSContext(cert, key), ClusterView(None), DEFAULT_CONFIG)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    context = ssl.create_default_context(cafile=cert)
+    body = json.dumps({"request": {"uid": "1", "operation": "CREATE", "object": pod("p", "ml", cpu="1")}}).encode()
+    try:
+        with context.wrap_socket(socket.create_connection(server.server_address), server_hostname="localhost") as conn:
+            for _ in range(2):  # the second on the kept-alive connection
+                conn.sendall(b"POST /pods/validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                first = conn.recv(65536)
+                head, _, rest = first.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+                assert len(rest) == length and json.loads(rest)["response"]["allowed"] is True
     finally:
         server.shutdown()
         server.server_close()
