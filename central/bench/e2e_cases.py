@@ -92,6 +92,18 @@ def workload(nodes: int, pods: int, case: str = MIXED) -> Workload:
     return volcano_case(CASES[case], nodes, pods)
 
 
+def objects(work: Workload) -> list[dict[str, Any]]:
+    """The workload as the API objects a cache reads (the session benchmark's input): its nodes
+    with their labels, queues, HyperNodes, PodGroups and pending pods."""
+    nodes = []
+    for spec in work.nodes:
+        node = spec.manifest()
+        node["metadata"]["labels"].update(work.node_labels.get(spec.name, {}))
+        nodes.append(node)
+    pods = [{**pod, "status": {"phase": "Pending"}} for pod in work.pods]
+    return [*nodes, *work.queues, *work.hypernodes, *work.podgroups, *pods]
+
+
 def mixed(nodes: int, pods: int) -> Workload:
     """The session benchmark's cluster as API objects."""
     from central.localcluster.simkubelet import NodeSpec

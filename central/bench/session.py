@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from central.bench import floor
+from central.bench import e2e_cases, floor
 from central.bench.e2e_cases import CASE_NAMES as CASES
 from central.bench.synthetic import synthetic_cluster
 from central.framework.conf import DEFAULT_CONF_YAML
@@ -80,8 +80,8 @@ def synthetic_reports(cache: ClusterCache, now: datetime, seed: int = 5) -> None
                                      memory_usage=rng.uniform(0.05, 0.5) * node.allocatable["memory"]))
 
 
-def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, Any]:
-    objects = synthetic_cluster(nodes, pods)
+def run_size(nodes: int, pods: int, agent_plugins: bool = False, case: str = CASES[0]) -> dict[str, Any]:
+    objects = synthetic_cluster(nodes, pods) if case == CASES[0] else e2e_cases.objects(e2e_cases.workload(nodes, pods, case))
     per_pod = bytes_per_pod(objects)
     started = time.perf_counter()
     cache = ClusterCache()
@@ -104,6 +104,7 @@ def run_size(nodes: int, pods: int, agent_plugins: bool = False) -> dict[str, An
     again = run_cycle(cache, conf, now=now)  # nothing changed: what does opening cost now?
     return {
         "nodes": nodes, "pods": pods, "placed": placed, "plugins": " + usage, numa-aware" if agent_plugins else "",
+        "case": "" if case == CASES[0] else f", Volcano's {case} case",
         "allocate_pods_per_s": placed / result.timings["allocate"],
         "session_pods_per_s": placed / session_seconds,
         "session_cpu_pods_per_s": placed / session_cpu,
@@ -179,7 +180,7 @@ def report(row: dict[str, Any]) -> str:
                       f"{row['floor_pods_per_s'] / row['session_cpu_pods_per_s']:,.0f} of it)")
         floor_placed = f" (the floor places {row['floor_placed']:,})"
     return "\n".join([
-        f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack{row['plugins']})",
+        f"{row['nodes']:,} nodes / {row['pods']:,} pending pods (default config + binpack{row['plugins']}{row['case']})",
         f"  placed:               {row['placed']:,} pods{floor_placed}",
         f"  allocate action:      {row['allocate_pods_per_s']:,.0f} pods/s",
         f"  whole session:        {row['session_pods_per_s']:,.0f} pods/s, {row['session_cpu_pods_per_s']:,.0f} pods/s "
@@ -218,8 +219,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "same nodes and pods (default size 1000x10000; a one-time build of 7-12 minutes, "
                              "then several minutes per size and case)")
     parser.add_argument("--case", action="append", metavar="NAME", choices=CASES,
-                        help="with --e2e: the workload (repeatable): mixed (the session benchmark's cluster, the "
-                             "default) or one of Volcano's benchmark cases: " + ", ".join(CASES[1:]))
+                        help="the workload (repeatable): mixed (the session benchmark's cluster, the default) or "
+                             "one of Volcano's benchmark cases: " + ", ".join(CASES[1:]) + " (in memory: the same "
+                             "objects, loaded into the cache)")
     parser.add_argument("--dra", action="store_true",
                         help="pods with DRA ResourceClaims instead: GPUs published as ResourceSlices (8 per node), "
                              "pods/s with the DRA toggle off and on in the same run (default size 1000x10000), "
@@ -244,12 +246,14 @@ def run(args: argparse.Namespace) -> int:
 
         return dra.main([f"{nodes}x{pods}" for nodes, pods in args.size or [(1000, 10000)]])
     sizes = args.size or [(1000, 10000), (5000, 50000)]
-    runs = len(sizes) + (args.preemption is not None)
+    cases = args.case or [CASES[0]]
+    runs = len(sizes) * len(cases) + (args.preemption is not None)
     with progress_bar("bench", runs) as step:
         for nodes, pods in sizes:
-            step(0, f"{nodes:,} nodes x {pods:,} pods")
-            print(report(run_size(nodes, pods, args.agent_plugins)), flush=True)
-            step()
+            for case in cases:
+                step(0, f"{nodes:,} nodes x {pods:,} pods" + ("" if case == CASES[0] else f", {case}"))
+                print(report(run_size(nodes, pods, args.agent_plugins, case)), flush=True)
+                step()
         if args.preemption is not None:
             step(0, f"preemption, {args.preemption[0]:,} nodes")
             print(report_preemption(run_preemption(*args.preemption)), flush=True)

@@ -7,13 +7,29 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from datetime import datetime, timezone
 
 import pytest
 import yaml
 
 from central.bench import e2e_audit
-from central.bench.e2e_cases import CASE_NAMES, CASES, KWOK_TAINT, RACKS, hypernodes, min_resources, racks, workload
+from central.bench.e2e_cases import (
+    CASE_NAMES,
+    CASES,
+    KWOK_TAINT,
+    RACKS,
+    hypernodes,
+    min_resources,
+    objects,
+    racks,
+    workload,
+)
+from central.bench.session import BENCH_CONF
 from central.conformance import build as volcano_build
+from central.model.cache import ClusterCache
+from central.model.objects import TaskStatus
+from central.scheduler import load_config
+from central.scheduler.cycle import run_cycle
 
 # Volcano's benchmark Makefile's defaults for `make test-gang-env` (JOBS is the size here).
 MAKEFILE_DEFAULTS = {"MIN_AVAILABLE": "100", "REPLICAS": "100", "JOBS": "10"}
@@ -127,3 +143,15 @@ def test_audit_counts_each_client_and_the_servers_rates(tmp_path):
     assert e2e_audit.summary(got, bound=3)[0].startswith("vc-scheduler: 1.00 requests per bound pod (3;")
     assert e2e_audit.read(tmp_path / "absent.log", e2e_audit.CLIENTS["caldera"], "bench").by_client == {
         "caldera-scheduler": {}}
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_every_case_loads_into_the_cache_the_session_bench_measures(name):
+    """`caldera bench --case` in memory: the same objects, read by the cache, placed by a cycle."""
+    cache = ClusterCache()
+    for obj in objects(workload(8, 40, name)):
+        cache.apply(obj)
+    pods = [t for t in cache.tasks.values() if t.status == TaskStatus.PENDING]
+    assert len(pods) == len(workload(8, 40, name).pods) and all(t.job_uid for t in pods)
+    placed = run_cycle(cache, load_config(BENCH_CONF), now=datetime(2026, 1, 1, tzinfo=timezone.utc)).binds
+    assert len(placed) == len(pods)  # 8 nodes of 32 CPUs have room for every case's 40 pods
