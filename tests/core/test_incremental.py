@@ -11,8 +11,9 @@ must leave that state exactly as a cache fed only the final objects has it.
 
 import copy
 import itertools
+import random
 from dataclasses import fields
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -219,7 +220,7 @@ def _forget_kept(cache: ClusterCache) -> None:
 def _cycle_result(cluster: Cluster, number: int, monkeypatch: Any) -> dict[str, Any]:
     """One cycle at a fixed clock and session id, its statuses written back as the sink would."""
     monkeypatch.setattr(session_module, "_session_ids", itertools.count(number))
-    result = run_cycle(cluster.cache, CONF, now=datetime(2026, 1, 1, 0, number, tzinfo=timezone.utc))
+    result = run_cycle(cluster.cache, CONF, now=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=number))
     cluster.write_back(result)
     for uid in sorted(result.changed_podgroups):
         obj = cluster.objects.get(("PodGroup", uid))
@@ -426,3 +427,63 @@ def test_a_job_with_a_pod_left_to_place_never_rests():
     assert cluster.cache.tasks["ns/p1"].node is None and not cluster.cache.jobs["ns/g0"].fit_errors  # q1 has its share
     cluster.delete("Pod", 3)  # p3: q2 asks for no more than it has
     assert run_cycle(cluster.cache, CONF).binds == {"ns/p1": "n0"}
+
+
+def _kubelet(cluster: Cluster) -> None:
+    """Bound pods start, as a kubelet reports them."""
+    for (kind, _), obj in sorted(cluster.objects.items()):
+        if kind == "Pod" and obj["spec"].get("nodeName") and obj["status"]["phase"] == "Pending":
+            obj["status"]["phase"] = "Running"
+            cluster.cache.apply(obj)
+
+
+def test_sessions_that_pass_jobs_at_rest_by_hand_over_what_full_sessions_do(monkeypatch):
+    """Random lives of gangs and plain pods: created, bound, started, finished and deleted, queues
+    squeezed and widened, idle cycles between. Every cycle of a cluster whose jobs come to rest
+    (`JobInfo.rest`) hands over what a cluster where every job counts as changed does. The sessions
+    must have passed jobs at rest by, many times, for this to say anything."""
+    opened = Session.__init__
+    resting = [0]
+
+    def counting(self: Session, *args: Any, **kwargs: Any) -> None:
+        opened(self, *args, **kwargs)
+        resting[0] += len(self.restless) < len(self.jobs)
+    monkeypatch.setattr(Session, "__init__", counting)
+    number = 0
+    for seed in range(12):
+        rng = random.Random(seed)
+        kept, full = Cluster(), Cluster()
+        for cluster in (kept, full):
+            for node in NODES:
+                cluster.put(("node", node, {"cpu": 4, "memory": "8Gi"}))
+            cluster.put(("queue", "default", {"capability": {"cpu": 8}}))
+            for group in GROUPS:
+                cluster.put(("podgroup", group, {"minMember": 2}))
+        for _ in range(40):
+            op = rng.choice(["pod", "pod", "plain", "kubelet", "finish", "delete", "queue", "cycle", "cycle", "cycle"])
+            pick, name = rng.randrange(8), f"p{rng.randrange(12)}"
+            for cluster in (kept, full):
+                if op == "pod":
+                    cluster.put(("pod", name, {"group": GROUPS[pick % 3], "cpu": 1, "memory": "1Gi"}))
+                elif op == "plain" and ("Pod", f"ns/{name}") not in cluster.objects:
+                    obj = objects_of({"pods": {f"ns/{name}": {"cpu": "500m", "memory": "1Gi"}}})[0]
+                    cluster.objects[("Pod", f"ns/{name}")] = obj
+                    cluster.cache.apply(obj)
+                elif op == "kubelet":
+                    _kubelet(cluster)
+                elif op == "finish":
+                    pods = sorted(k for k in cluster.objects if k[0] == "Pod" and cluster.objects[k]["spec"].get("nodeName"))
+                    if pods:
+                        obj = cluster.objects[pods[pick % len(pods)]]
+                        obj["status"]["phase"] = "Succeeded"
+                        cluster.cache.apply(obj)
+                elif op == "delete":
+                    cluster.delete("Pod", pick)
+                elif op == "queue":
+                    cluster.put(("queue", "default", {"capability": {"cpu": [2, 8, 12][pick % 3]}}))
+            if op == "cycle":
+                for _ in range(1 + pick % 3):  # quiet cycles in a row: jobs come to rest
+                    number += 1
+                    _forget_kept(full.cache)
+                    assert _cycle_result(kept, number, monkeypatch) == _cycle_result(full, number, monkeypatch), seed
+    assert resting[0] > 50
