@@ -77,6 +77,10 @@ class CycleResult:
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     queue_annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> what plugins recorded
     pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why it is not placed
+    # the pending pods of jobs a JobValid vote refused (a gang still short of pods): Volcano takes
+    # such jobs out of its session, so they get no PodScheduled condition, which autoscalers
+    # would read as demand, and no FailedScheduling Event; their PodGroup's condition says why
+    invalid_job_pods: set[str] = field(default_factory=set)
     ungated: list[str] = field(default_factory=list)  # pods whose queue-allocation gate is to be removed
     faults: list[Fault] = field(default_factory=list)  # objects whose data the session could not use
     deserved: dict[str, dict[str, float]] = field(default_factory=dict)  # queue -> share a plugin computed
@@ -171,7 +175,10 @@ class Closing:
                     if task.status == TaskStatus.PIPELINED:
                         result.pipelined[task.uid] = task.node or ""
             if job.counts.get(TaskStatus.PENDING) or job.fit_errors:
-                result.pending_reasons.update(self._pending_reasons(job))
+                reasons = self._pending_reasons(job)
+                result.pending_reasons.update(reasons)
+                if job.uid in notes.invalid:
+                    result.invalid_job_pods.update(reasons)
         for statement in reversed(list(decisions.open)):
             statement.discard()
         for task in decisions.pipelines:

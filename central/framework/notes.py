@@ -21,6 +21,7 @@ class Notes:
         self._uid = session_uid
         self._now = now
         self.jobs: dict[str, str] = {}  # job uid -> why a gate held it back (the latest note counts)
+        self.invalid: set[str] = set()  # jobs a JobValid vote refused (a gang short of pods, say)
         self.conditions: dict[str, dict[str, Any]] = {}  # job uid -> the condition it ends the session with
         self.side_conditions: dict[str, dict[str, dict[str, Any]]] = {}  # job uid -> type -> a plugin's own condition
         self.events: list[tuple[str, str, str, str]] = []  # (job uid, Event type, reason, message)

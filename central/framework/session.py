@@ -154,13 +154,16 @@ class Session:
         faulted = self.faults.job_reason(job)
         if faulted is not None:
             return faulted
-        if not self.points.job_valid_by_state:
-            return rules.first_answer(self.points.job_valid, job)
         kept = job.valid  # the answer holds while the job's version and the configuration do
-        if kept is not None and kept[0] == job.version and kept[1] is self.conf:
-            return kept[2]
-        answer = rules.first_answer(self.points.job_valid, job)
-        job.valid = (job.version, self.conf, answer)
+        if not self.points.job_valid_by_state:
+            answer = rules.first_answer(self.points.job_valid, job)
+        elif kept is not None and kept[0] == job.version and kept[1] is self.conf:
+            answer = kept[2]
+        else:
+            answer = rules.first_answer(self.points.job_valid, job)
+            job.valid = (job.version, self.conf, answer)
+        if answer is not None:
+            self.notes.invalid.add(job.uid)
         return answer
 
     def job_ready(self, job: JobInfo) -> bool:

@@ -303,7 +303,7 @@ class Scheduler:
             if self.estimates.due(self.clock()):  # a copy between cycles; the estimate runs off the loop
                 self.estimates.start(self.cache, conf, self.clock())
         self.sink.flush()
-        self.sink.pending(reasons)
+        self.sink.pending({pod: why for pod, why in reasons.items() if pod not in result.invalid_job_pods})
         self.sink.podgroup_events(unschedulable)
         self.sink.plugin_events(result.events)
         self.sink.faults(result.faults)

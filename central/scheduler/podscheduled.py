@@ -7,6 +7,10 @@ pending pod a session considered (`taskUnschedulable`), and only when it changed
 (`podConditionHaveUpdate`): so does this, with Volcano's reason `Unschedulable` also on the
 pods of a gang that as a whole cannot fit, so that an autoscaler sees the whole gang's demand
 (Volcano marks the gang's pods that alone would fit `Schedulable`, which autoscalers skip).
+The pods of a job a JobValid vote refuses (a gang still short of pods, as while an operator
+creates them) get nothing: Volcano takes such a job out of its session at open, and an
+autoscaler would add nodes for pods that wait for their siblings, not for room
+(`CycleResult.invalid_job_pods`); their PodGroup's Unschedulable condition says why.
 
 Rate limits: a pod whose condition already says Unschedulable is rewritten for a new message
 at most once per `message_interval` seconds (why-pending texts carry counts that move each

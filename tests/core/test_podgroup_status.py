@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from central.framework.conf import DEFAULT_CONF_YAML
 from central.model.cache import ClusterCache
 from central.model.parse import parse_podgroup
 from central.model.pgstatus import as_written, semantic
@@ -96,3 +97,20 @@ def test_quota_only_min_resources_are_not_scheduled_on() -> None:
         "cpu": "2", "pods": "2", "count/pods": "2", "requests.cpu": "2", "limits.cpu": "4",
         "nvidia.com/gpu": "1", "requests.nvidia.com/gpu": "1"}}})
     assert set(job.min_resources or {}) == {"cpu", "nvidia.com/gpu"}
+
+
+def test_the_pods_of_a_job_its_jobvalid_refuses_are_told_apart():
+    """A gang short of pods: why its pods wait is kept, but they are listed apart, so that the
+    scheduler writes them no PodScheduled condition (Volcano leaves such a job out of its
+    session). A gang that is whole but does not fit is not."""
+    cache = ClusterCache()
+    for obj in objects_of({
+        "nodes": {"n1": {"cpu": 2, "memory": "4Gi"}},
+        "podgroups": {"ns/short": {"minMember": 3}, "ns/big": {"minMember": 2}},
+        "pods": {"ns/short-0": {"group": "short", "cpu": 1}, "ns/short-1": {"group": "short", "cpu": 1},
+                 "ns/big-0": {"group": "big", "cpu": 2}, "ns/big-1": {"group": "big", "cpu": 2}},
+    }):
+        cache.apply(obj)
+    result = run_cycle(cache, load_config(DEFAULT_CONF_YAML))
+    assert set(result.pending_reasons) == {"ns/short-0", "ns/short-1", "ns/big-0", "ns/big-1"}
+    assert result.invalid_job_pods == {"ns/short-0", "ns/short-1"}

@@ -104,6 +104,25 @@ def test_a_podless_podgroup_held_at_enqueue_gets_pending_a_condition_and_an_even
                          for e in tenant.events("PodGroup", "operator-pg")), "the Warning Event")
 
 
+def test_the_pods_of_a_gang_still_short_of_pods_show_autoscalers_no_demand(tenant: Tenant) -> None:
+    """A PodGroup of 3 with 2 pods so far, as an operator still creating them: the PodGroup says
+    why it waits, and its pods carry no PodScheduled=False for an autoscaler to add nodes for
+    (Volcano leaves a job its JobValid refuses out of the session)."""
+    tenant.create(PODGROUPS.format(ns=tenant.namespace), {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "short"},
+        "spec": {"minMember": 3, "queue": tenant.queue}})
+    for i in range(2):
+        tenant.create(f"/api/v1/namespaces/{tenant.namespace}/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"short-{i}", "annotations": {"scheduling.k8s.io/group-name": "short"}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}]}})
+    wait_for(lambda: "not enough valid tasks" in unschedulable(tenant.podgroup("short")), "the PodGroup's condition")
+    time.sleep(2)  # more cycles, each of which would have written the condition
+    assert autoscaler_sees(tenant) == []
+    assert not any(e["reason"] == "FailedScheduling" for e in tenant.events("Pod", "short-0"))
+
+
 def go_client_copy(pg: dict[str, Any]) -> dict[str, Any]:
     """The object as a Go operator writes it back: typed structs, every status field
     `omitempty` (no `message: ""`, no zero counts, no empty lists)."""
