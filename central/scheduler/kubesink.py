@@ -35,7 +35,9 @@
   write starts is written once, one handed over while being written is written again after.
   A PodGroup's is a PUT on the PodGroup itself carrying the resourceVersion the reflector
   last saw (Volcano's PodGroup CRD has no status subresource, and Volcano's scheduler updates
-  the whole object); a 409 re-reads the object and tries again. A PodGroup status is compared
+  the whole object); a 409 re-reads the object and tries again. Cycles come faster than the
+  watch shows a write, so a PodGroup written again starts from the object its last write
+  returned while the watch still shows the version that write replaced. A PodGroup status is compared
   as Volcano's Go types compare it and written without empty fields (`central.model.pgstatus`),
   so an operator that writes the object back through the Go client never looks like a change.
   Of a Queue's status the scheduler writes `allocated` (and whatever else the cycle reports but
@@ -70,7 +72,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from typing import Any
@@ -120,6 +122,10 @@ class KubeSink:
         self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
+        # PodGroup key -> (the resourceVersion a status PUT replaced, the object it returned):
+        # while the reflector still shows that version, the next write starts from the returned
+        # object, not a stale copy that would be refused (409) and read back
+        self._own_writes: dict[str, tuple[str, dict[str, Any]]] = {}
         self._queues: dict[str, dict[str, Any]] = {}  # queue -> its newest status not yet handed over
         self._queue_written: dict[str, float] = {}  # queue -> when its status was last handed over
         self._queue_annotations: dict[str, dict[str, str]] = {}
@@ -244,6 +250,11 @@ class KubeSink:
         annotations, self._queue_annotations = self._queue_annotations, {}
         for name, marks in annotations.items():
             self.statuses.put(("QueueAnnotations", name), marks)
+        shown = self.objects.get("PodGroup", {})
+        for key, (replaced, _) in list(self._own_writes.items()):  # the watch has shown them, or they are gone
+            current = shown.get(key)
+            if current is None or _version(current) != replaced:
+                self._own_writes.pop(key, None)
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for in-flight binds, evictions and status writes (graceful shutdown, tests)."""
@@ -428,6 +439,9 @@ class KubeSink:
         # Volcano's PodGroup CRD has no status subresource: its status is written with the object
         url = path(VOLCANO_SCHEDULING, resource, namespace, name, None if kind == "PodGroup" else "status")
         current = self.objects.get(kind, {}).get(key)
+        own = self._own_writes.pop(key, None)
+        if own is not None and current is not None and _version(current) == own[0]:
+            current = own[1]  # the watch has not shown the last write yet
         try:
             for attempt in range(CONFLICT_RETRIES):
                 if current is None:
@@ -443,8 +457,10 @@ class KubeSink:
                     unchanged = current.get("status") == desired
                 if not unchanged:
                     try:
-                        self.client.request("PUT", url, body=dict(current, status=desired))
+                        written = self.client.request("PUT", url, body=dict(current, status=desired))
                         self._count("status")
+                        if kind == "PodGroup" and written:
+                            self._own_writes[key] = (_version(current), written)
                     except ApiError as err:
                         if err.code != 409 or attempt == CONFLICT_RETRIES - 1:
                             raise
@@ -520,3 +536,7 @@ class LatestWriter:
                         self._unwritten.discard(token)
                         self._idle.notify_all()
                 self._queue.done(token)
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

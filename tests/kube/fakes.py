@@ -54,7 +54,7 @@ class RecordingCache:
 def result(binds: dict[str, str] | None = None, pending: dict[str, str] | None = None) -> SimpleNamespace:
     """The parts of the core's CycleResult the adapter reads."""
     return SimpleNamespace(binds=binds or {}, pending_reasons=pending or {}, evictions={}, timings={}, faults=[],
-                           unschedulable={}, events=[], device_claims={})
+                           unschedulable={}, events=[], device_claims={}, invalid_job_pods=set())
 
 
 def first_fit_cycle(cache: RecordingCache, conf: Any, sink: Any) -> SimpleNamespace:

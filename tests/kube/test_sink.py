@@ -154,6 +154,31 @@ def test_status_write_conflict_rereads_and_retries(real):
     assert real.proxy.count("update", "podgroups") == 2  # the object itself: Volcano's CRD has no /status
 
 
+def test_a_status_written_again_before_the_watch_shows_the_last_write_is_not_refused(real):
+    """Cycles come faster than the watch shows a write: the next write of that PodGroup starts
+    from the object the last one returned, not from the watch's copy that the API server would
+    refuse (409) and the sink then read back."""
+    real.put(podgroup("pg", "default", min_member=2))
+    scheduler = Scheduler(real.kube, RecordingCache(), first_fit_cycle, ConfigFile(None, None, None))
+    for reflector in scheduler.reflectors.values():
+        reflector.start()
+    try:
+        eventually(scheduler.synced, what="sync")
+        scheduler.reflectors["PodGroup"].stop()  # the watch shows neither write
+        for status in (UNSCHEDULABLE, {"phase": "Inqueue"}):
+            scheduler.sink.update_podgroup_status(f"{real.namespace}/pg", status)
+            scheduler.sink.flush()
+            scheduler.sink.drain()
+    finally:
+        for kind, reflector in scheduler.reflectors.items():
+            if kind != "PodGroup":  # stopped above
+                reflector.stop()
+        scheduler.sink.close()
+    assert real.get("scheduling.volcano.sh/v1beta1", "PodGroup", "pg")["status"]["phase"] == "Inqueue"
+    assert scheduler.sink.counts["conflict"] == 0
+    assert real.proxy.count("update", "podgroups") == 2
+
+
 def test_status_writes_hold_up_neither_binds_nor_the_loop(real):
     """PodGroup status writes held at the proxy (a slow apiserver): cycles go on, a new pod
     binds meanwhile, and once they go through each PodGroup holds the newest status, written
