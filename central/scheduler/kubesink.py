@@ -122,10 +122,10 @@ class KubeSink:
         self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._podgroups: dict[str, dict[str, Any]] = {}
-        # PodGroup key -> (the resourceVersion a status PUT replaced, the object it returned):
-        # while the reflector still shows that version, the next write starts from the returned
-        # object, not a stale copy that would be refused (409) and read back
-        self._own_writes: dict[str, tuple[str, dict[str, Any]]] = {}
+        # PodGroup key -> (the resourceVersions its status PUTs replaced, the object the last one
+        # returned): while the reflector still shows one of those, the next write starts from the
+        # returned object, not a stale copy that would be refused (409) and read back
+        self._own_writes: dict[str, tuple[frozenset[str], dict[str, Any]]] = {}
         self._queues: dict[str, dict[str, Any]] = {}  # queue -> its newest status not yet handed over
         self._queue_written: dict[str, float] = {}  # queue -> when its status was last handed over
         self._queue_annotations: dict[str, dict[str, str]] = {}
@@ -253,7 +253,7 @@ class KubeSink:
         shown = self.objects.get("PodGroup", {})
         for key, (replaced, _) in list(self._own_writes.items()):  # the watch has shown them, or they are gone
             current = shown.get(key)
-            if current is None or _version(current) != replaced:
+            if current is None or _version(current) not in replaced:
                 self._own_writes.pop(key, None)
 
     def drain(self, timeout: float | None = None) -> None:
@@ -439,8 +439,8 @@ class KubeSink:
         # Volcano's PodGroup CRD has no status subresource: its status is written with the object
         url = path(VOLCANO_SCHEDULING, resource, namespace, name, None if kind == "PodGroup" else "status")
         current = self.objects.get(kind, {}).get(key)
-        own = self._own_writes.pop(key, None)
-        if own is not None and current is not None and _version(current) == own[0]:
+        own = self._own_writes.get(key)
+        if own is not None and current is not None and _version(current) in own[0]:
             current = own[1]  # the watch has not shown the last write yet
         try:
             for attempt in range(CONFLICT_RETRIES):
@@ -460,8 +460,10 @@ class KubeSink:
                         written = self.client.request("PUT", url, body=dict(current, status=desired))
                         self._count("status")
                         if kind == "PodGroup" and written:
-                            self._own_writes[key] = (_version(current), written)
+                            replaced = own[0] if own is not None else frozenset()
+                            self._own_writes[key] = (replaced | {_version(current)}, written)
                     except ApiError as err:
+                        self._own_writes.pop(key, None)
                         if err.code != 409 or attempt == CONFLICT_RETRIES - 1:
                             raise
                         self._count("conflict")

@@ -165,7 +165,7 @@ def test_a_status_written_again_before_the_watch_shows_the_last_write_is_not_ref
     try:
         eventually(scheduler.synced, what="sync")
         scheduler.reflectors["PodGroup"].stop()  # the watch shows neither write
-        for status in (UNSCHEDULABLE, {"phase": "Inqueue"}):
+        for status in (UNSCHEDULABLE, {"phase": "Inqueue"}, {"phase": "Running"}):
             scheduler.sink.update_podgroup_status(f"{real.namespace}/pg", status)
             scheduler.sink.flush()
             scheduler.sink.drain()
@@ -174,9 +174,9 @@ def test_a_status_written_again_before_the_watch_shows_the_last_write_is_not_ref
             if kind != "PodGroup":  # stopped above
                 reflector.stop()
         scheduler.sink.close()
-    assert real.get("scheduling.volcano.sh/v1beta1", "PodGroup", "pg")["status"]["phase"] == "Inqueue"
+    assert real.get("scheduling.volcano.sh/v1beta1", "PodGroup", "pg")["status"]["phase"] == "Running"
     assert scheduler.sink.counts["conflict"] == 0
-    assert real.proxy.count("update", "podgroups") == 2
+    assert real.proxy.count("update", "podgroups") == 3
 
 
 def test_status_writes_hold_up_neither_binds_nor_the_loop(real):
