@@ -356,9 +356,9 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = IO_TIMEOUT_S  # per read, as the server's; an idle kept-alive connection is closed
     # after it, and the API server opens another
     protocol_version = "HTTP/1.1"  # kept alive: a TLS handshake per admission call cost more than the call
-    # An answer leaves in one write, flushed after each request: the headers and the body in
-    # two writes made the body wait under Nagle's algorithm for the API server's (delayed) ACK
-    # of the headers, on every admission call of a kept-alive connection.
+    # An answer leaves in one write, flushed after each request: with the headers and the body
+    # in two writes, Nagle's algorithm can hold the body until the API server (delayed) ACKs
+    # the headers, on any admission call of a kept-alive connection.
     wbufsize = -1
     disable_nagle_algorithm = True
 

@@ -96,8 +96,9 @@ class Handle:
                 kept = self._cache.queue_sums
                 self._sums_at_open = kept.sums(self.jobs, self.dims, kept.changed_since_last(self.jobs))
             return self._sums_at_open  # type: ignore[return-value]
-        answered = self._sums_at_open is not _NOT_YET and self._sums_at_open is not None
-        since_open = changed if answered else None
+        # `changed` stands only against a call of this session (a None answer left the sums
+        # without a mark, which `sums` checks)
+        since_open = changed if self._sums_at_open is not _NOT_YET else None
         return self._cache.queue_sums.sums(self.jobs, self.dims, since_open)
 
     @cached_property

@@ -37,7 +37,7 @@
   last saw (Volcano's PodGroup CRD has no status subresource, and Volcano's scheduler updates
   the whole object); a 409 re-reads the object and tries again. Cycles come faster than the
   watch shows a write, so a PodGroup written again starts from the object its last write
-  returned while the watch still shows the version that write replaced. A PodGroup status is compared
+  returned while the watch still shows a version its writes replaced. A PodGroup status is compared
   as Volcano's Go types compare it and written without empty fields (`central.model.pgstatus`),
   so an operator that writes the object back through the Go client never looks like a change.
   Of a Queue's status the scheduler writes `allocated` (and whatever else the cycle reports but
