@@ -46,6 +46,7 @@ from central.actions.victims import pending_tasks, sort_key
 from central.framework.action import ActionHandle
 from central.framework.statement import Statement
 from central.model.annotations import PREEMPTABLE
+from central.model.nodetable import column_sums
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from central.model.topology import HyperNode
 from central.resources.vectors import EPSILON
@@ -170,7 +171,7 @@ def _cheapest(handle: ActionHandle, job: JobInfo, queue: QueueInfo, point: str, 
         return None
     need = _need(handle, job, tasks)
     rows = np.arange(len(handle.nodes)) if mask is None else np.flatnonzero(mask[: len(handle.nodes)])
-    base = handle.placement.table.future[rows].sum(axis=0) if len(rows) else handle.dims.zeros()
+    base = column_sums(handle.placement.table.future[rows])
     trials = 0
     order = sort_key(handle.victim_less(actor))
     for chosen in cheapest_sets(units, need, base):

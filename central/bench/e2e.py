@@ -60,6 +60,7 @@ class Result:
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average at the start and the end
     backlog: bool = False
     requests: e2e_audit.Requests = field(default_factory=e2e_audit.Requests)
+    cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds while the clock ran
 
     @property
     def pods_per_s(self) -> float:
@@ -82,12 +83,13 @@ class Run:
 
 
 def measure(name: str, admin: KubeClient, server: str, run: Run, scheduler_name: str,
-            start_scheduler: Callable[[], Any], clients: str = "") -> Result:
+            start_scheduler: Callable[[], Any], sup: Supervisor, clients: str = "") -> Result:
     """Create the pods for `scheduler_name` and wait until all are bound (or binds stall).
     Streaming: the scheduler runs first and the clock starts at the first
     create. Backlog: every pod is created first, then the scheduler started, and the clock
     runs from its start: the scheduler and its binds alone, the creates' cost kept out.
-    `clients`: whose requests the audit log is read for (default: `name`'s)."""
+    `clients`: whose requests the audit log is read for (default: `name`'s). The CPU each of
+    `sup`'s processes used while the clock ran says which one bounds the rate."""
     work, backlog = run.work, run.backlog
     result = Result(name, len(work.pods), backlog=backlog)
     if not backlog:
@@ -102,9 +104,11 @@ def measure(name: str, admin: KubeClient, server: str, run: Run, scheduler_name:
     creator = Creator(server, run.directory / "pki")
     load_before = os.getloadavg()[0]
     run.say(f"{name}: creating {len(work.pods):,} pods ...")
+    cpu_before = sup.cpu()
     first = creator.create_all(f"/api/v1/namespaces/{NAMESPACE}/pods", bodies, names, started)
     result.create_seconds = time.monotonic() - first
     if backlog:
+        cpu_before = sup.cpu()
         first = time.monotonic()
         start_scheduler()
     waiting = time.monotonic()
@@ -114,6 +118,8 @@ def measure(name: str, admin: KubeClient, server: str, run: Run, scheduler_name:
         if now - max(last, waiting) > STALL_SECONDS or now - waiting > run.timeout:
             break
     watch.reflector.stop()
+    for pid, (process, seconds) in sup.cpu().items():  # one started after the clock counts from its start
+        result.cpu[process] = result.cpu.get(process, 0.0) + seconds - cpu_before.get(pid, (process, 0.0))[1]
     result.load = (load_before, os.getloadavg()[0])
     bound = dict(watch.bound)
     result.bound = len(bound)
@@ -143,7 +149,7 @@ def run_caldera(run: Run) -> Result:
         if run.backlog:  # it starts again, on the same ports, once the pods exist
             cluster.sup.stop("caldera-scheduler")
             start = lambda: cluster.start("caldera-scheduler")  # noqa: E731
-        return measure("caldera", admin, cluster.server, run, "volcano", start)
+        return measure("caldera", admin, cluster.server, run, "volcano", start, cluster.sup)
     finally:
         cluster.sup.stop_all()
 
@@ -154,7 +160,7 @@ def run_volcano(run: Run) -> Result:
         start = e2e_volcano.install(cluster, run.say, scheduler=not run.backlog)
         admin = KubeClient.connect(str(cluster.kubeconfig), qps=QPS, burst=QPS)
         populate(admin, run.work, run.say, "volcano", volcano_api=True, queues_open=True)
-        return measure("volcano", admin, cluster.server, run, "volcano", start)
+        return measure("volcano", admin, cluster.server, run, "volcano", start, cluster.sup)
     finally:
         cluster.sup.stop_all()
 
@@ -168,7 +174,7 @@ def run_kube_scheduler(run: Run) -> Result:
         admin = KubeClient.connect(str(run.directory / "kubeconfig"), qps=QPS, burst=QPS)
         populate(admin, run.work, run.say, "kube-scheduler", volcano_api=False)
         return measure("kube-scheduler", admin, endpoints.apiserver, run, "default-scheduler",
-                       lambda: controlplane.start_kube_scheduler(sup, bins, QPS, QPS))
+                       lambda: controlplane.start_kube_scheduler(sup, bins, QPS, QPS), sup)
     finally:
         sup.stop_all()
 
@@ -187,6 +193,10 @@ def report(row: Result) -> str:
     lines += [f"    {line}" for line in e2e_audit.summary(row.requests, row.bound)]
     lines.append(f"    API server (audit log): {row.requests.creates_per_s:,.0f} pod creates/s, "
                  f"{row.requests.binds_per_s:,.0f} binds/s")
+    if row.cpu and row.seconds:
+        busiest = sorted(row.cpu.items(), key=lambda kv: -kv[1])
+        lines.append(f"    CPU while the clock ran ({row.seconds:.0f} s on {os.cpu_count()} cores, in cores busy): "
+                     + ", ".join(f"{process} {seconds / row.seconds:.2f}" for process, seconds in busiest))
     if row.rebound:
         lines.append(f"  {row.scheduler}: {len(row.rebound)} pods seen on a second node, e.g. {row.rebound[0]}")
     if row.failed_creates:

@@ -10,11 +10,9 @@ from /proc), the cost in CPU terms on a machine whose cores the API server share
 
 from __future__ import annotations
 
-import os
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from central.bench.e2e import QPS, Result, Run, caldera_plane, measure
 from central.bench.e2e_cases import Workload
@@ -24,19 +22,12 @@ from central.kube.client import VOLCANO_SHARD, KubeClient, path
 from central.localcluster.processes import Process
 from central.localcluster.up import Cluster
 
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a live process (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+SCHEDULER = "caldera-scheduler"  # each shard's process is named after it
 
 
 def _start(cluster: Cluster, shards: int) -> list[Process]:
     assert cluster.runner is not None
-    procs = [cluster.runner.start("caldera-scheduler", process_name=f"caldera-scheduler-shard-{i}",
+    procs = [cluster.runner.start(SCHEDULER, process_name=f"{SCHEDULER}-shard-{i}",
                                   extra=["--scheduler-sharding-mode=hard", f"--scheduler-sharding-name=shard-{i}"])
              for i in range(shards)]
     for proc in procs:
@@ -66,14 +57,9 @@ def run_sharded(work: Workload, directory: Path, say: Callable[[str], None], tim
         for i in range(shards):
             admin.create(path(VOLCANO_SHARD, "nodeshards"),
                          nodeshard(f"shard-{i}", [n.name for n in work.nodes[i::shards]]))
-        procs: list[Process] = []
-        before: dict[int, float] = {}
-
-        def start() -> Any:
-            procs.extend(_start(cluster, shards))
-            before.update({p.pid: cpu_seconds(p.pid) for p in procs})
-        result = measure(name, admin, cluster.server, run, "volcano", start, clients="caldera")
-        return result, sum(cpu_seconds(p.pid) - before.get(p.pid, 0.0) for p in procs)
+        result = measure(name, admin, cluster.server, run, "volcano", lambda: _start(cluster, shards), cluster.sup,
+                         clients="caldera")
+        return result, sum(seconds for process, seconds in result.cpu.items() if process.startswith(SCHEDULER))
     finally:
         cluster.sup.stop_all()
 

@@ -32,6 +32,7 @@ from central.framework.points import Points
 from central.framework.statement import Statement
 from central.framework.status import Status
 from central.model.cache import ClusterCache
+from central.model.nodetable import column_sums
 from central.model.objects import JobInfo, QueueInfo, TaskInfo
 from central.model.schedulinggate import SCHEDULING_GATES_QUEUE_ADMISSION
 from central.model.subgroups import SubGroup
@@ -50,7 +51,7 @@ class Session:
         self.now = now or datetime.now(timezone.utc)  # the cycle's clock; injected by tests and simulate
         self.dims = cache.dims
         self.nodes = cache.node_list
-        self.total = cache.table.alloc[: len(self.nodes)].sum(axis=0)
+        self.total = column_sums(cache.table.alloc[: len(self.nodes)])
         missing = [name for name in ("root", cache.default_queue) if name not in cache.queues]
         self.queues: dict[str, QueueInfo] = cache.all_queues()
         self.jobs: dict[str, JobInfo] = {}

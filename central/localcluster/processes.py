@@ -109,6 +109,15 @@ class Supervisor:
                 raise StartError(f"{proc.name} not ready after {timeout:.0f} s; log: {proc.log}{_last_line(proc.log)}")
             time.sleep(0.2)
 
+    def cpu(self) -> dict[int, tuple[str, float]]:
+        """pid -> (name, CPU seconds so far) of each of its processes still running."""
+        out = {}
+        for proc in self.procs:
+            seconds = cpu_seconds(proc.pid)
+            if seconds is not None:
+                out[proc.pid] = (proc.name, seconds)
+        return out
+
     def stop(self, name: str, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:
         """Stop one process (and its process group) by name."""
         for proc in [p for p in self.procs if p.name == name]:
@@ -139,6 +148,15 @@ def _read_state(directory: Path) -> list[dict[str, Any]]:
         return [p for p in data.get("processes", []) if isinstance(p, dict) and isinstance(p.get("pid"), int)]
     except (OSError, ValueError, AttributeError):
         return []
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a live process has used (None when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def alive(pid: int) -> bool:

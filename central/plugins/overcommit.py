@@ -12,6 +12,7 @@ import numpy as np
 
 from central.framework import extension as ext
 from central.framework.plugin import PERMIT, REJECT, Arguments, Plugin
+from central.model.nodetable import column_sums
 from central.model.objects import JobInfo
 from central.model.queuesums import less_gated
 from central.plugins.proportion import admitted_hold, job_min_resources, never_fits
@@ -35,7 +36,7 @@ class Overcommit(Plugin, ext.JobEnqueueable, ext.JobEnqueued):
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
         factor = self.settings
-        used = handle.table.used[: len(handle.nodes)].sum(axis=0)
+        used = column_sums(handle.table.used[: len(handle.nodes)])
         self.idle = handle.total * factor - used
         self.inqueue = handle.dims.zeros()
         kept = handle.queue_sums()

@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from central.model.cache import ClusterCache
+from central.model.nodetable import column_sums
 from central.sim.world import ENDED, World
 
 
@@ -39,8 +40,8 @@ class Recorder:
     def sample(self, now: float) -> None:
         self._integrate(now)
         rows, names = len(self.cache.node_list), self.cache.dims.names
-        alloc = self.cache.table.alloc[:rows].sum(axis=0)
-        used = self.cache.table.used[:rows].sum(axis=0)
+        alloc = column_sums(self.cache.table.alloc[:rows])
+        used = column_sums(self.cache.table.used[:rows])
         self.alloc = {n: float(alloc[i]) for i, n in enumerate(names) if alloc[i] > 0}
         self.used = {n: float(used[i]) for i, n in enumerate(names) if alloc[i] > 0}
         self.shares = {q: _dominant(v, self.alloc) for q, v in self.world.queue_alloc.items()}

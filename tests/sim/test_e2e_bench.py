@@ -11,6 +11,8 @@ from central.localcluster import build
 
 pytestmark = pytest.mark.e2e
 
+PROCESS = {"caldera": "caldera-scheduler", "kube-scheduler": "kube-scheduler"}  # the scheduler's process
+
 
 def test_every_pod_bound_once_by_each_scheduler():
     why = build.unavailable([*build.CONTROL_PLANE, "kube-scheduler"])
@@ -23,6 +25,9 @@ def test_every_pod_bound_once_by_each_scheduler():
         assert row.rebound == []
         assert row.bound == row.pods == 200, row.scheduler
         assert _binds(row) == 200, row.scheduler  # the audit log names the scheduler's client
+        # the CPU of the API server and of the scheduler's own process, over the clock
+        assert row.cpu["kube-apiserver"] > 0 and row.cpu[PROCESS[row.scheduler]] > 0, row.cpu
+        assert "kube-apiserver" in e2e.report(row)
     line = e2e.final_line(20, 200, results)
     assert line.startswith("e2e 20 nodes / 200 pods, mixed: caldera ") and ", kube-scheduler " in line
 
