@@ -119,7 +119,7 @@ def measure(name: str, admin: KubeClient, server: str, run: Run, scheduler_name:
             break
     watch.reflector.stop()
     for pid, (process, seconds) in sup.cpu().items():  # one started after the clock counts from its start
-        result.cpu[process] = result.cpu.get(process, 0.0) + seconds - cpu_before.get(pid, (process, 0.0))[1]
+        result.cpu[process] = result.cpu.get(process, 0.0) + seconds - cpu_before.get(pid, ("", 0.0))[1]
     result.load = (load_before, os.getloadavg()[0])
     bound = dict(watch.bound)
     result.bound = len(bound)

@@ -27,7 +27,7 @@ from central.framework.placement import _Levels
 from central.framework.rowstate import RowState
 from central.framework.session import Session
 from central.model.cache import ClusterCache
-from central.model.nodetable import block
+from central.model.nodetable import block, column_sums
 from central.model.objects import TaskStatus
 from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
@@ -161,6 +161,13 @@ def test_a_row_state_reads_what_the_table_holds():
     assert np.array_equal(state.full("pods"), table.pods[rows])
     held = RowState(table, rows, {"pods": np.array([7, 8, 9, 10])})
     assert held.full("pods").tolist() == [7, 8, 9, 10] and np.array_equal(held.full("alloc"), table.alloc[rows])
+
+
+@given(st.lists(st.lists(st.integers(0, 2**40), min_size=3, max_size=3), max_size=3000))
+@settings(max_examples=50, deadline=None)
+def test_column_sums_are_numpys_sums_for_resource_amounts(rows):
+    table = np.array(rows, dtype=float).reshape(len(rows), 3)  # whole numbers, as millicores and bytes are
+    assert column_sums(table).tolist() == table.sum(axis=0).tolist()
 
 
 def test_a_plugin_without_its_own_array_form_takes_the_per_plugin_path():
