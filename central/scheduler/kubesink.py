@@ -44,8 +44,11 @@
   the state and PodGroup counts, which are the Queue controller's) as a merge patch of those
   fields alone: one writer per field, so neither writer conflicts with the other or writes back
   its stale values. Unchanged statuses are not written, and fields the cycle does not report
-  are kept. A PodGroup the cycle could not place gets a Warning Unschedulable Event each cycle
-  (`podgroup_events`), which the recorder's correlator counts and rate-limits.
+  are kept. A PodGroup status that changes only a condition's message (a gang's pod counts
+  while its pods are made) is written at most once per `condition_interval`, the newest then
+  (`central.scheduler.messagehold`). A PodGroup the cycle could not place gets a Warning
+  Unschedulable Event each cycle (`podgroup_events`), which the recorder's correlator counts
+  and rate-limits.
 - **native PodGroups** (Kubernetes' gang API, `central.model.nativegang`): a PodGroup the
   cycle reports that only the native API holds gets kube-scheduler's
   `PodGroupInitiallyScheduled` condition instead, as a strategic merge patch of
@@ -89,6 +92,7 @@ from central.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE, ClaimBindi
 from central.scheduler.claimwriter import ClaimWriter, Reserved
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.gateremoval import GateRemover
+from central.scheduler.messagehold import MessageHold
 from central.scheduler.podscheduled import PodScheduledMarks
 
 log = logging.getLogger(__name__)
@@ -137,6 +141,7 @@ class KubeSink:
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
         self.marks = PodScheduledMarks(condition_interval)
+        self.podgroup_messages = MessageHold(condition_interval)
         self.clock = clock
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
                        "conflict": 0, "condition": 0, "queue_annotations": 0}
@@ -237,12 +242,13 @@ class KubeSink:
     def flush(self, held: bool = False) -> None:
         """Hand the statuses collected this cycle to the status lane; returns at once. A
         queue's status goes at most once per `QUEUE_STATUS_INTERVAL` (cycles that new pods
-        bring forward would write it each time); one held back goes at a later flush, the
-        newest then, or with `held`, now."""
+        bring forward would write it each time), a PodGroup's that changes only a condition's
+        message once per `condition_interval` (`central.scheduler.messagehold`); one held back
+        goes at a later flush, the newest then, or with `held`, now."""
         podgroups, self._podgroups = self._podgroups, {}
-        for key, status in podgroups.items():
-            self.statuses.put(("PodGroup", key), status)
         now = self.clock()
+        for key, status in self.podgroup_messages.due(podgroups, now, everything=held):
+            self.statuses.put(("PodGroup", key), status)
         for name in list(self._queues):
             if held or now >= self._queue_written.get(name, -QUEUE_STATUS_INTERVAL) + QUEUE_STATUS_INTERVAL:
                 self._queue_written[name] = now

@@ -220,6 +220,36 @@ def test_status_writes_hold_up_neither_binds_nor_the_loop(real):
     assert writes <= 2 * len(groups)  # the held one and the newest, per PodGroup
 
 
+def test_a_gangs_pod_counts_are_not_written_every_cycle(real):
+    """A PodGroup whose condition's message alone changes each cycle (a gang's pods counted
+    while they are made) is written once, then the newest message when the scheduler stops."""
+    real.put(podgroup("pg", "default", min_member=100))
+    count = iter(range(1, 1_000_000))
+    last: dict[str, str] = {}
+
+    def cycle(cache, conf, sink):
+        out = first_fit_cycle(cache, conf, sink)
+        key = f"{real.namespace}/pg"
+        if key in cache.of("PodGroup"):
+            last["message"] = f"Not enough valid tasks for gang-scheduling, valid: {next(count)}, min: 100"
+            sink.update_podgroup_status(key, {"phase": "Pending", "conditions": [
+                {"type": "Unschedulable", "status": "True", "reason": "NotEnoughTasks", "message": last["message"]}]})
+        return out
+
+    scheduler, stop, thread = start(real.kube, cycle=cycle)
+    try:
+        eventually(lambda: real.proxy.count("update", "podgroups", real.namespace) >= 1, what="the first status")
+        cycles = scheduler.cycles
+        eventually(lambda: scheduler.cycles >= cycles + 10, what="ten more cycles")
+        assert real.proxy.count("update", "podgroups", real.namespace) == 1
+    finally:
+        stop.set()
+        thread.join(40)  # stopping hands over what was held
+    stored = real.get("scheduling.volcano.sh/v1beta1", "PodGroup", "pg")["status"]["conditions"]
+    assert [c["message"] for c in stored] == [last["message"]]
+    assert real.proxy.count("update", "podgroups", real.namespace) == 2
+
+
 def test_pending_pods_get_one_event_not_one_per_cycle(real):
     real.put(node("n1", pods=0))
     real.put(pod("a"))
