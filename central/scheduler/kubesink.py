@@ -46,7 +46,7 @@
   its stale values. Unchanged statuses are not written, and fields the cycle does not report
   are kept. A PodGroup status that changes only a condition's message (a gang's pod counts
   while its pods are made) is written at most once per `condition_interval`, the newest then
-  (`central.scheduler.messagehold`). A PodGroup the cycle could not place gets a Warning
+  (`central.scheduler.statushold`). A PodGroup the cycle could not place gets a Warning
   Unschedulable Event each cycle (`podgroup_events`), which the recorder's correlator counts
   and rate-limits.
 - **native PodGroups** (Kubernetes' gang API, `central.model.nativegang`): a PodGroup the
@@ -92,8 +92,8 @@ from central.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE, ClaimBindi
 from central.scheduler.claimwriter import ClaimWriter, Reserved
 from central.scheduler.gateremoval import DEFAULT_WORKERS as DEFAULT_GATE_WORKERS
 from central.scheduler.gateremoval import GateRemover
-from central.scheduler.messagehold import MessageHold
 from central.scheduler.podscheduled import PodScheduledMarks
+from central.scheduler.statushold import StatusHold, message_blind, never_urgent
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ class KubeSink:
         # returned): while the reflector still shows one of those, the next write starts from the
         # returned object, not a stale copy that would be refused (409) and read back
         self._own_writes: dict[str, tuple[frozenset[str], dict[str, Any]]] = {}
-        self._queues: dict[str, dict[str, Any]] = {}  # queue -> its newest status not yet handed over
-        self._queue_written: dict[str, float] = {}  # queue -> when its status was last handed over
+        self._queues: dict[str, dict[str, Any]] = {}  # queue -> its status this cycle
+        self.queue_hold = StatusHold(QUEUE_STATUS_INTERVAL, never_urgent)
         self._queue_annotations: dict[str, dict[str, str]] = {}
         self._annotations: dict[str, dict[str, str]] = {}
         self._claims: dict[str, tuple[ClaimBinding, ...]] = {}
@@ -141,7 +141,7 @@ class KubeSink:
         self.bind_backoff = bind_backoff
         self._bind_failures: dict[str, int] = {}  # pod key -> consecutive failed binds
         self.marks = PodScheduledMarks(condition_interval)
-        self.podgroup_messages = MessageHold(condition_interval)
+        self.podgroup_hold = StatusHold(condition_interval, message_blind)
         self.clock = clock
         self.counts = {"bind": 0, "bind_failed": 0, "evict": 0, "evict_refused": 0, "evict_failed": 0, "status": 0,
                        "conflict": 0, "condition": 0, "queue_annotations": 0}
@@ -243,16 +243,15 @@ class KubeSink:
         """Hand the statuses collected this cycle to the status lane; returns at once. A
         queue's status goes at most once per `QUEUE_STATUS_INTERVAL` (cycles that new pods
         bring forward would write it each time), a PodGroup's that changes only a condition's
-        message once per `condition_interval` (`central.scheduler.messagehold`); one held back
+        message once per `condition_interval` (`central.scheduler.statushold`); one held back
         goes at a later flush, the newest then, or with `held`, now."""
         podgroups, self._podgroups = self._podgroups, {}
         now = self.clock()
-        for key, status in self.podgroup_messages.due(podgroups, now, everything=held):
+        for key, status in self.podgroup_hold.due(podgroups, now, everything=held):
             self.statuses.put(("PodGroup", key), status)
-        for name in list(self._queues):
-            if held or now >= self._queue_written.get(name, -QUEUE_STATUS_INTERVAL) + QUEUE_STATUS_INTERVAL:
-                self._queue_written[name] = now
-                self.statuses.put(("Queue", name), self._queues.pop(name))
+        queues, self._queues = self._queues, {}
+        for name, status in self.queue_hold.due(queues, now, everything=held):
+            self.statuses.put(("Queue", name), status)
         annotations, self._queue_annotations = self._queue_annotations, {}
         for name, marks in annotations.items():
             self.statuses.put(("QueueAnnotations", name), marks)

@@ -1,10 +1,11 @@
-"""Which PodGroup statuses the sink hands over at a flush: message-only changes held back."""
+"""Which statuses the sink hands over at a flush: a PodGroup's message-only changes, and
+every change of a Queue's, held back for their interval."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from central.scheduler.messagehold import MessageHold
+from central.scheduler.statushold import StatusHold, message_blind, never_urgent
 
 
 def status(message: str, reason: str = "NotEnoughTasks", phase: str = "Pending", **extra: Any) -> dict[str, Any]:
@@ -14,7 +15,7 @@ def status(message: str, reason: str = "NotEnoughTasks", phase: str = "Pending",
 
 
 def test_a_gangs_counts_are_written_once_per_interval_the_newest_then() -> None:
-    hold = MessageHold(10.0)
+    hold = StatusHold(10.0, message_blind)
     assert hold.due({"ns/pg": status("valid: 1, min: 9")}, now=0.0) == [("ns/pg", status("valid: 1, min: 9"))]
     assert hold.due({"ns/pg": status("valid: 2, min: 9")}, now=1.0) == []
     assert hold.due({"ns/pg": status("valid: 3, min: 9")}, now=2.0) == []
@@ -25,7 +26,7 @@ def test_a_gangs_counts_are_written_once_per_interval_the_newest_then() -> None:
 
 
 def test_any_other_change_goes_at_once_and_drops_what_was_held() -> None:
-    hold = MessageHold(10.0)
+    hold = StatusHold(10.0, message_blind)
     hold.due({"ns/pg": status("valid: 1, min: 9")}, now=0.0)
     assert hold.due({"ns/pg": status("valid: 2, min: 9")}, now=1.0) == []
     changes = [status("0/9 tasks in gang unschedulable", reason="NotEnoughResources"),
@@ -36,8 +37,16 @@ def test_any_other_change_goes_at_once_and_drops_what_was_held() -> None:
 
 
 def test_the_last_flush_hands_over_everything_and_other_podgroups_are_not_held() -> None:
-    hold = MessageHold(10.0)
+    hold = StatusHold(10.0, message_blind)
     hold.due({"ns/a": status("valid: 1, min: 9")}, now=0.0)
     assert hold.due({"ns/a": status("valid: 2, min: 9"), "ns/b": status("valid: 2, min: 9")}, now=1.0) == [
         ("ns/b", status("valid: 2, min: 9"))]
     assert hold.due({}, now=2.0, everything=True) == [("ns/a", status("valid: 2, min: 9"))]
+
+
+def test_a_queues_status_goes_once_per_interval_whatever_changed() -> None:
+    hold = StatusHold(1.0, never_urgent)
+    assert hold.due({"q": {"allocated": {"cpu": "1"}}}, now=0.0) == [("q", {"allocated": {"cpu": "1"}})]
+    assert hold.due({"q": {"allocated": {"cpu": "2"}}}, now=0.5) == []
+    assert hold.due({"q": {"allocated": {"cpu": "3"}}}, now=0.9) == []
+    assert hold.due({}, now=1.0) == [("q", {"allocated": {"cpu": "3"}})]
