@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from central import gctuning
 from central.errors import InputError
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, run_terms
@@ -170,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     from central.scheduler.cycle import run_cycle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    gctuning.for_large_heaps()
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst,
                                 connections=args.bind_workers + CONNECTIONS_BESIDE_BINDS)
     features = parse_feature_gates(args.feature_gates)

@@ -17,6 +17,7 @@ import threading
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from central import gctuning
 from central.admission.config import add_job_limit_arguments, job_limits_of
 from central.controllers.loops.base import ControllerLoop
 from central.controllers.loops.cronjobs import CronJobController
@@ -116,6 +117,7 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    gctuning.for_large_heaps()
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
     elector = None
     if args.leader_elect:
