@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "brings the next cycle forward unless --no-cycle-on-arrival")
     parser.add_argument("--cycle-on-arrival", action=argparse.BooleanOptionalAction, default=True,
                         help="start the next cycle when a new pod arrives, once the scheduler has idled as long "
-                             "as its last cycle ran (at least 0.1 s), instead of at the next period (default on)")
+                             "as its last cycle ran (at least 0.1 s), instead of at the next period; with gang, "
+                             "not for a pod whose job has fewer pods than its minAvailable yet (default on)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="elect a leader on a Lease before scheduling (default on)")
     parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")

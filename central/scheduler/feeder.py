@@ -54,6 +54,7 @@ class CacheFeeder:
         self.refused: dict[str, str] = {}  # "Kind ns/name" -> why the cache holds no current version of it
         self.events = 0
         self.arrived = threading.Event()  # a new pod of ours waits for a node: the loop starts a cycle sooner
+        self.gangs_wait = False  # the configuration has gang: see _may_place (set by the loop each cycle)
 
     def handler(self, kind: str) -> Handler:
         """The reflector handler for objects of `kind` (list items and watch objects alike)."""
@@ -83,19 +84,33 @@ class CacheFeeder:
                     self.parked.pop(f"{meta.get('namespace')}/{meta['name']}", None)
                 self.cache.delete(kind, meta.get("namespace"), meta["name"])
                 return
+            new_pod = False
             if kind == "Pod":
                 shown = self._pod_view(obj)
                 if shown is None:
                     return
                 obj = shown
-                if event == "ADDED" and not (obj.get("spec") or {}).get("nodeName"):
-                    self.arrived.set()  # not on MODIFIED: the scheduler's own condition writes would wake it
+                # not on MODIFIED: the scheduler's own condition writes would wake it
+                new_pod = event == "ADDED" and not (obj.get("spec") or {}).get("nodeName")
             try:
                 self.cache.apply(obj)
             except InputError as err:
                 self._refuse(obj, str(err).removeprefix(f"{object_ref(obj)}: "))
             else:
                 self.refused.pop(object_ref(obj), None)
+                if new_pod and self._may_place(obj["metadata"]):
+                    self.arrived.set()
+
+    def _may_place(self, meta: dict[str, Any]) -> bool:
+        """Could a cycle now place the new pod? Not while gang holds its job back for want of
+        pods (fewer exist than its minAvailable): a gang filling at 100 pods/s would otherwise
+        start a cycle every gap for nothing, and the cycle it needs would wait behind them. The
+        period's cycle still comes, as Volcano's does."""
+        if not self.gangs_wait:
+            return True
+        task = self.cache.tasks.get(f"{meta.get('namespace')}/{meta['name']}")
+        job = self.cache.jobs.get(task.job_uid) if task is not None else None
+        return job is None or len(job.tasks) >= job.min_available
 
     def _refuse(self, obj: dict[str, Any], reason: str) -> None:
         ref = object_ref(obj)

@@ -284,6 +284,7 @@ class Scheduler:
         started = time.perf_counter()
         with self.feeder.lock:
             self.feeder.arrived.clear()  # this cycle sees every pod that has arrived
+            self.feeder.gangs_wait = conf is not None and conf.plugin("gang") is not None  # (fake cycles run without)
             self.feeder.unpark_due()
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)

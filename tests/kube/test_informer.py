@@ -13,7 +13,7 @@ from central.model.objects import TaskStatus
 from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from central.scheduler.feeder import CacheFeeder
-from tests.builders import node, pod
+from tests.builders import node, pod, podgroup
 from tests.kube.fakes import RecordingCache
 from tests.waiting import eventually
 
@@ -126,6 +126,28 @@ def test_a_bind_in_flight_ends_when_the_pod_shows_bound_or_is_deleted():
     assert (cache.tasks["default/a"].status, cache.tasks["default/a"].node, cache.table.pods[0]) == (
         TaskStatus.PENDING, None, 0)
     assert "default/b" not in cache.tasks
+
+
+def test_with_gang_only_the_pod_that_completes_a_gang_brings_a_cycle_forward():
+    feeder = CacheFeeder(ClusterCache(), "volcano")
+    feeder.handler("PodGroup")("ADDED", podgroup("g", "default", min_member=3))
+    on_pod = feeder.handler("Pod")
+
+    def arrives(obj: dict) -> bool:
+        feeder.arrived.clear()
+        on_pod("ADDED", obj)
+        return feeder.arrived.is_set()
+
+    assert arrives(pod("g-0", group="g"))  # until the loop has read a configuration with gang
+    feeder.gangs_wait = True
+    assert not arrives(pod("g-1", group="g"))  # 2 of 3: no cycle could place them
+    assert arrives(pod("g-2", group="g"))  # the gang is complete
+    assert arrives(pod("g-3", group="g"))  # beyond minMember
+    assert arrives(pod("alone"))  # no PodGroup: a gang of one
+    assert not arrives(pod("bound", group="g", node="n1")) and not arrives(pod("bad", cpu="lots"))
+    feeder.gangs_wait = False  # a configuration without gang places pods of any job
+    feeder.handler("PodGroup")("ADDED", podgroup("h", "default", min_member=2))
+    assert arrives(pod("h-0", group="h"))
 
 
 def test_feeder_ignores_pending_pods_of_other_schedulers_but_counts_bound_ones():

@@ -243,6 +243,23 @@ def test_a_new_pod_brings_the_next_cycle_forward(real):
         assert 3 <= scheduler.cycles <= 5
 
 
+def test_a_gang_short_of_pods_brings_no_cycle_forward_until_it_is_complete(real):
+    real.put(node("n1", pods=10))
+    real.put(podgroup("g", "default", min_member=3))
+    scheduler = scheduler_waiting_a_minute(real, on_arrival=True)
+    with running(scheduler):
+        eventually(lambda: scheduler.cycles >= 1, what="the first cycle")
+        for i in range(2):
+            real.put(pod(f"g-{i}", group="g"))
+        eventually(lambda: len(scheduler.cache.tasks) == 2, what="two of the gang's pods in the scheduler's cache")
+        time.sleep(1.0)
+        assert scheduler.cycles == 1  # no cycle could place them
+        real.put(pod("g-2", group="g"))
+        eventually(lambda: all(real.pod(f"g-{i}")["spec"].get("nodeName") for i in range(3)), timeout=20,
+                   what="the gang bound")
+        assert scheduler.cycles == 2
+
+
 def test_without_cycle_on_arrival_a_new_pod_waits_for_the_period(real):
     real.put(node("n1", pods=10))
     scheduler = scheduler_waiting_a_minute(real, on_arrival=False)
