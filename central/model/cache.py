@@ -156,7 +156,7 @@ class ClusterCache:
         self._topology: Topology | None = None  # built on demand, dropped when nodes or HyperNodes change
         self.starting: dict[str, TaskInfo] = {}  # placed, not running yet (few in a steady state)
         self.anti_affine: dict[str, TaskInfo] = {}  # tasks with required pod anti-affinity (few, if any)
-        self.node_generation = 0  # bumped whenever a Node is added, replaced or removed
+        self.node_generation = 0  # bumped when a Node comes or goes, or its labels, taints or cordon change
         self._node_derived: dict[str, tuple[int, Any]] = {}
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         self.queue_sums = QueueSums()  # per-queue sums over jobs, updated for the jobs that changed
@@ -235,9 +235,10 @@ class ClusterCache:
         limits = in_tree_limits(obj)
         if limits or node.name in self.volumes.in_tree_limits:
             self.volumes.in_tree_limits[node.name] = limits
-        self.node_generation += 1
         grew = any(self.dims.add(name) for name in node.allocatable)
         old = self.nodes.get(node.name)
+        if old is None or (old.labels, old.taints, old.unschedulable) != (node.labels, node.taints, node.unschedulable):
+            self.node_generation += 1  # a status or annotation write (a kubelet's, the TTL controller's) keeps it
         if old is None or old.labels != node.labels:  # HyperNodes select nodes by name and labels
             self._topology = None
         if old is not None:
@@ -369,9 +370,9 @@ class ClusterCache:
         return next_version()
 
     def node_derived(self, key: str, build: Callable[[], T]) -> T:
-        """What `build` makes from the Node objects alone (labels, taints, rows), kept across
-        sessions until a Node is added, replaced or removed, so that a session over an
-        unchanged node set does not lay it out again."""
+        """What `build` makes from the Node objects' names, labels, taints and unschedulable
+        alone, kept across sessions until a Node is added or removed or one of those changes,
+        so that a session over an unchanged node set does not lay it out again."""
         kept = self._node_derived.get(key)
         if kept is None or kept[0] != self.node_generation:
             kept = self._node_derived[key] = (self.node_generation, build())

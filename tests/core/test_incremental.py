@@ -487,3 +487,19 @@ def test_sessions_that_pass_jobs_at_rest_by_hand_over_what_full_sessions_do(monk
                     _forget_kept(full.cache)
                     assert _cycle_result(kept, number, monkeypatch) == _cycle_result(full, number, monkeypatch), seed
     assert resting[0] > 50
+
+
+def test_the_node_index_is_kept_over_status_and_annotation_writes_and_laid_out_again_on_a_label():
+    cache = ClusterCache()
+    def node(name: str, zone: str, **spec: Any) -> dict[str, Any]:
+        return objects_of({"nodes": {name: {"cpu": 4, "labels": {"zone": zone}, **spec}}})[0]
+    for name in NODES:
+        cache.apply(node(name, "a"))
+    kept = Session(cache, CONF).handle.node_index
+    cache.journal = None
+    cache.apply(node("n1", "a", annotations={"node.alpha.kubernetes.io/ttl": "30"}))  # the TTL controller's write
+    assert Session(cache, CONF).handle.node_index is kept
+    cache.journal = None
+    cache.apply(node("n1", "b"))
+    index = Session(cache, CONF).handle.node_index
+    assert index is not kept and list(index.label("zone")) == ["a", "b", "a"]
