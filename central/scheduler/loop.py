@@ -284,7 +284,8 @@ class Scheduler:
         started = time.perf_counter()
         with self.feeder.lock:
             self.feeder.arrived.clear()  # this cycle sees every pod that has arrived
-            self.feeder.gangs_wait = conf is not None and conf.plugin("gang") is not None  # (fake cycles run without)
+            # (tests that drive the loop with a fake cycle give it no configuration)
+            self.feeder.gangs_wait = conf is not None and conf.plugin("gang") is not None
             self.feeder.unpark_due()
             if self.node_feed is not None:
                 self.node_feed.sync(self.cache)
