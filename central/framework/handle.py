@@ -103,8 +103,8 @@ class Handle:
 
     @cached_property
     def node_index(self) -> NodeIndex:
-        """Label and taint lookups over node rows (kept across sessions while no Node changes:
-        it depends on nothing else)."""
+        """Label and taint lookups over node rows (kept across sessions while no Node comes,
+        goes or changes its labels, taints or cordon: it depends on nothing else)."""
         return self._cache.node_derived("node_index", lambda: NodeIndex(self.nodes))
 
     @cached_property
