@@ -145,6 +145,9 @@ class ClusterCache:
         self.quotas: dict[str, dict[str, ResourceQuotaInfo]] = {}  # namespace -> name -> quota
         self.pdbs: dict[str, PdbInfo] = {}  # "ns/name" -> PodDisruptionBudget
         self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
+        # equal templates -> one object: allocate batches a pod's twins by identity, and the API
+        # server names each pod's service-account volume apart, so equal pods differ in text
+        self._shared_templates: dict[PodTemplate, PodTemplate] = {}
         self._vectors: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
         self.node_data: dict[str, NodeData] = {}  # the latest agent report per node
@@ -256,7 +259,9 @@ class ClusterCache:
     def _apply_pod(self, obj: Mapping[str, Any]) -> None:
         if len(self._templates) > 100_000:  # bounded: a memo, not a record
             self._templates.clear()
+            self._shared_templates.clear()
         task, group = parse.parse_pod(obj, self._templates)
+        task.template = self._shared_templates.setdefault(task.template, task.template)
         if any(self.dims.add(name) for name, _ in task.template.resreq):
             self._rebuild_table()
         self._vectorise(task)

@@ -170,6 +170,25 @@ def test_batches_are_used_and_agree_on_the_bench_cluster(conf):
     assert sum(taken) > 600 and max(taken) >= 16
 
 
+def test_pods_as_the_api_server_stores_them_are_batched_too():
+    """The API server gives each pod a service-account volume of its own name, mounted in each
+    container: twins that differ only there still share a template, and so a batch."""
+    objects = []
+    for i, obj in enumerate(synthetic_cluster(60, 900, seed=3)):
+        if obj["kind"] == "Pod":
+            volume = f"kube-api-access-{i:05d}"
+            spec = dict(obj["spec"], volumes=[{"name": volume, "projected": {"sources": [{"serviceAccountToken": {
+                "path": "token"}}]}}])
+            spec["containers"] = [dict(c, volumeMounts=[{"name": volume, "mountPath": "/var/run/secrets"}])
+                                  for c in spec["containers"]]
+            obj = dict(obj, spec=spec)
+        objects.append(obj)
+    one_by_one, _ = decisions(objects, CONFS["binpack"], False)
+    batched, taken = decisions(objects, CONFS["binpack"], True)
+    assert batched == one_by_one
+    assert sum(taken) > 600
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 20_000), st.integers(1, 200), st.sampled_from([3, 50, 300]), st.integers(0, 2**32 - 1))
 def test_the_best_rows_are_found_as_a_full_partition_finds_them(n, count, spread, seed):
