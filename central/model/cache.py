@@ -258,7 +258,8 @@ class ClusterCache:
 
     def _apply_pod(self, obj: Mapping[str, Any]) -> None:
         if len(self._templates) > 100_000:  # bounded: a memo, not a record
-            self._templates.clear()
+            self._templates.clear()  # (on a real cluster it holds a text per pod: see _shared_templates)
+        if len(self._shared_templates) > 100_000:  # as many as distinct templates: cleared only if they are many
             self._shared_templates.clear()
         task, group = parse.parse_pod(obj, self._templates)
         task.template = self._shared_templates.setdefault(task.template, task.template)

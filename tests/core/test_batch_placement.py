@@ -170,23 +170,40 @@ def test_batches_are_used_and_agree_on_the_bench_cluster(conf):
     assert sum(taken) > 600 and max(taken) >= 16
 
 
+def as_the_api_server_stores(pod: dict[str, Any], i: int) -> dict[str, Any]:
+    """The pod with a service-account volume of its own name, mounted in each container."""
+    volume = f"kube-api-access-{i:05d}"
+    spec = dict(pod["spec"], volumes=[{"name": volume, "projected": {"sources": [{"serviceAccountToken": {
+        "path": "token"}}]}}])
+    spec["containers"] = [dict(c, volumeMounts=[{"name": volume, "mountPath": "/var/run/secrets"}])
+                          for c in spec["containers"]]
+    return dict(pod, spec=spec)
+
+
 def test_pods_as_the_api_server_stores_them_are_batched_too():
-    """The API server gives each pod a service-account volume of its own name, mounted in each
-    container: twins that differ only there still share a template, and so a batch."""
-    objects = []
-    for i, obj in enumerate(synthetic_cluster(60, 900, seed=3)):
-        if obj["kind"] == "Pod":
-            volume = f"kube-api-access-{i:05d}"
-            spec = dict(obj["spec"], volumes=[{"name": volume, "projected": {"sources": [{"serviceAccountToken": {
-                "path": "token"}}]}}])
-            spec["containers"] = [dict(c, volumeMounts=[{"name": volume, "mountPath": "/var/run/secrets"}])
-                                  for c in spec["containers"]]
-            obj = dict(obj, spec=spec)
-        objects.append(obj)
+    """Twins that differ only in their service-account volume still share a template, and so a batch."""
+    objects = [as_the_api_server_stores(obj, i) if obj["kind"] == "Pod" else obj
+               for i, obj in enumerate(synthetic_cluster(60, 900, seed=3))]
     one_by_one, _ = decisions(objects, CONFS["binpack"], False)
     batched, taken = decisions(objects, CONFS["binpack"], True)
     assert batched == one_by_one
     assert sum(taken) > 600
+
+
+def test_twins_share_a_template_across_the_text_memos_clearing():
+    """The text memo holds an entry per pod on a real cluster, so it fills and is cleared; the
+    templates themselves are few and stay shared."""
+    pods = [o for o in synthetic_cluster(1, 2, seed=3) if o["kind"] == "Pod"]
+    first, twin = (as_the_api_server_stores(dict(pods[0], metadata=dict(pods[0]["metadata"], name=n)), i)
+                   for i, n in enumerate(("first", "twin")))
+    cache = ClusterCache()
+    cache.apply(first)
+    cache._templates.update((str(i), cache.tasks[f"{first['metadata']['namespace']}/first"].template)
+                            for i in range(100_001))  # a full memo: the next pod clears it
+    cache.apply(twin)
+    namespace = first["metadata"]["namespace"]
+    assert len(cache._templates) == 1
+    assert cache.tasks[f"{namespace}/twin"].template is cache.tasks[f"{namespace}/first"].template
 
 
 @settings(max_examples=50, deadline=None)
