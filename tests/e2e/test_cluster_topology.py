@@ -18,9 +18,22 @@ pytestmark = pytest.mark.e2e
 HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
 
 
+def leftovers(kube: KubeClient) -> list[str]:
+    """Pods still on a node whose namespace is gone or going: an earlier test's, being deleted."""
+    live = {ns["metadata"]["name"] for ns in kube.get("/api/v1/namespaces")["items"]
+            if (ns.get("status") or {}).get("phase") != "Terminating"}
+    return [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in kube.get("/api/v1/pods")["items"]
+            if p["spec"].get("nodeName") and p["metadata"]["namespace"] not in live
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
+
 @pytest.fixture
 def fabric(tenant: Tenant) -> Iterator[dict[str, set[str]]]:
-    """Two racks under one spine: rack-a holds node-1 (16 cpu), rack-b node-2 and gpu-1 (32)."""
+    """Two racks under one spine: rack-a holds node-1 (16 cpu), rack-b node-2 and gpu-1 (32).
+
+    The tests count on those cpus being free, so the fixture first waits out the pods of
+    earlier tests whose namespaces are still being deleted."""
+    wait_for(lambda: not leftovers(tenant.kube), "earlier tests' pods gone from the nodes", timeout=120)
     prefix = tenant.namespace[-4:]
     racks = {f"rack-a-{prefix}": {"node-1"}, f"rack-b-{prefix}": {"node-2", "gpu-1"}}
     made = []
