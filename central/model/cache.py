@@ -144,9 +144,9 @@ class ClusterCache:
         self.priority_classes: dict[str, tuple[int, bool]] = {}
         self.quotas: dict[str, dict[str, ResourceQuotaInfo]] = {}  # namespace -> name -> quota
         self.pdbs: dict[str, PdbInfo] = {}  # "ns/name" -> PodDisruptionBudget
-        self._templates: dict[str, PodTemplate] = {}  # placement-relevant pod text -> template
-        # equal templates -> one object: allocate batches a pod's twins by identity, and the API
-        # server names each pod's service-account volume apart, so equal pods differ in text
+        self._templates: dict[str, PodTemplate] = {}  # text of a pod spec's template view -> template
+        # equal templates -> one object: allocate batches a pod's twins by identity, and equal
+        # templates can come from different texts ("1" and "1000m" cpu) or across the memo's clearing
         self._shared_templates: dict[PodTemplate, PodTemplate] = {}
         self._vectors: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived
@@ -258,7 +258,7 @@ class ClusterCache:
 
     def _apply_pod(self, obj: Mapping[str, Any]) -> None:
         if len(self._templates) > 100_000:  # bounded: a memo, not a record
-            self._templates.clear()  # (on a real cluster it holds a text per pod: see _shared_templates)
+            self._templates.clear()
         if len(self._shared_templates) > 100_000:  # as many as distinct templates: cleared only if they are many
             self._shared_templates.clear()
         task, group = parse.parse_pod(obj, self._templates)

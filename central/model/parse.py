@@ -27,7 +27,7 @@ from central.model.objects import (
     task_status,
 )
 from central.model.pgstatus import semantic
-from central.model.podspec import pod_template
+from central.model.podspec import pod_template, template_view
 from central.model.quota import is_quota_only, quantity_list
 from central.model.schedulinggate import gate_names
 from central.model.subgroups import parse_subgroup_policies
@@ -59,28 +59,25 @@ def taints(spec: Mapping[str, Any]) -> tuple[Taint, ...]:
     return tuple(out)
 
 
-# Fields that differ between the pods of one template without changing where they may go.
-_PER_POD_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "priority", "schedulingGates"})
-
-
 def parse_pod(obj: Mapping[str, Any], templates: dict[str, PodTemplate] | None = None) -> tuple[TaskInfo, str | None]:
     """The task for a pod, and the PodGroup it names (None: it needs an implicit one).
 
-    `templates` memoises parsed templates by the pod's placement-relevant text, so the pods
-    of one Volcano task are parsed once (the cache passes its own).
+    `templates` memoises parsed templates by the text of the spec's template view, so the
+    pods of one Volcano task are parsed once (the cache passes its own).
     """
     namespace, name = metadata(obj, namespaced=True)
     meta = obj["metadata"]
     spec = typed(obj.get("spec") or {}, Mapping, "spec")
     annotations = str_map(obj, "metadata.annotations")
     labels = str_map(obj, "metadata.labels")
+    view = template_view(spec)  # the template is made from the view alone, so it is all the memo's key needs
     if templates is None:
-        template = pod_template(namespace, labels, spec)
+        template = pod_template(namespace, labels, view)
     else:
-        key = repr((namespace, labels, [(k, v) for k, v in spec.items() if k not in _PER_POD_FIELDS]))
+        key = repr((namespace, labels, view))
         known = templates.get(key)
         if known is None:
-            known = templates[key] = pod_template(namespace, labels, spec)
+            known = templates[key] = pod_template(namespace, labels, view)
         template = known
     phase = typed(get_path(obj, "status.phase", "Pending"), str, "status.phase")
     node = typed(spec.get("nodeName") or "", str, "spec.nodeName") or None

@@ -163,6 +163,25 @@ def _guaranteed(spec: Mapping[str, Any]) -> bool:
     return bool(containers)
 
 
+# All that a template reads of a pod's spec and of each of its containers.
+_TEMPLATE_FIELDS = ("containers", "initContainers", "overhead", "affinity", "nodeSelector", "tolerations",
+                    "topologySpreadConstraints")
+_TEMPLATE_CONTAINER_FIELDS = ("resources", "ports", "restartPolicy")
+
+
+def template_view(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of `spec` that `pod_template` reads; equal views make equal templates.
+
+    The pods of one task differ in much else: their names, the API server's per-pod
+    service-account volume and its mounts, the env plugin's task index."""
+    view = {field: spec[field] for field in _TEMPLATE_FIELDS if field in spec}
+    for field in ("containers", "initContainers"):
+        if isinstance(view.get(field), list):
+            view[field] = [{k: c[k] for k in _TEMPLATE_CONTAINER_FIELDS if k in c} if isinstance(c, Mapping) else c
+                           for c in view[field]]
+    return view
+
+
 def pod_template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]) -> PodTemplate:
     resreq = pod_requests(spec)
     affinity = typed(spec.get("affinity") or {}, Mapping, "spec.affinity")

@@ -21,6 +21,7 @@ from central.bench.synthetic import synthetic_cluster
 from central.framework.conf import DEFAULT_CONF_YAML
 from central.framework.placement import Placement
 from central.model.cache import ClusterCache
+from central.model.parse import parse_pod
 from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 
@@ -190,9 +191,22 @@ def test_pods_as_the_api_server_stores_them_are_batched_too():
     assert sum(taken) > 600
 
 
+def test_twins_as_the_api_server_stores_them_are_parsed_once():
+    """Their service-account volumes and mounts, and the env plugin's index, are not the template's."""
+    pods = [o for o in synthetic_cluster(1, 2, seed=3) if o["kind"] == "Pod"]
+    twins = [as_the_api_server_stores(dict(pods[0], metadata=dict(pods[0]["metadata"], name=f"p-{i}")), i)
+             for i in range(3)]
+    for i, pod in enumerate(twins):
+        pod["spec"]["containers"][0]["env"] = [{"name": "VC_TASK_INDEX", "value": str(i)}]
+    memo: dict[str, Any] = {}
+    first, *others = (parse_pod(pod, memo)[0].template for pod in twins)
+    assert len(memo) == 1 and all(t is first for t in others)
+    twins[2]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}  # a different template
+    assert parse_pod(twins[2], memo)[0].template != first and len(memo) == 2
+
+
 def test_twins_share_a_template_across_the_text_memos_clearing():
-    """The text memo holds an entry per pod on a real cluster, so it fills and is cleared; the
-    templates themselves are few and stay shared."""
+    """The text memo is cleared when full; the templates made before stay shared."""
     pods = [o for o in synthetic_cluster(1, 2, seed=3) if o["kind"] == "Pod"]
     first, twin = (as_the_api_server_stores(dict(pods[0], metadata=dict(pods[0]["metadata"], name=n)), i)
                    for i, n in enumerate(("first", "twin")))
