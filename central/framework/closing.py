@@ -21,7 +21,8 @@ those the API server holds.
 A settled job is moreover *at rest* (`JobInfo.rest`) when no action has anything to do for it:
 admitted, valid, and without pending or pipelined pods. The next sessions under the same
 configuration pass it by in their actions' and this close's passes until it changes (its
-version moves), so a cycle's cost follows the jobs that changed, not every running one.
+version moves), so a cycle's work follows the jobs that changed. What still visits every job
+is a few plain passes, at open and here (about 2 ms a cycle per 1,000 jobs at rest).
 """
 
 from __future__ import annotations
