@@ -145,8 +145,8 @@ class ClusterCache:
         self.quotas: dict[str, dict[str, ResourceQuotaInfo]] = {}  # namespace -> name -> quota
         self.pdbs: dict[str, PdbInfo] = {}  # "ns/name" -> PodDisruptionBudget
         self._templates: dict[str, PodTemplate] = {}  # text of a pod spec's template view -> template
-        # equal templates -> one object: allocate batches a pod's twins by identity, and equal
-        # templates can come from different texts ("1" and "1000m" cpu) or across the memo's clearing
+        # equal templates -> one object: allocate batches a pod's twins by identity, which the
+        # memo alone would split across its clearing (or where equal views differ in text)
         self._shared_templates: dict[PodTemplate, PodTemplate] = {}
         self._vectors: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
         self._orphans: dict[str, set[str]] = {}  # node name -> tasks bound there before the node arrived

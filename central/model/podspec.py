@@ -163,7 +163,8 @@ def _guaranteed(spec: Mapping[str, Any]) -> bool:
     return bool(containers)
 
 
-# All that a template reads of a pod's spec and of each of its containers.
+# All that a template reads of a pod's spec and of each of its containers: `pod_template` sees
+# only these (`template_view`), so a field it comes to read must be added here.
 _TEMPLATE_FIELDS = ("containers", "initContainers", "overhead", "affinity", "nodeSelector", "tolerations",
                     "topologySpreadConstraints")
 _TEMPLATE_CONTAINER_FIELDS = ("resources", "ports", "restartPolicy")
