@@ -59,7 +59,10 @@ def test_a_starving_gang_gets_its_reservation_and_starts_while_small_jobs_keep_c
                                   duration="10s", extra_spec={"runningEstimate": "10s"}))
         condition = wait_for(lambda: reserved(tenant, "gang"), "the gang's Reserved condition", timeout=90)
         assert "nodes " in condition["message"]
-        assert any(e["reason"] == "Reserved" for e in tenant.events("PodGroup", tenant.job_podgroup("gang")["metadata"]["name"]))
+        # the recorder writes Events from its own thread, after the cycle's status writes
+        podgroup = tenant.job_podgroup("gang")["metadata"]["name"]
+        wait_for(lambda: any(e["reason"] == "Reserved" for e in tenant.events("PodGroup", podgroup)),
+                 "the gang's Reserved Event", timeout=30)
         during = submitted[0]
         wait_for(lambda: tenant.phase("gang") in ("Running", "Completed"), "the gang to start", timeout=120)
         assert submitted[0] > during  # small jobs kept coming meanwhile
