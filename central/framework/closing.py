@@ -21,8 +21,12 @@ those the API server holds.
 A settled job is moreover *at rest* (`JobInfo.rest`) when no action has anything to do for it:
 admitted, valid, and without pending or pipelined pods. The next sessions under the same
 configuration pass it by in their actions' and this close's passes until it changes (its
-version moves), so a cycle's work follows the jobs that changed. What still visits every job
-is a few plain passes, at open and here (2 to 3 ms a cycle per 1,000 jobs at rest).
+version moves). The cache keeps what they would otherwise gather from every job: the jobs a
+session considers (`ClusterCache.scheduling_jobs`), those that may not be at rest
+(`ClusterCache.unrested`: changed since a session found them at rest), the per-queue sums, and
+each job's last status (`ClusterCache.closed_statuses`), so that neither the open nor this
+close visits a job at rest: a cycle's work follows the jobs that changed, plus a copy of two
+dicts (about 0.1 ms a cycle per 1,000 jobs at rest).
 """
 
 from __future__ import annotations
@@ -130,11 +134,11 @@ class Closing:
         before = set(notes.conditions)  # set while the actions ran: the plugins' last word comes after
         recorded = before.union(notes.side_conditions, notes.jobs, self.faults.jobs)
         settling = all(plugin.closes_by_state for plugin in self.points.on_session_close)  # type: ignore[attr-defined]
-        restless, opened = self.jobs if self.restless is None else self.restless, self.opened
-        settled = {uid: job for uid, job in self.jobs.items() if settling and (
-            _settled(job, self.conf, recorded) if uid in restless else job.version < opened and uid not in recorded)}
+        restless, jobs = self.jobs if self.restless is None else self.restless, self.jobs
+        # the jobs worked out again: all but the settled ones, in the order restless ones come
+        unsettled = dict.fromkeys(self._unsettled(restless, recorded) if settling else jobs)
         if self.handle is not None:
-            changing = [job for uid, job in self.jobs.items() if uid not in settled]
+            changing = [jobs[uid] for uid in unsettled]
             self.handle.closing_jobs = lambda: changing
         for plugin in self.points.on_session_close:
             started = time.perf_counter()
@@ -142,9 +146,9 @@ class Closing:
             self.plugin_timings[(plugin.name, "OnSessionClose")] = time.perf_counter() - started  # type: ignore[attr-defined]
         # what the session recorded of each job besides the conditions its state gives
         recorded = before.union(notes.side_conditions, notes.jobs, self.faults.jobs)
-        for uid in [uid for uid in settled if uid in recorded or uid in notes.conditions]:
-            job = settled.pop(uid)  # a plugin's last word recorded something of it: worked out again
-            last = job.closed.new
+        for uid in sorted(uid for uid in recorded.union(notes.conditions) if uid in jobs and uid not in unsettled):
+            unsettled[uid] = None  # a plugin's last word recorded something of it: worked out again
+            last = jobs[uid].closed.new
             if uid not in notes.conditions and last is not None:  # the condition its state gives, restamped
                 notes.conditions[uid] = notes.condition(last["type"], last["reason"], last["message"])
         for uid, reason in self.faults.jobs.items():  # after gang's: the fault is the reason that counts
@@ -159,17 +163,13 @@ class Closing:
         result.claim_bindings = {uid: b for uid, b in notes.claim_bindings.items() if uid in decisions.binds}
         result.device_claims = {uid: w for uid, w in notes.device_claims.items() if uid in decisions.binds}
         woken: list[JobInfo] = []  # at rest at open, its status worked out again
-        for uid, job in self.jobs.items():
-            if uid in settled:
-                closed = job.closed
-                result.podgroups[uid] = closed.status
-                if closed.unschedulable is not None:
-                    result.unschedulable[uid] = closed.unschedulable
-            else:
-                if uid not in restless:  # at rest when the session opened, which saved only the others
-                    self.journal.save_jobs((job,))
-                    woken.append(job)
-                self._close_job(job, recorded, result)
+        for uid in unsettled:
+            job = jobs[uid]
+            if uid not in restless:  # at rest when the session opened, which saved only the others
+                self.journal.save_jobs((job,))
+                woken.append(job)
+            self._close_job(job, recorded, result)
+        self._statuses(result)
         for job in restless.values():  # a job at rest has no pending or pipelined pod
             if job.counts.get(TaskStatus.PIPELINED):
                 for task in job.tasks.values():
@@ -193,37 +193,66 @@ class Closing:
         result.queue_annotations = {name: marks for name, marks in notes.queue_annotations.items() if marks}
         result.events = [event for event in notes.events if event[0] in self.jobs]
         self._deserved(result)
-        self._stamp_rest(restless, settled, recorded, woken)
+        self._stamp_rest(restless, unsettled, recorded, woken)
         self.journal.close()
         return result
 
-    def _stamp_rest(self, restless: Mapping[str, JobInfo], settled: Mapping[str, JobInfo], recorded: set[str],
+    def _unsettled(self, restless: Mapping[str, JobInfo], recorded: set[str]) -> list[str]:
+        """The jobs whose last close does not stand: of those not at rest, the ones not
+        `_settled`; of those at rest, the ones changed since the session opened (the cache has
+        them `unrested` again) or that it recorded something of."""
+        conf, jobs, opened = self.conf, self.jobs, self.opened
+        out = [uid for uid, job in restless.items() if not _settled(job, conf, recorded)]
+        out += [uid for uid in self.cache.unrested if uid in jobs and uid not in restless and jobs[uid].version >= opened]
+        out += sorted(uid for uid in recorded if uid in jobs and uid not in restless)
+        return out
+
+    def _statuses(self, result: CycleResult) -> None:
+        """Every job's status and reason to be Unschedulable, as its last close left them: the
+        cache keeps them, so that only the jobs worked out again are visited here."""
+        statuses, reasons, jobs = self.cache.closed_statuses, self.cache.closed_unschedulable, self.jobs
+        if len(statuses) != len(jobs):  # a settled job back in the sessions (the cache drops those that leave)
+            for uid in [uid for uid in statuses if uid not in jobs]:
+                del statuses[uid]
+                reasons.pop(uid, None)
+            for uid in [uid for uid in jobs if uid not in statuses]:
+                closed = jobs[uid].closed
+                statuses[uid] = closed.status
+                if closed.unschedulable is not None:
+                    reasons[uid] = closed.unschedulable
+        result.podgroups, result.unschedulable = dict(statuses), dict(reasons)
+
+    def _stamp_rest(self, restless: Mapping[str, JobInfo], unsettled: Mapping[str, None], recorded: set[str],
                     woken: list[JobInfo]) -> None:
         """Mark the jobs now at rest (`JobInfo.rest`), so that the next sessions under this
         configuration pass them by until they change; a job at rest whose status was worked out
         again is so no longer. A rolled back close takes the marks back."""
-        conf, was = self.conf, []
+        conf, was, unrested = self.conf, [], self.cache.unrested
         for job in restless.values():
             valid, counts = job.valid, job.counts
-            if (job.uid in settled or _settled(job, conf, recorded)) and valid is not None and valid[0] == job.version \
+            if (job.uid not in unsettled or _settled(job, conf, recorded)) and valid is not None and valid[0] == job.version \
                     and valid[1] is conf and valid[2] is None and not job.pending_phase \
                     and not counts.get(TaskStatus.PENDING) and not counts.get(TaskStatus.PIPELINED):
                 was.append((job, job.rest))
                 job.rest = job.version
+                unrested.pop(job.uid, None)  # the open had it looked at: the cache has nothing newer of it
         for job in woken:
             was.append((job, job.rest))
             job.rest = -1
+            unrested[job.uid] = None  # not at rest, though it has not changed
         cache, conf_was = self.cache, self.cache.rest_conf
 
         def unstamp() -> None:
             cache.rest_conf = conf_was
             for job, rest in was:
                 job.rest = rest
+                unrested[job.uid] = None
         self.journal.on_rollback(unstamp)
         cache.rest_conf = conf
 
     def _close_job(self, job: JobInfo, recorded: set[str], result: CycleResult) -> None:
-        """The job's status, worked out (or its last one, where `_unchanged` finds it so)."""
+        """The job's status, worked out (or its last one, where `_unchanged` finds it so), kept
+        by the cache for the result, with its reason to be Unschedulable where it has one."""
         notes = self.notes
         new, side = notes.conditions.get(job.uid), notes.side_conditions.get(job.uid)
         noted = _noted(new, side)
@@ -244,9 +273,11 @@ class Closing:
                 or job.closed.version != job.version or job.closed.conf is not self.conf:
             job.closed = Closed(job.phase, job.min_available, dict(job.counts), noted, status, job.version, quiet,
                                 self.conf, new, unschedulable)
-        result.podgroups[job.uid] = status
+        self.cache.closed_statuses[job.uid] = status
         if unschedulable is not None:
-            result.unschedulable[job.uid] = unschedulable
+            self.cache.closed_unschedulable[job.uid] = unschedulable
+        else:
+            self.cache.closed_unschedulable.pop(job.uid, None)
 
     def _held_without_pods(self) -> None:
         """A PodGroup without pods that a gate held back (enqueue) gets the Unschedulable

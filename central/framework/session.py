@@ -54,15 +54,10 @@ class Session:
         self.total = column_sums(cache.table.alloc[: len(self.nodes)])
         missing = [name for name in ("root", cache.default_queue) if name not in cache.queues]
         self.queues: dict[str, QueueInfo] = cache.all_queues()
-        self.jobs: dict[str, JobInfo] = {}
+        self.jobs: dict[str, JobInfo] = cache.scheduling_jobs()
         # The jobs not at rest (`JobInfo.rest`): the only ones the actions' and the close's
         # passes have anything to do for. A job at rest stays so until it changes.
-        self.restless: dict[str, JobInfo] = {}
-        resting = conf is cache.rest_conf
-        for job in cache.iter_scheduling_jobs():
-            self.jobs[job.uid] = job
-            if not resting or job.rest != job.version:
-                self.restless[job.uid] = job
+        self.restless = cache.restless_jobs(self.jobs) if conf is cache.rest_conf else dict(self.jobs)
         self.opened = cache.version_mark()  # jobs whose version is newer changed in this session
         self.journal = Journal(cache)
 

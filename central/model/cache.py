@@ -59,7 +59,7 @@ BATCH_MEMORY = "kubernetes.io/batch-memory"  # bytes
 
 
 def _count_in_job(job: JobInfo, task: TaskInfo, sign: int) -> None:
-    job.version = next_version()
+    """Count the task in (+1) or out (-1) of its job's sums; the caller bumps the job's version."""
     status = task.status
     job.counts[status] = job.counts.get(status, 0) + sign
     key = (task.role, status)
@@ -92,7 +92,6 @@ def _take_tasks(job: JobInfo, old: JobInfo) -> None:
 
 
 def _recount(job: JobInfo, role: str, was: TaskStatus, status: TaskStatus) -> None:
-    job.version = next_version()
     counts, roles = job.counts, job.role_counts
     counts[was] = counts.get(was, 0) - 1
     counts[status] = counts.get(status, 0) + 1
@@ -164,6 +163,18 @@ class ClusterCache:
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         self.queue_sums = QueueSums()  # per-queue sums over jobs, updated for the jobs that changed
         self.rest_conf: object = None  # the configuration of the close that stamped jobs' `rest`
+        # Every job added, changed or dropped since a session last found it at rest (a dict for
+        # its order): a superset of the jobs not at rest, which `restless_jobs` narrows down.
+        self.unrested: dict[str, None] = {}
+        # The jobs a session considers (`scheduling_jobs`), kept across sessions: only those in
+        # `unrested` are looked at again; a Queue that comes, goes or changes its parent or
+        # tenants, or a new job filter, has every job looked at (None).
+        self._scheduling: dict[str, JobInfo] | None = None
+        self._scheduling_filter: Callable[[JobInfo], bool] | None = None
+        # the status each job's last close gave it (`central.framework.closing`), and its
+        # reason to be Unschedulable where it had one: of the jobs sessions consider only
+        self.closed_statuses: dict[str, dict[str, Any]] = {}
+        self.closed_unschedulable: dict[str, str] = {}
         # While a session is open: task, status, node before each status change, flat (three
         # entries per change: one list for the garbage collector to walk, not a tuple per
         # change), so that a failed session can be rolled back (Session.rollback).
@@ -210,6 +221,7 @@ class ClusterCache:
             self._topology = None
         elif kind == "PodGroup" and key in self.jobs:
             job = self.jobs[key]
+            self._moved(key)
             if job.tasks:  # as if the PodGroup had never come: the same state whatever the order
                 placeholder = self._placeholder(job.uid, job.name, job.namespace)
                 _take_tasks(placeholder, job)
@@ -218,6 +230,7 @@ class ClusterCache:
                 del self.jobs[key]
         elif kind == "Queue":
             self.queues.pop(name, None)
+            self._scheduling = None
         elif kind == "PriorityClass":
             self.priority_classes.pop(name, None)
             self._resolve_priorities()
@@ -293,7 +306,7 @@ class ClusterCache:
             job.allocated, job.pending_request = self.dims.zeros(), self.dims.zeros()
         job.priority = self._class_priority(job.priority_class)
         self._vectorise_job(job)
-        job.version = next_version()  # a new JobInfo: newer than any mark taken before it
+        self.touch(job)  # a new JobInfo: newer than any mark taken before it
         self.jobs[job.uid] = job
 
     def _apply_hypernode(self, obj: Mapping[str, Any]) -> None:
@@ -306,6 +319,9 @@ class ClusterCache:
         for name in [*queue.capability, *queue.deserved, *queue.guarantee]:
             if self.dims.add(name):
                 self._rebuild_table()
+        old = self.queues.get(queue.name)
+        if old is None or (old.parent, old.tenants) != (queue.parent, queue.tenants):  # not a status write
+            self._scheduling = None
         self.queues[queue.name] = queue
 
     def _apply_resource_quota(self, obj: Mapping[str, Any]) -> None:
@@ -420,6 +436,48 @@ class ClusterCache:
             if ok:
                 yield job
 
+    def scheduling_jobs(self) -> dict[str, JobInfo]:
+        """`iter_scheduling_jobs` as a dict of its own, kept across sessions: only the jobs
+        changed since (`unrested`) are looked at again, unless the queues or the filter changed."""
+        view, keep = self._scheduling, self.job_filter
+        if view is None or keep is not self._scheduling_filter:
+            view = self._scheduling = {job.uid: job for job in self.iter_scheduling_jobs()}
+            self._scheduling_filter = keep
+            self.queue_sums.forget()  # jobs may have joined unchanged: the sums look at every one
+            for uid in [uid for uid in self.closed_statuses if uid not in view]:
+                self._drop_status(uid)
+        else:
+            jobs = self.jobs
+            for uid in self.unrested:
+                job = jobs.get(uid)
+                if job is not None and job.has_podgroup and (keep is None or keep(job)) \
+                        and self.queue(job.queue) is not None and self.queue_admits(job.queue, job.namespace):
+                    view[uid] = job
+                elif view.pop(uid, None) is not None:
+                    self._drop_status(uid)
+        return dict(view)
+
+    def _drop_status(self, uid: str) -> None:
+        """The job left the sessions: its last status is no session's (it is on `JobInfo.closed`)."""
+        self.closed_statuses.pop(uid, None)
+        self.closed_unschedulable.pop(uid, None)
+
+    def restless_jobs(self, jobs: Mapping[str, JobInfo]) -> dict[str, JobInfo]:
+        """Of a session's `jobs`, those not at rest (`JobInfo.rest`): all of them but those a
+        session found at rest and that have not changed since. Call it after `scheduling_jobs`:
+        it forgets the jobs it finds at rest or gone."""
+        out, unrested, known = {}, self.unrested, self.jobs
+        for uid in list(unrested):
+            job = jobs.get(uid)
+            if job is None:
+                if uid not in known:
+                    del unrested[uid]
+            elif job.rest == job.version:
+                del unrested[uid]
+            else:
+                out[uid] = job
+        return out
+
     def queue_admits(self, name: str, namespace: str) -> bool:
         """Whether the queue and each of its ancestors let `namespace` submit."""
         seen: set[str] = set()
@@ -441,6 +499,7 @@ class ClusterCache:
             job = self.jobs.get(task.job_uid) if task.job_uid else None
             if job is not None:
                 _recount(job, task.role, task.status, status)
+                self.touch(job)
             task.status = status
             return
         self._charge(task, -1)
@@ -473,13 +532,24 @@ class ClusterCache:
             roles[role, allocated] = roles.get((role, allocated), 0) + 1
             job.role_ready[role] = job.role_ready.get(role, 0) + 1
         count = len(tasks)
-        job.version = next_version()  # as set_status's recount does: the job's pods changed
+        self.touch(job)  # as set_status's recount does: the job's pods changed
         counts[pending] = counts.get(pending, 0) - count
         counts[allocated] = counts.get(allocated, 0) + count
         job.ready += count
         add_repeated(job.pending_request, req, count, -1)
         add_repeated(job.allocated, req, count)
         self.table.charge_rows(np.fromiter((node.index for node in nodes), np.int64, count), req)
+
+    def touch(self, job: JobInfo) -> None:
+        """The job changed: a version newer than every mark so far (`version_mark`), and
+        everything kept of it across sessions is worked out anew."""
+        job.version = next_version()
+        self._moved(job.uid)
+
+    def _moved(self, uid: str) -> None:
+        """The job changed, came or went: what is kept of it across sessions is looked at again."""
+        self.unrested[uid] = None
+        self.queue_sums.moved[uid] = None
 
     def _charge(self, task: TaskInfo, sign: int) -> None:
         if task.status in STARTING_STATUSES:
@@ -490,6 +560,7 @@ class ClusterCache:
         job = self.jobs.get(task.job_uid) if task.job_uid else None
         if job is not None:
             _count_in_job(job, task, sign)
+            self.touch(job)
         node = self.nodes.get(task.node) if task.node else None
         if task.status in TERMINATED_STATUSES or task.status == TaskStatus.PENDING:
             return
@@ -603,6 +674,7 @@ class ClusterCache:
             job.ready, job.role_ready = 0, {}
             for task in job.tasks.values():
                 _count_in_job(job, task, +1)
+            self.touch(job)
         self.table = NodeTable(max(16, 2 * len(self.node_list)), len(self.dims))
         for node in self.node_list:
             self._fill_row(node)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus, next_version
+from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus
 from central.resources.vectors import Dimensions
 
 _A, _B, _C, _D = ALLOCATED_STATUSES
@@ -122,22 +122,25 @@ class QueueSums:
         self._sums: dict[str, QueueSum] = {}
         self._width = -1
         self._bound = 0  # the sum of every kept term's `size`: no partial sum exceeds it
-        self._mark: int | None = None  # a version mark taken when the last call answered
+        self._answered = False  # whether a call answered since the sums started over or were forgotten
+        # the jobs the cache changed, added or dropped since the last call answered (it tells
+        # each one here as it bumps its version)
+        self.moved: dict[str, None] = {}
 
     def changed_since_last(self, jobs: Mapping[str, JobInfo]) -> list[JobInfo] | None:
-        """Between sessions only the cache changes jobs, and it bumps the version of each it
-        changes (a new JobInfo gets a new one): of `jobs`, those changed since the last call
-        answered, or new to the sums. None where no call has answered since the sums started
-        over or were `forget`-ed."""
-        mark, terms = self._mark, self._terms
-        if mark is None:
+        """Between sessions only the cache changes jobs, and it tells each one it changes or
+        adds (`moved`): of `jobs`, those changed since the last call answered. None where no
+        call has answered since the sums started over or were `forget`-ed. (A job that joins
+        `jobs` unchanged, as a queue comes, is new to the sums: `sums` sees it by their count.)"""
+        if not self._answered:
             return None
-        return [job for uid, job in jobs.items() if job.version > mark or uid not in terms]
+        return [jobs[uid] for uid in self.moved if uid in jobs]
 
     def forget(self) -> None:
         """A session that changed phases was rolled back (phases go back without a version):
         the next call looks at every job's stamp."""
-        self._mark = None
+        self._answered = False
+        self.moved.clear()  # the next call looks at every job
 
     def sums(self, jobs: Mapping[str, JobInfo], dims: Dimensions,
              changed: Iterable[JobInfo] | None = None) -> dict[str, QueueSum] | None:
@@ -146,7 +149,7 @@ class QueueSums:
         (`changed_since_last`, or a session's own account); the others' stamps are not looked at."""
         if len(dims) != self._width:
             self._start_over(len(dims))
-        if changed is not None and self._mark is None:  # nothing to go by
+        if changed is not None and not self._answered:  # nothing to go by
             changed = None
         terms = self._terms
         for uid, job in jobs.items() if changed is None else ((job.uid, job) for job in changed):
@@ -165,14 +168,19 @@ class QueueSums:
             if self._bound >= EXACT:  # a partial sum might round: sum from scratch
                 self._start_over(len(dims))
                 return None
-        if len(terms) != len(jobs):  # every job is in terms by now: some left
+        if len(terms) != len(jobs):  # some left, or some joined unchanged
             for uid in [uid for uid in terms if uid not in jobs]:
                 self._take_out(terms.pop(uid))
-        self._mark = next_version()
+            if len(terms) != len(jobs):  # terms are now among jobs: some are missing
+                self._start_over(len(dims))
+                return self.sums(jobs, dims)
+        self._answered = True
+        self.moved.clear()
         return self._sums
 
     def _start_over(self, width: int) -> None:
-        self._terms, self._sums, self._width, self._bound, self._mark = {}, {}, width, 0, None
+        self._terms, self._sums, self._width, self._bound, self._answered = {}, {}, width, 0, False
+        self.moved.clear()
 
     def _put_in(self, terms: _Terms, dims: Dimensions) -> None:
         queue = self._sums.get(terms.queue)

@@ -168,7 +168,8 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
 
     def __init__(self, option: PluginOption, handle: Handle) -> None:
         super().__init__(option, handle)
-        self.attrs = queue_usage(handle, {job.queue for job in handle.jobs.values()})
+        kept = handle.queue_sums()  # where exact, it has every queue with jobs (and none other)
+        self.attrs = queue_usage(handle, set(kept) if kept is not None else {job.queue for job in handle.jobs.values()})
         water_fill(self.attrs, handle.total)
         self.devices = DeviceQuota.of(handle.dra, handle.queues.values(), lambda queue: [queue])
         if self.devices is not None:

@@ -31,6 +31,7 @@ from central.framework.plugin import Plugin
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import READY_STATUSES
+from central.model.pgstatus import semantic
 from central.scheduler import REGISTRY, load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
@@ -214,7 +215,7 @@ def test_a_node_that_comes_back_is_charged_for_the_pods_still_bound_to_it():
 def _forget_kept(cache: ClusterCache) -> None:
     """Every job changed, as far as anything kept across sessions can tell: all is worked out anew."""
     for job in cache.jobs.values():
-        job.version = ClusterCache.version_mark()
+        cache.touch(job)
 
 
 def _cycle_result(cluster: Cluster, number: int, monkeypatch: Any) -> dict[str, Any]:
@@ -390,6 +391,34 @@ def test_a_running_job_comes_to_rest_and_a_change_wakes_it():
     assert _restless(cluster.cache) == {"ns/g0", "ns/g1"}
     result = run_cycle(cluster.cache, CONF)
     assert result.podgroups["ns/g0"]["succeeded"] == 1 and "ns/g0" in result.changed_podgroups
+
+
+def test_a_job_at_rest_leaves_the_session_with_its_queue_and_comes_back_with_it():
+    """Sessions keep the jobs they consider and their statuses across cycles: a job at rest
+    goes when its queue does and returns with it, as a fresh cache has it each time."""
+    cluster = Cluster()
+    cluster.put(("queue", "q1", {"weight": 1}))
+    cluster.put(("node", "n0", {"cpu": 4, "memory": "8Gi"}))
+    for group, queue in (("g0", "q1"), ("g1", "default")):
+        cluster.put(("podgroup", group, {"minMember": 1, "queue": queue}))
+        cluster.put(("pod", f"p-{group}", {"group": group, "cpu": 1, "memory": "1Gi", "node": "n0", "phase": "Running"}))
+    for _ in range(3):
+        cluster.cycle()
+    assert _restless(cluster.cache) == set()
+    queue = cluster.objects[("Queue", "q1")]
+    for step, jobs in (("status write", {"ns/g0", "ns/g1"}), ("queue gone", {"ns/g1"}), ("queue back", {"ns/g0", "ns/g1"})):
+        if step == "status write":
+            cluster.cache.apply({**queue, "status": {"state": "Open", "running": 1}})
+        elif step == "queue gone":
+            cluster.delete("Queue", 1)
+        else:
+            cluster.put(("queue", "q1", {"weight": 1}))
+        kept, fresh = run_cycle(cluster.cache, CONF), run_cycle(cluster.fresh(), CONF)
+        assert set(kept.podgroups) == jobs, step
+        assert {uid: semantic(status) for uid, status in kept.podgroups.items()} == \
+            {uid: semantic(status) for uid, status in fresh.podgroups.items()}, step
+        assert kept.queues == fresh.queues, step
+    assert _restless(cluster.cache) == set()
 
 
 def test_a_rolled_back_close_takes_its_rest_marks_back():
