@@ -13,11 +13,12 @@ object (a changed PodGroup, its queue and minResources included, is a new one), 
 the session's jobs takes its terms out. A change in the number of dimensions (a new resource
 name re-lays every vector) starts over.
 
-Which stamps are looked at: a session's first call looks only at the jobs whose version is newer
-than the last answered call, or that are new to the sums (between sessions only the cache
-changes jobs, and it bumps their versions; a rolled back session, whose phases go back without
-one, makes the next call look at all). Its close looks only at the jobs the session may have
-changed: those not at rest and those it worked out again (`central.framework.closing`).
+Which stamps are looked at: a session's first call looks only at the jobs the cache changed,
+added or dropped since the last answered call (`moved`: between sessions only the cache changes
+jobs, and it tells each one here as it bumps its version; a rolled back session, whose phases go
+back without one, or a change of which jobs sessions consider, makes the next call look at
+all). Its close looks only at the jobs the session may have changed: those not at rest and
+those it worked out again (`central.framework.closing`).
 
 Exactness: adding and subtracting terms gives the sums that summing from scratch gives only
 while every term is a whole number and every partial sum stays below 2**52 (2**53 for
