@@ -171,6 +171,9 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         kept = handle.queue_sums()  # where exact, it has every queue with jobs (and none other)
         self.attrs = queue_usage(handle, set(kept) if kept is not None else {job.queue for job in handle.jobs.values()})
         water_fill(self.attrs, handle.total)
+        # (queue, request) -> the queue's allocation when a pod of that request was refused, and
+        # the refusal: a backlog's pods ask again and again with nothing allocated in between
+        self._refusals: dict[tuple[str, bytes], tuple[bytes, Status]] = {}
         self.devices = DeviceQuota.of(handle.dra, handle.queues.values(), lambda queue: [queue])
         if self.devices is not None:
             for job in handle.jobs.values():
@@ -194,8 +197,15 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         attr = self.attrs.get(queue.name)
         if not queue.is_open or attr is None:
             return refused()
-        if not less_equal_on(attr.allocated + task.resreq, attr.deserved, task.resreq):
-            return refused(over_share(self.handle.dims.names, attr.allocated, task.resreq, attr.deserved, "deserved"))
+        req = task.resreq
+        key, held = (queue.name, req.tobytes()), attr.allocated.tobytes()
+        kept = self._refusals.get(key)
+        if kept is not None and kept[0] == held:  # deserved holds for the session: the same answer
+            return kept[1]
+        if not less_equal_on(attr.allocated + req, attr.deserved, req):
+            status = refused(over_share(self.handle.dims.names, attr.allocated, req, attr.deserved, "deserved"))
+            self._refusals[key] = (held, status)
+            return status
         if self.devices is not None and (why := self.devices.refusal(queue.name, [task], with_admitted=False)):
             return refused(why)
         return ALLOWED
