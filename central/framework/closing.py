@@ -212,9 +212,6 @@ class Closing:
         cache keeps them, so that only the jobs worked out again are visited here."""
         statuses, reasons, jobs = self.cache.closed_statuses, self.cache.closed_unschedulable, self.jobs
         if len(statuses) != len(jobs):  # a settled job back in the sessions (the cache drops those that leave)
-            for uid in [uid for uid in statuses if uid not in jobs]:
-                del statuses[uid]
-                reasons.pop(uid, None)
             for uid in [uid for uid in jobs if uid not in statuses]:
                 closed = jobs[uid].closed
                 statuses[uid] = closed.status

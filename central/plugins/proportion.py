@@ -198,13 +198,13 @@ class Proportion(AccountingPlugin, ext.QueueOrder, ext.JobEnqueueable, ext.Overu
         if not queue.is_open or attr is None:
             return refused()
         req = task.resreq
-        key, held = (queue.name, req.tobytes()), attr.allocated.tobytes()
+        key = (queue.name, req.tobytes())
         kept = self._refusals.get(key)
-        if kept is not None and kept[0] == held:  # deserved holds for the session: the same answer
+        if kept is not None and kept[0] == attr.allocated.tobytes():  # deserved holds for the session
             return kept[1]
         if not less_equal_on(attr.allocated + req, attr.deserved, req):
             status = refused(over_share(self.handle.dims.names, attr.allocated, req, attr.deserved, "deserved"))
-            self._refusals[key] = (held, status)
+            self._refusals[key] = (attr.allocated.tobytes(), status)
             return status
         if self.devices is not None and (why := self.devices.refusal(queue.name, [task], with_admitted=False)):
             return refused(why)
