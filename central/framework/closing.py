@@ -26,7 +26,8 @@ session considers (`ClusterCache.scheduling_jobs`), those that may not be at res
 (`ClusterCache.unrested`: changed since a session found them at rest), the per-queue sums, and
 each job's last status (`ClusterCache.closed_statuses`), so that neither the open nor this
 close visits a job at rest: a cycle's work follows the jobs that changed, plus a copy of two
-dicts (about 0.1 ms a cycle per 1,000 jobs at rest).
+dicts (a cycle with nothing changed: 1.6 ms beside 10,000 jobs at rest, 3.9 ms beside 50,000,
+`caldera bench --case pod`).
 """
 
 from __future__ import annotations
