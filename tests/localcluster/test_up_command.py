@@ -6,9 +6,7 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -131,8 +129,8 @@ def test_up_with_a_port_range_listens_only_on_loopback_inside_it(tmp_path: Path)
     try:
         listening = {}
         for proc in cluster.sup.procs:
-            for conn in listeners(proc.pid):
-                listening[(proc.name, conn.laddr.port)] = conn.laddr.ip
+            for ip, port in listeners(proc.pid):
+                listening[(proc.name, port)] = ip
             assert alive(proc.pid), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-3000:]}"
         names = {name for name, _ in listening}
         assert {"etcd", "kube-apiserver", "kube-controller-manager", "caldera-admission", "caldera-controllers",
@@ -144,30 +142,54 @@ def test_up_with_a_port_range_listens_only_on_loopback_inside_it(tmp_path: Path)
         down(tmp_path / "c")
 
 
-def listeners(pid: int, tries: int = 5) -> list[Any]:
-    """The listening inet sockets of process `pid` and its descendants. A loaded run here has
-    seen psutil find no /proc entry for a process that was alive a moment before and after,
-    so a process reported gone is asked again while it is still alive; a child that ends
-    meanwhile is not a listener."""
-    import psutil
-
-    for _ in range(tries):
-        try:
-            family = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-            break
-        except psutil.NoSuchProcess:
-            if not alive(pid):
-                return []  # gone: the caller's alive() check names it
-            time.sleep(0.2)
-    else:
-        raise AssertionError(f"psutil cannot read process {pid}, which is alive")
-    found = []
+def listeners(pid: int) -> list[tuple[str, int]]:
+    """The (address, port) of every listening TCP socket held by process `pid` or its
+    descendants, read from /proc directly. psutil's process objects check the start time on
+    every call, and on CI's loaded machine they reported a live process gone five times over."""
+    family = {pid} | descendants(pid)
+    inodes = set()
     for member in family:
         try:
-            found += [c for c in member.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
-        except psutil.NoSuchProcess:
-            if member.pid == pid:
-                raise
+            links = [os.readlink(fd) for fd in Path(f"/proc/{member}/fd").iterdir()]
+        except OSError:  # it ended meanwhile: the caller's alive() check names it
+            continue
+        inodes |= {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    return [address for inode, address in listening_tcp().items() if inode in inodes]
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, stack = set(), [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def listening_tcp() -> dict[str, tuple[str, int]]:
+    """Socket inode -> (address, port) for every TCP socket in LISTEN state (0A) on this host."""
+    found = {}
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] != "0A":
+                continue
+            address, port = fields[1].split(":")
+            raw = bytes.fromhex(address)  # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            found[fields[9]] = (socket.inet_ntop(family, raw), int(port, 16))
     return found
 
 
