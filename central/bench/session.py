@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from central import gctuning
 from central.bench import e2e_cases, floor
 from central.bench.e2e_cases import CASE_NAMES as CASES
 from central.bench.synthetic import synthetic_cluster
@@ -245,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
         from central.bench import dra
 
         return dra.main([f"{nodes}x{pods}" for nodes, pods in args.size or [(1000, 10000)]])
+    gctuning.for_large_heaps()  # the session measured with the collector the scheduler runs with
     sizes = args.size or [(1000, 10000), (5000, 50000)]
     cases = args.case or [CASES[0]]
     runs = len(sizes) * len(cases) + (args.preemption is not None)

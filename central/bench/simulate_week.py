@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from central import gctuning
 from central.admission.cluster import Cluster
 from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
 from central.model.fields import parse_duration
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--config", type=Path, help="a scheduler configuration to compare with Volcano's default")
     args = parser.parse_args()
+    gctuning.for_large_heaps()  # the collector as the scheduler and `caldera simulate` set it
     span = parse_duration(args.span, "--span").total_seconds()
     until = parse_duration(args.until, "--until").total_seconds()
     rows = generate(args.jobs, args.seed, span)

@@ -72,21 +72,25 @@ def check_plugin_class(cls: type[Plugin]) -> None:
                             f"extension point ({hint}); name a helper with a leading underscore")
 
 
-# (plugin class, option) per tier -> point -> per tier, the positions of the plugins answering it.
-# Which plugins answer depends only on their classes and options, so it is worked out once per
-# configuration, not every session; the key keeps the options alive, so their ids stay theirs.
-_LAYOUTS: dict[tuple[tuple[tuple[type, int], ...], ...], tuple[Any, dict[str, list[list[int]]]]] = {}
+# (plugin class, option) per tier -> point -> the positions of the plugins answering it: per
+# tier, and as (tier, position) pairs in tier order. Which plugins answer depends only on their
+# classes and options, so it is worked out once per configuration, not every session; the key
+# keeps the options alive, so their ids stay theirs.
+_Layout = tuple[dict[str, list[list[int]]], dict[str, list[tuple[int, int]]]]
+_LAYOUTS: dict[tuple[tuple[tuple[type, int], ...], ...], tuple[Any, _Layout]] = {}
 
 
-def _layout(tiers: Sequence[Sequence[Plugin]]) -> dict[str, list[list[int]]]:
+def _layout(tiers: Sequence[Sequence[Plugin]]) -> _Layout:
     key = tuple(tuple((type(p), id(p.option)) for p in tier) for tier in tiers)
     found = _LAYOUTS.get(key)
     if found is None:
-        layout = {name: [[i for i, p in enumerate(tier)
-                          if spec.protocol in type(p).__mro__ and (spec.flag is None or p.option.enabled(spec.flag))]
-                         for tier in tiers]
-                  for name, spec in POINTS.items()}
-        found = _LAYOUTS[key] = ([p.option for tier in tiers for p in tier], layout)
+        per_tier = {name: [[i for i, p in enumerate(tier)
+                            if spec.protocol in type(p).__mro__ and (spec.flag is None or p.option.enabled(spec.flag))]
+                           for tier in tiers]
+                    for name, spec in POINTS.items()}
+        in_order = {name: [(t, i) for t, positions in enumerate(layout) for i in positions]
+                    for name, layout in per_tier.items()}
+        found = _LAYOUTS[key] = ([p.option for tier in tiers for p in tier], (per_tier, in_order))
     return found[1]
 
 
@@ -94,14 +98,14 @@ class Points:
     """Per point, the answering plugins' methods in tier order."""
 
     def __init__(self, tiers: Sequence[Sequence[Plugin]]):
-        layout = _layout(tiers)
+        layout, in_order = _layout(tiers)
 
         def tiered(protocol: type[P]) -> list[list[P]]:
             return [[tier[i] for i in positions] for tier, positions in  # type: ignore[misc]
                     zip(tiers, layout[_NAMES[protocol]])]
 
         def flat(protocol: type[P]) -> list[P]:
-            return [p for tier in tiered(protocol) for p in tier]
+            return [tiers[t][i] for t, i in in_order[_NAMES[protocol]]]  # type: ignore[misc]
 
         self.job_order = [p.job_order for p in flat(ext.JobOrder)]
         self.queue_order = [p.queue_order for p in flat(ext.QueueOrder)]

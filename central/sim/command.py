@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from central import gctuning
 from central.errors import InputError
 from central.framework.conf import DEFAULT_CONF_YAML, SchedulerConf
 from central.manifests import read_file
@@ -74,6 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    gctuning.for_large_heaps()  # a whole cluster in memory, as the scheduler holds it
     if args.until is not None:
         return run_timed(args)
     if args.cycles < 1:

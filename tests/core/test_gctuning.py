@@ -65,3 +65,21 @@ def test_the_timer_runs_the_full_collections(thresholds: None) -> None:
     finally:
         stop.set()
         gc.callbacks.remove(seen)
+
+
+def test_a_command_run_again_in_the_process_finds_the_timer_running(thresholds: None) -> None:
+    def timers() -> int:
+        return sum(thread.name == "full-gc" for thread in threading.enumerate())
+
+    first = gctuning.for_large_heaps()
+    try:
+        running = timers()
+        assert gctuning.for_large_heaps() is first
+        assert timers() == running
+    finally:
+        first.set()
+    again = gctuning.for_large_heaps()  # the stopped timer is not handed out
+    try:
+        assert again is not first and not again.is_set()
+    finally:
+        again.set()
