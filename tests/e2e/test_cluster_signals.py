@@ -45,7 +45,9 @@ def test_a_pending_gang_shows_autoscalers_its_demand_and_is_cleared_on_bind(tena
     wait_for(lambda: autoscaler_sees(tenant) == names, "both pods of the gang marked Unschedulable")
     messages = [podscheduled(p)["message"] for p in tenant.pods()]
     assert any("node(s) didn't match Pod's node affinity/selector" in m for m in messages), messages
-    assert any(e["reason"] == "FailedScheduling" and e["type"] == "Warning" for e in tenant.events("Pod", names[0]))
+    # the recorder writes Events from its own thread: the pod's condition may come first
+    wait_for(lambda: any(e["reason"] == "FailedScheduling" and e["type"] == "Warning"
+                         for e in tenant.events("Pod", names[0])), "a FailedScheduling Event")
     node = "/api/v1/nodes/node-1"
     tenant.kube.merge_patch(node, {"metadata": {"labels": {"signals.caldera.sh/pool": "new"}}})
     try:
