@@ -164,11 +164,12 @@ def _run_after(handle: ActionHandle, tasks: FixedLine[TaskInfo], task: TaskInfo,
 
 
 def _batch(tasks: FixedLine[TaskInfo], task: TaskInfo, job: JobInfo) -> int:
-    """How many pods to plan, `task` first: its template's among the pending tasks, no more
-    than the gang still lacks when it lacks any (it yields once ready)."""
-    if not tasks:
-        return 1
-    count = 1 + sum(1 for other in tasks if other.template is task.template)
+    """How many pods to plan, `task` first: its template's next in line, one after the other
+    (a pod of another template allocated in between ends a plan: task order puts a job's
+    roles' pods index by index, so only the run of the largest role's last ones lasts), no
+    more than the gang still lacks when it lacks any (it yields once ready)."""
+    template = task.template
+    count = 1 + tasks.run_length(lambda other: other.template is template)
     lacking = job.min_available - job.ready_num
     return min(count, lacking) if lacking > 0 else count
 

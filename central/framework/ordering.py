@@ -84,6 +84,15 @@ class FixedLine(Generic[T]):
         items = self._items
         return items[: len(items) - limit - 1 : -1] if limit < len(items) else items[::-1]
 
+    def run_length(self, same: Callable[[T], bool]) -> int:
+        """How many of the next items, one after the other from the first, `same` holds for."""
+        count = 0
+        for item in reversed(self._items):
+            if not same(item):
+                break
+            count += 1
+        return count
+
     def drop(self, count: int) -> None:
         """Take the next `count` items out."""
         del self._items[len(self._items) - count:]

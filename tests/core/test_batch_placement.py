@@ -171,6 +171,29 @@ def test_batches_are_used_and_agree_on_the_bench_cluster(conf):
     assert sum(taken) > 600 and max(taken) >= 16
 
 
+def test_the_largest_roles_last_pods_go_in_one_batch_after_the_others_roles_end():
+    """Task order puts a job's roles' pods index by index (ps-0, worker-0, ps-1, worker-1,
+    worker-2, ...): the workers after the last ps are planned as one run."""
+    objects: list[dict[str, Any]] = [
+        {"kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"allocatable": {"cpu": "16", "memory": "32Gi"}}}
+        for i in range(8)]
+    objects.append({"kind": "PodGroup", "metadata": {"name": "tf", "namespace": "ns"},
+                    "spec": {"minMember": 12}, "status": {"phase": "Inqueue"}})
+    for role, replicas, cpu in (("ps", 2, "2"), ("worker", 10, "1")):
+        for i in range(replicas):
+            objects.append({"kind": "Pod", "metadata": {
+                "name": f"tf-{role}-{i}", "namespace": "ns",
+                "annotations": {"scheduling.k8s.io/group-name": "tf", "volcano.sh/task-spec": role}},
+                "spec": {"schedulerName": "volcano", "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+                "status": {"phase": "Pending"}})
+    one_by_one, _ = decisions(objects, CONFS["binpack"], False)
+    batched, taken = decisions(objects, CONFS["binpack"], True)
+    assert batched == one_by_one
+    assert len(one_by_one[0][0][0]) == 12  # every pod bound in the first cycle
+    assert max(taken) == 9  # worker-1 .. worker-9, after ps-1
+
+
 def as_the_api_server_stores(pod: dict[str, Any], i: int) -> dict[str, Any]:
     """The pod with a service-account volume of its own name, mounted in each container."""
     volume = f"kube-api-access-{i:05d}"
