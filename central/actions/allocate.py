@@ -113,7 +113,7 @@ def place_tasks(handle: ActionHandle, stmt: Statement, tasks: FixedLine[TaskInfo
         row = plan.take(task) if plan is not None else None
         if row is None:
             if plan is not None and plan.taken == 1:
-                unplanned.add(plan.template)  # its pods come between others': a plan would not last
+                unplanned.add(plan.template)  # it ended after its first pod: another would too
             plan = None
             count = _batch(tasks, task, job)
             if count > 1 and task.template not in unplanned and not task.nominated_node:
