@@ -25,7 +25,12 @@ reproducible).
 
 Pods of one template (one Volcano task) ask the same question again and again, so each
 template keeps a `TemplateView`: the status of steps 1-3 and the row-local scores over all
-nodes, brought up to date by re-checking only the rows written since it last looked.
+nodes, brought up to date by re-checking only the rows written since it last looked. Where
+those answers read only a template's shape (request, node selection, tolerations), the node
+index and the table (`Plugin.rows_by_table`), the templates of one shape share a view (the pods
+of different jobs differ in labels: `_shape`), and the views outlive the session
+(`Placement.keep`): the next session under the same configuration and node set re-checks
+only the rows written since, where it would work out every row of a new view.
 
 Identical pods of one job are placed in batches where that changes nothing (`plan`): when
 every plugin taking part in placement finds the pod batchable (see `central.framework.plugin`:
@@ -55,6 +60,7 @@ from central.model.objects import FitErrors, NodeInfo, PodTemplate, TaskInfo
 from central.resources.vectors import EPSILON
 
 _UNSCHEDULABLE, _UNRESOLVABLE = np.int8(Code.UNSCHEDULABLE), np.int8(Code.UNRESOLVABLE)
+KEPT_VIEW_ROWS = 1 << 21  # views kept across sessions, counted in node rows (about 14 bytes each)
 EXCLUDED = "node(s) had data the scheduler could not read (see the Node's events)"
 OTHER_SHARD = "node(s) were in another scheduler's shard"
 
@@ -63,12 +69,31 @@ class TemplateView:
     __slots__ = ("position", "static", "static_code", "code", "fits_idle", "score")
 
     def __init__(self, n: int, static: list[Check]):
-        self.position = 0
+        self.position = 0  # the table's `mark` when the view last looked
         self.static = static  # step 1, over all rows
         self.static_code = fold(np.zeros(n, dtype=np.int8), static)
         self.code = np.zeros(n, dtype=np.int8)  # worst status of steps 1-3 per row
         self.fits_idle = np.zeros(n, dtype=bool)
         self.score = np.zeros(n)
+
+
+def _shape(template: PodTemplate) -> tuple[object, ...]:
+    """What the placement's own row answers, and those of plugins that answer `rows_by_table`,
+    read of a template: twins of different jobs (other labels, another namespace) share a view."""
+    return (template.resreq, template.node_selector, template.required_node_terms, template.preferred_node_terms,
+            template.tolerations)
+
+
+class KeptViews:
+    """Template views one session leaves for the next, with what they were worked out under."""
+
+    __slots__ = ("conf", "table", "generation", "n", "views")
+
+    def __init__(self, conf: object, table: NodeTable, generation: int, n: int, views: dict[object, TemplateView]):
+        self.conf, self.table, self.generation, self.n, self.views = conf, table, generation, n, views
+
+    def __deepcopy__(self, memo: dict[int, object]) -> None:
+        return None  # a copy of the cache (a forward run's) starts without: its table is another object
 
 
 class Plan:
@@ -123,13 +148,14 @@ class Placement:
     def __init__(self, table: NodeTable, nodes: Sequence[NodeInfo], nodes_by_name: Mapping[str, NodeInfo],
                  dimension_names: Sequence[str]):
         self.table = table
-        self.table.clear_changes()  # positions in the change log are per session
+        self.table.clear_changes()  # a plan's positions index the session's log
         self.n = len(nodes)
         self._nodes_by_name = nodes_by_name
         self._names = dimension_names
         self.points: Points  # the session's, set by `use` once its plugins are open
         self._cols: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # id(request) -> columns, need, it
-        self._views: dict[PodTemplate, TemplateView] = {}
+        self._views: dict[object, TemplateView] = {}  # by `_shape`, or by template (see `view`)
+        self._by_template: dict[PodTemplate, TemplateView] = {}  # the same views, by the templates asking this session
         self.usable = np.ones(self.n, dtype=bool)  # False: the node was faulted this session
         self._batch_judges: tuple[list[Callable[[TaskInfo], bool]], bool] | None = None  # see _judges
         self.excluding = False
@@ -140,6 +166,25 @@ class Placement:
         others stay in the totals and queue shares, unresolvable for every task. Call before
         any task is placed."""
         self.shard = np.fromiter((node.name in allowed for node in nodes), bool, len(nodes))
+
+    def resume(self, kept: KeptViews | None, conf: object, generation: int) -> None:
+        """Take up the views a session kept (`keep`), if they were worked out with the same
+        configuration and nodes: call before any node is taken out, after `restrict`."""
+        if kept is not None and self.shard is None and kept.conf is conf and kept.table is self.table \
+                and kept.generation == generation and kept.n == self.n:
+            self._views = kept.views
+
+    def keep(self, conf: object, generation: int) -> KeptViews | None:
+        """The views, for the next session (`resume`): None where they would not stay true as
+        rows are written (a node taken out or a shard: this session's, or answers that read
+        more than the node index and table: see `Plugin.rows_by_table`)."""
+        if self.excluding or self.shard is not None or not self.points.views_by_table:
+            return None
+        views = self._views
+        room = max(1, KEPT_VIEW_ROWS // max(self.n, 1))
+        if len(views) > room:  # the views asked for most lately
+            views = dict(sorted(views.items(), key=lambda item: item[1].position)[-room:])
+        return KeptViews(conf, self.table, generation, self.n, views)
 
     def use(self, points: Points) -> None:
         """The plugins' answers to filter and score with (they open after the placement: a
@@ -173,20 +218,26 @@ class Placement:
 
     def view(self, task: TaskInfo) -> TemplateView:
         """The task's template view, current as of now."""
-        view = self._views.get(task.template)
-        changes = self.table.changes
+        template = task.template
+        view = self._by_template.get(template)
         if view is None:
-            static = [check for fn in self.points.static_predicate for check in fn(task.template)]
-            if self.excluding:
-                static.append(Check(self.usable, EXCLUDED))
-            if self.shard is not None:
-                static.append(Check(self.shard, OTHER_SHARD))
-            view = self._views[task.template] = TemplateView(self.n, static)
-            self._refresh(task, view, np.arange(self.n))
-        elif view.position < len(changes):
+            key = _shape(template) if self.points.views_by_table else template
+            view = self._views.get(key)
+            if view is None:
+                static = [check for fn in self.points.static_predicate for check in fn(template)]
+                if self.excluding:
+                    static.append(Check(self.usable, EXCLUDED))
+                if self.shard is not None:
+                    static.append(Check(self.shard, OTHER_SHARD))
+                view = self._views[key] = TemplateView(self.n, static)
+                self._refresh(task, view, np.arange(self.n))
+                view.position = self.table.mark
+            self._by_template[template] = view
+        mark = self.table.mark
+        if view.position < mark:
             dirty = self.table.changed_since(view.position)
             self._refresh(task, view, dirty if len(dirty) < self.n // 4 else np.arange(self.n))
-        view.position = len(changes)
+            view.position = mark
         return view
 
     # --- the chain --------------------------------------------------------------------------
@@ -270,7 +321,7 @@ class Placement:
     def fits(self, task: TaskInfo, row: int) -> bool:
         """Does the task fit this node now (after evictions, say)? The whole chain on one row,
         without re-scoring it."""
-        view = self._views.get(task.template) or self.view(task)
+        view = self._by_template.get(task.template) or self.view(task)
         rows = np.array([row])
         codes = view.static_code[rows]
         for checks in self._cached_steps(task, view, rows, static=False):

@@ -29,6 +29,13 @@ Besides the points, a plugin class may say, for the framework and tools around i
   statuses of its tasks: what `JobInfo.version` follows), not on the session or the clock;
   while every JobValid plugin of a configuration says so, a job's answer is kept across
   sessions until its version changes (gang's).
+- `rows_by_table`: its static_predicate, row_predicate and node_order answers read of a
+  template only its request, node selector, node affinity and tolerations, of the nodes only
+  the node index (names, labels, taints, cordons) and the node table, and otherwise only the
+  configuration. While every plugin answering those points says so, templates alike in those
+  share one view (the pods of different jobs with the same shape), and views are kept from
+  one session to the next, where only the rows written since are worked out again
+  (`central.framework.placement`).
 - `closes_by_state`: its on_session_close sets PodGroup conditions (`set_condition`) only
   from the job's state and what the session noted of it (side conditions, notes and events
   are free: closing sees them). While every SessionClose plugin of a session says so, a
@@ -147,6 +154,7 @@ class Plugin:
     calls_out: ClassVar[bool] = False
     valid_by_state: ClassVar[bool] = False
     closes_by_state: ClassVar[bool] = False
+    rows_by_table: ClassVar[bool] = False
     events_in_runs: ClassVar[bool] = False
 
     def __init__(self, option: PluginOption, handle: Handle):

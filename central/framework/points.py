@@ -140,6 +140,9 @@ class Points:
         self.row_predicate = [p.row_predicate for p in flat(ext.RowPredicate)]
         self.predicate = [p.predicate for p in flat(ext.Predicate)]
         self.node_order = [p.node_order for p in flat(ext.NodeOrder)]
+        # every row answer a template view keeps comes from the node index and table (Plugin.rows_by_table)
+        viewed: list[Plugin] = [*flat(ext.StaticPredicate), *flat(ext.RowPredicate), *flat(ext.NodeOrder)]  # type: ignore[list-item]
+        self.views_by_table = all(p.rows_by_table for p in viewed)
         self.batch_node_order = [p.batch_node_order for p in flat(ext.BatchNodeOrder)]
         # the array forms (see `central.framework.plugin`), index for index; None where one lacks its own
         self.node_order_on = _array_forms(flat(ext.NodeOrder), "node_order_on")
@@ -170,6 +173,7 @@ class Points:
         victim_queue_order: list[Callable[[QueueInfo, QueueInfo, QueueInfo], int]]
         job_valid: list[Callable[[JobInfo], str | None]]
         job_valid_by_state: bool
+        views_by_table: bool
         job_ready: list[Callable[[JobInfo], bool]]
         job_pipelined: list[list[Callable[[JobInfo], int]]]
         job_starving: list[list[Callable[[JobInfo], bool]]]

@@ -74,6 +74,8 @@ class Session:
         self.placement = Placement(cache.table, self.nodes, cache.nodes, self.dims.names)
         if cache.shard is not None:
             self.placement.restrict(self.nodes, cache.shard)
+        kept, cache.kept_views = cache.kept_views, None  # the close keeps them again where they still hold
+        self.placement.resume(kept, conf, cache.node_generation)
         self.faults = Faults(self.jobs, self.placement.exclude)
         for name, reason in cache.node_data_faults.items():  # refused agent reports: see central.agents.feed
             if name in cache.nodes:
@@ -245,9 +247,11 @@ class Session:
     # --- end --------------------------------------------------------------------------------
 
     def close(self) -> CycleResult:
-        return Closing(self.cache, self.dims, self.jobs, self.queues, self.tiers, self.points,
-                       self.decisions, self.notes, self.faults, self.journal, self.plugin_timings,
-                       self.handle, self.conf, self.opened, self.restless).close()
+        result = Closing(self.cache, self.dims, self.jobs, self.queues, self.tiers, self.points,
+                         self.decisions, self.notes, self.faults, self.journal, self.plugin_timings,
+                         self.handle, self.conf, self.opened, self.restless).close()
+        self.cache.kept_views = self.placement.keep(self.conf, self.cache.node_generation)
+        return result
 
     def rollback(self) -> None:
         """Put the cache back exactly as this session found it (see `central.framework.journal`)."""

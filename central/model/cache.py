@@ -163,6 +163,7 @@ class ClusterCache:
         self.plugin_memory: dict[tuple[str, str], Any] = {}  # (plugin, key) -> what it keeps across sessions
         self.queue_sums = QueueSums()  # per-queue sums over jobs, updated for the jobs that changed
         self.rest_conf: object = None  # the configuration of the close that stamped jobs' `rest`
+        self.kept_views: Any = None  # template views the last session left for the next (central.framework.placement)
         # Every job added, changed or dropped since a session last found it at rest (a dict for
         # its order): a superset of the jobs not at rest, which `restless_jobs` narrows down.
         self.unrested: dict[str, None] = {}

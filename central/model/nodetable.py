@@ -2,8 +2,8 @@
 
 Predicates and scores read these arrays for all nodes at once; statements update single rows.
 `idle` = allocatable - used; `future` = idle + releasing - pipelined (Volcano's FutureIdle).
-Each write bumps `version`, and records the changed row in `changes`, so per-template caches
-can re-check only the rows that moved since they last looked.
+Each write records the changed row in the change log, so per-template caches can re-check
+only the rows that moved since they last looked (`mark`, `changed_since`), across sessions.
 """
 
 from __future__ import annotations
@@ -22,17 +22,23 @@ class NodeTable:
         self.pods = np.zeros(rows, dtype=np.int64)  # pods on the node, releasing and pipelined included
         self.releasing_pods = np.zeros(rows, dtype=np.int64)  # of those, releasing: their slots free up
         self.max_pods = np.zeros(rows, dtype=np.int64)
-        self.changes: list[int] = []  # rows written, in order; positions serve as versions
-        self.last_change = np.zeros(rows, dtype=np.int64)  # per row: 1 + its latest position in `changes` (0: none)
+        self.changes: list[int] = []  # rows written since the log was last cleared, in order
+        self.cleared = 0  # entries cleared before changes[0]: positions go on counting across clears
+        self.last_change = np.zeros(rows, dtype=np.int64)  # per row: 1 + the position of its latest write (0: none)
 
     @property
     def size(self) -> int:
         return self.alloc.shape[0]
 
+    @property
+    def mark(self) -> int:
+        """The position of the next write: the rows written from now on are `changed_since(mark)`."""
+        return self.cleared + len(self.changes)
+
     def touch(self, row: int) -> None:
         self.future[row] = self.idle[row] + self.releasing[row] - self.pipelined[row]
         self.changes.append(row)
-        self.last_change[row] = len(self.changes)
+        self.last_change[row] = self.cleared + len(self.changes)
 
     def charge(self, row: int, req: np.ndarray, used: float, releasing: float, pipelined: float, pods: int) -> None:
         """Add (or with negative factors, remove) a task's request to a row."""
@@ -56,15 +62,15 @@ class NodeTable:
         np.add.at(self.pods, rows, 1)
         self.future[rows] = self.idle[rows] + self.releasing[rows] - self.pipelined[rows]  # a repeated row: one value
         self.changes.extend(rows.tolist())
-        self.last_change[rows] = len(self.changes)  # nothing looks at the log between the run's own entries
+        self.last_change[rows] = self.cleared + len(self.changes)  # nothing looks at the log between the run's own entries
 
     def clear_changes(self) -> None:
-        """Start the change log afresh (positions are per session)."""
+        """Empty the log (a session's plans index it from its start); positions go on counting."""
+        self.cleared += len(self.changes)
         self.changes.clear()
-        self.last_change[:] = 0
 
     def changed_since(self, position: int) -> np.ndarray:
-        """The rows written at `position` of the log or after, in row order."""
+        """The rows written at `position` (a `mark`) or after, in row order."""
         return np.flatnonzero(self.last_change > position)
 
 

@@ -43,6 +43,7 @@ def resource_weights(args: Arguments, prefix: str) -> dict[str, int]:
 
 class Binpack(Plugin, ext.NodeOrder):
     name = "binpack"
+    rows_by_table = True  # used and allocatable, from the table
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> tuple[int, dict[str, int]]:

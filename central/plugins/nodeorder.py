@@ -83,6 +83,7 @@ def normalise(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
 
 class NodeOrder(Plugin, ext.NodeOrder, ext.BatchNodeOrder):
     name = "nodeorder"
+    rows_by_table = True  # its row scores read the table, node affinity the node index
 
     @classmethod
     def read_arguments(cls, args: Arguments) -> dict[str, int]:

@@ -57,6 +57,7 @@ def node_affinity_mask(index: NodeIndex, template: PodTemplate) -> np.ndarray:
 class Predicates(Plugin, ext.StaticPredicate, ext.Predicate, ext.AllocationEvents, ext.SessionClose):
     name = "predicates"
     closes_by_state = True  # its last word settles devices: no condition
+    rows_by_table = True  # its template filters read the node index only
     # a run holds only pods it finds batchable: no claims it binds, no devices, so on_allocate
     # reads the task and this plugin's own sets alone
     events_in_runs = True

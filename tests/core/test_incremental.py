@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from central.framework import placement as placement_module
 from central.framework import session as session_module
 from central.framework.action import ActionHandle
 from central.framework.closing import CycleResult
@@ -254,6 +255,74 @@ def test_what_closes_keep_gives_the_statuses_a_full_close_gives(ops, repeat):
         for uid, job in kept.cache.jobs.items():
             other = full.cache.jobs[uid]
             assert (job.phase, job.conditions, job.reported) == (other.phase, other.conditions, other.reported)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_views_kept_across_cycles_and_shared_by_templates_of_one_shape_decide_as_fresh_ones(seed):
+    """Template views outlive their session (`Placement.keep`) and templates of one shape share
+    one (`placement._shape`: these pods differ in labels, some in anti-affinity): every cycle
+    hands over what a cycle with a fresh view per template hands over, while pods come,
+    finish and go, and nodes are resized (rows written, the node index kept) or relabelled."""
+    rng = random.Random(seed)
+    nodes = [f"m{i}" for i in range(8)]  # enough that a few rows written are refreshed alone
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        kept, fresh = Cluster(), Cluster()
+        steps: list[tuple] = [("node", name, {"cpu": 2, "memory": "8Gi", "labels": {"zone": "a"}}) for name in nodes]
+        for i in range(60):
+            roll = rng.random()
+            if roll < 0.4:  # a pod of its own job, waiting
+                anti = rng.random() < 0.2
+                steps += [("podgroup", f"g{i}", {"minMember": 1}), ("pod", f"p{i}", {
+                    "group": f"g{i}", "role": "worker", "labels": {"app": "solo" if anti else f"web-{i}"},
+                    "cpu": rng.choice(["500m", 1, 2]), "memory": "1Gi", **({"spec": {"affinity": ANTI}} if anti else {})})]
+            elif roll < 0.6:  # a bound pod finishes
+                bound = sorted(key for (kind, key), obj in kept.objects.items()
+                               if kind == "Pod" and obj["spec"].get("nodeName") and obj["status"]["phase"] == "Running")
+                if bound:
+                    steps.append(("finish", rng.choice(bound)))
+            elif roll < 0.7:
+                steps.append(("node", rng.choice(nodes), {"cpu": rng.choice([1, 2, 3]), "memory": "8Gi",
+                                                          "labels": {"zone": "b" if rng.random() < 0.2 else "a"}}))
+            steps.append(("cycle",))
+            for step in steps:
+                for cluster in (kept, fresh):
+                    if step[0] == "finish":
+                        pod = cluster.objects[("Pod", step[1])]
+                        pod["status"]["phase"] = "Succeeded"
+                        cluster.cache.apply(pod)
+                    elif step[0] != "cycle":
+                        cluster.put(step)
+                if step[0] == "cycle":
+                    shared = _cycle_result(kept, i + 1, monkeypatch)
+                    with pytest.MonkeyPatch.context() as own:
+                        own.setattr(placement_module, "_shape", lambda template: template)
+                        fresh.cache.kept_views = None
+                        assert _cycle_result(fresh, i + 1, monkeypatch) == shared, (seed, i)
+            steps = []
+
+
+def test_a_view_is_shared_by_the_jobs_of_one_shape_and_kept_for_the_next_cycle(monkeypatch):
+    """A second job whose pods differ from the first's only in labels asks the first's view,
+    in the next cycle: only the rows the first job's pods took are worked out again."""
+    cluster, nodes = Cluster(), 8  # enough that one row written is refreshed alone
+    for i in range(nodes):
+        cluster.put(("node", f"n{i}", {"cpu": 8, "memory": "8Gi"}))
+    refreshed: list[int] = []
+    refresh = placement_module.Placement._refresh
+
+    def counted(self, task, view, rows):
+        refreshed.append(len(rows))
+        refresh(self, task, view, rows)
+    monkeypatch.setattr(placement_module.Placement, "_refresh", counted)
+    cluster.put(("podgroup", "g0", {"minMember": 1}))
+    cluster.put(("pod", "p0", {"group": "g0", "role": "worker", "labels": {"app": "one"}, "cpu": 1, "memory": "1Gi"}))
+    cluster.cycle()
+    assert refreshed == [nodes]  # a new view: every row
+    cluster.put(("podgroup", "g1", {"minMember": 1}))
+    cluster.put(("pod", "p1", {"group": "g1", "role": "worker", "labels": {"app": "two"}, "cpu": 1, "memory": "1Gi"}))
+    cluster.cycle()
+    assert refreshed == [nodes, 1]  # the kept view: only the row p0 took
+    assert cluster.cache.tasks["ns/p1"].node is not None
 
 
 def test_a_change_to_a_job_ends_its_kept_close():
