@@ -162,9 +162,12 @@ class Timeline:
         return idle_too and self.time_sensitive and self._active()
 
     def _waiting(self) -> bool:
-        pending = TaskStatus.PENDING  # (counts read directly: this runs at every instant, over every job)
-        return any(job.counts.get(pending) or job.has_podgroup and job.phase in ("", "Pending")
-                   for job in self.cache.jobs.values())
+        pending, jobs = TaskStatus.PENDING, self.cache.jobs  # (counts read directly: this runs at every instant)
+        for uid in self.cache.unrested:  # a job at rest waits for nothing, and the others are among these
+            job = jobs.get(uid)
+            if job is not None and (job.counts.get(pending) or job.has_podgroup and job.phase in ("", "Pending")):
+                return True
+        return False
 
     def _active(self) -> bool:
         """Pods wait or run: a time-sensitive plugin (a window, a deadline) may change what the
