@@ -9,13 +9,15 @@ The workload is `caldera trace generate`'s (central/sim/tracegen.py: mean 10.3 p
 utilisation, each queue's time-averaged share) printed next to the default's. Printed: the
 simulated time, wall time, events processed (submissions, pod finishes, controller timers) and
 the instants they fell on, scheduling cycles, jobs and pods
-submitted and finished, and simulated seconds per wall second. CPU seconds are printed too:
+submitted and finished, simulated seconds per wall second and the peak resident memory (of the
+process, the workload and every configuration's run included). CPU seconds are printed too:
 on a shared machine wall time says more about the neighbours than about the simulator.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -95,7 +97,8 @@ def run(workload: Workload, conf: SchedulerConf, options: RunOptions, args: argp
     print(f"simulated {result.time / 3600:.1f} h in {result.wall_s:.1f} s wall, {cpu:.1f} s CPU "
           f"({result.time / result.wall_s:.0f} simulated s per wall s); "
           f"{result.events} events at {result.instants} instants, {result.cycles} cycles "
-          f"({1000 * result.wall_s / max(1, result.cycles):.1f} ms a cycle)")
+          f"({1000 * result.wall_s / max(1, result.cycles):.1f} ms a cycle); "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     print("metrics:", {k: v for k, v in result.metrics.items() if k in ("mean_wait_s", "mean_jct_s", "utilization")})
     return result.metrics
 
