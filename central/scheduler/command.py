@@ -1,4 +1,5 @@
-"""`caldera scheduler`: the scheduler process on a cluster (flags as Volcano's vc-scheduler)."""
+"""`caldera scheduler`: the scheduler process on a cluster. It takes the flags Volcano's chart passes
+vc-scheduler (`central.kube.volcanoflags`), besides its own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from central import gctuning
 from central.errors import InputError
+from central.kube import volcanoflags
 from central.kube.client import CORE, ApiError, KubeClient, path
 from central.kube.leader import LeaderElector, run_terms
 from central.scheduler.kubesink import BIND_WORKERS
@@ -33,16 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", default="volcano", help="schedule pods with this spec.schedulerName")
     parser.add_argument("--scheduler-conf", "--config", dest="config",
                         help="volcano-scheduler.conf; re-read when it changes, the last good one kept")
-    parser.add_argument("--schedule-period", "--period", dest="period", type=float, default=1.0,
-                        help="the longest wait in seconds between scheduling cycles (default 1); a new pod "
-                             "brings the next cycle forward unless --no-cycle-on-arrival")
+    parser.add_argument("--schedule-period", "--period", dest="period", type=volcanoflags.seconds, default=1.0,
+                        help="the longest wait between scheduling cycles, in seconds or as a duration like 1s "
+                             "(default 1); a new pod brings the next cycle forward unless --no-cycle-on-arrival")
     parser.add_argument("--cycle-on-arrival", action=argparse.BooleanOptionalAction, default=True,
                         help="start the next cycle when a new pod arrives, once the scheduler has idled as long "
                              "as its last cycle ran (at least 0.1 s), instead of at the next period; with gang, "
                              "not for a pod whose job has fewer pods than its minAvailable yet (default on)")
-    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
-                        help="elect a leader on a Lease before scheduling (default on)")
-    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
+    volcanoflags.add_bool(parser, "--leader-elect", True, "elect a leader on a Lease before scheduling (default "
+                          "on; --leader-elect=false or --no-leader-elect: off)")
+    parser.add_argument("--lock-object-namespace", "--leader-elect-resource-namespace", default="caldera-system",
+                        help="namespace of the Lease")
     parser.add_argument("--lock-object-name", default="vc-scheduler", help="name of the Lease")
     parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
                         help="seconds a Lease holds without renewal")
@@ -90,6 +93,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="namespace:name of the agents' ServiceAccount; tokens of any other are refused")
     parser.add_argument("--agent-insecure", action="store_true",
                         help="accept agent streams without TLS (tests and trusted networks only)")
+    volcanoflags.add_common(parser)
+    volcanoflags.add_bool(parser, "--enable-pprof", None, "accepted for Volcano's chart: no Go profiler to serve")
+    parser.add_argument("--node-worker-threads", type=int, help="accepted for Volcano's chart: node events are "
+                        "applied on the informer's thread")
+    parser.add_argument("--percentage-nodes-to-find", type=int, help="accepted for Volcano's chart: every node is "
+                        "filtered and scored at once, so the search never stops early")
+    parser.add_argument("--plugins-dir", default="", help="Volcano's Go plugins (.so): Caldera cannot load them, and "
+                        "refuses a non-empty value")
+    parser.add_argument("--ignored-provisioners", default="", help="Volcano's provisioners left out of volume binding: "
+                        "not supported, a non-empty value is refused")
+
+
+VOLCANO_ONLY = ("logtostderr", "enable_healthz", "enable_metrics", "enable_pprof", "node_worker_threads",
+                "percentage_nodes_to_find")  # the flags of Volcano's chart that change nothing here
 
 
 def agent_receiver(args: argparse.Namespace,
@@ -171,7 +188,12 @@ def run(args: argparse.Namespace) -> int:
     from central.scheduler import load_config
     from central.scheduler.cycle import run_cycle
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    volcanoflags.set_up_logging(args)
+    for flag in ("plugins_dir", "ignored_provisioners"):
+        if getattr(args, flag):
+            raise InputError(f"--{flag.replace('_', '-')}", "is not supported by Caldera (see --help)")
+    if unused := volcanoflags.ignored(args, VOLCANO_ONLY):
+        log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
     gctuning.for_large_heaps()
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst,
                                 connections=args.bind_workers + CONNECTIONS_BESIDE_BINDS)

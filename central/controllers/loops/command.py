@@ -1,5 +1,6 @@
 """`caldera controllers`: the Job, Queue, PodGroup, HyperNode, CronJob, JobFlow, JobTemplate and
-sharding controllers (flags as vc-controller-manager).
+sharding controllers. It takes the flags Volcano's chart passes vc-controller-manager
+(`central.kube.volcanoflags`), `--controllers` with Volcano's controller names among them.
 
 Reflectors start at once (a standby keeps warm caches); workers start only on the replica
 that holds the Lease, after every cache has synced. Losing the Lease ends the term: the
@@ -27,6 +28,7 @@ from central.controllers.loops.jobs import POD_WRITERS, POD_WRITERS_PER_JOB, Job
 from central.controllers.loops.podgroups import PodGroupController
 from central.controllers.loops.queues import QueueController
 from central.controllers.loops.sharding import ShardingController
+from central.kube import volcanoflags
 from central.kube.client import KubeClient
 from central.kube.events import EventRecorder
 from central.kube.leader import LeaderElector, run_terms
@@ -38,7 +40,7 @@ log = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
-    parser.add_argument("--workers", type=int, default=3, help="Job controller workers")
+    parser.add_argument("--workers", "--worker-threads", type=int, default=3, help="Job controller workers")
     parser.add_argument("--pod-writers", type=int, default=POD_WRITERS,
                         help="pod creates and deletes in flight, all jobs together")
     parser.add_argument("--pod-writers-per-job", type=int, default=POD_WRITERS_PER_JOB,
@@ -46,9 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", action="append", default=None,
                         help="PodGroups are made for plain pods of these schedulers (repeatable; default volcano)")
     add_job_limit_arguments(parser)  # the webhook's: give both the same values
-    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
-                        help="elect a leader on a Lease before reconciling")
-    parser.add_argument("--lock-object-namespace", default="caldera-system", help="namespace of the Lease")
+    volcanoflags.add_bool(parser, "--leader-elect", True, "elect a leader on a Lease before reconciling (default "
+                          "on; --leader-elect=false or --no-leader-elect: off)")
+    parser.add_argument("--lock-object-namespace", "--leader-elect-resource-namespace", default="caldera-system",
+                        help="namespace of the Lease")
     parser.add_argument("--lock-object-name", default="vc-controller-manager", help="name of the Lease")
     # Volcano's 50/100 would cap a big job's pods at 50/s however many are written at once
     parser.add_argument("--kube-api-qps", type=float, default=200.0, help="API requests per second")
@@ -62,6 +65,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="NAMESPACE/NAME", type=_config_map,
                         help="the ConfigMap whose volcano-controller.conf may enable HyperNode discovery from "
                              "node labels (Volcano's <release>-controller-configmap); \"\" turns discovery off")
+    parser.add_argument("--controllers", type=_gates, default=[],
+                        help="Volcano's controller gates: * for all, name or +name to run one, -name to leave it "
+                             f"out, e.g. *,-sharding-controller (default: all); names: {', '.join(VOLCANO_NAMES)}")
+    volcanoflags.add_common(parser)
+    for flag in ("--worker-threads-for-gc", "--worker-threads-for-podgroup", "--worker-threads-for-queue",
+                 "--worker-threads-for-cronjob"):
+        parser.add_argument(flag, type=int, help="accepted for Volcano's chart: that controller runs one worker here")
+    parser.add_argument("--sharding-configmap", help="accepted for Volcano's chart: the sharding controller reads "
+                        "the shard Leases (--sharding-lease-namespace), not a ConfigMap")
+    parser.add_argument("--sharding-configmap-namespace", help="accepted for Volcano's chart (see --sharding-configmap)")
+
+
+# Volcano's name for each controller (`--controllers`); its gc-controller (finished Jobs' TTL) is
+# part of the Job controller here
+VOLCANO_NAMES = {"job-controller": "job-controller", "queue-controller": "queue-controller",
+                 "pg-controller": "podgroup-controller", "hyperNode-controller": "hypernode-controller",
+                 "cronjob-controller": "cronjob-controller", "jobflow-controller": "jobflow-controller",
+                 "jobtemplate-controller": "jobtemplate-controller", "sharding-controller": "sharding-controller",
+                 "gc-controller": "job-controller"}
+VOLCANO_ONLY = ("logtostderr", "enable_healthz", "enable_metrics", "worker_threads_for_gc", "worker_threads_for_podgroup",
+                "worker_threads_for_queue", "worker_threads_for_cronjob", "sharding_configmap",
+                "sharding_configmap_namespace")  # the flags of Volcano's chart that change nothing here
+
+
+def _gates(text: str) -> list[str]:
+    gates = [gate.strip() for gate in text.split(",") if gate.strip()]
+    for gate in gates:
+        if gate != "*" and gate.lstrip("+-") not in VOLCANO_NAMES:
+            raise argparse.ArgumentTypeError(f"unknown controller {gate.lstrip('+-')!r}; known: {', '.join(VOLCANO_NAMES)}")
+    return gates
+
+
+def enabled(name: str, gates: list[str]) -> bool:
+    """Volcano's isControllerEnabled: the first gate naming the controller decides (name or +name
+    runs it, -name leaves it out); with none, * runs it; no gates at all run everything."""
+    if not gates:
+        return True
+    for gate in gates:
+        if gate in (name, "+" + name):
+            return True
+        if gate == "-" + name:
+            return False
+    return "*" in gates
+
+
+def chosen_loops(gates: list[str]) -> set[str]:
+    """The names of the controller loops `--controllers` runs."""
+    running = {ours for volcano, ours in VOLCANO_NAMES.items() if volcano != "gc-controller" and enabled(volcano, gates)}
+    if "job-controller" in running and not enabled("gc-controller", gates):
+        log.info("--controllers: finished Jobs' TTL (Volcano's gc-controller) is the Job controller's work here; it stays on")
+    return running
 
 
 def _config_map(text: str) -> tuple[str, str] | None:
@@ -116,7 +170,10 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    volcanoflags.set_up_logging(args)
+    if unused := volcanoflags.ignored(args, VOLCANO_ONLY):
+        log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
+    running = chosen_loops(args.controllers)
     gctuning.for_large_heaps()
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
     elector = None
@@ -134,16 +191,20 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def term(term_client: KubeClient) -> int:  # a lost lease ends the term, not the process
-        loops = build(term_client, args.workers, tuple(args.scheduler_name or ["volcano"]), job_limits_of(args),
-                      (args.pod_writers, args.pod_writers_per_job), args.hypernode_discovery_config,
-                      args.sharding_lease_namespace)
+        loops = [loop for loop in build(term_client, args.workers, tuple(args.scheduler_name or ["volcano"]),
+                                        job_limits_of(args), (args.pod_writers, args.pod_writers_per_job),
+                                        args.hypernode_discovery_config, args.sharding_lease_namespace)
+                 if loop.name in running]
         current[:] = loops
-        counts = QueuePodGroupCounts(next(loop for loop in loops if isinstance(loop, QueueController)).queues.objects)
-        registry.register(counts)
+        queues = next((loop for loop in loops if isinstance(loop, QueueController)), None)
+        counts = QueuePodGroupCounts(queues.queues.objects) if queues is not None else None
+        if counts is not None:
+            registry.register(counts)
         try:
             return run_controllers(loops, stop, elector, leading)
         finally:
-            registry.unregister(counts)
+            if counts is not None:
+                registry.unregister(counts)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

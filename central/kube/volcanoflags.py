@@ -1,0 +1,69 @@
+"""Flags of Volcano's vc-scheduler and vc-controller-manager, taken as Volcano's Helm chart
+passes them, so that its manifests run Caldera's commands unchanged.
+
+Go's flag package takes `--name=value` for every flag and a bare `--name` for a true boolean;
+klog takes `-v=N`; and the chart's args end with `2>&1`, which no shell reads there, so the Go
+binaries receive it as an argument and ignore it. A flag whose work Caldera does another way
+(Go worker threads, pprof, klog's stderr switch, the health and metrics switches: Caldera
+always serves /healthz, /readyz and /metrics on --listen-port) is accepted and changes nothing;
+`ignored` names those the command was given, for one log line. A flag that asks for what
+Caldera cannot do (Go plugins, provisioners left out of volume binding) is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from central.errors import InputError
+from central.model.fields import GO_BOOLS, parse_duration
+
+SHELL_REDIRECT = "2>&1"
+
+
+def go_bool(text: str) -> bool:
+    """A Go boolean flag's value: 1, t, true, 0, f, false, in Go's spellings."""
+    if text not in GO_BOOLS:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return GO_BOOLS[text]
+
+
+def add_bool(parser: argparse.ArgumentParser, name: str, default: bool | None, help: str) -> None:
+    """`--name`, `--name=true|false` (Go's forms) and `--no-name`, all into one destination."""
+    dest = name.lstrip("-").replace("-", "_")
+    parser.add_argument(name, nargs="?", const=True, default=default, type=go_bool, metavar="BOOL", dest=dest, help=help)
+    parser.add_argument("--no-" + name.lstrip("-"), action="store_false", dest=dest, help=argparse.SUPPRESS)
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """What both of Volcano's chart templates pass."""
+    add_bool(parser, "--logtostderr", None, "accepted for Volcano's chart: Caldera logs to stderr")
+    add_bool(parser, "--enable-healthz", None, "accepted for Volcano's chart: /healthz and /readyz are always served")
+    add_bool(parser, "--enable-metrics", None, "accepted for Volcano's chart: /metrics is always served")
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N",
+                        help="klog's verbosity: 4 or more logs at debug level")
+    parser.add_argument("shell_redirect", nargs="?", choices=[SHELL_REDIRECT], help=argparse.SUPPRESS)
+
+
+def seconds(text: str) -> float:
+    """A period as Go's flags take it (`1s`, `500ms`) or as a number of seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(text, "").total_seconds()
+    except InputError:
+        raise argparse.ArgumentTypeError(f"expected seconds or a duration like 1s or 500ms, got {text!r}") from None
+
+
+def set_up_logging(args: argparse.Namespace) -> None:
+    """INFO to stderr; with -v=4 or more, Caldera's own debug lines too (not every library's)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.verbosity >= 4:
+        logging.getLogger("central").setLevel(logging.DEBUG)
+
+
+def ignored(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    """The flags among `names` (destinations) the command was given, as `--flag`s."""
+    return [f"--{name.replace('_', '-')}" for name in names if getattr(args, name, None) is not None]
