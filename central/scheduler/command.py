@@ -189,9 +189,11 @@ def run(args: argparse.Namespace) -> int:
     from central.scheduler.cycle import run_cycle
 
     volcanoflags.set_up_logging(args)
-    for flag in ("plugins_dir", "ignored_provisioners"):
-        if getattr(args, flag):
-            raise InputError(f"--{flag.replace('_', '-')}", "is not supported by Caldera (see --help)")
+    if args.plugins_dir:
+        raise InputError("--plugins-dir", f"{args.plugins_dir!r}: Caldera cannot load Volcano's Go plugins")
+    if args.ignored_provisioners:
+        raise InputError("--ignored-provisioners", f"{args.ignored_provisioners!r}: not supported, every "
+                                                   "provisioner takes part in volume binding")
     if unused := volcanoflags.ignored(args, VOLCANO_ONLY):
         log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
     gctuning.for_large_heaps()
