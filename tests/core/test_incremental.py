@@ -325,6 +325,30 @@ def test_a_view_is_shared_by_the_jobs_of_one_shape_and_kept_for_the_next_cycle(m
     assert cluster.cache.tasks["ns/p1"].node is not None
 
 
+def test_views_kept_under_one_configuration_are_not_used_under_another(monkeypatch):
+    """A configuration scores otherwise (binpack packs where nodeorder alone spreads): the
+    cycle after a reload works its views out afresh, and places as a fresh cache would."""
+    packing = load_config(DEFAULT_CONF_YAML + "  - name: binpack\n    arguments: {binpack.weight: 10}\n")
+    placed = []
+    for keep in (True, False):
+        cluster = Cluster()
+        for i in range(8):
+            cluster.put(("node", f"m{i}", {"cpu": 4, "memory": "8Gi"}))
+        for i in range(3):
+            cluster.put(("podgroup", f"g{i}", {"minMember": 1}))
+            cluster.put(("pod", f"p{i}", {"group": f"g{i}", "role": "worker", "cpu": 1, "memory": "1Gi"}))
+            cluster.cycle()  # under CONF: spread
+        for i in range(3, 6):
+            cluster.put(("podgroup", f"g{i}", {"minMember": 1}))
+            cluster.put(("pod", f"p{i}", {"group": f"g{i}", "role": "worker", "cpu": 1, "memory": "1Gi"}))
+        if not keep:
+            cluster.cache.kept_views = None
+        cluster.write_back(run_cycle(cluster.cache, packing))
+        placed.append(sorted((t.uid, t.node) for t in cluster.cache.tasks.values()))
+    assert placed[0] == placed[1]
+    assert len({node for _, node in placed[0][3:]}) == 1  # packed
+
+
 def test_a_change_to_a_job_ends_its_kept_close():
     """A job's tasks changing bumps its version, and its status is worked out again."""
     cluster = Cluster()
