@@ -325,7 +325,7 @@ def test_a_view_is_shared_by_the_jobs_of_one_shape_and_kept_for_the_next_cycle(m
     assert cluster.cache.tasks["ns/p1"].node is not None
 
 
-def test_views_kept_under_one_configuration_are_not_used_under_another(monkeypatch):
+def test_views_kept_under_one_configuration_are_not_used_under_another():
     """A configuration scores otherwise (binpack packs where nodeorder alone spreads): the
     cycle after a reload works its views out afresh, and places as a fresh cache would."""
     packing = load_config(DEFAULT_CONF_YAML + "  - name: binpack\n    arguments: {binpack.weight: 10}\n")
