@@ -305,6 +305,9 @@ class Closing:
                 elif job.pending_phase:
                     why = self.notes.jobs.get(job.uid, "waiting for the enqueue action")
                     reasons[task.uid] = f"PodGroup {job.uid} is not admitted yet: {why}"
+                elif task.best_effort and "backfill" not in self.conf.actions:
+                    reasons[task.uid] = ("it asks for no resources: only the backfill action places such a pod, "
+                                         "and the scheduler's configuration has none")
                 elif job.fit_errors:  # not tried: a twin of the same template already found no node
                     first = next(iter(job.fit_errors.values()))
                     reasons[task.uid] = f"not tried after {len(job.fit_errors)} pod(s) of its job found no node: {first}"

@@ -114,3 +114,14 @@ def test_the_pods_of_a_job_its_jobvalid_refuses_are_told_apart():
     result = run_cycle(cache, load_config(DEFAULT_CONF_YAML))
     assert set(result.pending_reasons) == {"ns/short-0", "ns/short-1", "ns/big-0", "ns/big-1"}
     assert result.invalid_job_pods == {"ns/short-0", "ns/short-1"}
+
+
+def test_a_pod_that_asks_for_nothing_says_it_waits_for_backfill_where_there_is_none() -> None:
+    """Gang counts it ready, as Volcano does (backfill places such pods), so its PodGroup is
+    Scheduled; its pending reason names the action the configuration lacks."""
+    case = {"nodes": {"n1": {"cpu": 4, "memory": "8Gi"}}, "podgroups": {"ns/g": {"minMember": 1}},
+            "pods": {"ns/g-0": {"group": "g"}}}
+    without = run_cycle(cache_of(case), load_config('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'))
+    assert without.binds == {}
+    assert "only the backfill action places such a pod" in without.pending_reasons["ns/g-0"]
+    assert set(run_cycle(cache_of(case), load_config(DEFAULT_CONF_YAML)).binds) == {"ns/g-0"}  # Volcano's default: backfill
