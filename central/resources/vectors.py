@@ -51,21 +51,47 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
         raise InputError(where, f"expected a map of resource name to quantity, got {type(raw).__name__}")
     out: dict[str, float] = {}
     for name, value in raw.items():
-        if not isinstance(name, str):
-            raise InputError(f"{where}", f"resource names must be strings, got {name!r}")
-        try:
-            quantity = parse_quantity(value)
-        except InputError as err:
-            raise InputError(f"{where}.{name}", err.message) from None
-        if quantity < 0:
-            raise InputError(f"{where}.{name}", f"must not be negative, got {value!r}")
-        if is_scheduled_resource(name) or name == PODS:
-            value = canonical(name, quantity)
-            if value > INT64_MAX:  # cpu and scalars count in milli-units, bounded like kube's MilliValue
-                unit = _UNITS.get(name, "milli-units")
-                raise InputError(f"{where}.{name}", f"too large: {value:.0f} in {unit} exceeds int64")
-            out[str(name)] = value
+        key = (name, value) if type(value) is str else None  # pods repeat their few quantities
+        parsed = _PARSED.get(key, _UNSEEN) if key is not None else _UNSEEN
+        if parsed is _UNSEEN:
+            parsed = _entry(name, value, where)
+            if key is not None:
+                _remember(key, parsed)
+        if parsed is not None:
+            out[name] = parsed  # type: ignore[assignment]
     return out
+
+
+def _entry(name: object, value: object, where: str) -> float | None:
+    """One entry's canonical value; None for a resource the scheduler does not account for."""
+    if not isinstance(name, str):
+        raise InputError(f"{where}", f"resource names must be strings, got {name!r}")
+    try:
+        quantity = parse_quantity(value)
+    except InputError as err:
+        raise InputError(f"{where}.{name}", err.message) from None
+    if quantity < 0:
+        raise InputError(f"{where}.{name}", f"must not be negative, got {value!r}")
+    if not (is_scheduled_resource(name) or name == PODS):
+        return None
+    amount = canonical(name, quantity)
+    if amount > INT64_MAX:  # cpu and scalars count in milli-units, bounded like kube's MilliValue
+        unit = _UNITS.get(name, "milli-units")
+        raise InputError(f"{where}.{name}", f"too large: {amount:.0f} in {unit} exceeds int64")
+    return amount
+
+
+# (name, quantity text) -> what `_entry` gave, for valid entries only; emptied when full, so
+# that no stream of distinct texts makes it grow without bound
+_PARSED: dict[tuple[object, str], float | None] = {}
+_PARSED_MAX = 4096
+_UNSEEN = object()
+
+
+def _remember(key: tuple[object, str], parsed: float | None) -> None:
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = parsed
 
 
 _UNITS = {MEMORY: "bytes", PODS: "pods", CPU: "millicores"}

@@ -52,6 +52,20 @@ def test_resource_list_units_and_field_errors():
         parse_resource_list({"memory": "-1Gi"}, "requests")
 
 
+def test_resource_lists_parsed_again_give_the_same_figures_and_the_same_refusals():
+    """Entries are remembered by their text: a second pod with the same quantities, under
+    another field path, reads the same values, and a bad text is refused each time it comes."""
+    raw = {"cpu": "250m", "memory": "3Gi", "ephemeral-storage": "1Gi", "example.com/foo": "2"}
+    first = parse_resource_list(raw, "a")
+    assert parse_resource_list(dict(raw), "b") == first == {"cpu": 250.0, "memory": 3.0 * 2**30, "example.com/foo": 2000.0}
+    for where in ("first", "second"):
+        with pytest.raises(InputError) as err:
+            parse_resource_list({"cpu": "-250m"}, where)
+        assert err.value.where == f"{where}.cpu"
+    for i in range(5000):  # more distinct texts than it remembers: still parsed right
+        assert parse_resource_list({"cpu": f"{i}m"}, "c") == {"cpu": float(i)}
+
+
 vectors = st.lists(st.floats(min_value=0, max_value=1e12, allow_nan=False), min_size=3, max_size=3)
 
 
