@@ -36,14 +36,16 @@ class Recorder:
         self.alloc_integral: dict[str, float] = {}
         self.share_integral: dict[str, float] = {}
         self.timeline: list[tuple[float, dict[str, float], dict[str, float]]] = []  # for plots
+        self._summed: tuple[object, int, int] | None = None  # (node table, its mark, rows) the sums are of
 
     def sample(self, now: float) -> None:
         self._integrate(now)
-        rows, names = len(self.cache.node_list), self.cache.dims.names
-        alloc = column_sums(self.cache.table.alloc[:rows])
-        used = column_sums(self.cache.table.used[:rows])
-        self.alloc = {n: float(alloc[i]) for i, n in enumerate(names) if alloc[i] > 0}
-        self.used = {n: float(used[i]) for i, n in enumerate(names) if alloc[i] > 0}
+        table, rows, names = self.cache.table, len(self.cache.node_list), self.cache.dims.names
+        if self._summed != (table, table.mark, rows):  # every write to a row moves the mark
+            self._summed = (table, table.mark, rows)
+            alloc, used = column_sums(table.alloc[:rows]), column_sums(table.used[:rows])
+            self.alloc = {n: float(alloc[i]) for i, n in enumerate(names) if alloc[i] > 0}
+            self.used = {n: float(used[i]) for i, n in enumerate(names) if alloc[i] > 0}
         self.shares = {q: _dominant(v, self.alloc) for q, v in self.world.queue_alloc.items()}
         utilisation = {n: round(self.used[n] / a, 4) for n, a in self.alloc.items()}
         if not self.timeline or self.timeline[-1][1:] != (utilisation, self.shares):
