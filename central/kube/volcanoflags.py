@@ -6,6 +6,8 @@ klog takes `-v=N`; and the chart's args end with `2>&1`, which no shell reads th
 binaries receive it as an argument and ignore it. A flag whose work Caldera does another way
 (Go worker threads, pprof, klog's stderr switch, the health and metrics switches: Caldera
 always serves /healthz, /readyz and /metrics on --listen-port) is accepted and changes nothing;
+Volcano's `--listen-address=:8080` names the port too, and `--healthz-address=:11251` adds
+a second address that answers the same;
 `ignored` names those the command was given, for one log line. A flag that asks for what
 Caldera cannot do (Go plugins, provisioners left out of volume binding) is refused.
 """
@@ -42,7 +44,43 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     add_bool(parser, "--enable-metrics", None, "accepted for Volcano's chart: /metrics is always served")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N",
                         help="klog's verbosity: 4 or more logs at debug level")
+    parser.add_argument("--healthz-address", type=listen_address, default=None, metavar="HOST:PORT",
+                        help="Volcano's health server address (e.g. :11251): /healthz, /readyz and /metrics "
+                             "are served there too")
     parser.add_argument("shell_redirect", nargs="?", choices=[SHELL_REDIRECT], help=argparse.SUPPRESS)
+
+
+def listen_address(text: str) -> tuple[str, int | None]:
+    """(host, port or None) of `HOST`, Caldera's form, or `HOST:PORT`, `:PORT`, `[IPv6]:PORT`,
+    Go's (an empty host is every interface). An address with several colons and no brackets
+    is an IPv6 host alone."""
+    host, port = text, ""
+    if text.startswith("["):
+        host, close, rest = text[1:].partition("]")
+        if not close or rest and not rest.startswith(":"):
+            raise argparse.ArgumentTypeError(f"expected HOST, HOST:PORT or [IPv6]:PORT, got {text!r}")
+        port = rest[1:]
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    if not port:
+        return host or "0.0.0.0", None
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 after the colon, got {text!r}")
+    return host or "0.0.0.0", int(port)
+
+
+def serving_addresses(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """Where the command serves /metrics, /healthz and /readyz: --listen-address (its port, else
+    --listen-port) and, given one, --healthz-address."""
+    host, port = args.listen_address
+    out = [(host, port if port is not None else args.listen_port)]
+    if args.healthz_address is not None:
+        extra_host, extra_port = args.healthz_address
+        if extra_port is None:
+            raise InputError("--healthz-address", "names no port: expected HOST:PORT or :PORT, as Volcano's :11251")
+        if (extra_host, extra_port) not in out:
+            out.append((extra_host, extra_port))
+    return out
 
 
 def seconds(text: str) -> float:

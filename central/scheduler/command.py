@@ -76,7 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "kube-apiserver's GenericWorkload feature gate) as PodGroups: minCount is minMember, the "
                              "queue is the scheduling.volcano.sh/queue-name annotation (else default), and pods that "
                              "name the group in spec.schedulingGroup.podGroupName are its tasks (default off)")
-    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
+    parser.add_argument("--listen-address", type=volcanoflags.listen_address, default="0.0.0.0", metavar="HOST[:PORT]",
+                        help="address for /metrics, /healthz, /readyz; a port here (Volcano's :8080) wins over "
+                             "--listen-port")
     parser.add_argument("--listen-port", type=int, default=8080, help="port for /metrics, /healthz, /readyz")
     parser.add_argument("--agent-address", default="",
                         help="serve the node agents' report streams here (e.g. 0.0.0.0:7070); off when empty")
@@ -189,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     from central.scheduler.cycle import run_cycle
 
     volcanoflags.set_up_logging(args)
+    addresses = volcanoflags.serving_addresses(args)
     if args.plugins_dir:
         raise InputError("--plugins-dir", f"{args.plugins_dir!r}: Caldera cannot load Volcano's Go plugins")
     if args.ignored_provisioners:
@@ -255,13 +258,14 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     serving = start_receiver(receiver, stop) if receiver is not None else (lambda: True)
     # a warm standby is ready too; standbys take reports as well, so their node view is warm at hand-over
-    server = serve(metrics.registry, args.listen_port, lambda: bool(current) and current[0].synced() and serving(),
-                   host=args.listen_address)
+    servers = [serve(metrics.registry, port, lambda: bool(current) and current[0].synced() and serving(), host=host)
+               for host, port in addresses]
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
         return run_terms(client, elector, stop, term)
     finally:
-        server.shutdown()
+        for server in servers:
+            server.shutdown()
         if receiver is not None:
             receiver.stop()

@@ -145,6 +145,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(max_connections)
         self.io_timeout_s = io_timeout_s
         self.refused = 0  # connections closed at accept because every slot was taken
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:

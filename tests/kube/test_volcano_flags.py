@@ -9,11 +9,13 @@ import argparse
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from central.controllers.loops import command as controllers
+from central.errors import InputError
 from central.scheduler import command as scheduler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +86,27 @@ def test_an_unknown_controller_gate_is_refused_by_name(capsys):
     assert "unknown controller 'job-controler'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("module", [scheduler, controllers])
+def test_listen_addresses_in_volcanos_host_port_form(module):
+    """Volcano's --listen-address names host and port (":8080"); Caldera's named the host alone,
+    the port coming from --listen-port; --healthz-address (Volcano's ":11251") adds an address."""
+    addresses = module.volcanoflags.serving_addresses
+    assert addresses(parse(module, ["--listen-port=9000"])) == [("0.0.0.0", 9000)]
+    assert addresses(parse(module, ["--listen-address=127.0.0.1", "--listen-port=9000"])) == [("127.0.0.1", 9000)]
+    assert addresses(parse(module, ["--listen-address=:8080", "--listen-port=9000"])) == [("0.0.0.0", 8080)]
+    assert addresses(parse(module, ["--listen-address=[::1]:8080", "--healthz-address=:11251"])) == [
+        ("::1", 8080), ("0.0.0.0", 11251)]
+    with pytest.raises(InputError, match="names no port"):
+        addresses(parse(module, ["--healthz-address=127.0.0.1"]))
+
+
+@pytest.mark.parametrize("value", [":http", "127.0.0.1:70000", "[::1"])
+def test_a_listen_address_that_is_not_one_is_refused_by_flag(value, capsys):
+    with pytest.raises(SystemExit):
+        parse(scheduler, [f"--listen-address={value}"])
+    assert "--listen-address" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", ["--plugins-dir=/plugins", "--ignored-provisioners=ebs.csi.aws.com"])
 def test_what_caldera_cannot_do_is_refused_in_one_line(flag):
     result = subprocess.run([sys.executable, "-m", "caldera", "scheduler", flag], env=dict(os.environ, PYTHONPATH=str(ROOT)),
@@ -94,8 +117,8 @@ def test_what_caldera_cannot_do_is_refused_in_one_line(flag):
 
 def test_a_volcano_job_runs_on_processes_started_with_volcanos_chart_args(real, tmp_path):
     """The controllers make a Job's PodGroup and pod, the scheduler binds it: both processes
-    started with the chart's default args (the scheduler's conf path, and a free port for each
-    since two processes share this machine, are the only changes)."""
+    started with the chart's default args (the scheduler's conf path, and free ports since two
+    processes share this machine, given in Volcano's host:port form, are the only changes)."""
     from central.admission.jobs import mutate_job
     from central.framework.conf import DEFAULT_CONF_YAML
     from tests.builders import node
@@ -110,12 +133,13 @@ def test_a_volcano_job_runs_on_processes_started_with_volcanos_chart_args(real, 
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(DEFAULT_CONF_YAML)  # Volcano's default: backfill places the pod, which asks for nothing
     scheduler_args = [f"--scheduler-conf={conf}" if a.startswith("--scheduler-conf=") else a for a in SCHEDULER_DEFAULTS]
-    procs = []
+    procs, ports = [], {name: (free_port(), free_port()) for name in ("controllers", "scheduler")}
     for name, args in (("controllers", CONTROLLERS_DEFAULTS), ("scheduler", scheduler_args)):
+        listen, healthz = ports[name]
         with open(tmp_path / f"{name}.log", "wb") as out:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "caldera", name, f"--kubeconfig={real.kubeconfig}",
-                 f"--listen-port={free_port()}", *args],
+                 f"--listen-address=127.0.0.1:{listen}", f"--healthz-address=:{healthz}", *args],
                 env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=out, stderr=subprocess.STDOUT))
     try:
         def bound() -> bool:
@@ -124,6 +148,9 @@ def test_a_volcano_job_runs_on_processes_started_with_volcanos_chart_args(real, 
             return bool(pod.get("spec", {}).get("nodeName"))
         eventually(bound, timeout=90, what="the Job's pod bound")
         assert real.get("scheduling.volcano.sh/v1beta1", "PodGroup", f"train-{uid}")
+        for port in (p for pair in ports.values() for p in pair):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
+                assert answer.status == 200
     finally:
         for proc in procs:
             proc.terminate()

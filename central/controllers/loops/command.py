@@ -56,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Volcano's 50/100 would cap a big job's pods at 50/s however many are written at once
     parser.add_argument("--kube-api-qps", type=float, default=200.0, help="API requests per second")
     parser.add_argument("--kube-api-burst", type=int, default=400, help="API requests allowed in a burst")
-    parser.add_argument("--listen-address", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
+    parser.add_argument("--listen-address", type=volcanoflags.listen_address, default="0.0.0.0", metavar="HOST[:PORT]",
+                        help="address for /metrics, /healthz, /readyz; a port here (Volcano's :8081) wins over "
+                             "--listen-port")
     parser.add_argument("--listen-port", type=int, default=8081, help="port for /metrics, /healthz, /readyz")
     parser.add_argument("--sharding-lease-namespace", default="caldera-system",
                         help="where the sharded schedulers (--scheduler-sharding-mode=hard) hold their shard Leases; "
@@ -171,6 +173,7 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 
 def run(args: argparse.Namespace) -> int:
     volcanoflags.set_up_logging(args)
+    addresses = volcanoflags.serving_addresses(args)
     if unused := volcanoflags.ignored(args, VOLCANO_ONLY):
         log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
     running = chosen_loops(args.controllers)
@@ -186,8 +189,8 @@ def run(args: argparse.Namespace) -> int:
     # every replica exports it (the standby too): max() over them says whether any one leads
     Gauge("caldera_controllers_leader", "1 while this replica leads and reconciles",
           registry=registry).set_function(lambda: 1.0 if leading.is_set() else 0.0)
-    server = serve(registry, args.listen_port, lambda: bool(current) and all(loop.synced() for loop in current),
-                   host=args.listen_address)
+    servers = [serve(registry, port, lambda: bool(current) and all(loop.synced() for loop in current), host=host)
+               for host, port in addresses]
     stop = threading.Event()
 
     def term(term_client: KubeClient) -> int:  # a lost lease ends the term, not the process
@@ -211,4 +214,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         return run_terms(client, elector, stop, term)
     finally:
-        server.shutdown()
+        for server in servers:
+            server.shutdown()
