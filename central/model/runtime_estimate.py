@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from statistics import median
 
 from central.errors import InputError
@@ -46,14 +47,22 @@ class RuntimeHistory:
 
     size: int = 100
     runtimes: dict[str, deque[float]] = field(default_factory=dict)
+    # queue -> the median of its runtimes, until the next observation: asked once per running pod
+    _typical: dict[str, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def observe(self, queue: str, seconds: float) -> None:
         if seconds > 0:
             self.runtimes.setdefault(queue, deque(maxlen=self.size)).append(seconds)
+            self._typical.pop(queue, None)
 
     def typical(self, queue: str) -> float | None:
-        seen = self.runtimes.get(queue)
-        return median(seen) if seen else None
+        known = self._typical.get(queue)
+        if known is None:
+            seen = self.runtimes.get(queue)
+            if not seen:
+                return None
+            known = self._typical[queue] = median(seen)
+        return known
 
     def copy(self) -> RuntimeHistory:
         return RuntimeHistory(self.size, {q: deque(v, maxlen=self.size) for q, v in self.runtimes.items()})
@@ -74,12 +83,20 @@ def runtime(task: TaskInfo | None, job: JobInfo, history: RuntimeHistory, defaul
 
 def started_at(task: TaskInfo, first_seen: float | None, now: float) -> float:
     """When the pod started, in epoch seconds: its PodScheduled time, else when first seen placed."""
-    if task.scheduled_at:
-        try:
-            return parse_time(task.scheduled_at, "PodScheduled lastTransitionTime").timestamp()
-        except InputError:
-            pass
+    scheduled = _epoch(task.scheduled_at) if task.scheduled_at else None
+    if scheduled is not None:
+        return scheduled
     return first_seen if first_seen is not None else now
+
+
+@lru_cache(maxsize=4096)
+def _epoch(stamp: str) -> float | None:
+    """An RFC 3339 time in epoch seconds, None where unreadable: every running pod's start is
+    read again at each session, and pods bound together share their stamp."""
+    try:
+        return parse_time(stamp, "PodScheduled lastTransitionTime").timestamp()
+    except InputError:
+        return None
 
 
 def expected_end(start: float, seconds: float, now: float) -> float:

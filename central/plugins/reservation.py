@@ -230,7 +230,7 @@ class ReservationPlugin(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.JobEnqueue
         candidates = [handle.jobs[uid] for uid in held]
         candidates += starving
         ranked = _sorted(candidates, handle.job_less, held)
-        timeline = self.timeline = self._timeline()
+        timeline = self.timeline = self._timeline() if ranked else []  # read only where a job is planned
         out: list[Reservation] = []
         free_claims = np.zeros_like(self.allocatable)
         for job in ranked:
