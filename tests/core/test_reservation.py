@@ -155,6 +155,10 @@ def test_runtime_estimates_come_from_the_pod_then_the_job_then_the_queue_history
     for seconds in (10.0, 500.0, 20.0, 30.0):  # the oldest falls out of the 3 kept
         history.observe("default", seconds)
     assert estimate.runtime(task, job, history, 60.0) == 30.0
+    history.observe("default", 700.0)  # the median moves with each observation, asked or not in between
+    history.observe("default", 800.0)
+    assert estimate.runtime(task, job, history, 60.0) == 700.0
+    assert history.copy().typical("default") == 700.0 and history.typical("other") is None
     assert estimate.expected_end(100.0, 50.0, now=120.0) == 150.0
     assert estimate.expected_end(100.0, 50.0, now=400.0) == 400.0 + estimate.OVERRUN_GRACE
 
