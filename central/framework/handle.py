@@ -52,6 +52,7 @@ class Handle:
         self.now: datetime = now  # the cycle's clock
         self.dims: Dimensions = cache.dims
         self.nodes: Sequence[NodeInfo] = cache.node_list  # by row
+        self.node_generation = cache.node_generation  # moves when a Node comes, goes or changes its labels, taints, cordon
         self.total: np.ndarray = total  # allocatable of all nodes
         self.table: NodeTable = cache.table  # per-row resource columns, kept current by statements
         self.jobs: Mapping[str, JobInfo] = jobs  # the session's jobs, by uid

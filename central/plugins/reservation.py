@@ -70,11 +70,22 @@ class Settings:
 
 
 @dataclass(frozen=True)
+class Placed:
+    """A job's pods seen placed, as they stood at the job's `version` (the cache moves it at
+    every change of the job's pods)."""
+
+    job: JobInfo
+    version: int
+    starts: dict[str, tuple[str, float]]  # task uid -> (queue, start in epoch seconds)
+
+
+@dataclass(frozen=True)
 class Memory:
     """Kept between sessions (replaced whole): observed runtimes, and the pods seen placed."""
 
     history: estimate.RuntimeHistory
-    placed: dict[str, tuple[str, float]]  # task uid -> (queue, start in epoch seconds)
+    placed: dict[str, Placed]  # job uid -> its pods seen placed
+    node_generation: int  # the nodes `placed` was read against
     first_waiting: dict[str, float]  # job uid -> when first seen waiting, for PodGroups without a creation time
 
 
@@ -147,7 +158,7 @@ class ReservationPlugin(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.JobEnqueue
         self.history, self.placed = self._observe(memory)
         seen = memory.first_waiting if memory is not None else {}
         self.first_waiting = {uid: seen.get(uid, self.now) for uid, job in handle.jobs.items() if self._waiting(job)}
-        handle.remember(self.name, "memory", Memory(self.history, self.placed, self.first_waiting))
+        handle.remember(self.name, "memory", Memory(self.history, self.placed, handle.node_generation, self.first_waiting))
         self.reservations: list[Reservation] | None = None  # decided at the first question
         self.by_job: dict[str, Reservation] = {}
         self.by_row: dict[int, list[Reservation]] = {}
@@ -159,22 +170,36 @@ class ReservationPlugin(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.JobEnqueue
 
     # --- runtimes ------------------------------------------------------------------------------
 
-    def _observe(self, memory: Memory | None) -> tuple[estimate.RuntimeHistory, dict[str, tuple[str, float]]]:
-        """The runtimes of the pods that ended since the last session join the history."""
+    def _observe(self, memory: Memory | None) -> tuple[estimate.RuntimeHistory, dict[str, Placed]]:
+        """The runtimes of the pods that ended since the last session join the history. Only
+        the jobs that changed since are read again (while the nodes hold: a Node that comes
+        takes its pods without a change to their jobs)."""
         history = memory.history.copy() if memory is not None else estimate.RuntimeHistory(self.settings.history_size)
         before = memory.placed if memory is not None else {}
+        same_nodes = memory is not None and memory.node_generation == self.handle.node_generation
         tasks, jobs = self.handle.tasks, self.handle.jobs
-        for uid, (queue, start) in before.items():
-            task = tasks.get(uid)
-            if task is None or task.status == TaskStatus.SUCCEEDED:
-                history.observe(queue, self.now - start)
-        placed: dict[str, tuple[str, float]] = {}
-        for node in self.handle.nodes:
-            for task in node.tasks.values():
-                job = jobs.get(task.job_uid)
-                if task.status in OCCUPYING and job is not None:
-                    seen = before.get(task.uid)
-                    placed[task.uid] = (job.queue, estimate.started_at(task, seen[1] if seen else None, self.now))
+        placed: dict[str, Placed] = {}
+        for uid, seen in before.items():
+            job = jobs.get(uid)
+            if same_nodes and job is seen.job and job.version == seen.version:
+                placed[uid] = seen
+                continue
+            for task_uid, (queue, start) in seen.starts.items():
+                task = tasks.get(task_uid)
+                if task is None or task.status == TaskStatus.SUCCEEDED:
+                    history.observe(queue, self.now - start)
+        nodes = self.handle.nodes_by_name
+        for uid, job in jobs.items():
+            if uid in placed:
+                continue
+            seen = before.get(uid)
+            starts: dict[str, tuple[str, float]] = {}
+            for task in job.tasks.values():
+                node = nodes.get(task.node) if task.node and task.status in OCCUPYING else None
+                if node is not None and task.uid in node.tasks:
+                    first = seen.starts.get(task.uid) if seen is not None else None
+                    starts[task.uid] = (job.queue, estimate.started_at(task, first[1] if first else None, self.now))
+            placed[uid] = Placed(job, job.version, starts)
         return history, placed
 
     def _runtime(self, task: TaskInfo | None, job: JobInfo) -> float:
@@ -183,7 +208,8 @@ class ReservationPlugin(Plugin, ext.JobOrder, ext.JobEnqueueable, ext.JobEnqueue
     def _end(self, task: TaskInfo, job: JobInfo | None) -> float:
         if job is None or task.status == TaskStatus.RELEASING:
             return self.now + estimate.OVERRUN_GRACE
-        start = self.placed.get(task.uid, (job.queue, self.now))[1]
+        seen = self.placed.get(job.uid)
+        start = seen.starts[task.uid][1] if seen is not None and task.uid in seen.starts else self.now
         return estimate.expected_end(start, self._runtime(task, job), self.now)
 
     # --- deciding the reservations -------------------------------------------------------------

@@ -12,7 +12,7 @@ from central.model import runtime_estimate as estimate
 from central.model.cache import ClusterCache
 from central.model.jobs import build_podgroup
 from central.model.jobspec import parse_job
-from central.plugins.reservation import CONDITION, reserved_nodes
+from central.plugins.reservation import CONDITION, OCCUPYING, reserved_nodes
 from central.scheduler import load_config
 from central.scheduler.cycle import run_cycle
 from tests.scenarios.harness import objects_of
@@ -169,3 +169,39 @@ def test_a_jobs_running_estimate_reaches_its_podgroup():
            "spec": {"runningEstimate": "45m", "tasks": [{"name": "t", "replicas": 1, "template": {
                "spec": {"containers": [{"name": "c", "image": "i"}]}}}]}}
     assert build_podgroup(parse_job(job))["metadata"]["annotations"][estimate.ANNOTATION] == "45m"
+
+
+def test_pods_seen_placed_are_read_again_only_for_changed_jobs_and_match_a_full_read():
+    """Each session reads again only the jobs whose pods changed (and every job once the nodes
+    change); what it keeps equals a walk over every node's pods, and every pod that ended is
+    observed once, with the runtime since its start."""
+    cache = cache_of(CASE, small("long", "30m"))
+    steps = [
+        lambda: None,
+        lambda: cache.apply({**case_pod("a-0"), "status": {"phase": "Succeeded"}}),  # ran 11:50 -> 12:01
+        lambda: cache.delete("Pod", "ns", "b-0"),  # ran 11:50 -> 12:02
+        lambda: [cache.apply(o) for o in placed_on("n3", "c", "2026-01-05T12:03:30Z")],  # its node comes later
+        lambda: cache.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n3", "labels": {}},
+                             "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}),
+        lambda: None,
+    ]
+    for minute, step in enumerate(steps):
+        step()
+        walked = {task.uid for node in cache.nodes.values() for task in node.tasks.values()  # as the session opens
+                  if task.job_uid in cache.scheduling_jobs() and task.status in OCCUPYING}
+        run_cycle(cache, conf(), now=T0 + minute * MINUTE)
+        memory = cache.plugin_memory[("reservation", "memory")]
+        kept = {uid: start for seen in memory.placed.values() for uid, (_, start) in seen.starts.items()}
+        assert set(kept) == walked, minute
+    assert sorted(memory.history.runtimes["default"]) == [11 * 60.0, 12 * 60.0]
+    assert kept["ns/c-0"] == datetime(2026, 1, 5, 12, 3, 30, tzinfo=timezone.utc).timestamp()
+
+
+def case_pod(name: str) -> dict:
+    return next(o for o in objects_of(CASE) if o["kind"] == "Pod" and o["metadata"]["name"] == name)
+
+
+def placed_on(node: str, group: str, scheduled: str) -> list[dict]:
+    """A running job of one pod on `node`: its PodGroup, then its pod."""
+    return objects_of({"podgroups": {f"ns/{group}": {"minMember": 1, "queue": "default", "phase": "Running"}},
+                       "pods": {f"ns/{group}-0": {"group": group, "cpu": 1, "node": node, "scheduled": scheduled}}})
