@@ -122,8 +122,17 @@ class Capacity(AccountingPlugin, ext.QueueOrder, ext.VictimQueueOrder, ext.JobEn
             self._lay_out_flat()
         self.devices = DeviceQuota.of(handle.dra, handle.queues.values(), self._lineage_names) \
             if self.settings[1] else None
-        for job in handle.jobs.values():
-            self._account_job(job)
+        kept = handle.queue_sums()
+        if kept is not None:  # the cache's per-queue sums (central.model.queuesums) of `_account_job`'s terms
+            for name, sums in kept.items():
+                for quota in self._lineage(name):
+                    quota.allocated += sums.allocated
+                    quota.inqueue += sums.held
+                    quota.elastic += sums.elastic
+        per_job = kept is None or self.devices is not None or handle.queue_gate_admission
+        for job in handle.jobs.values() if per_job else ():
+            if kept is None:
+                self._account_job(job)
             if self.devices is not None:
                 self.devices.account(job)
             if handle.queue_gate_admission:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from central.framework.closing import queue_statuses
 from central.framework.conf import DEFAULT_CONF_YAML
+from central.framework.handle import Handle
 from central.framework.session import Session
 from central.model.cache import ClusterCache
 from central.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus
@@ -195,3 +196,31 @@ def test_jobs_pending_with_and_without_a_phase_count_together():
     statuses = queue_statuses(cache.dims, cache.all_queues(), jobs, cache.queue_sums.sums(jobs, cache.dims))
     assert statuses["a"]["pending"] == 2
     assert queue_statuses(cache.dims, cache.all_queues(), jobs)["a"]["pending"] == 2  # summed from scratch too
+
+
+CAPACITY = load_config('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
+                       "- plugins: [{name: capacity, enableHierarchy: true}, {name: predicates}, {name: nodeorder}]\n")
+
+
+def _quotas(cache: ClusterCache) -> dict[str, tuple[list[float], ...]]:
+    session = Session(cache, CAPACITY, now=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    try:
+        capacity = next(p for tier in session.tiers for p in tier if p.name == "capacity")
+        return {name: (list(q.allocated), list(q.inqueue), list(q.elastic)) for name, q in capacity.quotas.items()}
+    finally:
+        session.rollback()
+
+
+def test_capacity_opens_on_the_kept_sums_with_the_figures_job_by_job_gives(monkeypatch):
+    """Each queue's allocated, inqueue and elastic, with its children's rolled up (hierarchy),
+    from the cache's sums and from the jobs one by one (the form used where sums are not exact)."""
+    cache = _cache()
+    cache.apply(queue("a1", parent="a", weight=1))
+    cache.apply({**podgroup("g2", queue="a1", min_member=1, minResources={"cpu": "2"}), "status": {"phase": "Inqueue"}})
+    cache.apply({**podgroup("g0", queue="a", min_member=2, minResources={"cpu": "3"}), "status": {"phase": "Running"}})
+    for name in ("ml/g0-0", "ml/g0-1"):
+        cache.set_status(cache.tasks[name], TaskStatus.RUNNING, "n0")
+    kept = _quotas(cache)
+    monkeypatch.setattr(Handle, "queue_sums", lambda self, changed=None: None)  # as where sums are not exact
+    assert _quotas(cache) == kept
+    assert kept["a"][0][0] == 2000.0 and kept["a"][1][0] == 3000.0  # a1's 2 CPUs admitted count in a
