@@ -21,6 +21,7 @@ from central.errors import InputError
 from central.model.fields import GO_BOOLS, parse_duration
 
 SHELL_REDIRECT = "2>&1"
+log = logging.getLogger(__name__)
 
 
 def go_bool(text: str) -> bool:
@@ -95,6 +96,16 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds or a duration like 1s or 500ms, got {text!r}") from None
 
 
+def start(args: argparse.Namespace, names: tuple[str, ...]) -> list[tuple[str, int]]:
+    """What both commands do first: log as -v asks, work out where to serve (`serving_addresses`,
+    refused here when wrong), and name in one line the flags given that change nothing (`ignored`)."""
+    set_up_logging(args)
+    addresses = serving_addresses(args)
+    if unused := ignored(args, names):
+        log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
+    return addresses
+
+
 def set_up_logging(args: argparse.Namespace) -> None:
     """INFO to stderr; with -v=4 or more, Caldera's own debug lines too (not every library's)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -102,6 +113,11 @@ def set_up_logging(args: argparse.Namespace) -> None:
         logging.getLogger("central").setLevel(logging.DEBUG)
 
 
+# destinations of `add_common`'s flags that change nothing here
+COMMON_IGNORED = ("logtostderr", "enable_healthz", "enable_metrics")
+
+
 def ignored(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
-    """The flags among `names` (destinations) the command was given, as `--flag`s."""
-    return [f"--{name.replace('_', '-')}" for name in names if getattr(args, name, None) is not None]
+    """The flags among `add_common`'s and `names` (a command's own, as destinations) that change
+    nothing here and that the command was given, as `--flag`s."""
+    return [f"--{name.replace('_', '-')}" for name in (*COMMON_IGNORED, *names) if getattr(args, name, None) is not None]

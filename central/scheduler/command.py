@@ -107,8 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "not supported, a non-empty value is refused")
 
 
-VOLCANO_ONLY = ("logtostderr", "enable_healthz", "enable_metrics", "enable_pprof", "node_worker_threads",
-                "percentage_nodes_to_find")  # the flags of Volcano's chart that change nothing here
+# the flags of Volcano's chart, besides `add_common`'s, that change nothing here
+VOLCANO_ONLY = ("enable_pprof", "node_worker_threads", "percentage_nodes_to_find")
 
 
 def agent_receiver(args: argparse.Namespace,
@@ -190,15 +190,12 @@ def run(args: argparse.Namespace) -> int:
     from central.scheduler import load_config
     from central.scheduler.cycle import run_cycle
 
-    volcanoflags.set_up_logging(args)
-    addresses = volcanoflags.serving_addresses(args)
+    addresses = volcanoflags.start(args, VOLCANO_ONLY)
     if args.plugins_dir:
         raise InputError("--plugins-dir", f"{args.plugins_dir!r}: Caldera cannot load Volcano's Go plugins")
     if args.ignored_provisioners:
         raise InputError("--ignored-provisioners", f"{args.ignored_provisioners!r}: not supported, every "
                                                    "provisioner takes part in volume binding")
-    if unused := volcanoflags.ignored(args, VOLCANO_ONLY):
-        log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
     gctuning.for_large_heaps()
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst,
                                 connections=args.bind_workers + CONNECTIONS_BESIDE_BINDS)

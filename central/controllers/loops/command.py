@@ -86,9 +86,9 @@ VOLCANO_NAMES = {"job-controller": "job-controller", "queue-controller": "queue-
                  "cronjob-controller": "cronjob-controller", "jobflow-controller": "jobflow-controller",
                  "jobtemplate-controller": "jobtemplate-controller", "sharding-controller": "sharding-controller",
                  "gc-controller": "job-controller"}
-VOLCANO_ONLY = ("logtostderr", "enable_healthz", "enable_metrics", "worker_threads_for_gc", "worker_threads_for_podgroup",
-                "worker_threads_for_queue", "worker_threads_for_cronjob", "sharding_configmap",
-                "sharding_configmap_namespace")  # the flags of Volcano's chart that change nothing here
+# the flags of Volcano's chart, besides `add_common`'s, that change nothing here
+VOLCANO_ONLY = ("worker_threads_for_gc", "worker_threads_for_podgroup", "worker_threads_for_queue",
+                "worker_threads_for_cronjob", "sharding_configmap", "sharding_configmap_namespace")
 
 
 def _gates(text: str) -> list[str]:
@@ -172,10 +172,7 @@ def run_controllers(loops: list[ControllerLoop], stop: threading.Event, elector:
 
 
 def run(args: argparse.Namespace) -> int:
-    volcanoflags.set_up_logging(args)
-    addresses = volcanoflags.serving_addresses(args)
-    if unused := volcanoflags.ignored(args, VOLCANO_ONLY):
-        log.info("accepted for Volcano's chart, changing nothing here: %s", " ".join(unused))
+    addresses = volcanoflags.start(args, VOLCANO_ONLY)
     running = chosen_loops(args.controllers)
     gctuning.for_large_heaps()
     client = KubeClient.connect(args.kubeconfig, args.kube_api_qps, args.kube_api_burst)
