@@ -52,13 +52,14 @@ def parse_resource_list(raw: object, where: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in raw.items():
         key = (name, value) if type(value) is str else None  # pods repeat their few quantities
-        parsed = _PARSED.get(key, _UNSEEN) if key is not None else _UNSEEN
-        if parsed is _UNSEEN:
+        if key is not None and key in _PARSED:
+            parsed = _PARSED[key]
+        else:
             parsed = _entry(name, value, where)
             if key is not None:
                 _remember(key, parsed)
         if parsed is not None:
-            out[name] = parsed  # type: ignore[assignment]
+            out[name] = parsed
     return out
 
 
@@ -85,7 +86,6 @@ def _entry(name: object, value: object, where: str) -> float | None:
 # that no stream of distinct texts makes it grow without bound
 _PARSED: dict[tuple[object, str], float | None] = {}
 _PARSED_MAX = 4096
-_UNSEEN = object()
 
 
 def _remember(key: tuple[object, str], parsed: float | None) -> None:
