@@ -25,6 +25,9 @@ def test_explain_a_waiting_job_and_annotate_its_estimated_start(tenant: Tenant) 
     tenant.submit(volcano_job("next", tenant.queue, replicas=1, cpu="8"))
     tenant.submit(volcano_job("huge", tenant.queue, replicas=1, cpu="100"))
     wait_for(lambda: tenant.job_podgroup("next") and tenant.job_podgroup("huge"), "the waiting jobs' PodGroups")
+    # once admitted, next waits with its pod made (the Job controller makes it after admission)
+    wait_for(lambda: any(p["metadata"]["name"].startswith("next-") for p in tenant.pods("volcano.sh/job-name=next")),
+             "next's pod")
 
     done = tenant.caldera("explain", "job", "next", "-n", tenant.namespace, "-o", "json")
     assert done.returncode == 0, done.stderr
